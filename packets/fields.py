@@ -1,0 +1,437 @@
+"""Shared construct pieces for the MSMQ wire formats.
+
+Renders the common packet data types of [MS-MQMQ] 2.2.18.1 (GUID in the [MS-DTYP] 2.3.4 packet
+representation, little-endian integers, UTF-16LE strings, 4-byte alignment) and the flag words
+of every header, whose bit 0 is the least-significant bit of the little-endian field.
+
+Every piece here is a real ``construct`` class with a parser, a builder and a compiled-code
+emitter, so a header written with them is both readable (one line per spec field) and fast
+(``Header.compile()``).  Compiled code does not check lengths; the pieces below emit exact reads
+so a short input fails loudly, and :class:`Header` records field offsets on the slow,
+diagnostic path so a :class:`~packets.errors.PacketError` can name the field and its byte.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Callable, Mapping
+from io import BytesIO
+from typing import Any, ClassVar
+
+import construct as c
+from construct import Container, ConstructError, StreamError
+
+from packets.errors import PacketError
+
+__all__ = [
+    "GUID",
+    "NULL_GUID",
+    "BitFlags",
+    "Data",
+    "FlagsField",
+    "Guid",
+    "Header",
+    "Int8ul",
+    "Int16ul",
+    "Int32ul",
+    "Int64ul",
+    "Pad",
+    "Utf16z",
+    "header_parser",
+    "pad4",
+    "read_exact",
+]
+
+Int8ul = c.Int8ul
+Int16ul = c.Int16ul
+Int32ul = c.Int32ul
+Int64ul = c.Int64ul
+
+
+def pad4(n: int) -> int:
+    """Bytes needed to round ``n`` up to a multiple of 4 (the headers' alignment)."""
+    return -n % 4
+
+
+def read_exact(io: BytesIO, n: int) -> bytes:
+    """Read exactly ``n`` bytes or raise; never allocates more than the stream holds."""
+    if n < 0:
+        raise StreamError(f"negative length {n}")
+    data = io.read(n)
+    if len(data) != n:
+        raise StreamError(f"needs {n} bytes, only {len(data)} remain")
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# GUID ([MS-MQMQ] 2.2.18.1.1, [MS-DTYP] 2.3.4)
+
+
+class GUID(bytes):
+    """A GUID kept as its 16 wire bytes (``bytes_le`` order); prints as ``{xxxxxxxx-...}``."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: bytes | str | uuid.UUID | GUID = b"\0" * 16) -> GUID:
+        if isinstance(value, GUID):
+            return value
+        if isinstance(value, uuid.UUID):
+            value = value.bytes_le
+        elif isinstance(value, str):
+            value = uuid.UUID(value.strip("{}")).bytes_le
+        return super().__new__(cls, value)
+
+    @property
+    def uuid(self) -> uuid.UUID:
+        return uuid.UUID(bytes_le=bytes(self))
+
+    def __str__(self) -> str:
+        if len(self) != 16:
+            return self.hex()
+        return "{" + str(self.uuid).upper() + "}"
+
+    def __repr__(self) -> str:
+        return f"GUID('{self}')"
+
+    @property
+    def is_null(self) -> bool:
+        return not any(self)
+
+
+NULL_GUID = GUID()
+
+
+class _GuidField(c.Construct):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__()
+
+    def _parse(self, stream: Any, context: Any, path: str) -> GUID:
+        return GUID(c.stream_read(stream, 16, path))
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> GUID:
+        guid = GUID(obj if obj is not None else NULL_GUID)
+        if len(guid) != 16:
+            raise PacketError(path_of(path), -1, f"a GUID is 16 bytes, got {len(guid)}")
+        c.stream_write(stream, guid, 16, path)
+        return guid
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return 16
+
+    def _emitparse(self, code: Any) -> str:
+        code.append("from packets.fields import GUID, read_exact")
+        return "GUID(read_exact(io, 16))"
+
+
+Guid = _GuidField()
+
+
+# --------------------------------------------------------------------------------------------
+# Byte strings, padding and UTF-16 strings whose length comes from another field
+
+
+class Data(c.Construct):  # type: ignore[misc]
+    """Exactly ``length`` raw bytes (``length`` may be a ``this`` expression)."""
+
+    def __init__(self, length: Any) -> None:
+        super().__init__()
+        self.length = length
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bytes:
+        return bytes(c.stream_read(stream, c.evaluate(self.length, context), path))
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> bytes:
+        data = bytes(obj or b"")
+        c.stream_write(stream, data, len(data), path)
+        return data
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return int(c.evaluate(self.length, context))
+
+    def _emitparse(self, code: Any) -> str:
+        code.append("from packets.fields import read_exact")
+        return f"read_exact(io, {self.length})"
+
+
+class Pad(c.Construct):  # type: ignore[misc]
+    """Alignment padding of ``length`` bytes.
+
+    Parsed bytes are kept (under a ``_``-prefixed key, which Container equality ignores) so a
+    packet whose padding is not zero still builds back byte-identical; building without them
+    writes zeros.
+    """
+
+    def __init__(self, length: Any) -> None:
+        super().__init__()
+        self.length = length
+        self.flagbuildnone = True
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bytes:
+        return bytes(c.stream_read(stream, c.evaluate(self.length, context), path))
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> bytes:
+        n = c.evaluate(self.length, context)
+        data = bytes(obj) if isinstance(obj, bytes | bytearray) and len(obj) == n else b"\0" * n
+        c.stream_write(stream, data, n, path)
+        return data
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return int(c.evaluate(self.length, context))
+
+    def _emitparse(self, code: Any) -> str:
+        code.append("from packets.fields import read_exact")
+        return f"read_exact(io, {self.length})"
+
+
+def decode_utf16(raw: bytes) -> str:
+    """UTF-16LE to str, dropping one terminating NUL; lone surrogates survive a round trip."""
+    text = raw.decode("utf-16-le", "surrogatepass")
+    return text[:-1] if text.endswith("\0") else text
+
+
+def encode_utf16z(text: str) -> bytes:
+    """str to UTF-16LE with the terminating NUL the spec's strings carry."""
+    return (text + "\0").encode("utf-16-le", "surrogatepass")
+
+
+class Utf16z(c.Construct):  # type: ignore[misc]
+    """A null-terminated UTF-16LE string occupying ``length`` bytes on the wire.
+
+    The parsed value is the text without its terminating NUL; building appends it.  The length
+    field that announces the string is a separate field of the header (spec vocabulary), whose
+    unit (bytes or characters) the header states.  Odd byte counts are rejected.
+    """
+
+    def __init__(self, length: Any) -> None:
+        super().__init__()
+        self.length = length
+
+    def _parse(self, stream: Any, context: Any, path: str) -> str:
+        n = c.evaluate(self.length, context)
+        if n % 2:
+            raise c.ValidationError(f"UTF-16 string of odd byte length {n}", path=path)
+        return decode_utf16(c.stream_read(stream, n, path))
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> str:
+        data = encode_utf16z(obj or "")
+        c.stream_write(stream, data, len(data), path)
+        return str(obj or "")
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return int(c.evaluate(self.length, context))
+
+    def _emitparse(self, code: Any) -> str:
+        code.append("from packets.fields import decode_utf16, read_exact")
+        return f"decode_utf16(read_exact(io, {self.length}))"
+
+
+# --------------------------------------------------------------------------------------------
+# Flag words: bit 0 is the least-significant bit of the little-endian integer
+
+
+class BitFlags(int):
+    """An integer flag word whose sub-fields are read by the spec's abbreviations.
+
+    Subclasses list ``_fields_`` as ``(name, first_bit, width)``; ``Flags.PR`` then reads bits
+    ``first_bit .. first_bit+width-1``.  Build one with ``Cls.make(PR=3, IN=1)`` or from a
+    mapping.  Equality is integer equality; a mapping of sub-fields also compares equal.
+    """
+
+    __slots__ = ()
+    _fields_: ClassVar[tuple[tuple[str, int, int], ...]] = ()
+    _width_: ClassVar[int] = 32
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, shift, width in cls._fields_:
+            mask = (1 << width) - 1
+            setattr(cls, name, property(lambda self, s=shift, m=mask: (int(self) >> s) & m))
+
+    @classmethod
+    def make(cls, value: int | Mapping[str, int] = 0, **fields: int) -> BitFlags:
+        """Flags from an integer, a mapping of sub-fields, or keyword sub-fields (or both)."""
+        if isinstance(value, Mapping):
+            fields = {**value, **fields}
+            value = 0
+        out = int(value)
+        known = {name: (shift, width) for name, shift, width in cls._fields_}
+        for name, v in fields.items():
+            if name not in known:
+                raise PacketError(cls.__name__ + "." + name, -1, "no such flag")
+            shift, width = known[name]
+            v = int(v)
+            if not 0 <= v < (1 << width):
+                raise PacketError(cls.__name__ + "." + name, -1, f"{v} does not fit {width} bits")
+            out = (out & ~(((1 << width) - 1) << shift)) | (v << shift)
+        return cls(out)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name, _, _ in self._fields_}
+
+    def undefined_bits(self) -> int:
+        """The bits set that no named sub-field covers."""
+        covered = 0
+        for _, shift, width in self._fields_:
+            covered |= ((1 << width) - 1) << shift
+        return int(self) & ~covered
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            try:
+                return int(self) == int(type(self).make(other))
+            except PacketError:
+                return False
+        return int(self) == other
+
+    __hash__ = int.__hash__
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{k}={v}" for k, v in self.as_dict().items() if v)
+        return f"{type(self).__name__}(0x{int(self):0{self._width_ // 4}X}{': ' if parts else ''}{parts})"
+
+    __str__ = __repr__
+
+
+class FlagsField(c.Construct):  # type: ignore[misc]
+    """A little-endian flag word parsed into a :class:`BitFlags` subclass."""
+
+    _FORMATS: ClassVar[dict[int, str]] = {8: "<B", 16: "<H", 32: "<L"}
+
+    def __init__(self, flags_cls: type[BitFlags]) -> None:
+        super().__init__()
+        self.flags_cls = flags_cls
+        self.fmt = struct.Struct(self._FORMATS[flags_cls._width_])
+        self.flagbuildnone = True
+
+    def _parse(self, stream: Any, context: Any, path: str) -> BitFlags:
+        return self.flags_cls(self.fmt.unpack(c.stream_read(stream, self.fmt.size, path))[0])
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> BitFlags:
+        flags = self.flags_cls.make(obj if obj is not None else 0)
+        c.stream_write(stream, self.fmt.pack(int(flags)), self.fmt.size, path)
+        return flags
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return self.fmt.size
+
+    def _emitparse(self, code: Any) -> str:
+        cls = self.flags_cls
+        fid = code.allocateId()
+        code.append(f"from {cls.__module__} import {cls.__name__}")
+        code.append(f"flagsfmt_{fid} = struct.Struct({self.fmt.format!r})")
+        return f"{cls.__name__}(flagsfmt_{fid}.unpack(io.read({self.fmt.size}))[0])"
+
+
+# --------------------------------------------------------------------------------------------
+# Headers: a Struct that records field offsets on the diagnostic path
+
+
+def path_of(construct_path: str) -> str:
+    """'UserHeader -> Flags' -> 'UserHeader.Flags' (construct's path notation to ours)."""
+    return ".".join(p.strip() for p in construct_path.split("->") if p.strip() != "(parsing)")
+
+
+class Header(c.Struct):  # type: ignore[misc]
+    """A Struct for one spec header.
+
+    The compiled parser (fast path) is construct's own.  The interpreted parser (diagnostic
+    path) records the absolute offset of every field in ``context._params.offsets`` when that
+    mapping is supplied, and tags the first error with the offset of the field that failed.
+    """
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Container:
+        obj = Container()
+        context = Container(
+            _=context,
+            _params=context._params,
+            _root=None,
+            _parsing=context._parsing,
+            _building=context._building,
+            _sizing=context._sizing,
+            _subcons=self._subcons,
+            _io=stream,
+            _index=context.get("_index", None),
+        )
+        context._root = context._.get("_root", context)
+        offsets = context._params.get("offsets")
+        for sc in self.subcons:
+            start = stream.tell()
+            if offsets is not None and sc.name:
+                offsets[path_of(f"{path} -> {sc.name}")] = start
+            try:
+                subobj = sc._parsereport(stream, context, path)
+            except ConstructError as e:
+                if getattr(e, "msmq_offset", None) is None:
+                    e.msmq_offset = start  # type: ignore[attr-defined]
+                raise
+            if sc.name:
+                obj[sc.name] = subobj
+                context[sc.name] = subobj
+        return obj
+
+
+class HeaderParser:
+    """A header with its compiled (fast) and interpreted (diagnostic) parsers."""
+
+    __slots__ = ("_compiled", "header", "name")
+
+    def __init__(self, name: str, header: c.Construct) -> None:
+        self.name = name
+        self.header = header
+        self._compiled: Any = None
+
+    @property
+    def compiled(self) -> Any:
+        if self._compiled is None:
+            self._compiled = self.header.compile()
+        return self._compiled
+
+    def parse_fast(self, io: BytesIO, context: Container) -> Container:
+        """Compiled parse; may raise anything on bad input (callers fall back to diagnose)."""
+        return self.compiled.parsefunc(io, context)
+
+    def diagnose(self, io: BytesIO, offsets: dict[str, int]) -> Container:
+        """Interpreted parse from ``io``'s position; raises PacketError naming field and offset."""
+        start = io.tell()
+        context = Container(_parsing=True, _building=False, _sizing=False, offsets=offsets)
+        context._params = context
+        try:
+            return self.header._parsereport(io, context, self.name)
+        except ConstructError as e:
+            offset = getattr(e, "msmq_offset", None)
+            field = path_of(e.path or self.name)
+            message = str(e).split("\n", 1)[-1]
+            raise PacketError(field, start if offset is None else offset, message) from None
+
+    def build(self, obj: Mapping[str, Any], context: Mapping[str, Any] | None = None) -> bytes:
+        stream = BytesIO()
+        ctx = Container(**(context or {}))
+        ctx._parsing = False
+        ctx._building = True
+        ctx._sizing = False
+        ctx._params = ctx
+        try:
+            self.header._build(obj, stream, ctx, self.name)
+        except ConstructError as e:
+            raise PacketError(path_of(e.path or self.name), -1, str(e).split("\n", 1)[-1]) from None
+        except (TypeError, ValueError, KeyError, AttributeError) as e:
+            if isinstance(e, PacketError):
+                raise
+            raise PacketError(self.name, -1, f"cannot build: {e!r}") from None
+        return stream.getvalue()
+
+
+def header_parser(name: str, header: c.Construct) -> HeaderParser:
+    return HeaderParser(name, header)
+
+
+# A tiny helper for headers whose length field is derived from a string when left out.
+def utf16z_bytes(key: str) -> Callable[[Any], int]:
+    """Byte length (with NUL) of the string field ``key`` — a default for its length field."""
+    return lambda ctx: len(encode_utf16z(ctx.get(key) or ""))
+
+
+def utf16z_chars(key: str) -> Callable[[Any], int]:
+    """Character count (with NUL) of the string field ``key`` — a default for its length field."""
+    return lambda ctx: len(encode_utf16z(ctx.get(key) or "")) // 2

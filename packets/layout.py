@@ -1,0 +1,52 @@
+"""The header sequence of each packet: which header follows which, and when it is present.
+
+A :class:`Slot` names one header by its spec name, says (from the headers parsed before it)
+whether the packet carries it, and lists the rules a receiver checks on it.  The UserMessage
+Packet ([MS-MQMQ] 2.2.20, with the [MS-MQRR] 2.2.5 additions) and the internal packets of
+[MS-MQQB] 2.2 are each one ordered list of slots; ``packets.codec`` walks them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from construct import Container
+
+from packets.fields import HeaderParser
+
+# A rule yields (field path, reason, spec section) for every violation it finds.
+Check = Callable[[Container], Iterable[tuple[str, str, str]]]
+Presence = Callable[[Container], bool]
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One header position in a packet layout."""
+
+    name: str
+    parser: HeaderParser
+    present: Presence
+    section: str
+    checks: tuple[Check, ...] = field(default=())
+    # Whether the header's bytes count in BaseHeader.PacketSize ([MS-MQMQ] 2.2.19.1 excludes a
+    # UserMessage's trailing SessionHeader).
+    counted: bool = True
+
+
+def always(_headers: Container) -> bool:
+    return True
+
+
+class PacketKind(StrEnum):
+    """Packet kinds of [MS-MQQB] 3.1.5.1.1 Identifying Packet Type (Ping: [MS-MQQB] 2.2.7)."""
+
+    EstablishConnection = "EstablishConnection"
+    ConnectionParameters = "ConnectionParameters"
+    SessionAck = "SessionAck"
+    OrderAck = "OrderAck"
+    FinalAck = "FinalAck"
+    UserMessage = "UserMessage"
+    Ping = "Ping"
+    Unknown = "Unknown"
