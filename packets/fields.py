@@ -391,11 +391,19 @@ class HeaderParser:
         """Compiled parse; may raise anything on bad input (callers fall back to diagnose)."""
         return self.compiled.parsefunc(io, context)
 
-    def diagnose(self, io: BytesIO, offsets: dict[str, int]) -> Container:
-        """Interpreted parse from ``io``'s position; raises PacketError naming field and offset."""
+    def diagnose(
+        self, io: BytesIO, offsets: dict[str, int], parents: Mapping[str, Any] | None = None
+    ) -> Container:
+        """Interpreted parse from ``io``'s position; raises PacketError naming field and offset.
+
+        ``parents`` are the headers parsed before this one (reachable as ``this._``).
+        """
         start = io.tell()
-        context = Container(_parsing=True, _building=False, _sizing=False, offsets=offsets)
-        context._params = context
+        context = Container(parents or {})
+        context._parsing = True
+        context._building = False
+        context._sizing = False
+        context._params = Container(offsets=offsets)
         try:
             return self.header._parsereport(io, context, self.name)
         except ConstructError as e:

@@ -1,0 +1,37 @@
+"""MSMQ wire packets: parse and build every packet of an MSMQ binary session.
+
+Public API ([MS-MQMQ] 2.2.18-2.2.20, [MS-MQRR] 2.2.5, [MS-MQQB] 2.2):
+
+- ``parse(data, strict=True) -> Packet``: one packet; its ``kind`` and its headers by spec
+  name (``p.BaseHeader.Flags.PR``, ``p.UserHeader.Flags.DQ``); strict=False returns the
+  violations in ``p.violations`` instead of raising.
+- ``build(packet) -> bytes``: PacketSize, lengths and padding computed when left out.
+- ``parse_ping(datagram)`` / ``build_ping(fields)``: the UDP Ping Packet ([MS-MQQB] 2.2.7).
+- ``StreamSplitter``: cuts a TCP byte stream into packets by BaseHeader.PacketSize.
+- ``PacketError(field_path, offset, reason)``: the only error the codec raises.
+
+``import packets`` imports neither scapy nor anything of ``harness``.
+"""
+
+from packets.codec import Packet, build, build_ping, parse, parse_ping
+from packets.errors import PacketError, Violation
+from packets.fields import GUID, NULL_GUID, BitFlags
+from packets.layout import PacketKind
+from packets.stream import StreamPacket, StreamSplitter, wire_length
+
+__all__ = [
+    "GUID",
+    "NULL_GUID",
+    "BitFlags",
+    "Packet",
+    "PacketError",
+    "PacketKind",
+    "StreamPacket",
+    "StreamSplitter",
+    "Violation",
+    "build",
+    "build_ping",
+    "parse",
+    "parse_ping",
+    "wire_length",
+]
