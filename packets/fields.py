@@ -371,6 +371,44 @@ class Header(c.Struct):  # type: ignore[misc]
         return obj
 
 
+_COMPILED_PRELUDE = """
+from construct import *
+from construct.lib import *
+from io import BytesIO
+import struct
+import collections
+import itertools
+def restream(data, func):
+    return func(BytesIO(data))
+def reuse(obj, func):
+    return func(obj)
+linkedinstances = {}
+linkedparsers = {}
+linkedbuilders = {}
+len_ = len
+sum_ = sum
+min_ = min
+max_ = max
+abs_ = abs
+"""
+
+
+def compile_parser(construct: c.Construct) -> Callable[[BytesIO, Container], Container]:
+    """construct's code generator, parse side only.
+
+    ``Construct.compile()`` also emits builders, which cannot hold the lambdas that compute a
+    length field's default; the builder stays interpreted, so only the parser is generated.
+    """
+    code = c.CodeGen()
+    code.append(_COMPILED_PRELUDE)
+    code.append(f"def parseall(io, this):\n    return {construct._compileparse(code)}\n")
+    namespace: dict[str, Any] = {}
+    exec(compile(code.toString(), f"<compiled {construct!r:.40}>", "exec"), namespace)
+    namespace["linkedinstances"].update(code.linkedinstances)
+    namespace["linkedparsers"].update(code.linkedparsers)
+    return namespace["parseall"]  # type: ignore[no-any-return]
+
+
 class HeaderParser:
     """A header with its compiled (fast) and interpreted (diagnostic) parsers."""
 
@@ -382,14 +420,14 @@ class HeaderParser:
         self._compiled: Any = None
 
     @property
-    def compiled(self) -> Any:
+    def compiled(self) -> Callable[[BytesIO, Container], Container]:
         if self._compiled is None:
-            self._compiled = self.header.compile()
-        return self._compiled
+            self._compiled = compile_parser(self.header)
+        return self._compiled  # type: ignore[no-any-return]
 
     def parse_fast(self, io: BytesIO, context: Container) -> Container:
         """Compiled parse; may raise anything on bad input (callers fall back to diagnose)."""
-        return self.compiled.parsefunc(io, context)
+        return self.compiled(io, context)
 
     def diagnose(
         self, io: BytesIO, offsets: dict[str, int], parents: Mapping[str, Any] | None = None
