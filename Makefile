@@ -28,7 +28,7 @@ bench: setup
 	$(BIN)/python -m benchmarks
 
 fuzz: setup
-	$(BIN)/python -m packets.fuzz --iterations $${FUZZ_ITERATIONS:-1000000}
+	$(BIN)/python fuzz/fuzz_codec.py --iterations $${FUZZ_ITERATIONS:-1000000}
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,237 @@
+"""Codec speed: a typical UserMessage parsed and built, ours against scapy and a struct ceiling.
+
+The message is what an application sends most: [MS-MQMQ] 2.2.20 with a direct format name
+(DQ 7), a label and a 1 KiB body; the second variant adds a TransactionHeader (2.2.20.5) and a
+trailing SessionHeader (2.2.20.4).  Compared side by side in one run:
+
+- ours: ``packets.parse`` (strict: full decode, identification and every rule check) and
+  ``packets.build``;
+- scapy: a hand-written scapy field list for the same headers (how a scapy-based tool would
+  dissect MSMQ), dissecting the same bytes;
+- ceiling: a minimal ``struct.unpack_from`` parser that extracts the same fields with no checks.
+"""
+
+from __future__ import annotations
+
+import struct
+import timeit
+from typing import Any
+
+from scapy.fields import (
+    ByteField,
+    FieldLenField,
+    LEIntField,
+    LEShortField,
+    StrFixedLenField,
+    StrLenField,
+    XLEIntField,
+    XLEShortField,
+)
+from scapy.packet import Packet as ScapyPacket
+
+import packets
+
+SOURCE_QM = bytes.fromhex("11ea26c6b6e6499795959150557358d1")
+DIRECT_NAME = "TCP:192.168.1.20\\private$\\orders"
+LABEL = "order 4711"
+BODY = bytes(range(256)) * 4
+
+
+def _direct_name(name: str) -> bytes:
+    data = (name + "\0").encode("utf-16-le")
+    raw = struct.pack("<H", len(data)) + data
+    return raw + b"\0" * (-(48 + len(raw)) % 4)
+
+
+def typical_user_message(optional_headers: bool) -> bytes:
+    """The benchmark message, encoded by hand from [MS-MQMQ] 2.2.19-2.2.20."""
+    user_flags = (7 << 10) | (1 << 21)  # DQ direct, MP
+    base_flags = 3  # PR 3
+    if optional_headers:
+        user_flags |= (1 << 20) | (1 << 5)  # TH, DM recoverable
+        base_flags = 1 << 4  # SH; PR 0 for a transactional message
+    user = SOURCE_QM + b"\0" * 16 + struct.pack("<LLLL", 0xFFFFFFFF, 1_700_000_000, 4711, user_flags)
+    user += _direct_name(DIRECT_NAME)
+    tx = struct.pack("<LQLL", 0x4 | 0x8, 0x0000000100000001, 1, 0) if optional_headers else b""
+    label = (LABEL + "\0").encode("utf-16-le")
+    props = struct.pack("<BBH20sLLLLLLLL", 0, len(label) // 2, 0, b"\0" * 20, 0x11, 0, len(BODY), len(BODY), 0, 0x800E, 0x6610, 0)
+    props += label + BODY
+    props += b"\0" * (-len(props) % 4)
+    session = struct.pack("<HHLHHHH", 5, 0, 0, 6, 0, 64, 0) if optional_headers else b""
+    size = 16 + len(user) + len(tx) + len(props)
+    base = struct.pack("<BBHLLL", 0x10, 0, base_flags, 0x524F494C, size, 345600)
+    return base + user + tx + props + session
+
+
+# --- the ceiling: struct only, no checks --------------------------------------------------------
+
+_BASE = struct.Struct("<BBHLLL")
+_USER = struct.Struct("<16s16sLLLL")
+_TX = struct.Struct("<LQLL")
+_PROPS = struct.Struct("<BBH20sLLLLLLLL")
+_SESSION = struct.Struct("<HHLHHHH")
+
+
+def struct_parse(data: bytes) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["BaseHeader"] = _BASE.unpack_from(data, 0)
+    user = _USER.unpack_from(data, 16)
+    flags = user[5]
+    at = 16 + 48
+    (count,) = struct.unpack_from("<H", data, at)
+    name = data[at + 2 : at + 2 + count].decode("utf-16-le")
+    at += 2 + count
+    at += -(at - 16) % 4
+    out["UserHeader"] = (*user, name)
+    if flags & (1 << 20):
+        out["TransactionHeader"] = _TX.unpack_from(data, at)
+        at += 20
+    props = _PROPS.unpack_from(data, at)
+    start = at
+    at += 56
+    label = data[at : at + props[1] * 2].decode("utf-16-le")
+    at += props[1] * 2 + props[11]
+    body = data[at : at + props[6]]
+    at += props[6]
+    at += -(at - start) % 4
+    out["MessagePropertiesHeader"] = (*props, label, body)
+    if out["BaseHeader"][2] & 0x10:
+        out["SessionHeader"] = _SESSION.unpack_from(data, at)
+    return out
+
+
+# --- scapy: a field list per header ------------------------------------------------------------
+
+
+class SBase(ScapyPacket):  # type: ignore[misc]
+    name = "BaseHeader"
+    fields_desc = [
+        ByteField("VersionNumber", 0x10),
+        ByteField("Reserved", 0),
+        XLEShortField("Flags", 3),
+        XLEIntField("Signature", 0x524F494C),
+        LEIntField("PacketSize", 0),
+        LEIntField("TimeToReachQueue", 0),
+    ]
+
+    def guess_payload_class(self, payload: bytes) -> type[ScapyPacket]:
+        return SUser
+
+
+class SUser(ScapyPacket):  # type: ignore[misc]
+    name = "UserHeader"
+    fields_desc = [
+        StrFixedLenField("SourceQueueManager", b"", 16),
+        StrFixedLenField("QueueManagerAddress", b"", 16),
+        LEIntField("TimeToBeReceived", 0),
+        LEIntField("SentTime", 0),
+        LEIntField("MessageID", 0),
+        XLEIntField("Flags", 0),
+        FieldLenField("Count", None, length_of="Data", fmt="<H"),
+        StrLenField("Data", b"", length_from=lambda p: p.Count),
+        StrLenField("Padding", b"", length_from=lambda p: -(50 + p.Count) % 4),
+    ]
+
+    def guess_payload_class(self, payload: bytes) -> type[ScapyPacket]:
+        return STx if self.Flags & (1 << 20) else SProps
+
+
+class STx(ScapyPacket):  # type: ignore[misc]
+    name = "TransactionHeader"
+    fields_desc = [
+        XLEIntField("Flags", 0),
+        StrFixedLenField("TxSequenceID", b"", 8),
+        LEIntField("TxSequenceNumber", 0),
+        LEIntField("PreviousTxSequenceNumber", 0),
+    ]
+
+    def guess_payload_class(self, payload: bytes) -> type[ScapyPacket]:
+        return SProps
+
+
+class SProps(ScapyPacket):  # type: ignore[misc]
+    name = "MessagePropertiesHeader"
+    fields_desc = [
+        ByteField("Flags", 0),
+        ByteField("LabelLength", 0),
+        LEShortField("MessageClass", 0),
+        StrFixedLenField("CorrelationID", b"", 20),
+        LEIntField("BodyType", 0),
+        LEIntField("ApplicationTag", 0),
+        LEIntField("MessageSize", 0),
+        LEIntField("AllocationBodySize", 0),
+        LEIntField("PrivacyLevel", 0),
+        LEIntField("HashAlgorithm", 0),
+        LEIntField("EncryptionAlgorithm", 0),
+        LEIntField("ExtensionSize", 0),
+        StrLenField("Label", b"", length_from=lambda p: p.LabelLength * 2),
+        StrLenField("ExtensionData", b"", length_from=lambda p: p.ExtensionSize),
+        StrLenField("MessageBody", b"", length_from=lambda p: p.MessageSize),
+        StrLenField(
+            "Padding", b"", length_from=lambda p: -(56 + p.LabelLength * 2 + p.ExtensionSize + p.MessageSize) % 4
+        ),
+    ]
+
+    def guess_payload_class(self, payload: bytes) -> type[ScapyPacket]:
+        return SSession if len(payload) >= 16 else ScapyPacket.guess_payload_class(self, payload)
+
+
+class SSession(ScapyPacket):  # type: ignore[misc]
+    name = "SessionHeader"
+    fields_desc = [
+        LEShortField("AckSequenceNumber", 0),
+        LEShortField("RecoverableMsgAckSeqNumber", 0),
+        LEIntField("RecoverableMsgAckFlags", 0),
+        LEShortField("UserMsgSequenceNumber", 0),
+        LEShortField("RecoverableMsgSeqNumber", 0),
+        LEShortField("WindowSize", 0),
+        LEShortField("Reserved", 0),
+    ]
+
+
+def _rate(fn: Any, seconds: float) -> float:
+    number = 1
+    while True:
+        elapsed = timeit.timeit(fn, number=number)
+        if elapsed >= seconds:
+            return number / elapsed
+        number = max(number * 2, int(number * seconds / max(elapsed, 1e-6)))
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    seconds = 0.2 if quick else 1.5
+    rows = []
+    for optional in (False, True):
+        data = typical_user_message(optional)
+        parsed = packets.parse(data)
+        assert parsed.kind == packets.PacketKind.UserMessage, parsed.kind
+        assert packets.build(parsed) == data
+        assert bytes(SBase(data)) == data
+        label = "with TransactionHeader+SessionHeader" if optional else "plain"
+        ours = _rate(lambda d=data: packets.parse(d), seconds)
+        scapy = _rate(lambda d=data: SBase(d), seconds)
+        ceiling = _rate(lambda d=data: struct_parse(d), seconds)
+        rows.append(
+            {
+                "name": f"parse UserMessage, direct name, label, 1 KiB body, {label}",
+                "unit": "parses/s",
+                "ours": ours,
+                "scapy": scapy,
+                "struct_ceiling": ceiling,
+                "ours_vs_scapy": ours / scapy,
+                "ours_vs_ceiling": ours / ceiling,
+            }
+        )
+        built_ours = _rate(lambda p=parsed: packets.build(p), seconds)
+        sp = SBase(data)
+        built_scapy = _rate(lambda p=sp: bytes(p), seconds)
+        rows.append(
+            {
+                "name": f"build UserMessage, {label}",
+                "unit": "builds/s",
+                "ours": built_ours,
+                "scapy": built_scapy,
+                "ours_vs_scapy": built_ours / built_scapy,
+            }
+        )
+    return rows
