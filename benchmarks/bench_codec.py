@@ -30,38 +30,7 @@ from scapy.fields import (
 from scapy.packet import Packet as ScapyPacket
 
 import packets
-
-SOURCE_QM = bytes.fromhex("11ea26c6b6e6499795959150557358d1")
-DIRECT_NAME = "TCP:192.168.1.20\\private$\\orders"
-LABEL = "order 4711"
-BODY = bytes(range(256)) * 4
-
-
-def _direct_name(name: str) -> bytes:
-    data = (name + "\0").encode("utf-16-le")
-    raw = struct.pack("<H", len(data)) + data
-    return raw + b"\0" * (-(48 + len(raw)) % 4)
-
-
-def typical_user_message(optional_headers: bool) -> bytes:
-    """The benchmark message, encoded by hand from [MS-MQMQ] 2.2.19-2.2.20."""
-    user_flags = (7 << 10) | (1 << 21)  # DQ direct, MP
-    base_flags = 3  # PR 3
-    if optional_headers:
-        user_flags |= (1 << 20) | (1 << 5)  # TH, DM recoverable
-        base_flags = 1 << 4  # SH; PR 0 for a transactional message
-    user = SOURCE_QM + b"\0" * 16 + struct.pack("<LLLL", 0xFFFFFFFF, 1_700_000_000, 4711, user_flags)
-    user += _direct_name(DIRECT_NAME)
-    tx = struct.pack("<LQLL", 0x4 | 0x8, 0x0000000100000001, 1, 0) if optional_headers else b""
-    label = (LABEL + "\0").encode("utf-16-le")
-    props = struct.pack("<BBH20sLLLLLLLL", 0, len(label) // 2, 0, b"\0" * 20, 0x11, 0, len(BODY), len(BODY), 0, 0x800E, 0x6610, 0)
-    props += label + BODY
-    props += b"\0" * (-len(props) % 4)
-    session = struct.pack("<HHLHHHH", 5, 0, 0, 6, 0, 64, 0) if optional_headers else b""
-    size = 16 + len(user) + len(tx) + len(props)
-    base = struct.pack("<BBHLLL", 0x10, 0, base_flags, 0x524F494C, size, 345600)
-    return base + user + tx + props + session
-
+from benchmarks.messages import typical_user_message
 
 # --- the ceiling: struct only, no checks --------------------------------------------------------
 

@@ -21,8 +21,8 @@ import signal
 import struct
 import sys
 import time
-import tracemalloc
 import traceback
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,6 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+import contextlib
 
 import packets  # noqa: E402
 from fuzz.seeds import seed_corpus  # noqa: E402
@@ -69,10 +71,10 @@ def mutate(rng: random.Random, seeds: list[bytes]) -> bytes:
             data[at] = rng.choice(INTERESTING_8)
         elif op == 2 and len(data) >= 2:
             at = rng.randrange(0, len(data) - 1) & ~1
-            struct.pack_into("<H", data, at, rng.choice(INTERESTING_16 + (len(data),)))
+            struct.pack_into("<H", data, at, rng.choice((*INTERESTING_16, len(data))))
         elif op == 3 and len(data) >= 4:
             at = rng.randrange(0, len(data) - 3) & ~3
-            struct.pack_into("<L", data, at, rng.choice(INTERESTING_32 + (len(data), len(data) + 1)))
+            struct.pack_into("<L", data, at, rng.choice((*INTERESTING_32, len(data), len(data) + 1)))
         elif op == 4:
             del data[rng.randrange(len(data)) :]
         elif op == 5:
@@ -123,10 +125,8 @@ def exercise(data: bytes, tally: Tally) -> None:
     except PacketError:
         tally.packet_errors += 1
     packets.parse(data, strict=False)
-    try:
+    with contextlib.suppress(PacketError):
         packets.parse_ping(data, strict=True)
-    except PacketError:
-        pass
     packets.parse_ping(data, strict=False)
     splitter = StreamSplitter()
     try:
