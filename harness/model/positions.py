@@ -1,0 +1,390 @@
+"""MessagePosition and the MessagePositionList of [MS-MQDMPR] 3.1.1.11 and 3.1.1.2.
+
+Renders the MessagePosition ADM element (3.1.1.11: State, MessageReference, Next, Previous,
+QueueReference) and the Queue.MessagePositionList attribute (3.1.1.2: ascending order by arrival
+time within priority, the special Head, Tail, Start and End locations). Two list
+implementations share one interface: ``IndexedMessagePositionList`` here (bitset-tree indices,
+used by the reference model) and ``LinkedMessagePositionList`` in ``literal.py`` (the plain
+linked list the spec describes, used as the test oracle).
+
+Resolved ambiguities (see the module README in ``__init__``):
+- A position removed from the list (3.1.7.2.1, 3.1.4.5) keeps its place in the order: its Next
+  is the first position still in the list that follows it, its Previous the last one before it.
+  This is what keeping it linked and skipping it would give, and lets a cursor that references
+  a removed position keep iterating (3.2.7.3, 3.2.7.4).
+- Start.Previous is Start and End.Next is End; Start.Next is Head and End.Previous is Tail;
+  the first position's Previous is Start (3.1.1.11 says "Head"; Start is what the backward
+  walk of 3.1.7.3.2 terminates on). Tail of an empty list is Start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from harness.model.bittree import BitTree
+from harness.model.enums import MessagePositionState
+
+if TYPE_CHECKING:
+    from harness.model.adm import Message, Queue
+
+_AVAILABLE = MessagePositionState.Available
+_LOCKED = MessagePositionState.Locked
+
+#: number of priority ranks (Message.Priority 0..7, 3.1.1.12)
+RANKS = 8
+
+
+class MessagePosition:
+    """MessagePosition ADM element (3.1.1.11).
+
+    ``State`` is a property so that the list's indices follow every state change the events
+    make; ``Next`` and ``Previous`` are computed by the owning list.
+    """
+
+    __slots__ = (
+        "MessageReference",
+        "QueueReference",
+        "_idx",
+        "_in_list",
+        "_list",
+        "_lnext",
+        "_lprev",
+        "_rank",
+        "_special",
+        "_state",
+    )
+
+    def __init__(
+        self,
+        message: Message | None,
+        queue: Queue | None,
+        position_list: MessagePositionList,
+        special: str = "",
+    ) -> None:
+        self.MessageReference = message
+        self.QueueReference = queue
+        self._state: MessagePositionState | None = None
+        self._list = position_list
+        self._in_list = False
+        self._special = special
+        self._rank = -1 if special == "Start" else RANKS if special == "End" else 0
+        self._idx = 0
+        self._lnext: MessagePosition | None = None
+        self._lprev: MessagePosition | None = None
+
+    @property
+    def State(self) -> MessagePositionState | None:
+        """State (3.1.1.11); None only for the special Start and End entries."""
+        return self._state
+
+    @State.setter
+    def State(self, value: MessagePositionState | None) -> None:
+        old = self._state
+        if old is value:
+            return
+        self._state = value
+        if self._in_list:
+            self._list._state_changed(self, old, value)
+
+    @property
+    def Next(self) -> MessagePosition:
+        """Next (3.1.1.11): the next position in the list, or End."""
+        return self._list.next_of(self)
+
+    @property
+    def Previous(self) -> MessagePosition:
+        """Previous (3.1.1.11): the previous position in the list, or Start."""
+        return self._list.previous_of(self)
+
+    @property
+    def in_list(self) -> bool:
+        """Python-only: whether the position is currently linked in its MessagePositionList."""
+        return self._in_list
+
+    @property
+    def is_special(self) -> bool:
+        """Python-only: whether this is the reserved Start or End entry."""
+        return bool(self._special)
+
+    def order_key(self) -> tuple[int, int]:
+        """Python-only: (priority rank, arrival sequence) — the list order of 3.1.1.2."""
+        return (self._rank, self._idx)
+
+    def __repr__(self) -> str:
+        if self._special:
+            return f"<{self._special}>"
+        m = self.MessageReference
+        lid = m.LookupIdentifier if m is not None else None
+        state = self._state.value if self._state is not None else None
+        return f"<MessagePosition {lid:#x} {state}>" if lid is not None else f"<MP {state}>"
+
+
+def priority_rank(message: Message) -> int:
+    """Rank of a message in the list order: higher Priority first (3.1.1.2, 3.1.1.12)."""
+    p = message.Priority
+    if p < 0:
+        p = 0
+    elif p > 7:
+        p = 7
+    return 7 - p
+
+
+class MessagePositionList:
+    """Queue.MessagePositionList (3.1.1.2): interface shared by the indexed and literal lists."""
+
+    Start: MessagePosition
+    End: MessagePosition
+
+    def __init__(self, queue: Queue | None) -> None:
+        self.Start = MessagePosition(None, queue, self, "Start")
+        self.End = MessagePosition(None, queue, self, "End")
+
+    # --- 3.1.1.2 special locations -------------------------------------------------------
+    @property
+    def Head(self) -> MessagePosition:
+        raise NotImplementedError
+
+    @property
+    def Tail(self) -> MessagePosition:
+        raise NotImplementedError
+
+    # --- structure ------------------------------------------------------------------------
+    def insert(self, position: MessagePosition) -> None:
+        """Insert by the rules of 3.1.1.2: ascending arrival within priority."""
+        raise NotImplementedError
+
+    def remove(self, position: MessagePosition) -> None:
+        raise NotImplementedError
+
+    def next_of(self, position: MessagePosition) -> MessagePosition:
+        raise NotImplementedError
+
+    def previous_of(self, position: MessagePosition) -> MessagePosition:
+        raise NotImplementedError
+
+    def _state_changed(
+        self,
+        position: MessagePosition,
+        old: MessagePositionState | None,
+        new: MessagePositionState | None,
+    ) -> None:
+        """Hook called by MessagePosition.State's setter for positions in the list."""
+
+    def find_by_lookup_identifier(self, lookup_id: int) -> MessagePosition | None:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[MessagePosition]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+
+class _Level:
+    """Positions of one priority rank in arrival order (append-only, compacted at the front)."""
+
+    __slots__ = ("arr", "avail", "base", "live", "lpeek", "removed")
+
+    def __init__(self) -> None:
+        self.arr: list[MessagePosition] = []
+        self.base = 0
+        self.live = BitTree()
+        self.avail = BitTree()
+        self.lpeek = BitTree()
+        self.removed = 0
+
+
+_COMPACT_EVERY = 1 << 14
+
+
+class IndexedMessagePositionList(MessagePositionList):
+    """MessagePositionList with bitset-tree indices of live, Available and peekable positions.
+
+    Every position has the order key (priority rank, arrival index within the rank). For each
+    rank three BitTrees hold the positions in the list (``live``), those Available
+    (``avail``) and those Locked whose message allows peeking while locked (``lpeek``), so
+    Head, Tail, Next, Previous and the seeks of 3.1.7.3.2 cost O(8 * log64 n).
+    """
+
+    def __init__(self, queue: Queue | None) -> None:
+        super().__init__(queue)
+        self._levels = [_Level() for _ in range(RANKS)]
+        self._count = 0
+        self._live_mask = 0  # bit r set when rank r has positions in the list
+        self._by_lookup: dict[int, MessagePosition] = {}
+
+    # --- order queries --------------------------------------------------------------------
+    def _first_after(self, rank: int, idx: int, which: int) -> MessagePosition | None:
+        """First position with key > (rank, idx) in tree ``which`` (0 live, 1 avail, 2 lpeek)."""
+        levels = self._levels
+        mask = self._live_mask >> (rank if rank > 0 else 0)
+        r = rank if rank > 0 else 0
+        while mask:
+            if mask & 1:
+                lvl = levels[r]
+                tree = lvl.live if which == 0 else lvl.avail if which == 1 else lvl.lpeek
+                start = idx - lvl.base + 1 if r == rank else 0
+                j = tree.next_set(start)
+                if j >= 0:
+                    return lvl.arr[j]
+            mask >>= 1
+            r += 1
+        return None
+
+    def _last_before(self, rank: int, idx: int, which: int) -> MessagePosition | None:
+        """Last position with key < (rank, idx) in tree ``which``."""
+        levels = self._levels
+        r = rank if rank < RANKS else RANKS - 1
+        mask = self._live_mask
+        while r >= 0:
+            if (mask >> r) & 1:
+                lvl = levels[r]
+                tree = lvl.live if which == 0 else lvl.avail if which == 1 else lvl.lpeek
+                end = idx - lvl.base - 1 if r == rank else len(lvl.arr) - 1
+                j = tree.prev_set(end)
+                if j >= 0:
+                    return lvl.arr[j]
+            r -= 1
+        return None
+
+    @property
+    def Head(self) -> MessagePosition:
+        p = self._first_after(-1, 0, 0)
+        return self.End if p is None else p
+
+    @property
+    def Tail(self) -> MessagePosition:
+        p = self._last_before(RANKS, 0, 0)
+        return self.Start if p is None else p
+
+    def next_of(self, position: MessagePosition) -> MessagePosition:
+        if position._special:
+            return self.Head if position is self.Start else self.End
+        p = self._first_after(position._rank, position._idx, 0)
+        return self.End if p is None else p
+
+    def previous_of(self, position: MessagePosition) -> MessagePosition:
+        if position._special:
+            return self.Tail if position is self.End else self.Start
+        p = self._last_before(position._rank, position._idx, 0)
+        return self.Start if p is None else p
+
+    def seek(self, initial: MessagePosition, peek: bool, forward: bool) -> MessagePosition:
+        """Index form of the walk of 3.1.7.3.2; returns exactly the position the walk returns.
+
+        Forward: the first position after ``initial`` (after Start: from Head; End.Next is End)
+        that is Available, or Locked with AllowPeekWhenLocked when ``peek``; End if none.
+        Backward: the last such position before ``initial`` (before End: from Tail); Start if
+        none (the walk stops on Start).
+        """
+        if forward:
+            if initial is self.End:
+                return self.End
+            rank, idx = initial._rank, initial._idx
+            a = self._first_after(rank, idx, 1)
+            if peek:
+                b = self._first_after(rank, idx, 2)
+                if b is not None and (a is None or (b._rank, b._idx) < (a._rank, a._idx)):
+                    a = b
+            return self.End if a is None else a
+        if initial is self.Start:
+            return self.Start
+        rank, idx = initial._rank, initial._idx
+        a = self._last_before(rank, idx, 1)
+        if peek:
+            b = self._last_before(rank, idx, 2)
+            if b is not None and (a is None or (b._rank, b._idx) > (a._rank, a._idx)):
+                a = b
+        return self.Start if a is None else a
+
+    # --- structure ------------------------------------------------------------------------
+    def insert(self, position: MessagePosition) -> None:
+        message = position.MessageReference
+        assert message is not None
+        rank = priority_rank(message)
+        lvl = self._levels[rank]
+        rel = len(lvl.arr)
+        lvl.arr.append(position)
+        position._rank = rank
+        position._idx = lvl.base + rel
+        position._in_list = True
+        lvl.live.add(rel)
+        self._live_mask |= 1 << rank
+        self._count += 1
+        self._by_lookup[message.LookupIdentifier] = position
+        state = position._state
+        if state is _AVAILABLE:
+            lvl.avail.add(rel)
+        elif state is _LOCKED and message.AllowPeekWhenLocked:
+            lvl.lpeek.add(rel)
+
+    def remove(self, position: MessagePosition) -> None:
+        if not position._in_list:
+            return
+        lvl = self._levels[position._rank]
+        rel = position._idx - lvl.base
+        state = position._state
+        if state is _AVAILABLE:
+            lvl.avail.discard(rel)
+        elif state is _LOCKED:
+            lvl.lpeek.discard(rel)
+        lvl.live.discard(rel)
+        position._in_list = False
+        self._count -= 1
+        message = position.MessageReference
+        if message is not None and self._by_lookup.get(message.LookupIdentifier) is position:
+            del self._by_lookup[message.LookupIdentifier]
+        lvl.removed += 1
+        if lvl.removed >= _COMPACT_EVERY:
+            self._compact(position._rank)
+
+    def _compact(self, rank: int) -> None:
+        """Drop the leading run of removed positions of a rank (they stay valid objects)."""
+        lvl = self._levels[rank]
+        lvl.removed = 0
+        first = lvl.live.next_set(0)
+        if first < 0:
+            first = len(lvl.arr)
+            self._live_mask &= ~(1 << rank)
+        d = first >> 6
+        if d == 0 or (d << 6) < len(lvl.arr) // 2:
+            return
+        lvl.live.drop_words(d)
+        lvl.avail.drop_words(d)
+        lvl.lpeek.drop_words(d)
+        del lvl.arr[: d << 6]
+        lvl.base += d << 6
+
+    def _state_changed(
+        self,
+        position: MessagePosition,
+        old: MessagePositionState | None,
+        new: MessagePositionState | None,
+    ) -> None:
+        lvl = self._levels[position._rank]
+        rel = position._idx - lvl.base
+        if old is _AVAILABLE:
+            lvl.avail.discard(rel)
+        elif old is _LOCKED:
+            lvl.lpeek.discard(rel)
+        if new is _AVAILABLE:
+            lvl.avail.add(rel)
+        elif new is _LOCKED:
+            message = position.MessageReference
+            if message is not None and message.AllowPeekWhenLocked:
+                lvl.lpeek.add(rel)
+
+    def find_by_lookup_identifier(self, lookup_id: int) -> MessagePosition | None:
+        return self._by_lookup.get(lookup_id)
+
+    def __iter__(self) -> Iterator[MessagePosition]:
+        for lvl in self._levels:
+            live = lvl.live
+            j = live.next_set(0)
+            while j >= 0:
+                yield lvl.arr[j]
+                j = live.next_set(j + 1)
+
+    def __len__(self) -> int:
+        return self._count
