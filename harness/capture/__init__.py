@@ -1,0 +1,4 @@
+"""Capture edge: reads libpcap/pcapng files (``pcapfile``), decodes link layer to TCP segments
+(``frames``) and reassembles per-direction TCP byte streams following RFC 9293 sequence-space
+rules (``tcp``). Pure Python and the standard library only; every bad input is reported with its
+offset, never raised out of the iterators and never dropped silently."""

@@ -1,0 +1,586 @@
+"""Streaming reader for capture files: renders the libpcap file format (classic pcap: 24-byte
+global header, 16-byte record headers, both byte orders, microsecond magic 0xA1B2C3D4 and
+nanosecond magic 0xA1B23C4D) and the IETF pcapng draft (draft-ietf-opsawg-pcapng: Section Header
+Block in either byte order, Interface Description Block with its link type and ``if_tsresol`` /
+``if_tsoffset`` options, Enhanced Packet Block, Simple Packet Block, the obsolete Packet Block;
+every other block type is skipped by its length). The reader never loads a whole file and never
+allocates from a length field before checking it against what the file can hold and against a
+sanity limit; bad input never raises out of :func:`iter_records` but is yielded as a
+:class:`CaptureProblem` naming the byte offset, after which the reader resynchronises on the next
+plausible record header (classic pcap) or the next block whose type and repeated trailing length
+agree (pcapng), so that one damaged record does not cost the rest of the file.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import BinaryIO, NamedTuple
+
+__all__ = [
+    "MAX_CAPLEN",
+    "CaptureProblem",
+    "Interface",
+    "PcapHeader",
+    "Record",
+    "find_record_boundary",
+    "iter_records",
+    "read_header",
+]
+
+#: Largest captured length accepted for one packet (libpcap's own MAXIMUM_SNAPLEN is 262144).
+MAX_CAPLEN = 256 * 1024
+#: Largest pcapng block read into memory (a packet block: MAX_CAPLEN plus room for options).
+MAX_BLOCK = MAX_CAPLEN + 64 * 1024
+#: Largest pcapng block of an unknown or non-packet type that is skipped (read and discarded in
+#: bounded chunks, never held in memory).
+MAX_SKIP_BLOCK = 64 * 1024 * 1024
+#: Timestamps of a resynchronisation candidate must lie within this many seconds of the last good
+#: record (and of each other along the verification chain).
+RESYNC_TS_WINDOW = 86400
+#: Largest wire length a resynchronisation candidate may announce (covers TSO/GRO super-frames).
+MAX_WIRELEN = 16 * 1024 * 1024
+#: Number of consecutive plausible record headers that confirm a resynchronisation point: two when
+#: the timestamp of the last good record anchors the search, three without such an anchor.
+RESYNC_CHAIN = 3
+RESYNC_CHAIN_ANCHORED = 2
+
+_CHUNK = 1 << 20
+
+_PCAP_MAGIC_US = 0xA1B2C3D4
+_PCAP_MAGIC_NS = 0xA1B23C4D
+_SHB_TYPE = 0x0A0D0D0A
+_BYTE_ORDER_MAGIC = 0x1A2B3C4D
+_IDB, _PB, _SPB, _EPB = 1, 2, 3, 6
+#: Block types of the pcapng draft (and common vendor blocks) accepted as resync points.
+_KNOWN_BLOCKS = frozenset({_SHB_TYPE, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x0BAD, 0x40000BAD})
+
+_U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
+_REC = {"<": struct.Struct("<IIII"), ">": struct.Struct(">IIII")}
+_GLOBAL = {"<": struct.Struct("<IHHiIII"), ">": struct.Struct(">IHHiIII")}
+_BLOCK_HDR = {"<": struct.Struct("<II"), ">": struct.Struct(">II")}
+_SHB_BODY = {"<": struct.Struct("<IHHq"), ">": struct.Struct(">IHHq")}
+_IDB_BODY = {"<": struct.Struct("<HHI"), ">": struct.Struct(">HHI")}
+_EPB_BODY = {"<": struct.Struct("<IIIII"), ">": struct.Struct(">IIIII")}
+_PB_BODY = {"<": struct.Struct("<HHIIII"), ">": struct.Struct(">HHIIII")}
+_OPT = {"<": struct.Struct("<HH"), ">": struct.Struct(">HH")}
+_Q = {"<": struct.Struct("<q"), ">": struct.Struct(">q")}
+
+
+class Record(NamedTuple):
+    """One captured packet."""
+
+    offset: int  #: file offset of the record header (classic pcap) or of the block (pcapng)
+    ts: float  #: seconds since the epoch (0.0 for a pcapng Simple Packet Block, which has none)
+    linktype: int  #: LINKTYPE_* value of the interface
+    data: bytes  #: the captured bytes
+    wirelen: int  #: length of the packet on the wire
+    interface: int  #: pcapng interface id (always 0 in classic pcap)
+
+
+class CaptureProblem(NamedTuple):
+    """Bad input found at ``offset`` of the file at ``path``."""
+
+    path: str
+    offset: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '<stream>'}@{self.offset}: {self.reason}"
+
+
+class Interface(NamedTuple):
+    """A pcapng Interface Description Block (classic pcap has one implicit interface)."""
+
+    linktype: int
+    snaplen: int
+    ts_unit: float  #: seconds per timestamp tick (``if_tsresol``; 1e-6 by default)
+    ts_offset: int  #: seconds added to every timestamp (``if_tsoffset``)
+
+
+class PcapHeader(NamedTuple):
+    """What the file header says. ``length`` is the size of the file header (the SHB in pcapng)."""
+
+    format: str  #: "pcap" or "pcapng"
+    byteorder: str  #: "<" (little-endian) or ">" (big-endian)
+    linktype: int  #: of the (first) interface; -1 in pcapng when no IDB precedes the first packet
+    snaplen: int
+    ts_unit: float  #: seconds per tick of the timestamp fraction (1e-6, 1e-9; pcapng: if_tsresol)
+    version: tuple[int, int]
+    length: int
+    interfaces: tuple[Interface, ...] = ()  #: pcapng IDBs found directly after the SHB
+
+
+class _Reader:
+    """A bounded read-ahead window over a stream, tracking absolute file offsets."""
+
+    __slots__ = ("base", "buf", "eof", "pos", "stream")
+
+    def __init__(self, stream: BinaryIO, base: int) -> None:
+        self.stream = stream
+        self.buf = b""
+        self.pos = 0
+        self.base = base  # file offset of buf[0]
+        self.eof = False
+
+    @property
+    def offset(self) -> int:
+        return self.base + self.pos
+
+    def fill(self, n: int) -> bool:
+        """Make at least ``n`` bytes available at ``pos`` (``n`` is always bounded by callers)."""
+        have = len(self.buf) - self.pos
+        if have >= n:
+            return True
+        if self.eof:
+            return False
+        parts = [self.buf[self.pos :]]
+        self.base += self.pos
+        self.pos = 0
+        while have < n:
+            chunk = self.stream.read(max(_CHUNK, n - have))
+            if not chunk:
+                self.eof = True
+                break
+            parts.append(chunk)
+            have += len(chunk)
+        self.buf = b"".join(parts)
+        return have >= n
+
+    def skip(self, n: int) -> int:
+        """Advance ``n`` bytes without holding them; return how many were actually skipped."""
+        done = 0
+        while done < n:
+            if not self.fill(1):
+                break
+            step = min(n - done, len(self.buf) - self.pos)
+            self.pos += step
+            done += step
+        return done
+
+    def remaining_hint(self) -> int:
+        return len(self.buf) - self.pos
+
+
+# --------------------------------------------------------------------------------------------
+# headers
+
+
+def _parse_pcap_global(head: bytes) -> PcapHeader | str:
+    if len(head) < 4:
+        return "truncated file header"
+    magic_le = _U32["<"].unpack_from(head, 0)[0]
+    if magic_le in (_PCAP_MAGIC_US, _PCAP_MAGIC_NS):
+        bo = "<"
+    elif _U32[">"].unpack_from(head, 0)[0] in (_PCAP_MAGIC_US, _PCAP_MAGIC_NS):
+        bo = ">"
+    else:
+        return f"bad magic 0x{head[:4].hex()}"
+    if len(head) < 24:
+        return "truncated pcap global header"
+    magic, vmaj, vmin, _zone, _sigfigs, snaplen, network = _GLOBAL[bo].unpack_from(head, 0)
+    unit = 1e-9 if magic == _PCAP_MAGIC_NS else 1e-6
+    linktype = network & 0x03FFFFFF  # upper bits carry FCS information
+    iface = Interface(linktype, snaplen, unit, 0)
+    return PcapHeader("pcap", bo, linktype, snaplen, unit, (vmaj, vmin), 24, (iface,))
+
+
+def _shb_byteorder(head: bytes) -> str | None:
+    if len(head) < 12:
+        return None
+    if _U32["<"].unpack_from(head, 8)[0] == _BYTE_ORDER_MAGIC:
+        return "<"
+    if _U32[">"].unpack_from(head, 8)[0] == _BYTE_ORDER_MAGIC:
+        return ">"
+    return None
+
+
+def _parse_idb(body: bytes, bo: str) -> Interface | str:
+    if len(body) < 8:
+        return "interface description block too short"
+    linktype, _res, snaplen = _IDB_BODY[bo].unpack_from(body, 0)
+    unit, ts_offset = 1e-6, 0
+    opt = _OPT[bo]
+    p = 8
+    while p + 4 <= len(body):
+        code, olen = opt.unpack_from(body, p)
+        p += 4
+        if code == 0:
+            break
+        if p + olen > len(body):
+            return f"option {code} overruns the interface description block"
+        if code == 9 and olen >= 1:
+            v = body[p]
+            unit = 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0**-v
+        elif code == 14 and olen >= 8:
+            ts_offset = _Q[bo].unpack_from(body, p)[0]
+        p += (olen + 3) & ~3
+    return Interface(linktype, snaplen, unit, ts_offset)
+
+
+def read_header(stream: BinaryIO) -> PcapHeader | CaptureProblem:
+    """Read the file header at the stream's current position.
+
+    For pcapng this is the Section Header Block plus the Interface Description Blocks that
+    directly follow it (within the first 64 KiB). The stream is left at an unspecified position.
+    """
+    head = stream.read(64 * 1024)
+    if len(head) >= 4 and _U32["<"].unpack_from(head, 0)[0] == _SHB_TYPE:
+        res = _parse_shb_and_idbs(head)
+    else:
+        res = _parse_pcap_global(head)
+    if isinstance(res, str):
+        return CaptureProblem("", 0, res)
+    return res
+
+
+def _parse_shb_and_idbs(head: bytes) -> PcapHeader | str:
+    bo = _shb_byteorder(head)
+    if bo is None:
+        return "bad pcapng byte-order magic" if len(head) >= 12 else "truncated section header block"
+    blen = _U32[bo].unpack_from(head, 4)[0]
+    if blen < 28 or blen % 4 or blen > MAX_BLOCK:
+        return f"section header block length {blen} invalid"
+    if len(head) < blen:
+        return "truncated section header block"
+    _m, vmaj, vmin, _slen = _SHB_BODY[bo].unpack_from(head, 8)
+    ifaces: list[Interface] = []
+    p = blen
+    hdr = _BLOCK_HDR[bo]
+    while p + 8 <= len(head):
+        btype, l2 = hdr.unpack_from(head, p)
+        if btype != _IDB or l2 < 12 or l2 % 4 or p + l2 > len(head):
+            break
+        idb = _parse_idb(head[p + 8 : p + l2 - 4], bo)
+        if isinstance(idb, str):
+            break
+        ifaces.append(idb)
+        p += l2
+    first = ifaces[0] if ifaces else Interface(-1, 0, 1e-6, 0)
+    return PcapHeader("pcapng", bo, first.linktype, first.snaplen, first.ts_unit, (vmaj, vmin), blen, tuple(ifaces))
+
+
+# --------------------------------------------------------------------------------------------
+# classic pcap
+
+
+def _plausible_chain(
+    buf: bytes | memoryview,
+    p: int,
+    bo: str,
+    snaplen: int,
+    frac_max: int,
+    prev_ts: int | None,
+    at_eof: bool,
+) -> bool:
+    """Is ``p`` the start of a run of plausible record headers in ``buf``?
+
+    A record header is plausible when its fraction is below one second, 0 < wirelen <=
+    MAX_WIRELEN, caplen <= wirelen, caplen <= snaplen (or the sanity limit when snaplen is 0) and
+    its seconds lie within RESYNC_TS_WINDOW of the previous record's. RESYNC_CHAIN consecutive
+    headers must pass (RESYNC_CHAIN_ANCHORED when ``prev_ts`` is known), unless the chain ends
+    exactly at the end of ``buf`` and ``at_eof`` says that ``buf`` ends where the file does.
+    """
+    rec = _REC[bo]
+    limit = min(snaplen, MAX_CAPLEN) if snaplen else MAX_CAPLEN
+    n = len(buf)
+    q = p
+    ts_ref = prev_ts
+    for _ in range(RESYNC_CHAIN if prev_ts is None else RESYNC_CHAIN_ANCHORED):
+        if q == n and at_eof and q > p:
+            return True
+        if q + 16 > n:
+            return False
+        sec, frac, caplen, wirelen = rec.unpack_from(buf, q)
+        if frac >= frac_max or wirelen == 0 or wirelen > MAX_WIRELEN or caplen > wirelen or caplen > limit:
+            return False
+        if ts_ref is not None and abs(sec - ts_ref) > RESYNC_TS_WINDOW:
+            return False
+        ts_ref = sec
+        q += 16 + caplen
+    return True
+
+
+def find_record_boundary(
+    buf: bytes, header: PcapHeader, prev_ts: int | None = None, at_eof: bool = False
+) -> int | None:
+    """Offset in ``buf`` of the first plausible classic-pcap record header, or None.
+
+    The same test the reader uses to resynchronise (see :func:`_plausible_chain`): RESYNC_CHAIN
+    consecutive plausible headers, so ``buf`` should hold a few records' worth of bytes (for
+    example 3 * (16 + snaplen)); pass ``at_eof`` when ``buf`` runs to the end of the file. For
+    pcapng, the offset of the first block whose type is known and whose leading and trailing
+    lengths agree.
+    """
+    if header.format == "pcapng":
+        return _find_block_boundary(buf, header.byteorder, 0)
+    frac_max = 1_000_000_000 if header.ts_unit < 1e-6 else 1_000_000
+    for p in range(0, max(0, len(buf) - 15)):
+        if _plausible_chain(buf, p, header.byteorder, header.snaplen, frac_max, prev_ts, at_eof):
+            return p
+    return None
+
+
+def _iter_pcap(rd: _Reader, hdr: PcapHeader, path: str, end: int | None) -> Iterator[Record | CaptureProblem]:
+    bo = hdr.byteorder
+    rec = _REC[bo]
+    unpack = rec.unpack_from
+    unit = hdr.ts_unit
+    linktype = hdr.linktype
+    snaplen = hdr.snaplen
+    limit = min(snaplen, MAX_CAPLEN) if snaplen else MAX_CAPLEN
+    frac_max = 1_000_000_000 if unit < 1e-6 else 1_000_000
+    prev_sec: int | None = None
+    while True:
+        if end is not None and rd.offset >= end:
+            return
+        if not rd.fill(16):
+            if rd.remaining_hint():
+                yield CaptureProblem(path, rd.offset, f"truncated record header ({rd.remaining_hint()} of 16 bytes)")
+            return
+        buf, pos = rd.buf, rd.pos
+        sec, frac, caplen, wirelen = unpack(buf, pos)
+        reason = None
+        if caplen > MAX_CAPLEN:
+            reason = f"caplen {caplen} above the {MAX_CAPLEN}-byte sanity limit"
+        elif snaplen and caplen > snaplen:
+            reason = f"caplen {caplen} above snaplen {snaplen}"
+        elif caplen > wirelen:
+            reason = f"caplen {caplen} above wire length {wirelen}"
+        elif frac >= frac_max:
+            reason = f"timestamp fraction {frac} not below one second"
+        if reason is None:
+            if len(buf) - pos < 16 + caplen and not rd.fill(16 + caplen):
+                yield CaptureProblem(
+                    path, rd.offset, f"truncated record data ({rd.remaining_hint() - 16} of {caplen} bytes)"
+                )
+                return
+            buf, pos = rd.buf, rd.pos
+            off = rd.base + pos
+            rd.pos = pos + 16 + caplen
+            prev_sec = sec
+            yield Record(off, sec + frac * unit, linktype, buf[pos + 16 : pos + 16 + caplen], wirelen, 0)
+            continue
+        yield CaptureProblem(path, rd.offset, reason)
+        # resynchronise: scan forward for a run of plausible record headers
+        bad_at = rd.offset
+        rd.pos += 1
+        window = RESYNC_CHAIN * (16 + limit)
+        while True:
+            rd.fill(2 * window)
+            buf, pos = rd.buf, rd.pos
+            # keep a full verification window ahead of every candidate unless the file ends
+            scan_end = len(buf) - 15 if rd.eof else len(buf) - window
+            found = None
+            p = pos
+            while p < scan_end:
+                if _plausible_chain(buf, p, bo, snaplen, frac_max, prev_sec, rd.eof):
+                    found = p
+                    break
+                p += 1
+            if found is not None:
+                rd.pos = found
+                msg = f"resynchronised at offset {rd.offset}, skipped {rd.offset - bad_at} bytes"
+                yield CaptureProblem(path, bad_at, msg)
+                break
+            if rd.eof:
+                skipped = len(buf) - pos
+                rd.pos = len(buf)
+                yield CaptureProblem(path, bad_at, f"no plausible record header in the remaining {skipped + 1} bytes")
+                return
+            rd.pos = max(pos, scan_end)
+
+
+# --------------------------------------------------------------------------------------------
+# pcapng
+
+
+def _block_ok(buf: bytes | memoryview, p: int, bo: str) -> bool:
+    if p + 12 > len(buf):
+        return False
+    btype, blen = _BLOCK_HDR[bo].unpack_from(buf, p)
+    if btype == _SHB_TYPE:
+        b2 = _shb_byteorder(bytes(buf[p : p + 12]))
+        if b2 is None:
+            return False
+        btype, blen = _BLOCK_HDR[b2].unpack_from(buf, p)
+        bo = b2
+    if btype not in _KNOWN_BLOCKS or blen < 12 or blen % 4 or blen > MAX_BLOCK or p + blen > len(buf):
+        return False
+    return bool(_U32[bo].unpack_from(buf, p + blen - 4)[0] == blen)
+
+
+def _find_block_boundary(buf: bytes | memoryview, bo: str, start: int) -> int | None:
+    for p in range(start, max(start, len(buf) - 11)):
+        if _block_ok(buf, p, bo):
+            return p
+    return None
+
+
+def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None) -> Iterator[Record | CaptureProblem]:
+    bo = hdr.byteorder if hdr else "<"
+    ifaces: list[Interface] = list(hdr.interfaces) if hdr else []
+    in_section = hdr is not None
+    while True:
+        if end is not None and rd.offset >= end:
+            return
+        if not rd.fill(12):
+            if rd.remaining_hint():
+                yield CaptureProblem(path, rd.offset, f"truncated block header ({rd.remaining_hint()} bytes)")
+            return
+        off = rd.offset
+        buf, pos = rd.buf, rd.pos
+        btype = _U32[bo].unpack_from(buf, pos)[0]
+        reason: str | None = None
+        if btype == _SHB_TYPE or _U32["<"].unpack_from(buf, pos)[0] == _SHB_TYPE:
+            b2 = _shb_byteorder(buf[pos : pos + 12])
+            if b2 is None:
+                reason = "bad pcapng byte-order magic"
+            else:
+                bo = b2
+                btype = _SHB_TYPE
+        elif not in_section:
+            reason = f"bad magic 0x{buf[pos : pos + 4].hex()}"
+        blen = _U32[bo].unpack_from(buf, pos + 4)[0]
+        if reason is None and (blen < 12 or blen % 4):
+            reason = f"block length {blen} invalid"
+        if reason is None and btype not in (_SHB_TYPE, _IDB, _EPB, _SPB, _PB):
+            # skip unknown/uninteresting blocks without holding them; check the trailing length
+            if blen > MAX_SKIP_BLOCK:
+                reason = f"block length {blen} above the {MAX_SKIP_BLOCK}-byte sanity limit"
+            else:
+                got = rd.skip(blen - 4)
+                if got < blen - 4 or not rd.fill(4):
+                    yield CaptureProblem(path, off, f"truncated block of type 0x{btype:x} ({blen} bytes declared)")
+                    return
+                trail = _U32[bo].unpack_from(rd.buf, rd.pos)[0]
+                rd.pos += 4
+                if trail != blen:
+                    yield CaptureProblem(path, off, f"block length inconsistent ({blen} leading, {trail} trailing)")
+                continue
+        if reason is None and blen > MAX_BLOCK:
+            reason = f"block length {blen} above the {MAX_BLOCK}-byte sanity limit"
+        if reason is None and not rd.fill(blen):
+            yield CaptureProblem(path, off, f"truncated block ({rd.remaining_hint()} of {blen} bytes)")
+            return
+        if reason is None:
+            buf, pos = rd.buf, rd.pos
+            trail = _U32[bo].unpack_from(buf, pos + blen - 4)[0]
+            if trail != blen:
+                reason = f"block length inconsistent ({blen} leading, {trail} trailing)"
+        if reason is None:
+            body = buf[pos + 8 : pos + blen - 4]
+            rd.pos = pos + blen
+            if btype == _SHB_TYPE:
+                if len(body) < 16:
+                    yield CaptureProblem(path, off, "section header block too short")
+                else:
+                    in_section = True
+                    ifaces = []
+            elif btype == _IDB:
+                idb = _parse_idb(body, bo)
+                if isinstance(idb, str):
+                    yield CaptureProblem(path, off, idb)
+                    idb = Interface(-1, 0, 1e-6, 0)  # keep interface numbering aligned
+                ifaces.append(idb)
+            else:
+                item = _packet_block(btype, body, bo, ifaces, off, path)
+                if item is not None:
+                    yield item
+            continue
+        yield CaptureProblem(path, off, reason)
+        # resynchronise on the next block whose type and trailing length agree
+        rd.pos += 1
+        while True:
+            rd.fill(2 * MAX_BLOCK)
+            buf, pos = rd.buf, rd.pos
+            scan_end = len(buf) - 11 if rd.eof else len(buf) - MAX_BLOCK
+            found = None
+            for p in range(pos, max(pos, scan_end)):
+                if _block_ok(buf, p, bo):
+                    found = p
+                    break
+            if found is not None:
+                rd.pos = found
+                msg = f"resynchronised at offset {rd.offset}, skipped {rd.offset - off} bytes"
+                yield CaptureProblem(path, off, msg)
+                break
+            if rd.eof:
+                rd.pos = len(buf)
+                yield CaptureProblem(path, off, "no further valid block")
+                return
+            rd.pos = max(pos, scan_end)
+
+
+def _packet_block(
+    btype: int, body: bytes, bo: str, ifaces: list[Interface], off: int, path: str
+) -> Record | CaptureProblem | None:
+    if btype == _EPB:
+        if len(body) < 20:
+            return CaptureProblem(path, off, "enhanced packet block too short")
+        ifid, ts_hi, ts_lo, caplen, wirelen = _EPB_BODY[bo].unpack_from(body, 0)
+        start = 20
+    elif btype == _PB:
+        if len(body) < 20:
+            return CaptureProblem(path, off, "packet block too short")
+        ifid, _drops, ts_hi, ts_lo, caplen, wirelen = _PB_BODY[bo].unpack_from(body, 0)
+        start = 20
+    else:  # _SPB
+        if len(body) < 4:
+            return CaptureProblem(path, off, "simple packet block too short")
+        wirelen = _U32[bo].unpack_from(body, 0)[0]
+        ifid, ts_hi, ts_lo, start = 0, 0, 0, 4
+        caplen = min(wirelen, len(body) - 4)
+        if ifaces and ifaces[0].snaplen:
+            caplen = min(caplen, ifaces[0].snaplen)
+    if ifid >= len(ifaces):
+        return CaptureProblem(path, off, f"packet for undeclared interface {ifid}")
+    iface = ifaces[ifid]
+    if caplen > MAX_CAPLEN:
+        return CaptureProblem(path, off, f"caplen {caplen} above the {MAX_CAPLEN}-byte sanity limit")
+    if start + caplen > len(body):
+        return CaptureProblem(path, off, f"block length inconsistent (caplen {caplen} exceeds the block body)")
+    if iface.snaplen and caplen > iface.snaplen:
+        return CaptureProblem(path, off, f"caplen {caplen} above snaplen {iface.snaplen}")
+    ts = ((ts_hi << 32) | ts_lo) * iface.ts_unit + iface.ts_offset if btype != _SPB else 0.0
+    return Record(off, ts, iface.linktype, body[start : start + caplen], wirelen, ifid)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def iter_records(
+    stream: BinaryIO,
+    *,
+    start_offset: int = 0,
+    path: str = "",
+    header: PcapHeader | None = None,
+    end_offset: int | None = None,
+) -> Iterator[Record | CaptureProblem]:
+    """Yield every record of a capture, and a :class:`CaptureProblem` for every bad spot.
+
+    ``start_offset`` is the file offset of the stream's current position (offsets in the output
+    are file offsets). Without ``header`` the stream must be at the file header. With ``header``
+    (from :func:`read_header`) the stream must be at a record/block boundary, for example one
+    found by :func:`find_record_boundary` when splitting a file into byte ranges; records are
+    then yielded until the first one starting at or after ``end_offset``.
+    """
+    rd = _Reader(stream, start_offset)
+    if header is None:
+        if not rd.fill(24) and not rd.fill(4):
+            yield CaptureProblem(path, start_offset, f"truncated file header ({rd.remaining_hint()} bytes)")
+            return
+        head = rd.buf[rd.pos : rd.pos + 24]
+        if _U32["<"].unpack_from(head, 0)[0] == _SHB_TYPE:
+            yield from _iter_pcapng(rd, path, end_offset, None)
+            return
+        parsed = _parse_pcap_global(head)
+        if isinstance(parsed, str):
+            yield CaptureProblem(path, start_offset, parsed)
+            return
+        rd.pos += 24
+        header = parsed
+    if header.format == "pcapng":
+        yield from _iter_pcapng(rd, path, end_offset, header)
+    else:
+        yield from _iter_pcap(rd, header, path, end_offset)
