@@ -3,7 +3,7 @@ QinQ tags), Linux cooked capture v1 (LINKTYPE_LINUX_SLL, 113) and v2 (LINKTYPE_L
 raw IP (LINKTYPE_RAW 101, LINKTYPE_IPV4 228, LINKTYPE_IPV6 229), BSD loopback/null (0) and
 OpenBSD loop (108) as listed by the tcpdump.org link-layer header types registry; IPv4 (RFC 791:
 header options, fragments), IPv6 (RFC 8200: hop-by-hop, routing and destination-options extension
-headers are skipped, a fragment header makes the packet not decodable) and the TCP header
+headers and AH are skipped, a fragment header makes the packet not decodable) and the TCP header
 (RFC 9293 section 3.1: data offset, flags, sequence and acknowledgment numbers). The TCP payload is
 bounded by the IP length fields, never by the captured length, so Ethernet padding is not taken
 for data; a payload cut short by the snapshot length is returned with ``truncated`` > 0.
@@ -50,7 +50,7 @@ _U32BE = struct.Struct(">I")
 
 _VLAN_TYPES = frozenset({0x8100, 0x88A8, 0x9100, 0x9200})
 _AF_INET6 = frozenset({10, 24, 28, 30})  # Linux, NetBSD/OpenBSD, FreeBSD/DragonFly, Darwin
-_IPV6_SKIP = frozenset({0, 43, 60})  # hop-by-hop, routing, destination options
+_IPV6_SKIP = frozenset({0, 43, 60, 51})  # hop-by-hop, routing, destination options, AH
 
 _ntoa = socket.inet_ntoa
 _addr4_cache: dict[bytes, str] = {}
@@ -128,8 +128,8 @@ def _ipv6(data: bytes, p: int) -> TcpSegment | FrameProblem | None:
     while nh in _IPV6_SKIP:
         if q + 8 > len(data):
             return FrameProblem("truncated IPv6 extension header", q)
-        nh, hlen = data[q], (data[q + 1] + 1) * 8
-        q += hlen
+        # RFC 8200 4.3-4.6: length in 8-octet units beyond the first; AH (RFC 4302) in 4-octet units
+        nh, q = data[q], q + ((data[q + 1] + 2) * 4 if nh == 51 else (data[q + 1] + 1) * 8)
     if nh == 44:
         return FrameProblem("IPv6 fragment header, not decodable", q)
     if nh != 6:

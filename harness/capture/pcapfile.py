@@ -13,6 +13,7 @@ agree (pcapng), so that one damaged record does not cost the rest of the file.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Iterator
 from typing import BinaryIO, NamedTuple
@@ -55,6 +56,12 @@ _IDB, _PB, _SPB, _EPB = 1, 2, 3, 6
 #: Block types of the pcapng draft (and common vendor blocks) accepted as resync points.
 _KNOWN_BLOCKS = frozenset({_SHB_TYPE, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x0BAD, 0x40000BAD})
 
+# Cheap pre-filter for resynchronisation candidates (checked in C by the regex engine): the
+# timestamp fraction is below 10**9 and caplen is at most MAX_CAPLEN (0x40000).
+_CANDIDATE = {
+    "<": re.compile(rb"(?=[\s\S]{7}[\x00-\x3b][\s\S]{2}[\x00-\x04]\x00)"),
+    ">": re.compile(rb"(?=[\s\S]{4}[\x00-\x3b][\s\S]{3}\x00[\x00-\x04])"),
+}
 _U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
 _REC = {"<": struct.Struct("<IIII"), ">": struct.Struct(">IIII")}
 _GLOBAL = {"<": struct.Struct("<IHHiIII"), ">": struct.Struct(">IHHiIII")}
@@ -315,8 +322,25 @@ def find_record_boundary(
     if header.format == "pcapng":
         return _find_block_boundary(buf, header.byteorder, 0)
     frac_max = 1_000_000_000 if header.ts_unit < 1e-6 else 1_000_000
-    for p in range(0, max(0, len(buf) - 15)):
-        if _plausible_chain(buf, p, header.byteorder, header.snaplen, frac_max, prev_ts, at_eof):
+    return _scan(buf, 0, len(buf) - 15, header.byteorder, header.snaplen, frac_max, prev_ts, at_eof)
+
+
+def _scan(
+    buf: bytes,
+    start: int,
+    stop: int,
+    bo: str,
+    snaplen: int,
+    frac_max: int,
+    prev_ts: int | None,
+    at_eof: bool,
+) -> int | None:
+    """First p in [start, stop) where :func:`_plausible_chain` holds."""
+    for m in _CANDIDATE[bo].finditer(buf, start, min(len(buf), stop + 15)):
+        p = m.start()
+        if p >= stop:
+            break
+        if _plausible_chain(buf, p, bo, snaplen, frac_max, prev_ts, at_eof):
             return p
     return None
 
@@ -371,13 +395,7 @@ def _iter_pcap(rd: _Reader, hdr: PcapHeader, path: str, end: int | None) -> Iter
             buf, pos = rd.buf, rd.pos
             # keep a full verification window ahead of every candidate unless the file ends
             scan_end = len(buf) - 15 if rd.eof else len(buf) - window
-            found = None
-            p = pos
-            while p < scan_end:
-                if _plausible_chain(buf, p, bo, snaplen, frac_max, prev_sec, rd.eof):
-                    found = p
-                    break
-                p += 1
+            found = _scan(buf, pos, scan_end, bo, snaplen, frac_max, prev_sec, rd.eof)
             if found is not None:
                 rd.pos = found
                 msg = f"resynchronised at offset {rd.offset}, skipped {rd.offset - bad_at} bytes"
@@ -410,8 +428,19 @@ def _block_ok(buf: bytes | memoryview, p: int, bo: str) -> bool:
     return bool(_U32[bo].unpack_from(buf, p + blen - 4)[0] == blen)
 
 
-def _find_block_boundary(buf: bytes | memoryview, bo: str, start: int) -> int | None:
-    for p in range(start, max(start, len(buf) - 11)):
+_BLOCK_CANDIDATE = {
+    bo: re.compile(b"(?=" + b"|".join(re.escape(struct.pack(bo + "I", t)) for t in sorted(_KNOWN_BLOCKS)) + b")")
+    for bo in "<>"
+}
+
+
+def _find_block_boundary(buf: bytes, bo: str, start: int, stop: int | None = None) -> int | None:
+    """First p in [start, stop) where a known block type sits with agreeing lengths."""
+    stop = len(buf) - 11 if stop is None else stop
+    for m in _BLOCK_CANDIDATE[bo].finditer(buf, start, min(len(buf), stop + 4)):
+        p = m.start()
+        if p >= stop:
+            break
         if _block_ok(buf, p, bo):
             return p
     return None
@@ -495,11 +524,7 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
             rd.fill(2 * MAX_BLOCK)
             buf, pos = rd.buf, rd.pos
             scan_end = len(buf) - 11 if rd.eof else len(buf) - MAX_BLOCK
-            found = None
-            for p in range(pos, max(pos, scan_end)):
-                if _block_ok(buf, p, bo):
-                    found = p
-                    break
+            found = _find_block_boundary(buf, bo, pos, scan_end)
             if found is not None:
                 rd.pos = found
                 msg = f"resynchronised at offset {rd.offset}, skipped {rd.offset - off} bytes"

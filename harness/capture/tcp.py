@@ -114,6 +114,7 @@ class TcpReassembler:
         self.gaps: list[Gap] = []
         self.problems: list[StreamProblem] = []
         self.retransmitted = 0  #: bytes received again (identical or not) after delivery
+        self.keepalives = 0  #: one-byte keep-alive probes at the last delivered byte (not compared)
         self._starts: list[int] = []  # sorted starts of buffered out-of-order pieces
         self._pieces: dict[int, tuple[float, bytes]] = {}
         self._ahead = 0  # buffered bytes
@@ -249,6 +250,9 @@ class TcpReassembler:
             self._skip_to(target, f"not received within {self.max_ahead} bytes", out)
             self._drain(out)
         if end <= self.next:
+            if end == self.next and len(payload) == 1:
+                self.keepalives += 1  # keep-alive probe: one old byte, often garbage (RFC 9293 3.8.4)
+                return
             self._check_old(off, ts, payload)
             return
         if off < self.next:

@@ -11,6 +11,7 @@ import pytest
 from capture_helpers import read_all, write_pcap, write_pcapng
 from scapy.layers.inet import ICMP, IP, TCP, UDP, IPOption_RR, fragment
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
+from scapy.layers.ipsec import AH
 from scapy.layers.l2 import ARP, CookedLinux, CookedLinuxV2, Dot1AD, Dot1Q, Ether, Loopback, LoopbackOpenBSD
 from scapy.packet import Packet, Raw
 
@@ -58,6 +59,7 @@ CASES: list[tuple[str, Packet, int, TcpSegment]] = [
         1,
         WANT6,
     ),
+    ("v6-ah", IPv6(src="2001:db8::1", dst="fe80::2") / AH(nh=6, payloadlen=4, icv=b"\x00" * 12) / TCP_L, 229, WANT6),
 ]
 
 

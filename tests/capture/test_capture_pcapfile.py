@@ -212,6 +212,19 @@ def test_pcapng_inconsistent_block_length_resyncs(tmp_path: Path) -> None:
     assert len(probs) == 2
 
 
+def test_pcapng_garbage_between_blocks_resyncs() -> None:
+    head = shb("<") + idb("<", 1)
+    blocks = [epb("<", 0, 1000 + i, bytes([i]) * 30) for i in range(4)]
+    junk = bytes((i * 53 + 7) % 256 for i in range(101))
+    data = head + blocks[0] + blocks[1] + junk + blocks[2] + blocks[3]
+    recs, probs = read_all(data, path="g")
+    assert [r.data[0] for r in recs] == [0, 1, 2, 3]
+    bad = len(head) + len(blocks[0]) + len(blocks[1])
+    assert [p.offset for p in probs] == [bad, bad]
+    assert probs[1].reason == f"resynchronised at offset {bad + 101}, skipped 101 bytes"
+    assert recs[2].offset == bad + 101
+
+
 def test_pcapng_sanity_limits_and_truncation() -> None:
     head = shb("<") + idb("<", 1)
     good = epb("<", 0, 1, b"abcd")
@@ -251,3 +264,22 @@ def test_find_record_boundary_and_byte_ranges(tmp_path: Path) -> None:
             assert isinstance(item, Record)
             seen.append(item.offset)
     assert seen == offs
+
+
+def test_pcapng_byte_ranges(tmp_path: Path) -> None:
+    data = write_pcapng(tmp_path / "r.pcapng", sample_packets(30))
+    whole, probs = read_all(data)
+    assert probs == [] and len(whole) == 30
+    hdr = read_header(io.BytesIO(data))
+    assert isinstance(hdr, PcapHeader) and hdr.interfaces
+    cuts = [hdr.length + len(idb("<", 1)), len(data) // 2, len(data)]
+    got: list[Record] = []
+    for lo, hi in itertools.pairwise(cuts):
+        rel = find_record_boundary(data[lo : lo + 8192], hdr)
+        assert rel is not None
+        stream = io.BytesIO(data)
+        stream.seek(lo + rel)
+        for item in iter_records(stream, start_offset=lo + rel, header=hdr, end_offset=hi):
+            assert isinstance(item, Record)
+            got.append(item)
+    assert got == whole

@@ -110,6 +110,16 @@ def test_overlap_between_buffered_segments() -> None:
     assert r2.problems == [] and r2.retransmitted == 10
 
 
+def test_keepalive_probe_is_not_a_conflict() -> None:
+    r = TcpReassembler()
+    r.feed(0, 0, SYN, b"")
+    r.feed(1, 1, ACK, b"hello")
+    assert r.feed(2, 5, ACK, b"\x00") == []  # seq = next - 1 with one garbage byte
+    assert r.problems == [] and r.keepalives == 1
+    r.feed(3, 3, ACK, b"XX")  # a real conflicting retransmission still is one
+    assert len(r.problems) == 1
+
+
 def test_sequence_wrap_around() -> None:
     isn = 2**32 - 300
     segs = segments(isn, DATA, 128)
