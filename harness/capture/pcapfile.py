@@ -345,6 +345,23 @@ def _scan(
     return None
 
 
+def _followed_by_record(rd: _Reader, caplen: int, bo: str, frac_max: int, sec: int) -> bool:
+    """Does a plausible record header (or the end of the file) follow a record of ``caplen``?"""
+    rd.fill(32 + caplen)
+    buf, nxt = rd.buf, rd.pos + 16 + caplen
+    if rd.eof and nxt == len(buf):
+        return True
+    if nxt + 16 > len(buf):
+        return False
+    sec2, frac2, caplen2, wirelen2 = _REC[bo].unpack_from(buf, nxt)
+    return (
+        frac2 < frac_max
+        and 0 < wirelen2 <= MAX_WIRELEN
+        and caplen2 <= min(wirelen2, MAX_CAPLEN)
+        and abs(sec2 - sec) <= RESYNC_TS_WINDOW
+    )
+
+
 def _iter_pcap(rd: _Reader, hdr: PcapHeader, path: str, end: int | None) -> Iterator[Record | CaptureProblem]:
     bo = hdr.byteorder
     rec = _REC[bo]
@@ -369,6 +386,11 @@ def _iter_pcap(rd: _Reader, hdr: PcapHeader, path: str, end: int | None) -> Iter
             reason = f"caplen {caplen} above the {MAX_CAPLEN}-byte sanity limit"
         elif snaplen and caplen > snaplen:
             reason = f"caplen {caplen} above snaplen {snaplen}"
+            if caplen <= wirelen and frac < frac_max and _followed_by_record(rd, caplen, bo, frac_max, sec):
+                # a header that understates the snapshot length (common with TSO/jumbo frames):
+                # the record is sound, so report it and keep it rather than lose it
+                yield CaptureProblem(path, rd.offset, reason + " (record kept: the next record header follows)")
+                reason = None
         elif caplen > wirelen:
             reason = f"caplen {caplen} above wire length {wirelen}"
         elif frac >= frac_max:
@@ -514,7 +536,9 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
                 ifaces.append(idb)
             else:
                 item = _packet_block(btype, body, bo, ifaces, off, path)
-                if item is not None:
+                if isinstance(item, list):
+                    yield from item
+                else:
                     yield item
             continue
         yield CaptureProblem(path, off, reason)
@@ -539,7 +563,7 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
 
 def _packet_block(
     btype: int, body: bytes, bo: str, ifaces: list[Interface], off: int, path: str
-) -> Record | CaptureProblem | None:
+) -> Record | CaptureProblem | list[Record | CaptureProblem]:
     if btype == _EPB:
         if len(body) < 20:
             return CaptureProblem(path, off, "enhanced packet block too short")
@@ -565,10 +589,12 @@ def _packet_block(
         return CaptureProblem(path, off, f"caplen {caplen} above the {MAX_CAPLEN}-byte sanity limit")
     if start + caplen > len(body):
         return CaptureProblem(path, off, f"block length inconsistent (caplen {caplen} exceeds the block body)")
-    if iface.snaplen and caplen > iface.snaplen:
-        return CaptureProblem(path, off, f"caplen {caplen} above snaplen {iface.snaplen}")
     ts = ((ts_hi << 32) | ts_lo) * iface.ts_unit + iface.ts_offset if btype != _SPB else 0.0
-    return Record(off, ts, iface.linktype, body[start : start + caplen], wirelen, ifid)
+    record = Record(off, ts, iface.linktype, body[start : start + caplen], wirelen, ifid)
+    if iface.snaplen and caplen > iface.snaplen:
+        # the block's lengths agree, so the data is sound: report the header and keep the packet
+        return [CaptureProblem(path, off, f"caplen {caplen} above snaplen {iface.snaplen} (record kept)"), record]
+    return record
 
 
 # --------------------------------------------------------------------------------------------

@@ -389,25 +389,31 @@ def reassemble(
     port_set = frozenset(ports)
     sides: dict[FlowKey, list[_Side | None]] = {}
     times: dict[FlowKey, list[float]] = {}
+    by_tuple: dict[tuple[str, int, str, int], tuple[_Side, list[float]]] = {}
     for ts, seg in segments:
-        key, is_a = FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)
-        pair = sides.get(key)
-        if pair is None:
-            pair = sides[key] = [None, None]
-            times[key] = [ts, ts]
-        else:
-            times[key][1] = ts
-        idx = 0 if is_a else 1
-        side = pair[idx]
-        if side is None:
-            side = pair[idx] = _Side((seg.src, seg.sport, seg.dst, seg.dport))
+        who = (seg.src, seg.sport, seg.dst, seg.dport)
+        hit = by_tuple.get(who)
+        if hit is None:
+            key, is_a = FlowKey.of(*who)
+            pair = sides.get(key)
+            if pair is None:
+                pair = sides[key] = [None, None]
+                times[key] = [ts, ts]
+            side = _Side(who)
+            pair[0 if is_a else 1] = side
+            hit = by_tuple[who] = (side, times[key])
+        side, span = hit
+        span[1] = ts
         side.segments += 1
-        if seg.flags & SYN:
-            if seg.flags & 0x10:
+        flags = seg.flags
+        if flags & SYN:
+            if flags & 0x10:
                 side.saw_synack = True
             else:
                 side.saw_pure_syn = True
-        side.events.extend(side.rsm.feed(ts, seg.seq, seg.flags, seg.payload))
+        events = side.rsm.feed(ts, seg.seq, flags, seg.payload)
+        if events:
+            side.events.extend(events)
     flows: dict[FlowKey, Flow] = {}
     for key, (sa, sb) in sides.items():
         a_who = (key.a, key.a_port, key.b, key.b_port)

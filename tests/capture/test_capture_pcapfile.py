@@ -141,13 +141,27 @@ def test_truncated_record_data_and_header(tmp_path: Path) -> None:
     assert probs[0].offset == offs[2] and "truncated record header" in probs[0].reason
 
 
-def test_caplen_above_snaplen_is_reported_and_the_rest_recovered(tmp_path: Path) -> None:
+def test_caplen_above_snaplen_is_reported_and_the_sound_record_kept(tmp_path: Path) -> None:
     pkts = sample_packets(6, size=40)
     pkts[2] = tcp_pkt(b"Z" * 300, ts=T0 + 0.6)
     data = write_pcap(tmp_path / "s.pcap", pkts, snaplen=200)
     offs = record_offsets(data)
     recs, probs = read_all(data, path="s")
-    assert probs[0] == CaptureProblem("s", offs[2], "caplen 354 above snaplen 200")
+    assert probs == [
+        CaptureProblem("s", offs[2], "caplen 354 above snaplen 200 (record kept: the next record header follows)")
+    ]
+    assert [r.offset for r in recs] == offs
+    assert [r.data for r in recs] == [bytes(p) for p in pkts]
+
+
+def test_caplen_above_snaplen_and_wrong_is_skipped_and_the_rest_recovered(tmp_path: Path) -> None:
+    pkts = sample_packets(6, size=40)
+    pkts[2] = tcp_pkt(b"Z" * 300, ts=T0 + 0.6)
+    data = bytearray(write_pcap(tmp_path / "s.pcap", pkts, snaplen=200))
+    offs = record_offsets(bytes(data))
+    struct.pack_into("<I", data, offs[2] + 8, 250)  # caplen > snaplen, and not where the next record is
+    recs, probs = read_all(bytes(data), path="s")
+    assert probs[0] == CaptureProblem("s", offs[2], "caplen 250 above snaplen 200")
     assert probs[1].offset == offs[2] and f"resynchronised at offset {offs[3]}" in probs[1].reason
     assert len(probs) == 2
     assert [r.offset for r in recs] == offs[:2] + offs[3:]
@@ -236,6 +250,10 @@ def test_pcapng_sanity_limits_and_truncation() -> None:
     assert len(recs) == 1 and probs[0].reason.startswith("truncated block")
     recs, probs = read_all(head + epb("<", 3, 1, b"abcd"))
     assert recs == [] and probs[0].reason == "packet for undeclared interface 3"
+    small = shb("<") + idb("<", 1, snaplen=3)
+    recs, probs = read_all(small + epb("<", 0, 1, b"abcd") + epb("<", 0, 2, b"ab"))
+    assert [r.data for r in recs] == [b"abcd", b"ab"]
+    assert probs == [CaptureProblem("", len(small), "caplen 4 above snaplen 3 (record kept)")]
 
 
 # ---------------------------------------------------------------- byte-range splitting
