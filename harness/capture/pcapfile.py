@@ -495,8 +495,8 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
         blen = _U32[bo].unpack_from(buf, pos + 4)[0]
         if reason is None and (blen < 12 or blen % 4):
             reason = f"block length {blen} invalid"
-        if reason is None and btype not in (_SHB_TYPE, _IDB, _EPB, _SPB, _PB):
-            # skip unknown/uninteresting blocks without holding them; check the trailing length
+        if reason is None and blen > MAX_BLOCK and btype not in (_SHB_TYPE, _IDB, _EPB, _SPB, _PB):
+            # a large block of another type: skip it in bounded chunks, then check its trailing length
             if blen > MAX_SKIP_BLOCK:
                 reason = f"block length {blen} above the {MAX_SKIP_BLOCK}-byte sanity limit"
             else:
@@ -505,10 +505,11 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
                     yield CaptureProblem(path, off, f"truncated block of type 0x{btype:x} ({blen} bytes declared)")
                     return
                 trail = _U32[bo].unpack_from(rd.buf, rd.pos)[0]
-                rd.pos += 4
-                if trail != blen:
-                    yield CaptureProblem(path, off, f"block length inconsistent ({blen} leading, {trail} trailing)")
-                continue
+                if trail == blen:
+                    rd.pos += 4
+                    continue
+                reason = f"block length inconsistent ({blen} leading, {trail} trailing; skipped unverified)"
+                rd.pos -= 1  # the resync below starts one byte further on, i.e. right here
         if reason is None and blen > MAX_BLOCK:
             reason = f"block length {blen} above the {MAX_BLOCK}-byte sanity limit"
         if reason is None and not rd.fill(blen):
@@ -534,7 +535,7 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
                     yield CaptureProblem(path, off, idb)
                     idb = Interface(-1, 0, 1e-6, 0)  # keep interface numbering aligned
                 ifaces.append(idb)
-            else:
+            elif btype in (_EPB, _SPB, _PB):
                 item = _packet_block(btype, body, bo, ifaces, off, path)
                 if isinstance(item, list):
                     yield from item

@@ -239,6 +239,21 @@ def test_pcapng_garbage_between_blocks_resyncs() -> None:
     assert recs[2].offset == bad + 101
 
 
+def test_pcapng_unknown_blocks_small_and_large() -> None:
+    head = shb("<") + idb("<", 1)
+    pkt = epb("<", 0, 1, b"abcd")
+    big = block("<", 0x80000001, b"\x00" * 500_000)  # above MAX_BLOCK: skipped in bounded chunks
+    recs, probs = read_all(head + big + pkt + block("<", 0xB00B, b"x" * 8) + pkt)
+    assert probs == [] and len(recs) == 2 and recs[0].offset == len(head) + len(big)
+    bad_small = block("<", 0xB00B, b"x" * 8, trailing=7)
+    recs, probs = read_all(head + bad_small + pkt)
+    assert len(recs) == 1 and probs[0].offset == len(head) and "inconsistent" in probs[0].reason
+    bad_big = block("<", 0x80000001, b"\x00" * 500_000, trailing=5)
+    recs, probs = read_all(head + bad_big + pkt)
+    assert len(recs) == 1 and recs[0].offset == len(head) + len(bad_big)
+    assert probs[0].offset == len(head) and "skipped unverified" in probs[0].reason
+
+
 def test_pcapng_sanity_limits_and_truncation() -> None:
     head = shb("<") + idb("<", 1)
     good = epb("<", 0, 1, b"abcd")
