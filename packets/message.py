@@ -34,14 +34,14 @@ SECTION = "MS-MQMQ 2.2.20"
 
 def _user_flag(mask: int) -> Any:
     def present(headers: Container) -> bool:
-        return bool(int(headers.UserHeader.Flags) & mask)
+        return bool(headers["UserHeader"]["Flags"] & mask)
 
     return present
 
 
 def _base_flag(mask: int) -> Any:
     def present(headers: Container) -> bool:
-        return bool(int(headers.BaseHeader.Flags) & mask)
+        return bool(headers["BaseHeader"]["Flags"] & mask)
 
     return present
 
@@ -122,19 +122,18 @@ _PRESENCE_RULES = {
 
 def check_user_message(headers: Container) -> Iterator[tuple[str, str, str]]:
     """Packet-level MUSTs of [MS-MQMQ] 2.2.20 (and 2.2.19.1 on a UserMessage's BaseHeader)."""
-    base_flags: Any = base.BaseHeaderFlags(int(headers.BaseHeader.Flags))
-    if base_flags.IN:
+    base_flags = int(headers["BaseHeader"]["Flags"])
+    if base_flags & 0x8:  # IN
         yield ("BaseHeader.Flags.IN", "MUST NOT be set in a UserMessage Packet", SECTION)
     if headers.get("UserHeader") is None:
         yield ("UserHeader", "MUST be present in every UserMessage Packet", SECTION)
         return
     if headers.get("MessagePropertiesHeader") is None:
         yield ("MessagePropertiesHeader", "MUST be present in every UserMessage Packet", SECTION)
-    user_flags = user.UserHeaderFlags(int(headers.UserHeader.Flags))
-    if user_flags.TH and base_flags.PR != 0:
+    if headers["UserHeader"]["Flags"] & _TH and base_flags & 0x7:  # PR
         yield (
             "BaseHeader.Flags.PR",
-            f"MUST be 0x0 in a packet that contains a transactional message, found 0x{base_flags.PR:X}",
+            f"MUST be 0x0 in a packet that contains a transactional message, found 0x{base_flags & 0x7:X}",
             base.SECTION,
         )
     # Each optional header is present if and only if its flag is set (checked on built packets

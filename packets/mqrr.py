@@ -158,7 +158,7 @@ def check_binary_message(headers: Container) -> Iterator[tuple[str, str, str]]:
 
 
 def _ah(headers: Container) -> bool:
-    return bool(int(headers.UserHeader.Flags) >> 25 & 1)
+    return bool(headers["UserHeader"]["Flags"] & 0x02000000)
 
 
 SRMP_SLOTS: tuple[Slot, ...] = (

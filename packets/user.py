@@ -358,51 +358,58 @@ def _check_direct(path: str, queue: Any) -> Iterator[tuple[str, str, str]]:
 
 def check_user_header(headers: Container) -> Iterator[tuple[str, str, str]]:
     """MUSTs of [MS-MQMQ] 2.2.19.2 that need the UserHeader alone."""
-    user = headers.UserHeader
-    flags = UserHeaderFlags(int(user.Flags))
-    if flags.RC > 0x1D:
-        yield ("UserHeader.Flags.RC", f"MUST be in 0x00-0x1D, found 0x{flags.RC:02X}", SECTION)
-    if flags.DM not in (0, 1):
-        yield ("UserHeader.Flags.DM", f"MUST be 0x0 or 0x1, found 0x{flags.DM:X}", SECTION)
-    if flags.DQ not in DQ_FORMATS:
+    user = headers["UserHeader"]
+    word = int(user["Flags"])
+    rc, dm, dq, aq, rq = word & 0x1F, word >> 5 & 3, word >> 10 & 7, word >> 13 & 7, word >> 16 & 7
+    if rc > 0x1D:
+        yield ("UserHeader.Flags.RC", f"MUST be in 0x00-0x1D, found 0x{rc:02X}", SECTION)
+    if dm > 1:
+        yield ("UserHeader.Flags.DM", f"MUST be 0x0 or 0x1, found 0x{dm:X}", SECTION)
+    if dq not in DQ_FORMATS:
         yield (
             "UserHeader.Flags.DQ",
-            f"MUST be 0x0, 0x3, 0x5 or 0x7, found 0x{flags.DQ:X} (the session MUST be closed)",
+            f"MUST be 0x0, 0x3, 0x5 or 0x7, found 0x{dq:X} (the session MUST be closed)",
             SECTION,
         )
-    if flags.AQ not in AQ_FORMATS:
+    if aq not in AQ_FORMATS:
         yield (
             "UserHeader.Flags.AQ",
-            f"MUST be 0x0, 0x2, 0x3, 0x5, 0x6 or 0x7, found 0x{flags.AQ:X} (the session MUST be closed)",
+            f"MUST be 0x0, 0x2, 0x3, 0x5, 0x6 or 0x7, found 0x{aq:X} (the session MUST be closed)",
             SECTION,
         )
-    if flags.TH and flags.DM == 0:
+    if word & _TH and dm == 0:
         yield ("UserHeader.Flags.TH", "TH is set, so DM MUST NOT be 0x0", SECTION)
-    if not flags.MP:
+    if not word & _MP:
         yield ("UserHeader.Flags.MP", "MUST always be set", SECTION)
-    if flags.AH:
+    if word & _AH:
         yield ("UserHeader.Flags.AH", "MUST NOT be set when sent", SECTION)
-    qm = bytes(user.QueueManagerAddress or b"")
-    if flags.DQ == 0x7 and any(qm):
+    qm = user["QueueManagerAddress"]
+    if dq == 0x7 and qm and any(qm):
         yield (
             "UserHeader.QueueManagerAddress",
             "MUST be a NULL GUID for a direct format name destination",
             SECTION,
         )
-    if flags.DQ in (0x3, 0x5) and not any(qm):
+    if dq in (0x3, 0x5) and not (qm and any(qm)):
         yield (
             "UserHeader.QueueManagerAddress",
-            f"MUST be the destination queue manager GUID when DQ is 0x{flags.DQ:X}, found a NULL GUID",
+            f"MUST be the destination queue manager GUID when DQ is 0x{dq:X}, found a NULL GUID",
             SECTION,
         )
     for name, selector, table in (
-        ("DestinationQueue", flags.DQ, DQ_FORMATS),
-        ("AdminQueue", flags.AQ, AQ_FORMATS),
-        ("ResponseQueue", flags.RQ, RQ_FORMATS),
+        ("DestinationQueue", dq, DQ_FORMATS),
+        ("AdminQueue", aq, AQ_FORMATS),
+        ("ResponseQueue", rq, RQ_FORMATS),
     ):
         queue = user.get(name)
-        if table.get(selector) is None and queue is not None:
+        if queue is None:
+            continue
+        if table.get(selector) is None:
             yield (f"UserHeader.{name}", f"MUST NOT be present when the queue type is 0x{selector:X}", SECTION)
-        yield from _check_direct(f"UserHeader.{name}", queue)
-    if bool(flags.CQ) != (user.get("ConnectorType") is not None):
+        if selector == 0x7:
+            yield from _check_direct(f"UserHeader.{name}", queue)
+    if bool(word & _CQ) != (user.get("ConnectorType") is not None):
         yield ("UserHeader.ConnectorType", "MUST be present if and only if Flags.CQ is set", SECTION)
+
+
+_TH, _MP, _CQ, _AH = 1 << 20, 1 << 21, 1 << 22, 1 << 25
