@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from capture_helpers import read_all, write_pcap, write_pcapng
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scapy.layers.inet import ICMP, IP, TCP, UDP, IPOption_RR, fragment
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop
 from scapy.layers.ipsec import AH
@@ -163,3 +165,25 @@ def test_speed_plain_ethernet_ipv4_tcp() -> None:
     rate = n_rounds * len(frames) / (time.perf_counter() - t)
     print(f"decode_tcp: {rate:,.0f} frames/s")
     assert rate > 150_000  # target 300k/s on an idle machine; loose bound for a loaded CI runner
+
+
+@settings(max_examples=300, deadline=None)
+@given(linktype=st.sampled_from([0, 1, 101, 108, 113, 228, 229, 276]), data=st.binary(max_size=120))
+def test_random_bytes_never_raise(linktype: int, data: bytes) -> None:
+    res = decode_tcp(linktype, data)
+    assert res is None or isinstance(res, TcpSegment | FrameProblem)
+    if isinstance(res, TcpSegment):
+        assert len(res.payload) <= len(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cut=st.integers(0, 200), idx=st.integers(0, len(CASES) - 1))
+def test_every_truncation_of_a_valid_frame_never_raises(cut: int, idx: int) -> None:
+    _n, pkt, linktype, want = CASES[idx]
+    frame = bytes(pkt)
+    res = decode_tcp(linktype, frame[: min(cut, len(frame))])
+    if isinstance(res, TcpSegment):
+        assert res.payload == want.payload[: len(res.payload)]
+        assert res.truncated == len(want.payload) - len(res.payload)
+    else:
+        assert isinstance(res, FrameProblem)

@@ -24,6 +24,8 @@ from capture_helpers import (
     write_pcap,
     write_pcapng,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.capture.pcapfile import (
     MAX_CAPLEN,
@@ -316,3 +318,36 @@ def test_pcapng_byte_ranges(tmp_path: Path) -> None:
             assert isinstance(item, Record)
             got.append(item)
     assert got == whole
+
+
+# ---------------------------------------------------------------- robustness
+
+
+_CLEAN_PCAPNG = shb("<") + idb("<", 1) + b"".join(epb("<", 0, 1000 + i, bytes([i]) * (20 + i)) for i in range(8))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    fmt=st.sampled_from(["pcap", "pcapng"]),
+    edits=st.lists(st.tuples(st.integers(0, 10_000), st.binary(min_size=1, max_size=8)), max_size=6),
+    cut=st.integers(0, 10_000),
+)
+def test_mutated_files_never_raise_and_offsets_stay_inside(fmt: str, edits: list[tuple[int, bytes]], cut: int) -> None:
+    base = bytearray(_pcap_bytes() if fmt == "pcap" else _CLEAN_PCAPNG)
+    for pos, junk in edits:
+        p = pos % len(base)
+        base[p : p + len(junk)] = junk
+    data = bytes(base[: max(1, cut % (len(base) + 1))])
+    for item in iter_records(io.BytesIO(data)):
+        assert 0 <= item.offset < len(data)
+        if isinstance(item, Record):
+            assert len(item.data) <= MAX_CAPLEN and item.offset + len(item.data) <= len(data)
+
+
+def _pcap_bytes() -> bytes:
+    buf = io.BytesIO()
+    buf.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    for i in range(8):
+        frame = bytes([i]) * (40 + i)
+        buf.write(struct.pack("<IIII", int(T0) + i, i, len(frame), len(frame)) + frame)
+    return buf.getvalue()
