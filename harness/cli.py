@@ -20,33 +20,37 @@ from packets.render import render_tree, to_jsonable
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
+def _stream_notes(report: StreamReport) -> list[tuple[str, dict[str, object]]]:
+    """Everything besides packets that a stream report holds, as (text, JSON record) pairs."""
+    notes: list[tuple[str, dict[str, object]]] = []
+    for start, length in report.gaps:
+        notes.append((f"gap: {length} bytes missing at stream offset {start}", {"gap": [start, length]}))
+    for start, length in report.skipped:
+        notes.append((f"resynchronised: skipped {length} bytes at stream offset {start}", {"skipped": [start, length]}))
+    for e in report.errors:
+        record = {"field": e.field_path, "offset": e.offset, "reason": e.reason, "section": e.section}
+        notes.append((f"stream error: {e}", {"error": record}))
+    if report.trailing:
+        notes.append((f"{report.trailing} bytes of an incomplete packet at the end", {"trailing": report.trailing}))
+    for problem in report.problems:
+        notes.append((f"capture problem: {problem}", {"problem": problem}))
+    return notes
+
+
 def _print_report(report: StreamReport, as_json: bool, out: list[str]) -> int:
+    """Append the report's lines to ``out``; return how many problems it holds."""
     problems = 0
     for item in report.packets:
         problems += len(item.packet.violations)
         if as_json:
-            record = {"stream": report.name, "index": item.index, "offset": item.offset}
+            record: dict[str, object] = {"stream": report.name, "index": item.index, "offset": item.offset}
             record.update(to_jsonable(item.packet))
             out.append(json.dumps(record))
         else:
-            title = f"[{report.name}] #{item.index} @ {item.offset}: "
-            out.append(render_tree(item.packet, title))
-    for start, length in report.gaps:
+            out.append(render_tree(item.packet, f"[{report.name}] #{item.index} @ {item.offset}: "))
+    for text, record in _stream_notes(report):
         problems += 1
-        msg = f"gap: {length} bytes missing at stream offset {start}"
-        out.append(json.dumps({"stream": report.name, "gap": [start, length]}) if as_json else f"[{report.name}] {msg}")
-    if report.error is not None:
-        problems += 1
-        e = report.error
-        if as_json:
-            out.append(json.dumps({"stream": report.name, "error": {
-                "field": e.field_path, "offset": e.offset, "reason": e.reason, "section": e.section}}))
-        else:
-            out.append(f"[{report.name}] stream error: {e}")
-    if report.trailing and report.error is None:
-        problems += 1
-        msg = f"{report.trailing} bytes of an incomplete packet at the end"
-        out.append(json.dumps({"stream": report.name, "trailing": report.trailing}) if as_json else f"[{report.name}] {msg}")
+        out.append(json.dumps({"stream": report.name, **record}) if as_json else f"[{report.name}] {text}")
     return problems
 
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import packets
-from packets import Packet, PacketError, StreamSplitter
+from packets import Packet, PacketError, StreamSplitter, wire_length
 
-__all__ = ["DecodedPacket", "StreamReport", "decode_file", "decode_stream", "read_hex"]
+__all__ = ["DecodedPacket", "StreamReport", "decode_file", "decode_pieces", "decode_stream", "read_hex", "resync"]
 
 PCAP_MAGICS = {
     b"\xd4\xc3\xb2\xa1",
@@ -43,13 +43,15 @@ class DecodedPacket:
 
 @dataclass
 class StreamReport:
-    """What one stream held: its packets, a fatal framing error, and undecoded trailing bytes."""
+    """What one stream held: its packets, framing errors, gaps and undecoded bytes."""
 
     name: str
     packets: list[DecodedPacket] = field(default_factory=list)
-    error: PacketError | None = None
+    errors: list[PacketError] = field(default_factory=list)
     trailing: int = 0
     gaps: list[tuple[int, int]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    skipped: list[tuple[int, int]] = field(default_factory=list)  # resynchronised after a gap
 
 
 def read_hex(text: str) -> bytes:
@@ -74,22 +76,54 @@ def _looks_like_ping(data: bytes) -> bool:
     return True
 
 
-def decode_stream(name: str, data: bytes, gaps: list[tuple[int, int]] | None = None) -> StreamReport:
-    """Cut a TCP byte stream into packets and decode each (non-strict)."""
+def resync(data: bytes, start: int = 0) -> int | None:
+    """Index of the first plausible BaseHeader at or after ``start`` (after a capture gap)."""
+    at = data.find(b"LIOR", start + 4)
+    while at != -1:
+        candidate = at - 4
+        if data[candidate] == 0x10:
+            try:
+                wire_length(data[candidate : candidate + 16])
+                return candidate
+            except PacketError:
+                pass
+        at = data.find(b"LIOR", at + 1)
+    return None
+
+
+def decode_pieces(
+    name: str, pieces: list[tuple[int, bytes]], gaps: list[tuple[int, int]] | None = None
+) -> StreamReport:
+    """Decode the runs of one stream; after a gap, resynchronise on the next BaseHeader."""
     report = StreamReport(name, gaps=list(gaps or []))
-    if _looks_like_ping(data):
-        ping = packets.parse_ping(data, strict=False)
-        report.packets.append(DecodedPacket(name, 0, 0, ping, data))
-        return report
-    splitter = StreamSplitter()
-    try:
-        for index, piece in enumerate(splitter.feed(data)):
-            packet = packets.parse(piece.data, strict=False)
-            report.packets.append(DecodedPacket(name, index, piece.offset, packet, piece.data))
-    except PacketError as e:
-        report.error = e
-    report.trailing = len(data) - splitter.offset
+    index = 0
+    for number, (base, data) in enumerate(pieces):
+        start = 0
+        if number:
+            found = resync(data)
+            start = len(data) if found is None else found
+            if start:
+                report.skipped.append((base, start))
+        splitter = StreamSplitter()
+        try:
+            for piece in splitter.feed(data[start:]):
+                packet = packets.parse(piece.data, strict=False)
+                report.packets.append(DecodedPacket(name, index, base + start + piece.offset, packet, piece.data))
+                index += 1
+        except PacketError as e:
+            report.errors.append(PacketError(e.field_path, base + start + e.offset, e.reason, e.section))
+        else:
+            report.trailing += splitter.buffered
     return report
+
+
+def decode_stream(name: str, data: bytes) -> StreamReport:
+    """Cut a TCP byte stream (or one Ping datagram) into packets and decode each (non-strict)."""
+    if _looks_like_ping(data):
+        report = StreamReport(name)
+        report.packets.append(DecodedPacket(name, 0, 0, packets.parse_ping(data, strict=False), data))
+        return report
+    return decode_pieces(name, [(0, data)])
 
 
 def _is_capture(head: bytes) -> bool:
@@ -102,10 +136,16 @@ def decode_file(path: str | Path, ports: frozenset[int] = frozenset({1801})) -> 
     with path.open("rb") as f:
         head = f.read(4)
     if _is_capture(head):
-        from harness.capture.sessions import capture_streams
+        from harness.capture.streams import CaptureReading, capture_streams
 
-        for stream in capture_streams(path, ports):
-            yield decode_stream(stream.name, stream.data, stream.gaps)
+        reading = CaptureReading()
+        for stream in capture_streams(path, ports, reading):
+            gaps = [(g.stream_offset, g.length) for g in stream.gaps]
+            report = decode_pieces(stream.name, stream.pieces, gaps)
+            report.problems.extend(f"{p.reason} at stream offset {p.stream_offset}" for p in stream.problems)
+            yield report
+        if reading.problems:
+            yield StreamReport(path.name, problems=reading.problems)
         return
     raw = path.read_bytes()
     try:

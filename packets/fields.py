@@ -102,7 +102,7 @@ class GUID(bytes):
 NULL_GUID = GUID()
 
 
-class _GuidField(c.Construct):  # type: ignore[misc]
+class _GuidField(c.Construct):
     def __init__(self) -> None:
         super().__init__()
 
@@ -131,7 +131,7 @@ Guid = _GuidField()
 # Byte strings, padding and UTF-16 strings whose length comes from another field
 
 
-class Data(c.Construct):  # type: ignore[misc]
+class Data(c.Construct):
     """Exactly ``length`` raw bytes (``length`` may be a ``this`` expression)."""
 
     def __init__(self, length: Any) -> None:
@@ -154,7 +154,7 @@ class Data(c.Construct):  # type: ignore[misc]
         return f"read_exact(io, {self.length})"
 
 
-class Pad(c.Construct):  # type: ignore[misc]
+class Pad(c.Construct):
     """Alignment padding of ``length`` bytes.
 
     Parsed bytes are kept (under a ``_``-prefixed key, which Container equality ignores) so a
@@ -195,7 +195,7 @@ def encode_utf16z(text: str) -> bytes:
     return (text + "\0").encode("utf-16-le", "surrogatepass")
 
 
-class Utf16z(c.Construct):  # type: ignore[misc]
+class Utf16z(c.Construct):
     """A null-terminated UTF-16LE string occupying ``length`` bytes on the wire.
 
     The parsed value is the text without its terminating NUL; building appends it.  The length
@@ -230,6 +230,13 @@ class Utf16z(c.Construct):  # type: ignore[misc]
 # Flag words: bit 0 is the least-significant bit of the little-endian integer
 
 
+def _subfield_getter(shift: int, mask: int) -> Callable[[int], int]:
+    def get(self: int) -> int:
+        return (int(self) >> shift) & mask
+
+    return get
+
+
 class BitFlags(int):
     """An integer flag word whose sub-fields are read by the spec's abbreviations.
 
@@ -245,8 +252,7 @@ class BitFlags(int):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for name, shift, width in cls._fields_:
-            mask = (1 << width) - 1
-            setattr(cls, name, property(lambda self, s=shift, m=mask: (int(self) >> s) & m))
+            setattr(cls, name, property(_subfield_getter(shift, (1 << width) - 1)))
 
     @classmethod
     def make(cls, value: int | Mapping[str, int] = 0, **fields: int) -> BitFlags:
@@ -293,7 +299,7 @@ class BitFlags(int):
     __str__ = __repr__
 
 
-class FlagsField(c.Construct):  # type: ignore[misc]
+class FlagsField(c.Construct):
     """A little-endian flag word parsed into a :class:`BitFlags` subclass."""
 
     _FORMATS: ClassVar[dict[int, str]] = {8: "<B", 16: "<H", 32: "<L"}
@@ -332,7 +338,7 @@ def path_of(construct_path: str) -> str:
     return ".".join(p.strip() for p in construct_path.split("->") if p.strip() != "(parsing)")
 
 
-class Header(c.Struct):  # type: ignore[misc]
+class Header(c.Struct):
     """A Struct for one spec header.
 
     The compiled parser (fast path) is construct's own.  The interpreted parser (diagnostic

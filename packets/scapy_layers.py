@@ -42,7 +42,7 @@ def _complete_length(data: bytes) -> int | None:
     return n if n <= len(data) else None
 
 
-class _Delegating(ScapyPacket):  # type: ignore[misc]
+class _Delegating(ScapyPacket):
     """A layer whose only field is the packet's bytes; the codec does the rest."""
 
     fields_desc = [StrField("data", b"")]
@@ -78,7 +78,7 @@ class _Delegating(ScapyPacket):  # type: ignore[misc]
         if self.payload:
             text += self.payload._show_or_dump(
                 dump=dump, indent=indent, lvl=lvl, label_lvl=label_lvl, first_call=False
-            )
+            ) or ""
         if first_call and not dump:
             print(text)
             return None
