@@ -369,7 +369,7 @@ class Header(c.Struct):
                 subobj = sc._parsereport(stream, context, path)
             except ConstructError as e:
                 if getattr(e, "msmq_offset", None) is None:
-                    e.msmq_offset = start  # type: ignore[attr-defined]
+                    e.msmq_offset = start
                 raise
             if sc.name:
                 obj[sc.name] = subobj
@@ -412,7 +412,7 @@ def compile_parser(construct: c.Construct) -> Callable[[BytesIO, Container], Con
     exec(compile(code.toString(), f"<compiled {construct!r:.40}>", "exec"), namespace)
     namespace["linkedinstances"].update(code.linkedinstances)
     namespace["linkedparsers"].update(code.linkedparsers)
-    return namespace["parseall"]  # type: ignore[no-any-return]
+    return namespace["parseall"]
 
 
 class HeaderParser:
@@ -429,7 +429,7 @@ class HeaderParser:
     def compiled(self) -> Callable[[BytesIO, Container], Container]:
         if self._compiled is None:
             self._compiled = compile_parser(self.header)
-        return self._compiled  # type: ignore[no-any-return]
+        return self._compiled
 
     def parse_fast(self, io: BytesIO, context: Container) -> Container:
         """Compiled parse; may raise anything on bad input (callers fall back to diagnose)."""
