@@ -1,0 +1,800 @@
+"""The internal packets of an MSMQ binary session, the Ping Packet, and packet identification.
+
+Renders [MS-MQQB] 2.2.1 InternalHeader, 2.2.2 ConnectionParameters Packet (2.2.2.1
+ConnectionParametersHeader), 2.2.3 EstablishConnection Packet (2.2.3.1
+EstablishConnectionHeader), 2.2.4.1 OrderAck Body, 2.2.5.1 FinalAck Body, 2.2.6 SessionAck Packet
+(with the [MS-MQMQ] 2.2.20.4 SessionHeader), 2.2.7 Ping Packet, and 3.1.5.1.1 Identifying Packet
+Type; plus the rules of [MS-MQMQ] 2.2.19.1 that apply to a BaseHeader outside a UserMessage
+Packet.  The OrderAck and FinalAck Packets (2.2.4, 2.2.5) are UserMessage-shaped: their headers
+are parsed by the UserMessage layout and only their 36-byte bodies are defined here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from io import BytesIO
+from typing import Any
+
+from construct import Container, Default
+
+from packets import base
+from packets.errors import PacketError
+from packets.fields import (
+    GUID,
+    NULL_GUID,
+    BitFlags,
+    Data,
+    FlagsField,
+    Guid,
+    Header,
+    HeaderParser,
+    Int16ul,
+    Int32ul,
+    Int64ul,
+    header_parser,
+)
+from packets.layout import PacketKind, Slot, always
+from packets.optional import SESSION_HEADER, check_session_header
+
+__all__ = [
+    "CONNECTION_PARAMETERS_HEADER",
+    "ESTABLISH_CONNECTION_HEADER",
+    "FINAL_ACK_BODY",
+    "INTERNAL_HEADER",
+    "INTERNAL_LAYOUT",
+    "ORDER_ACK_BODY",
+    "PING",
+    "ConnectionParametersHeader",
+    "EstablishConnectionHeader",
+    "FinalAckBody",
+    "InternalHeader",
+    "InternalHeaderFlags",
+    "OperatingSystemFlags",
+    "OrderAckBody",
+    "PingFlags",
+    "PingPacket",
+    "check_internal_packet",
+    "check_ping",
+    "check_transactional_ack",
+    "connection_parameters",
+    "establish_connection",
+    "final_ack",
+    "identify",
+    "is_order_queue",
+    "order_ack",
+    "ping",
+    "session_ack",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Constants
+
+PT_SESSION_ACK = 0x1
+PT_ESTABLISH_CONNECTION = 0x2
+PT_CONNECTION_PARAMETERS = 0x3
+
+RECOVERABLE_ACK_TIMEOUT_RANGE = (0x000001F4, 0x0001D4C0)  # ms, [MS-MQQB] 2.2.2.1
+ACK_TIMEOUT_RANGE = (0x00004E20, 0x0001D4C0)  # ms, [MS-MQQB] 2.2.2.1
+
+OPERATING_SYSTEM_RE = 0x10  # [MS-MQQB] 2.2.3.1: OperatingSystem.RE MUST be 0x10
+PADDING_SIZE = 512
+RESPONSE_PADDING_BYTE = 0x5A  # [MS-MQQB] 2.2.3.1: every Padding byte of a server's response
+ESTABLISH_CONNECTION_HEADER_SIZE = 552
+
+PING_SIGNATURE = 0x5548  # [MS-MQQB] 2.2.7
+PING_PORT = 3527  # [MS-MQQB] 2.1.2
+
+ORDER_ACK_LABEL = "QM Ordering Ack"  # [MS-MQQB] 2.2.4, 2.2.5, 3.1.5.1.1
+ACK_BODY_SIZE = 0x24  # MessageSize of an OrderAck/FinalAck ([MS-MQQB] 2.2.4, 2.2.5)
+ORDER_QUEUE_NAME = "order_queue$"
+ORDER_QUEUE_PRIVATE_ID = 0x00000004  # PrivateQueueIdentifier of order_queue$ ([MS-MQQB] 2.2.4)
+MQMSG_CLASS_NORMAL = 0x0000
+MQMSG_CLASS_ORDER_ACK = 0x00FF
+MQMSG_CLASS_ACK_RECEIVE = 0x4000
+# The negative classes [MS-MQQB] 2.2.5 allows in a FinalAck, with their [MS-MQMQ] 2.2.18.1.6
+# values (arrival NACKs 0x8000 + n, receive NACKs 0xC000 + n).
+FINAL_ACK_NACK_CLASSES = {
+    0x8000: "MQMSG_CLASS_NACK_BAD_DST_Q",
+    0x8003: "MQMSG_CLASS_NACK_Q_EXCEED_QUOTA",
+    0x8004: "MQMSG_CLASS_NACK_ACCESS_DENIED",
+    0x8006: "MQMSG_CLASS_NACK_BAD_SIGNATURE",
+    0x8007: "MQMSG_CLASS_NACK_BAD_ENCRYPTION",
+    0x8009: "MQMSG_CLASS_NACK_NOT_TRANSACTIONAL_Q",
+    0x800B: "MQMSG_CLASS_NACK_UNSUPPORTED_CRYPTO_PROVIDER",
+    0xC000: "MQMSG_CLASS_NACK_Q_DELETED",
+    0xC001: "MQMSG_CLASS_NACK_Q_PURGED",
+    0xC002: "MQMSG_CLASS_NACK_RECEIVE_TIMEOUT",
+}
+FINAL_ACK_CLASSES = frozenset({MQMSG_CLASS_ACK_RECEIVE, *FINAL_ACK_NACK_CLASSES})
+
+S_INTERNAL = "MS-MQQB 2.2.1"
+S_CP = "MS-MQQB 2.2.2.1"
+S_EC = "MS-MQQB 2.2.3.1"
+S_ORDER_ACK = "MS-MQQB 2.2.4"
+S_ORDER_ACK_BODY = "MS-MQQB 2.2.4.1"
+S_FINAL_ACK = "MS-MQQB 2.2.5"
+S_FINAL_ACK_BODY = "MS-MQQB 2.2.5.1"
+S_SESSION_ACK = "MS-MQQB 2.2.6"
+S_PING = "MS-MQQB 2.2.7"
+S_BASE = base.SECTION
+
+Violations = Iterator[tuple[str, str, str]]
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.2.1 InternalHeader
+
+
+class InternalHeaderFlags(BitFlags):
+    """InternalHeader.Flags ([MS-MQQB] 2.2.1): PT packet type (4 bits), CS connection refused;
+    X5-X15 reserved."""
+
+    _width_ = 16
+    _fields_ = (
+        ("PT", 0, 4),
+        ("CS", 4, 1),
+        *((f"X{bit}", bit, 1) for bit in range(5, 16)),
+    )
+
+
+InternalHeader = Header(
+    "Reserved" / Int16ul,
+    "Flags" / FlagsField(InternalHeaderFlags),
+)
+INTERNAL_HEADER = header_parser("InternalHeader", InternalHeader)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.2.2.1 ConnectionParametersHeader
+
+ConnectionParametersHeader = Header(
+    "RecoverableAckTimeout" / Int32ul,
+    "AckTimeout" / Int32ul,
+    "Reserved" / Int16ul,
+    "WindowSize" / Int16ul,
+)
+CONNECTION_PARAMETERS_HEADER = header_parser("ConnectionParametersHeader", ConnectionParametersHeader)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.2.3.1 EstablishConnectionHeader
+
+
+class OperatingSystemFlags(BitFlags):
+    """EstablishConnectionHeader.OperatingSystem ([MS-MQQB] 2.2.3.1): RE reserved byte (0x10),
+    SE no Ping Request was sent, OS server-class initiator, QS GQoS transport; X11-X15 unused."""
+
+    _width_ = 16
+    _fields_ = (
+        ("RE", 0, 8),
+        ("SE", 8, 1),
+        ("OS", 9, 1),
+        ("QS", 10, 1),
+        *((f"X{bit}", bit, 1) for bit in range(11, 16)),
+    )
+
+
+EstablishConnectionHeader = Header(
+    "ClientGuid" / Guid,
+    "ServerGuid" / Guid,
+    "TimeStamp" / Int32ul,
+    "OperatingSystem" / FlagsField(OperatingSystemFlags),
+    "Reserved" / Int16ul,
+    "Padding" / Default(Data(PADDING_SIZE), bytes([RESPONSE_PADDING_BYTE]) * PADDING_SIZE),
+)
+ESTABLISH_CONNECTION_HEADER = header_parser("EstablishConnectionHeader", EstablishConnectionHeader)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.2.4.1 OrderAck Body and 2.2.5.1 FinalAck Body (MessagePropertiesHeader.MessageBody)
+
+OrderAckBody = Header(
+    "TxSequenceID" / Int64ul,  # [MS-MQMQ] 2.2.18.1.2: Ordinal (low u32), TimeStamp (high u32)
+    "TxSequenceNumber" / Int32ul,
+    "TxPreviousSequenceNumber" / Int32ul,
+    "Reserved" / Default(Data(20), b"\0" * 20),
+)
+ORDER_ACK_BODY = header_parser("OrderAckBody", OrderAckBody)
+
+FinalAckBody = Header(
+    "TxSequenceID" / Int64ul,
+    "TxSequenceNumber" / Int32ul,
+    "TxPreviousSequenceNumber" / Int32ul,
+    "SourceGUID" / Guid,
+    "MessageID" / Int32ul,
+)
+FINAL_ACK_BODY = header_parser("FinalAckBody", FinalAckBody)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2.2.7 Ping Packet
+
+
+class PingFlags(BitFlags):
+    """Ping Packet Flags ([MS-MQQB] 2.2.7): RC initiator is not a server, RF acceptor would refuse
+    a session; the other 14 bits are unused (MAY be set, MUST be ignored).
+
+    RC and RF are bits 0 and 1: FRAME 1 (flags ``01 7D``) decodes RC = 1 ("Client") from bit 0
+    and FRAME 2 (``95 B2``) likewise; the PDF rendering of 2.2.7 draws them at bits 14-15."""
+
+    _width_ = 16
+    _fields_ = (
+        ("RC", 0, 1),
+        ("RF", 1, 1),
+    )
+
+
+PingPacket = Header(
+    "Flags" / FlagsField(PingFlags),
+    "Signature" / Int16ul,
+    "Cookie" / Int32ul,
+    "QMGuid" / Guid,
+)
+PING = header_parser("Ping", PingPacket)
+PING_PACKET_SIZE = 24
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks (each yields (field path, reason, section))
+
+
+def check_internal_header(headers: Container) -> Violations:
+    """[MS-MQQB] 2.2.1: PT is 1, 2 or 3; CS only in an EstablishConnection or ConnectionParameters
+    Packet."""
+    flags = headers.InternalHeader.Flags
+    if flags.PT not in (PT_SESSION_ACK, PT_ESTABLISH_CONNECTION, PT_CONNECTION_PARAMETERS):
+        yield (
+            "InternalHeader.Flags.PT",
+            f"0x{flags.PT:X} is not a packet type (0x1, 0x2 or 0x3); the session MUST be closed",
+            S_INTERNAL,
+        )
+    elif flags.CS and flags.PT == PT_SESSION_ACK:
+        yield (
+            "InternalHeader.Flags.CS",
+            "MUST NOT be set in a packet other than an EstablishConnection or ConnectionParameters Packet",
+            S_INTERNAL,
+        )
+
+
+def check_connection_parameters_header(headers: Container) -> Violations:
+    """[MS-MQQB] 2.2.2.1: the two timeouts' valid ranges (WindowSize may be any u16)."""
+    cp = headers.ConnectionParametersHeader
+    for name, (low, high) in (
+        ("RecoverableAckTimeout", RECOVERABLE_ACK_TIMEOUT_RANGE),
+        ("AckTimeout", ACK_TIMEOUT_RANGE),
+    ):
+        value = cp[name]
+        if not low <= value <= high:
+            yield (
+                f"ConnectionParametersHeader.{name}",
+                f"0x{value:X} is outside its valid range 0x{low:08X}-0x{high:08X}",
+                S_CP,
+            )
+
+
+def check_establish_connection_header(headers: Container) -> Violations:
+    """[MS-MQQB] 2.2.3.1: OperatingSystem.RE MUST be 0x10.  (Reserved MUST be zero when sent but
+    MUST be ignored on receipt, so a receiver does not reject it; the 0x5A Padding of a response
+    needs the session state: :func:`check_establish_connection_response`.)"""
+    ec = headers.EstablishConnectionHeader
+    if ec.OperatingSystem.RE != OPERATING_SYSTEM_RE:
+        yield (
+            "EstablishConnectionHeader.OperatingSystem.RE",
+            f"MUST be 0x10, found 0x{ec.OperatingSystem.RE:02X}",
+            S_EC,
+        )
+
+
+def check_establish_connection_response(headers: Container) -> Violations:
+    """[MS-MQQB] 2.2.3.1, for an EstablishConnection Packet known to be a server's response:
+    every Padding byte MUST be 0x5A."""
+    padding = bytes(headers.EstablishConnectionHeader.Padding)
+    bad = next((i for i, b in enumerate(padding) if b != RESPONSE_PADDING_BYTE), None)
+    if bad is not None:
+        yield (
+            "EstablishConnectionHeader.Padding",
+            f"byte {bad} is 0x{padding[bad]:02X}; a response's padding MUST be 0x5A throughout",
+            S_EC,
+        )
+
+
+def check_internal_packet(headers: Container) -> Violations:
+    """Rules across the headers of a packet whose BaseHeader.Flags.IN is set.
+
+    [MS-MQMQ] 2.2.19.1: TimeToReachQueue MUST be 0xFFFFFFFF outside a UserMessage Packet; DH MUST
+    NOT be set outside one; SH set means the packet carries a SessionHeader (only a SessionAck
+    does).  [MS-MQQB] 2.2.6: a SessionAck Packet has BaseHeader.Flags.SH set."""
+    base_header = headers.BaseHeader
+    if base_header.TimeToReachQueue != base.INFINITE:
+        yield (
+            "BaseHeader.TimeToReachQueue",
+            f"MUST be 0xFFFFFFFF outside a UserMessage Packet, found 0x{base_header.TimeToReachQueue:08X}",
+            S_BASE,
+        )
+    if base_header.Flags.DH:
+        yield ("BaseHeader.Flags.DH", "MUST NOT be set outside a UserMessage Packet", S_BASE)
+    internal = headers.get("InternalHeader")
+    if internal is None:
+        return
+    pt = internal.Flags.PT
+    if pt == PT_SESSION_ACK and not base_header.Flags.SH:
+        yield ("BaseHeader.Flags.SH", "MUST be set in a SessionAck Packet", S_SESSION_ACK)
+    if pt in (PT_ESTABLISH_CONNECTION, PT_CONNECTION_PARAMETERS) and base_header.Flags.SH:
+        yield (
+            "BaseHeader.Flags.SH",
+            "announces a SessionHeader, which an EstablishConnection/ConnectionParameters Packet does not carry",
+            S_BASE,
+        )
+
+
+def check_ping(headers: Container) -> Violations:
+    """[MS-MQQB] 2.2.7: Signature MUST be 0x5548 (a receiver ignores the packet otherwise)."""
+    packet = headers.Ping
+    if packet.Signature != PING_SIGNATURE:
+        yield ("Ping.Signature", f"MUST be 0x5548, found 0x{packet.Signature:04X}", S_PING)
+
+
+# ---------------------------------------------------------------------------------------------
+# The layout after the BaseHeader of an internal packet
+
+
+def _pt(headers: Container) -> int:
+    return int(headers.InternalHeader.Flags.PT)
+
+
+INTERNAL_LAYOUT: tuple[Slot, ...] = (
+    Slot("InternalHeader", INTERNAL_HEADER, always, S_INTERNAL, (check_internal_header,)),
+    Slot(
+        "SessionHeader",
+        SESSION_HEADER,
+        lambda h: _pt(h) == PT_SESSION_ACK,
+        S_SESSION_ACK,
+        (check_session_header,),
+        # A SessionAck's PacketSize counts its SessionHeader (FRAME 8: 36); [MS-MQMQ] 2.2.19.1
+        # excludes only the SessionHeader piggy-backed on a UserMessage.
+        counted=True,
+    ),
+    Slot(
+        "EstablishConnectionHeader",
+        ESTABLISH_CONNECTION_HEADER,
+        lambda h: _pt(h) == PT_ESTABLISH_CONNECTION,
+        S_EC,
+        (check_establish_connection_header,),
+    ),
+    Slot(
+        "ConnectionParametersHeader",
+        CONNECTION_PARAMETERS_HEADER,
+        lambda h: _pt(h) == PT_CONNECTION_PARAMETERS,
+        S_CP,
+        (check_connection_parameters_header,),
+    ),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3.1.5.1.1 Identifying Packet Type
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _direct_name(queue: Any) -> str | None:
+    """The DirectFormatName text of a decoded DirectQueueFormatName (or the text itself)."""
+    if isinstance(queue, str):
+        return queue
+    for key in ("DirectFormatName", "Name", "Value"):
+        value = _get(queue, key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _private_id(queue: Any) -> int | None:
+    if isinstance(queue, int) and not isinstance(queue, bool):
+        return queue
+    value = _get(queue, "PrivateQueueIdentifier")
+    return int(value) if isinstance(value, int) else None
+
+
+def is_order_queue(user_header: Any) -> bool:
+    """Whether UserHeader.DestinationQueue addresses the local private queue "order_queue$"
+    ([MS-MQQB] 3.1.5.1.1): DQ 0x3 with PrivateQueueIdentifier 0x00000004, or DQ 0x7 with a
+    direct name ``<TCP|SPX>:<address>\\PRIVATE$\\order_queue$`` ([MS-MQQB] 2.2.4)."""
+    dq = int(_get(user_header.Flags, "DQ", 0))
+    queue = _get(user_header, "DestinationQueue")
+    if dq == 0x3:
+        return _private_id(queue) == ORDER_QUEUE_PRIVATE_ID
+    if dq == 0x7:
+        name = _direct_name(queue)
+        if name is None:
+            return False
+        parts = name.replace("/", "\\").split("\\")
+        return (
+            len(parts) == 3
+            and parts[1].upper() == "PRIVATE$"
+            and parts[2].lower() == ORDER_QUEUE_NAME
+            and parts[0].upper().startswith(("TCP:", "SPX:"))
+        )
+    return False
+
+
+def _transactional_ack_class(headers: Container) -> PacketKind | None:
+    """OrderAck/FinalAck by destination, label and class (3.1.5.1.1), tested before the
+    UserMessage rule (a non-NORMAL class is otherwise still a UserMessage, SPEC-MAP Pitfall 10)."""
+    user = headers.get("UserHeader")
+    props = headers.get("MessagePropertiesHeader")
+    if user is None or props is None:
+        return None
+    if not is_order_queue(user) or _get(props, "Label") != ORDER_ACK_LABEL:
+        return None
+    message_class = int(_get(props, "MessageClass", 0))
+    if message_class == MQMSG_CLASS_ORDER_ACK:
+        return PacketKind.OrderAck
+    if message_class >= MQMSG_CLASS_ACK_RECEIVE:
+        return PacketKind.FinalAck
+    return None
+
+
+def decode_ack_body(kind: PacketKind, body: bytes) -> Container:
+    """Decode a 36-byte OrderAck Body (2.2.4.1) or FinalAck Body (2.2.5.1)."""
+    parser = ORDER_ACK_BODY if kind == PacketKind.OrderAck else FINAL_ACK_BODY
+    if len(body) != ACK_BODY_SIZE:
+        raise PacketError(
+            "MessagePropertiesHeader.MessageBody",
+            -1,
+            f"a {kind} body is 36 bytes, found {len(body)}",
+            S_ORDER_ACK_BODY if kind == PacketKind.OrderAck else S_FINAL_ACK_BODY,
+        )
+    return parser.parse_fast(BytesIO(body), Container(_params=Container()))
+
+
+def identify(headers: Container) -> tuple[PacketKind, Container | None]:
+    """[MS-MQQB] 3.1.5.1.1 Identifying Packet Type.
+
+    IN set: PT 0x2 EstablishConnection, PT 0x3 ConnectionParameters, PT 0x1 with SH SessionAck,
+    anything else Unknown.  IN clear: a packet addressed to order_queue$ with the label "QM
+    Ordering Ack" is an OrderAck (class MQMSG_CLASS_ORDER_ACK) or a FinalAck (class not less than
+    0x4000), returned with its decoded body (None when the body is not 36 bytes; the violation is
+    reported by :func:`check_transactional_ack`); every other IN-clear packet is a UserMessage,
+    whatever its class (administration acknowledgments and reports are UserMessages too).
+    The remaining OrderAck/FinalAck MUSTs (BaseHeader.Flags 0, MessageSize 0x24, ...) are rules
+    of those packets, checked by :func:`check_transactional_ack`, not identification keys.
+    """
+    base_header = headers.BaseHeader
+    if base_header.Flags.IN:
+        internal = headers.get("InternalHeader")
+        if internal is None:
+            return PacketKind.Unknown, None
+        pt = internal.Flags.PT
+        if pt == PT_ESTABLISH_CONNECTION:
+            return PacketKind.EstablishConnection, None
+        if pt == PT_CONNECTION_PARAMETERS:
+            return PacketKind.ConnectionParameters, None
+        if pt == PT_SESSION_ACK and base_header.Flags.SH:
+            return PacketKind.SessionAck, None
+        return PacketKind.Unknown, None
+    kind = _transactional_ack_class(headers)
+    if kind is not None:
+        body = bytes(_get(headers.MessagePropertiesHeader, "MessageBody") or b"")
+        return kind, decode_ack_body(kind, body) if len(body) == ACK_BODY_SIZE else None
+    if headers.get("UserHeader") is None:
+        return PacketKind.Unknown, None
+    return PacketKind.UserMessage, None
+
+
+def check_transactional_ack(headers: Container) -> Violations:
+    """The MUSTs of [MS-MQQB] 2.2.4/2.2.4.1 (OrderAck) and 2.2.5/2.2.5.1 (FinalAck) for a packet
+    that :func:`identify` names so; nothing for other packets."""
+    kind = _transactional_ack_class(headers)
+    if kind is None:
+        return
+    section = S_ORDER_ACK if kind == PacketKind.OrderAck else S_FINAL_ACK
+    body_section = S_ORDER_ACK_BODY if kind == PacketKind.OrderAck else S_FINAL_ACK_BODY
+    base_header = headers.BaseHeader
+    if int(base_header.Flags) != 0:
+        yield ("BaseHeader.Flags", f"MUST have all bits 0, found 0x{int(base_header.Flags):04X}", section)
+    user_flags = headers.UserHeader.Flags
+    allowed = {"MP": 1, "DQ": int(user_flags.DQ)}
+    if kind == PacketKind.FinalAck:
+        allowed["DM"] = 1
+    expected = type(user_flags).make(allowed)
+    if int(user_flags) != int(expected):
+        yield (
+            "UserHeader.Flags",
+            f"MUST be 0x{int(expected):08X} (MP{', DM' if kind == PacketKind.FinalAck else ''} and DQ only), "
+            f"found 0x{int(user_flags):08X}",
+            section,
+        )
+    props = headers.MessagePropertiesHeader
+    if int(_get(props, "Flags", 0)) != 0:
+        yield ("MessagePropertiesHeader.Flags", "MUST have all bits 0", section)
+    if int(_get(props, "MessageSize", 0)) != ACK_BODY_SIZE:
+        yield (
+            "MessagePropertiesHeader.MessageSize",
+            f"MUST be 0x00000024, found 0x{int(_get(props, 'MessageSize', 0)):08X}",
+            section,
+        )
+    message_class = int(_get(props, "MessageClass", 0))
+    if kind == PacketKind.FinalAck and message_class not in FINAL_ACK_CLASSES:
+        yield (
+            "MessagePropertiesHeader.MessageClass",
+            f"0x{message_class:04X} is neither MQMSG_CLASS_ACK_RECEIVE nor a NACK allowed in a FinalAck",
+            section,
+        )
+    body_type = _get(props, "BodyType")
+    if body_type is not None and int(body_type) != 0:  # VT_EMPTY
+        yield ("MessagePropertiesHeader.BodyType", f"MUST be VT_EMPTY (0), found {int(body_type)}", section)
+    body = bytes(_get(props, "MessageBody") or b"")
+    if len(body) != ACK_BODY_SIZE:
+        yield ("MessagePropertiesHeader.MessageBody", f"MUST be 36 bytes, found {len(body)}", body_section)
+        return
+    decoded = decode_ack_body(kind, body)
+    prefix = "OrderAckBody" if kind == PacketKind.OrderAck else "FinalAckBody"
+    if decoded.TxSequenceNumber == 0:
+        yield (f"{prefix}.TxSequenceNumber", "valid range is 0x00000001-0xFFFFFFFF, found 0", body_section)
+    if decoded.TxPreviousSequenceNumber == 0xFFFFFFFF:
+        yield (
+            f"{prefix}.TxPreviousSequenceNumber",
+            "valid range is 0x00000000-0xFFFFFFFE, found 0xFFFFFFFF",
+            body_section,
+        )
+    if (
+        kind == PacketKind.OrderAck
+        and decoded.TxSequenceNumber != 0
+        and decoded.TxPreviousSequenceNumber != decoded.TxSequenceNumber - 1
+    ):
+        yield (
+            f"{prefix}.TxPreviousSequenceNumber",
+            f"MUST be TxSequenceNumber - 1 = {decoded.TxSequenceNumber - 1}, found {decoded.TxPreviousSequenceNumber}",
+            body_section,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Convenience constructors: header Containers ready for packets.codec.build
+
+
+def _base(flags: BitFlags, **fields: Any) -> Container:
+    return base.default_base_header(Flags=flags, **fields)
+
+
+def _internal_flags(pt: int, cs: int = 0) -> InternalHeaderFlags:
+    return InternalHeaderFlags.make(PT=pt, CS=cs)  # type: ignore[return-value]
+
+
+def establish_connection(
+    client_guid: GUID | bytes | str,
+    server_guid: GUID | bytes | str = NULL_GUID,
+    time_stamp: int = 0,
+    *,
+    response: bool = False,
+    refused: bool = False,
+    ping_sent: bool = False,
+    server_os: bool = False,
+    qos: bool = False,
+    padding: bytes | None = None,
+    priority: int = 3,
+    base_reserved: int = 0,
+) -> Container:
+    """An EstablishConnection Packet ([MS-MQQB] 2.2.3, 3.1.5.2.3, 3.1.5.3.1).
+
+    OperatingSystem: RE 0x10, SE = not ping_sent, OS, QS; Reserved 0.  Padding: 0x5A throughout
+    (a response MUST use it; a request's padding is uninitialized, 0x5A as in FRAME 3) unless
+    ``padding`` is given.  ``refused`` sets InternalHeader.Flags.CS.
+    """
+    if padding is None:
+        padding = bytes([RESPONSE_PADDING_BYTE]) * PADDING_SIZE
+    if len(padding) != PADDING_SIZE:
+        raise PacketError("EstablishConnectionHeader.Padding", -1, f"is 512 bytes, got {len(padding)}", S_EC)
+    del response  # request and response share one layout; the 0x5A padding serves both
+    return Container(
+        BaseHeader=_base(base.BaseHeaderFlags.make(PR=priority, IN=1), Reserved=base_reserved),
+        InternalHeader=Container(Reserved=0, Flags=_internal_flags(PT_ESTABLISH_CONNECTION, int(refused))),
+        EstablishConnectionHeader=Container(
+            ClientGuid=GUID(client_guid),
+            ServerGuid=GUID(server_guid),
+            TimeStamp=time_stamp,
+            OperatingSystem=OperatingSystemFlags.make(
+                RE=OPERATING_SYSTEM_RE, SE=int(not ping_sent), OS=int(server_os), QS=int(qos)
+            ),
+            Reserved=0,
+            Padding=padding,
+        ),
+    )
+
+
+def connection_parameters(
+    recoverable_ack_timeout: int = RECOVERABLE_ACK_TIMEOUT_RANGE[0],
+    ack_timeout: int = ACK_TIMEOUT_RANGE[0],
+    window_size: int = 64,
+    *,
+    refused: bool = False,
+    priority: int = 3,
+    base_reserved: int = 0,
+) -> Container:
+    """A ConnectionParameters Packet ([MS-MQQB] 2.2.2, 3.1.5.3.2, 3.1.5.4.1); timeouts in ms."""
+    return Container(
+        BaseHeader=_base(base.BaseHeaderFlags.make(PR=priority, IN=1), Reserved=base_reserved),
+        InternalHeader=Container(Reserved=0, Flags=_internal_flags(PT_CONNECTION_PARAMETERS, int(refused))),
+        ConnectionParametersHeader=Container(
+            RecoverableAckTimeout=recoverable_ack_timeout,
+            AckTimeout=ack_timeout,
+            Reserved=0,
+            WindowSize=window_size,
+        ),
+    )
+
+
+def session_ack(
+    ack_sequence_number: int = 0,
+    recoverable_msg_ack_seq_number: int = 0,
+    recoverable_msg_ack_flags: int = 0,
+    user_msg_sequence_number: int = 0,
+    recoverable_msg_seq_number: int = 0,
+    window_size: int = 64,
+    *,
+    priority: int = 3,
+    base_reserved: int = 0,
+) -> Container:
+    """A SessionAck Packet ([MS-MQQB] 2.2.6): BaseHeader IN+SH, InternalHeader PT 1, SessionHeader."""
+    return Container(
+        BaseHeader=_base(base.BaseHeaderFlags.make(PR=priority, IN=1, SH=1), Reserved=base_reserved),
+        InternalHeader=Container(Reserved=0, Flags=_internal_flags(PT_SESSION_ACK)),
+        SessionHeader=Container(
+            AckSequenceNumber=ack_sequence_number,
+            RecoverableMsgAckSeqNumber=recoverable_msg_ack_seq_number,
+            RecoverableMsgAckFlags=recoverable_msg_ack_flags,
+            UserMsgSequenceNumber=user_msg_sequence_number,
+            RecoverableMsgSeqNumber=recoverable_msg_seq_number,
+            WindowSize=window_size,
+            Reserved=0,
+        ),
+    )
+
+
+def order_ack_body(tx_sequence_id: int, tx_sequence_number: int, reserved: bytes = b"\0" * 20) -> bytes:
+    """The 36-byte OrderAck Body ([MS-MQQB] 2.2.4.1); TxPreviousSequenceNumber = seq - 1."""
+    return ORDER_ACK_BODY.build(
+        Container(
+            TxSequenceID=tx_sequence_id,
+            TxSequenceNumber=tx_sequence_number,
+            TxPreviousSequenceNumber=(tx_sequence_number - 1) & 0xFFFFFFFF,
+            Reserved=reserved,
+        )
+    )
+
+
+def final_ack_body(
+    tx_sequence_id: int,
+    tx_sequence_number: int,
+    tx_previous_sequence_number: int,
+    source_guid: GUID | bytes | str,
+    message_id: int,
+) -> bytes:
+    """The 36-byte FinalAck Body ([MS-MQQB] 2.2.5.1)."""
+    return FINAL_ACK_BODY.build(
+        Container(
+            TxSequenceID=tx_sequence_id,
+            TxSequenceNumber=tx_sequence_number,
+            TxPreviousSequenceNumber=tx_previous_sequence_number,
+            SourceGUID=GUID(source_guid),
+            MessageID=message_id,
+        )
+    )
+
+
+def _ack_packet(
+    body: bytes,
+    message_class: int,
+    source_qm: GUID | bytes | str,
+    destination: str | int,
+    delivery_mode: int,
+    sent_time: int,
+    message_id: int,
+) -> Container:
+    """Headers of a UserMessage-shaped transactional acknowledgment ([MS-MQQB] 2.2.4/2.2.5).
+
+    ``destination`` is the order queue: an int is a PrivateQueueFormatNameId (DQ 0x3, id 4), a
+    str the direct name ``TCP:<ip>\\PRIVATE$\\order_queue$`` (DQ 0x7).  Field names follow
+    [MS-MQMQ] 2.2.19.2/2.2.19.3; the UserHeader/MessagePropertiesHeader builders of
+    packets.user/packets.properties compute the lengths left out.
+    """
+    from packets.user import UserHeaderFlags  # the UserMessage headers live there
+
+    if isinstance(destination, int):
+        dq, queue = 0x3, Container(PrivateQueueIdentifier=destination)
+    else:
+        dq, queue = 0x7, Container(DirectFormatName=destination)
+    return Container(
+        BaseHeader=_base(base.BaseHeaderFlags.make(0)),
+        UserHeader=Container(
+            SourceQueueManager=GUID(source_qm),
+            QueueManagerAddress=NULL_GUID,
+            TimeToBeReceived=base.INFINITE,
+            SentTime=sent_time,
+            MessageID=message_id,
+            Flags=UserHeaderFlags.make(MP=1, DQ=dq, DM=delivery_mode),
+            DestinationQueue=queue,
+        ),
+        MessagePropertiesHeader=Container(
+            Flags=0,
+            MessageClass=message_class,
+            CorrelationID=b"\0" * 20,
+            BodyType=0,  # VT_EMPTY
+            ApplicationTag=0,
+            MessageSize=ACK_BODY_SIZE,
+            PrivacyLevel=0,
+            HashAlgorithm=0,
+            EncryptionAlgorithm=0,
+            ExtensionSize=0,
+            Label=ORDER_ACK_LABEL,
+            ExtensionData=b"",
+            MessageBody=body,
+        ),
+    )
+
+
+def order_ack(
+    tx_sequence_id: int,
+    tx_sequence_number: int,
+    *,
+    source_qm: GUID | bytes | str,
+    destination: str | int = ORDER_QUEUE_PRIVATE_ID,
+    sent_time: int = 0,
+    message_id: int = 0,
+) -> Container:
+    """An OrderAck Packet ([MS-MQQB] 2.2.4) acknowledging ``tx_sequence_number``."""
+    body = order_ack_body(tx_sequence_id, tx_sequence_number)
+    return _ack_packet(body, MQMSG_CLASS_ORDER_ACK, source_qm, destination, 0, sent_time, message_id)
+
+
+def final_ack(
+    tx_sequence_id: int,
+    tx_sequence_number: int,
+    tx_previous_sequence_number: int,
+    acked_source_guid: GUID | bytes | str,
+    acked_message_id: int,
+    *,
+    source_qm: GUID | bytes | str,
+    message_class: int = MQMSG_CLASS_ACK_RECEIVE,
+    destination: str | int = ORDER_QUEUE_PRIVATE_ID,
+    sent_time: int = 0,
+    message_id: int = 0,
+) -> Container:
+    """A FinalAck Packet ([MS-MQQB] 2.2.5): DM 1, class ACK_RECEIVE or an allowed NACK."""
+    body = final_ack_body(
+        tx_sequence_id, tx_sequence_number, tx_previous_sequence_number, acked_source_guid, acked_message_id
+    )
+    return _ack_packet(body, message_class, source_qm, destination, 1, sent_time, message_id)
+
+
+def ping(
+    cookie: int,
+    qm_guid: GUID | bytes | str,
+    *,
+    rc: bool = False,
+    rf: bool = False,
+    unused: int = 0,
+) -> Container:
+    """A Ping Packet ([MS-MQQB] 2.2.7) for ``packets.codec.build_ping``.
+
+    Request: RC set when the initiator is not a server OS, RF clear.  Response: RC copied from the
+    request, RF set when the acceptor would refuse a session.  ``unused`` fills bits 2-15 (which
+    Windows leaves uninitialized, FRAME 1/2).
+    """
+    if not 0 <= unused < (1 << 14):
+        raise PacketError("Ping.Flags", -1, f"unused bits 2-15 hold 14 bits, got 0x{unused:X}", S_PING)
+    return Container(
+        Flags=PingFlags.make(PingFlags(unused << 2), RC=int(rc), RF=int(rf)),
+        Signature=PING_SIGNATURE,
+        Cookie=cookie,
+        QMGuid=GUID(qm_guid),
+    )
+
+
+def headers_of(parser: HeaderParser, data: bytes) -> Container:
+    """Decode one header from ``data`` (compiled path); used by tests and tools."""
+    return parser.parse_fast(BytesIO(data), Container(_params=Container()))
