@@ -718,6 +718,9 @@ def _ack_packet(
             MessageID=message_id,
             Flags=UserHeaderFlags.make(MP=1, DQ=dq, DM=delivery_mode),
             DestinationQueue=queue,
+            AdminQueue=None,
+            ResponseQueue=None,
+            ConnectorType=None,
         ),
         MessagePropertiesHeader=Container(
             Flags=0,
