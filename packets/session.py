@@ -694,25 +694,31 @@ def _ack_packet(
     delivery_mode: int,
     sent_time: int,
     message_id: int,
+    destination_qm: GUID | bytes | str | None,
 ) -> Container:
     """Headers of a UserMessage-shaped transactional acknowledgment ([MS-MQQB] 2.2.4/2.2.5).
 
-    ``destination`` is the order queue: an int is a PrivateQueueFormatNameId (DQ 0x3, id 4), a
-    str the direct name ``TCP:<ip>\\PRIVATE$\\order_queue$`` (DQ 0x7).  Field names follow
+    ``destination`` is the order queue: an int is a PrivateQueueFormatNameId (DQ 0x3, id 4, with
+    ``destination_qm`` as QueueManagerAddress), a str the direct name
+    ``TCP:<ip>\\PRIVATE$\\order_queue$`` (DQ 0x7, NULL QueueManagerAddress).  Field names follow
     [MS-MQMQ] 2.2.19.2/2.2.19.3; the UserHeader/MessagePropertiesHeader builders of
     packets.user/packets.properties compute the lengths left out.
     """
     from packets.user import UserHeaderFlags  # the UserMessage headers live there
 
     if isinstance(destination, int):
-        dq, queue = 0x3, Container(PrivateQueueIdentifier=destination)
+        if destination_qm is None:
+            raise PacketError(
+                "UserHeader.QueueManagerAddress", -1, "DQ 0x3 needs the destination QM GUID", "MS-MQMQ 2.2.19.2"
+            )
+        dq, queue, address = 0x3, Container(PrivateQueueIdentifier=destination), GUID(destination_qm)
     else:
-        dq, queue = 0x7, Container(DirectFormatName=destination)
+        dq, queue, address = 0x7, Container(DirectFormatName=destination), NULL_GUID
     return Container(
         BaseHeader=_base(base.BaseHeaderFlags.make(0)),
         UserHeader=Container(
             SourceQueueManager=GUID(source_qm),
-            QueueManagerAddress=NULL_GUID,
+            QueueManagerAddress=address,
             TimeToBeReceived=base.INFINITE,
             SentTime=sent_time,
             MessageID=message_id,
@@ -746,12 +752,13 @@ def order_ack(
     *,
     source_qm: GUID | bytes | str,
     destination: str | int = ORDER_QUEUE_PRIVATE_ID,
+    destination_qm: GUID | bytes | str | None = None,
     sent_time: int = 0,
     message_id: int = 0,
 ) -> Container:
     """An OrderAck Packet ([MS-MQQB] 2.2.4) acknowledging ``tx_sequence_number``."""
     body = order_ack_body(tx_sequence_id, tx_sequence_number)
-    return _ack_packet(body, MQMSG_CLASS_ORDER_ACK, source_qm, destination, 0, sent_time, message_id)
+    return _ack_packet(body, MQMSG_CLASS_ORDER_ACK, source_qm, destination, 0, sent_time, message_id, destination_qm)
 
 
 def final_ack(
@@ -764,6 +771,7 @@ def final_ack(
     source_qm: GUID | bytes | str,
     message_class: int = MQMSG_CLASS_ACK_RECEIVE,
     destination: str | int = ORDER_QUEUE_PRIVATE_ID,
+    destination_qm: GUID | bytes | str | None = None,
     sent_time: int = 0,
     message_id: int = 0,
 ) -> Container:
@@ -771,7 +779,7 @@ def final_ack(
     body = final_ack_body(
         tx_sequence_id, tx_sequence_number, tx_previous_sequence_number, acked_source_guid, acked_message_id
     )
-    return _ack_packet(body, message_class, source_qm, destination, 1, sent_time, message_id)
+    return _ack_packet(body, message_class, source_qm, destination, 1, sent_time, message_id, destination_qm)
 
 
 def ping(

@@ -271,3 +271,32 @@ def ping_packet(valid: bool = True) -> st.SearchStrategy[Container]:
         U32,
         GUIDS,
     )
+
+
+ORDER_QUEUES = st.one_of(
+    st.builds(lambda a, b, c, d: f"TCP:{a}.{b}.{c}.{d}\\PRIVATE$\\order_queue$", *[st.integers(0, 255)] * 4),
+    st.just(session.ORDER_QUEUE_PRIVATE_ID),
+)
+
+
+def transactional_ack_packet(kind: PacketKind) -> st.SearchStrategy[Container]:
+    """Headers of a valid OrderAck or FinalAck Packet ([MS-MQQB] 2.2.4, 2.2.5) from the constructors."""
+    common = {
+        "source_qm": GUIDS,
+        "destination": ORDER_QUEUES,
+        "destination_qm": GUIDS.filter(lambda g: not g.is_null),
+        "sent_time": U32,
+        "message_id": U32,
+    }
+    if kind == PacketKind.OrderAck:
+        return st.builds(session.order_ack, st.integers(0, 2**64 - 1), st.integers(1, 0xFFFFFFFF), **common)
+    return st.builds(
+        session.final_ack,
+        st.integers(0, 2**64 - 1),
+        st.integers(1, 0xFFFFFFFF),
+        st.integers(0, 0xFFFFFFFE),
+        GUIDS,
+        U32,
+        message_class=st.sampled_from(sorted(session.FINAL_ACK_CLASSES)),
+        **common,
+    )

@@ -341,7 +341,7 @@ def test_ack_constructors_build_identifiable_headers() -> None:
     oa = session.order_ack(3, 10, source_qm=SERVER, destination="TCP:192.168.0.1\\PRIVATE$\\order_queue$")
     assert session.identify(oa)[0] == PacketKind.OrderAck
     assert list(session.check_transactional_ack(oa)) == []
-    fa = session.final_ack(3, 10, 9, CLIENT, 44, source_qm=SERVER, message_class=0xC000)
+    fa = session.final_ack(3, 10, 9, CLIENT, 44, source_qm=SERVER, destination_qm=CLIENT, message_class=0xC000)
     kind, body = session.identify(fa)
     assert kind == PacketKind.FinalAck and body is not None and body.TxPreviousSequenceNumber == 9
     assert list(session.check_transactional_ack(fa)) == []
@@ -433,3 +433,41 @@ def test_final_ack_body_round_trip(body: Container) -> None:
 def test_valid_order_ack_bodies_pass_the_body_rules(body: Container) -> None:
     packet = user_shaped(body=session.ORDER_ACK_BODY.build(body))
     assert list(session.check_transactional_ack(packet)) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Through packets.codec: whole OrderAck/FinalAck packets and Ping datagrams
+
+
+@pytest.mark.parametrize("kind", [PacketKind.OrderAck, PacketKind.FinalAck])
+@RT_PACKETS
+@given(data=st.data())
+def test_transactional_acks_round_trip_through_the_codec(kind: PacketKind, data: st.DataObject) -> None:
+    from packets import codec
+
+    headers = data.draw(S.transactional_ack_packet(kind))
+    wire = codec.build(headers)
+    packet = codec.parse(wire)
+    assert packet.kind == kind and packet.violations == []
+    assert packet.body == session.identify(headers)[1]
+    assert list(session.check_transactional_ack(packet.headers)) == []
+    assert codec.build(packet) == wire
+    assert codec.parse(codec.build(packet)) == packet
+
+
+@RT
+@given(packet=S.ping_packet(valid=True))
+def test_ping_round_trips_through_the_codec(packet: Container) -> None:
+    from packets import codec
+
+    wire = codec.build_ping(packet)
+    parsed = codec.parse_ping(wire)
+    assert parsed.kind == PacketKind.Ping and parsed.violations == [] and parsed.Ping == packet
+    assert codec.build_ping(parsed) == wire
+
+
+def test_private_order_queue_needs_the_destination_qm() -> None:
+    with pytest.raises(PacketError):
+        session.order_ack(1, 2, source_qm=CLIENT)
+    headers = session.order_ack(1, 2, source_qm=CLIENT, destination_qm=SERVER)
+    assert headers.UserHeader.QueueManagerAddress == SERVER
