@@ -22,6 +22,7 @@ from construct import Container
 
 from packets import base
 from packets.errors import PacketError, Violation
+from packets.fields import Fields
 from packets.layout import PacketKind, Slot
 
 __all__ = ["Packet", "PacketKind", "build", "parse", "parse_ping"]
@@ -93,20 +94,20 @@ class _Walk:
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.io = BytesIO(data)
-        self.headers = Container()
+        self.headers = Fields()
         self.offsets: dict[str, int] = {}
         self.slot_spans: list[tuple[Slot | None, int, int]] = []
 
     def fast(self) -> None:
-        io, headers = self.io, self.headers
-        ctx = Container(_params=Container())
-        headers.BaseHeader = ctx.BaseHeader = base.BASE_HEADER.parse_fast(io, ctx)
-        self.slot_spans.append((None, 0, io.tell()))
-        for slot in layout_for(headers.BaseHeader):
+        io, headers, spans = self.io, self.headers, self.slot_spans
+        ctx: dict[str, Any] = {"_params": {}}
+        headers["BaseHeader"] = ctx["BaseHeader"] = base.BASE_HEADER.parse_fast(io, ctx)
+        spans.append((None, 0, io.tell()))
+        for slot in layout_for(headers["BaseHeader"]):
             if slot.present(headers):
                 start = io.tell()
                 headers[slot.name] = ctx[slot.name] = slot.parser.parse_fast(io, ctx)
-                self.slot_spans.append((slot, start, io.tell()))
+                spans.append((slot, start, io.tell()))
 
     def diagnose(self) -> None:
         """Interpreted pass recording offsets; raises PacketError at the first bad field."""
