@@ -865,7 +865,7 @@ SETTINGS = dict(derandomize=True, deadline=None, suppress_health_check=[HealthCh
 def test_every_header_round_trips(name: str) -> None:
     parser = PARSERS[name]
 
-    @settings(max_examples=150, **SETTINGS)  # type: ignore[arg-type]
+    @settings(max_examples=120, **SETTINGS)  # type: ignore[arg-type]
     @given(S.HEADER_STRATEGIES[name])
     def run(h: Container) -> None:
         data, parsed = roundtrip(parser, h)
@@ -901,7 +901,7 @@ COMBINATIONS = [frozenset(n for i, n in enumerate(S.OPTIONAL_NAMES) if mask >> i
 
 @pytest.mark.parametrize("present", COMBINATIONS, ids=lambda s: "+".join(sorted(n[:4] for n in s)) or "plain")
 def test_user_message_round_trips_for_every_optional_header_combination(present: frozenset[str]) -> None:
-    @settings(max_examples=25, **SETTINGS)  # type: ignore[arg-type]
+    @settings(max_examples=20, **SETTINGS)  # type: ignore[arg-type]
     @given(S.user_messages(present=present))
     def run(headers: Container) -> None:
         data = packets.build(headers)
