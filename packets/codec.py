@@ -12,7 +12,8 @@ does it run the interpreted parsers again to find the field path and byte offset
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from io import BytesIO
@@ -23,24 +24,43 @@ from construct import Container
 from packets import base
 from packets.errors import PacketError, Violation
 from packets.fields import Fields
-from packets.layout import PacketKind, Slot
+from packets.layout import Check, PacketKind, Slot
 
 __all__ = ["Packet", "PacketKind", "build", "parse", "parse_ping"]
 
 
-@cache
-def _layouts() -> tuple[tuple[Slot, ...], tuple[Slot, ...]]:
-    from packets.message import USER_MESSAGE_LAYOUT
-    from packets.session import INTERNAL_LAYOUT
+@dataclass(frozen=True)
+class _Spec:
+    """The layouts and packet-level rules, imported once (the header modules import the codec's
+    helpers, so they are bound lazily)."""
 
-    return tuple(USER_MESSAGE_LAYOUT), tuple(INTERNAL_LAYOUT)
+    user: tuple[Slot, ...]
+    internal: tuple[Slot, ...]
+    check_user_message: Check
+    check_internal_packet: Check
+    check_transactional_ack: Check
+    identify: Callable[[Container], tuple[PacketKind, Container | None]]
+
+
+@cache
+def _spec() -> _Spec:
+    from packets import message, session
+
+    return _Spec(
+        tuple(message.USER_MESSAGE_LAYOUT),
+        tuple(session.INTERNAL_LAYOUT),
+        message.check_user_message,
+        session.check_internal_packet,
+        session.check_transactional_ack,
+        session.identify,
+    )
 
 
 def layout_for(base_header: Mapping[str, Any]) -> tuple[Slot, ...]:
     """The header sequence after the BaseHeader: internal packets when BaseHeader.Flags.IN."""
-    user, internal = _layouts()
+    spec = _spec()
     flags = base_header.get("Flags") or 0
-    return internal if int(flags) & 0x8 else user
+    return spec.internal if int(flags) & 0x8 else spec.user
 
 
 @dataclass(eq=False)
@@ -154,19 +174,27 @@ def _offset_of(path: str, offsets: Mapping[str, int]) -> int:
     return 0
 
 
-def _rule_violations(walk: _Walk) -> Iterator[tuple[str, str, str]]:
+def _rule_violations(walk: _Walk, kind: PacketKind) -> list[tuple[str, str, str]]:
+    """Every rule a receiver checks on this packet, in header order."""
     headers = walk.headers
-    yield from base.check_base_header(headers)
-    for slot, _start, _end in walk.slot_spans:
-        if slot is not None:
-            for check in slot.checks:
-                yield from check(headers)
-    yield from _check_packet_size(walk)
-    from packets.message import check_user_message
-    from packets.session import check_internal_packet
-
-    check = check_internal_packet if headers.BaseHeader.Flags.IN else check_user_message
-    yield from check(headers)
+    spec = _spec()
+    found: list[tuple[str, str, str]] = []
+    try:
+        found.extend(base.check_base_header(headers))
+        for slot, _start, _end in walk.slot_spans:
+            if slot is not None:
+                for check in slot.checks:
+                    found.extend(check(headers))
+        found.extend(_check_packet_size(walk))
+        if headers["BaseHeader"]["Flags"] & 0x8:
+            found.extend(spec.check_internal_packet(headers))
+        else:
+            found.extend(spec.check_user_message(headers))
+            if kind is PacketKind.OrderAck or kind is PacketKind.FinalAck:
+                found.extend(spec.check_transactional_ack(headers))
+    except Exception as e:  # a rule that cannot even be evaluated is itself a finding
+        found.append(("BaseHeader", f"rules could not be evaluated: {e!r}", ""))
+    return found
 
 
 def _check_packet_size(walk: _Walk) -> Iterator[tuple[str, str, str]]:
@@ -209,26 +237,23 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
                 raise
             violations.append(e.violation)
             return Packet(PacketKind.Unknown, walk.headers, violations, len(data), None)
-    rules = list(_rule_violations(walk))
+    try:
+        kind, body = _spec().identify(walk.headers)
+    except Exception as e:
+        kind, body = PacketKind.Unknown, None
+        violations.append(Violation("MessagePropertiesHeader.MessageBody", 0, f"undecodable body: {e}"))
+    rules = _rule_violations(walk, kind)
     if rules:
         if structural_ok:  # offsets are only gathered on the diagnostic path
             offsets_walk = _Walk(data)
-            offsets_walk.diagnose()
+            with contextlib.suppress(PacketError):  # the fast pass decoded it; offsets suffice
+                offsets_walk.diagnose()
             offsets = offsets_walk.offsets
         else:
             offsets = walk.offsets
         violations.extend(Violation(p, _offset_of(p, offsets), r, s) for p, r, s in rules)
-        if strict:
-            raise violations[0].error()
-    from packets.session import identify
-
-    try:
-        kind, body = identify(walk.headers)
-    except Exception as e:
-        if strict:
-            raise PacketError("MessagePropertiesHeader.MessageBody", 0, f"body: {e}") from None
-        violations.append(Violation("MessagePropertiesHeader.MessageBody", 0, f"body: {e}"))
-        kind, body = PacketKind.Unknown, None
+    if violations and strict:
+        raise violations[0].error()
     return Packet(kind, walk.headers, violations, walk.slot_spans[-1][2], body)
 
 
