@@ -32,7 +32,9 @@ def typical_user_message(optional_headers: bool) -> bytes:
     user += _direct_name(DIRECT_NAME)
     tx = struct.pack("<LQLL", 0x4 | 0x8, 0x0000000100000001, 1, 0) if optional_headers else b""
     label = (LABEL + "\0").encode("utf-16-le")
-    props = struct.pack("<BBH20sLLLLLLLL", 0, len(label) // 2, 0, b"\0" * 20, 0x11, 0, len(BODY), len(BODY), 0, 0x800E, 0x6610, 0)
+    props = struct.pack(
+        "<BBH20sLLLLLLLL", 0, len(label) // 2, 0, b"\0" * 20, 0x11, 0, len(BODY), len(BODY), 0, 0x800E, 0x6610, 0
+    )
     props += label + BODY
     props += b"\0" * (-len(props) % 4)
     session = struct.pack("<HHLHHHH", 5, 0, 0, 6, 0, 64, 0) if optional_headers else b""

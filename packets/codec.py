@@ -13,7 +13,7 @@ does it run the interpreted parsers again to find the field path and byte offset
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from io import BytesIO
@@ -36,7 +36,7 @@ class _Spec:
 
     user: tuple[Slot, ...]
     internal: tuple[Slot, ...]
-    check_user_message: Check
+    check_user_message: Callable[[Container, bool], Iterable[tuple[str, str, str]]]
     check_internal_packet: Check
     check_transactional_ack: Check
     identify: Callable[[Container], tuple[PacketKind, Container | None]]
@@ -179,19 +179,20 @@ def _rule_violations(walk: _Walk, kind: PacketKind) -> list[tuple[str, str, str]
     headers = walk.headers
     spec = _spec()
     found: list[tuple[str, str, str]] = []
+    extend = found.extend
     try:
-        found.extend(base.check_base_header(headers))
+        extend(base.check_base_header(headers))
         for slot, _start, _end in walk.slot_spans:
             if slot is not None:
                 for check in slot.checks:
-                    found.extend(check(headers))
-        found.extend(_check_packet_size(walk))
+                    extend(check(headers))
+        extend(_check_packet_size(walk))
         if headers["BaseHeader"]["Flags"] & 0x8:
-            found.extend(spec.check_internal_packet(headers))
+            extend(spec.check_internal_packet(headers))
         else:
-            found.extend(spec.check_user_message(headers))
+            extend(spec.check_user_message(headers, False))
             if kind is PacketKind.OrderAck or kind is PacketKind.FinalAck:
-                found.extend(spec.check_transactional_ack(headers))
+                extend(spec.check_transactional_ack(headers))
     except Exception as e:  # a rule that cannot even be evaluated is itself a finding
         found.append(("BaseHeader", f"rules could not be evaluated: {e!r}", ""))
     return found

@@ -13,6 +13,7 @@ diagnostic path so a :class:`~packets.errors.PacketError` can name the field and
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
 from collections.abc import Callable, Mapping
@@ -20,7 +21,7 @@ from io import BytesIO
 from typing import Any, ClassVar
 
 import construct as c
-from construct import Container, ConstructError, StreamError
+from construct import ConstructError, Container, StreamError
 
 from packets.errors import PacketError
 
@@ -101,6 +102,8 @@ class GUID(bytes):
 
 
 NULL_GUID = GUID()
+# GUID from 16 wire bytes without the checks of GUID.__new__ (generated parsers).
+_new_guid = functools.partial(bytes.__new__, GUID)
 
 
 class _GuidField(c.Construct):
@@ -121,8 +124,8 @@ class _GuidField(c.Construct):
         return 16
 
     def _emitparse(self, code: Any) -> str:
-        code.append("from packets.fields import GUID, read_exact")
-        return "GUID(read_exact(io, 16))"
+        code.append("from packets.fields import _new_guid, read_exact")
+        return "_new_guid(read_exact(io, 16))"
 
 
 Guid = _GuidField()
@@ -352,12 +355,17 @@ class Fields(Container):
         super().__init__(*args, **kwargs)
         object.__setattr__(self, "__dict__", self)
 
-    @classmethod
-    def fast(cls) -> Fields:
-        """An empty Fields without running ``__init__`` (used by generated parsers)."""
-        obj = cls.__new__(cls)
-        object.__setattr__(obj, "__dict__", obj)
-        return obj
+
+
+def _new_fields() -> Fields:
+    """An empty Fields without running ``__init__`` (used by generated parsers)."""
+    obj = _fields_new(Fields)
+    _set_dict(obj, "__dict__", obj)
+    return obj
+
+
+_fields_new = Fields.__new__
+_set_dict = object.__setattr__
 
 
 def _fixed_format(sc: c.Construct) -> tuple[str, str] | None:
@@ -372,7 +380,7 @@ def _fixed_format(sc: c.Construct) -> tuple[str, str] | None:
     if isinstance(sc, FlagsField):
         return sc.fmt.format[1:], sc.flags_cls.__name__
     if isinstance(sc, _GuidField):
-        return "16s", "GUID"
+        return "16s", "_new_guid"
     if isinstance(sc, Data | Pad) and isinstance(sc.length, int):
         return f"{sc.length}s", ""
     return None
@@ -389,15 +397,15 @@ class Header(c.Struct):
 
     def _emitparse(self, code: Any) -> str:
         fname = f"parse_header_{code.allocateId()}"
-        code.append("from packets.fields import GUID, read_exact")
-        lines = [
-            f"def {fname}(io, this):",
-            "    result = _new_fields()",
-            "    this = {'_': this, '_params': this['_params'], '_root': None, '_parsing': True, "
-            "'_building': False, '_sizing': False, '_subcons': None, '_io': io, "
-            "'_index': this.get('_index', None)}",
-            "    this['_root'] = this['_'].get('_root', this)",
-        ]
+        code.append("from packets.fields import read_exact, _new_guid, _new_fields")
+        # A header made only of fixed fields needs no construct context at all.
+        needs_context = any(_fixed_format(sc) is None or not sc.name for sc in self.subcons)
+        lines = [f"def {fname}(io, this):", "    result = _new_fields()"]
+        if needs_context:
+            # The keys construct's generated expressions read; _root, _subcons and the
+            # _parsing/_building flags are never read by the headers' expressions.
+            lines.append("    this = {'_': this, '_params': this['_params'], '_io': io, '_index': None}")
+        store = "result[{0!r}] = this[{0!r}] = " if needs_context else "result[{0!r}] = "
         run: list[tuple[str, str, str]] = []
 
         def flush() -> None:
@@ -409,13 +417,13 @@ class Header(c.Struct):
             lines.append(f"    v = fused_{fid}.unpack(read_exact(io, {struct.calcsize(fmt)}))")
             for i, (name, _, wrap) in enumerate(run):
                 value = f"{wrap}(v[{i}])" if wrap else f"v[{i}]"
-                lines.append(f"    result[{name!r}] = this[{name!r}] = {value}")
+                lines.append("    " + store.format(name) + value)
             run.clear()
 
         for sc in self.subcons:
             fixed = _fixed_format(sc) if sc.name else None
             if fixed is not None:
-                if fixed[1] and fixed[1] != "GUID":
+                if fixed[1] and fixed[1] != "_new_guid":
                     cls = sc.subcon
                     while not isinstance(cls, FlagsField):
                         cls = cls.subcon
@@ -423,7 +431,7 @@ class Header(c.Struct):
                 run.append((sc.name, fixed[0], fixed[1]))
                 continue
             flush()
-            target = f"result[{sc.name!r}] = this[{sc.name!r}] = " if sc.name else ""
+            target = store.format(sc.name) if sc.name else ""
             lines.append(f"    {target}{sc._compileparse(code)}")
         flush()
         lines.append("    return result")
@@ -496,7 +504,7 @@ def compile_parser(construct: c.Construct) -> Callable[[BytesIO, Container], Con
     # the parser, becomes a plain dict instead of a Container.
     source = code.toString().replace("result = Container()", "result = _new_fields()")
     source = source.replace("this = Container(_ = this,", "this = dict(_ = this,")
-    namespace: dict[str, Any] = {"_new_fields": Fields.fast}
+    namespace: dict[str, Any] = {"_new_fields": _new_fields}
     exec(compile(source, f"<compiled {construct!r:.40}>", "exec"), namespace)
     namespace["linkedinstances"].update(code.linkedinstances)
     namespace["linkedparsers"].update(code.linkedparsers)

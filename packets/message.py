@@ -120,8 +120,11 @@ _PRESENCE_RULES = {
 }
 
 
-def check_user_message(headers: Container) -> Iterator[tuple[str, str, str]]:
-    """Packet-level MUSTs of [MS-MQMQ] 2.2.20 (and 2.2.19.1 on a UserMessage's BaseHeader)."""
+def check_user_message(headers: Container, presence: bool = True) -> Iterator[tuple[str, str, str]]:
+    """Packet-level MUSTs of [MS-MQMQ] 2.2.20 (and 2.2.19.1 on a UserMessage's BaseHeader).
+
+    ``presence=False`` skips the header-iff-flag rules, which hold by construction for headers
+    that ``packets.parse`` decoded (it reads a header exactly when its flag announces it)."""
     base_flags = int(headers["BaseHeader"]["Flags"])
     if base_flags & 0x8:  # IN
         yield ("BaseHeader.Flags.IN", "MUST NOT be set in a UserMessage Packet", SECTION)
@@ -138,6 +141,8 @@ def check_user_message(headers: Container) -> Iterator[tuple[str, str, str]]:
         )
     # Each optional header is present if and only if its flag is set (checked on built packets
     # too, where a header can be given without its flag).
+    if not presence:
+        return
     for slot in USER_MESSAGE_LAYOUT:
         rule = _PRESENCE_RULES.get(slot.name)
         if rule is None:

@@ -428,7 +428,7 @@ def _transactional_ack_class(headers: Container) -> PacketKind | None:
     props = headers.get("MessagePropertiesHeader")
     if user is None or props is None:
         return None
-    if not is_order_queue(user) or _get(props, "Label") != ORDER_ACK_LABEL:
+    if _get(props, "Label") != ORDER_ACK_LABEL or not is_order_queue(user):  # cheap test first
         return None
     message_class = int(_get(props, "MessageClass", 0))
     if message_class == MQMSG_CLASS_ORDER_ACK:
