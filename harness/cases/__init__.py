@@ -1,0 +1,1 @@
+"""Declarative conformance cases: schema, loader, targets and runner (docs/cases.md)."""

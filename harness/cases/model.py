@@ -1,0 +1,80 @@
+"""Conformance cases as data: what a YAML case file holds once loaded and validated.
+
+A case cites the spec sections it checks ([MS-MQDMPR], [MS-MQQB], [MS-MQMQ] section numbers),
+sets up a state (``given``), raises spec events (``when``) and checks the final state
+(``then``).  The loader (``harness.cases.loader``) builds these from YAML; the runner executes
+them against a target; the reports group their results by spec section.  See docs/cases.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["Case", "Level", "SpecRef", "Step"]
+
+
+class Level(StrEnum):
+    """The requirement level of what a case checks (RFC 2119 words as the specs use them)."""
+
+    MUST = "MUST"
+    SHOULD = "SHOULD"
+    MAY = "MAY"
+
+
+@dataclass(frozen=True)
+class SpecRef:
+    """One spec paragraph a case checks: ``section`` like "MS-MQDMPR 3.1.7.3.2"."""
+
+    section: str
+    requirement: str = ""  # id in cases/requirements.yaml
+    text: str = ""  # the requirement, paraphrased or quoted
+
+    @property
+    def document(self) -> str:
+        return self.section.split(" ", 1)[0]
+
+    @property
+    def number(self) -> str:
+        return self.section.split(" ", 1)[-1]
+
+
+@dataclass
+class Step:
+    """One spec event raised against the target, with what it must return."""
+
+    event: str
+    args: dict[str, Any] = field(default_factory=dict)
+    expect: dict[str, Any] | None = None  # value name -> literal | {"any_of": [...]} | {"absent": True}
+    expect_error: str = ""  # "UndefinedBehaviour": the spec gives no outcome here
+    line: int = 0  # line of the step in its file
+
+
+@dataclass
+class Case:
+    """A loaded case (one variant, when the case has a matrix)."""
+
+    id: str
+    title: str
+    spec: list[SpecRef]
+    level: Level = Level.MUST
+    tags: list[str] = field(default_factory=list)
+    given: dict[str, Any] = field(default_factory=dict)
+    when: list[Step] = field(default_factory=list)
+    then: dict[str, Any] = field(default_factory=dict)
+    variant: dict[str, Any] = field(default_factory=dict)  # matrix values of this variant
+    requires: list[str] = field(default_factory=list)  # capabilities a target must have
+    source: str = ""
+    line: int = 0
+
+    @property
+    def sections(self) -> list[str]:
+        return [ref.section for ref in self.spec]
+
+    @property
+    def full_id(self) -> str:
+        """The id, with the variant's values when the case came from a matrix."""
+        if not self.variant:
+            return self.id
+        return self.id + "[" + ",".join(f"{k}={v}" for k, v in self.variant.items()) + "]"

@@ -1,0 +1,1 @@
+"""Reports of a conformance run: terminal summary, JUnit XML, JSON and self-contained HTML."""
