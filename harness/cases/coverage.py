@@ -1,0 +1,137 @@
+"""Requirement coverage: which spec requirements of cases/requirements.yaml have cases.
+
+Renders ``msmq-harness coverage`` (docs/cases.md, "Requirements and coverage"): for each
+requirement (id, [MS-MQDMPR]/[MS-MQQB]/[MS-MQMQ] section, level), the ids of the cases whose
+``spec`` cites it (``SpecRef.requirement``); the requirements no case cites; the citations of
+requirement ids the list does not hold; and citations whose section differs from the
+requirement's.  Output is a text table or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.cases.loader import Requirement
+from harness.cases.model import Case
+
+__all__ = ["Citation", "CoverageReport", "CoverageRow", "coverage", "render_coverage"]
+
+
+@dataclass
+class CoverageRow:
+    requirement: Requirement
+    cases: list[str] = field(default_factory=list)  # case ids (a matrix case counts once)
+
+    @property
+    def covered(self) -> bool:
+        return bool(self.cases)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A case's reference to a requirement id (``spec[].requirement``)."""
+
+    case: str
+    requirement: str
+    section: str
+    source: str = ""
+    line: int = 0
+
+
+@dataclass
+class CoverageReport:
+    rows: list[CoverageRow]
+    unknown: list[Citation] = field(default_factory=list)  # cite an id requirements.yaml lacks
+    mismatched: list[Citation] = field(default_factory=list)  # cite an id under another section
+
+    @property
+    def uncovered(self) -> list[Requirement]:
+        return [row.requirement for row in self.rows if not row.covered]
+
+    @property
+    def covered_count(self) -> int:
+        return sum(row.covered for row in self.rows)
+
+    @property
+    def ok(self) -> bool:
+        """Every requirement has a case and every citation names a listed requirement."""
+        return not self.uncovered and not self.unknown
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requirements": [
+                {
+                    "id": row.requirement.id,
+                    "section": row.requirement.section,
+                    "level": row.requirement.level,
+                    "text": row.requirement.text,
+                    "cases": row.cases,
+                }
+                for row in self.rows
+            ],
+            "covered": self.covered_count,
+            "total": len(self.rows),
+            "uncovered": [r.id for r in self.uncovered],
+            "unknown": [_citation_dict(c) for c in self.unknown],
+            "mismatched": [_citation_dict(c) for c in self.mismatched],
+        }
+
+
+def _citation_dict(c: Citation) -> dict[str, Any]:
+    return {"case": c.case, "requirement": c.requirement, "section": c.section, "source": c.source, "line": c.line}
+
+
+def coverage(requirements: list[Requirement], cases: list[Case]) -> CoverageReport:
+    """Which requirement ids have cases, in the order of ``requirements``."""
+    by_id = {r.id: CoverageRow(r) for r in requirements}
+    unknown: dict[tuple[str, str], Citation] = {}
+    mismatched: dict[tuple[str, str], Citation] = {}
+    for case in cases:
+        for ref in case.spec:
+            if not ref.requirement:
+                continue
+            cite = Citation(case.id, ref.requirement, ref.section, case.source, case.line)
+            row = by_id.get(ref.requirement)
+            if row is None:
+                unknown.setdefault((case.id, ref.requirement), cite)
+                continue
+            if case.id not in row.cases:
+                row.cases.append(case.id)
+            if ref.section != row.requirement.section:
+                mismatched.setdefault((case.id, ref.requirement), cite)
+    return CoverageReport(list(by_id.values()), list(unknown.values()), list(mismatched.values()))
+
+
+def _where(c: Citation) -> str:
+    return f"{c.source}:{c.line}: " if c.source else ""
+
+
+def render_coverage(report: CoverageReport, as_json: bool = False) -> str:
+    """A text table (requirement, level, section, case count, case ids) and the problems; or JSON."""
+    if as_json:
+        return json.dumps(report.to_dict(), indent=2)
+    header = ("requirement", "level", "section", "cases", "case ids")
+    rows = [
+        (r.requirement.id, r.requirement.level, r.requirement.section, str(len(r.cases)), ", ".join(r.cases) or "-")
+        for r in report.rows
+    ]
+    widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header[:-1])]
+
+    def fmt(cells: tuple[str, ...]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)) + "  " + cells[-1]
+
+    out = [fmt(header), fmt((*tuple("-" * w for w in widths), "-" * len(header[-1])))]
+    out += [fmt(row) for row in rows]
+    total = len(report.rows)
+    pct = 100.0 * report.covered_count / total if total else 100.0
+    out.append("")
+    out.append(f"{report.covered_count}/{total} requirements have cases ({pct:.1f}%)")
+    if report.uncovered:
+        out.append("without cases: " + ", ".join(r.id for r in report.uncovered))
+    for c in report.unknown:
+        out.append(f"{_where(c)}case {c.case} cites unknown requirement {c.requirement}")
+    for c in report.mismatched:
+        out.append(f"{_where(c)}case {c.case} cites {c.requirement} under {c.section}, listed under another section")
+    return "\n".join(out) + "\n"

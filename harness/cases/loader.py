@@ -1,0 +1,265 @@
+"""Loading conformance cases and requirements from YAML (docs/cases.md).
+
+Renders the case file format of docs/cases.md: each YAML document of a file is one case, read
+with ``yaml.safe_load`` semantics (plain data, no tags that build objects) but composed first so
+that every node keeps its line.  A document is then checked against ``case.schema.json``, its
+matrix placeholders are checked and expanded (``harness.cases.matrix``), each variant gets the
+semantic checks of ``harness.cases.schema`` (known [MS-MQDMPR] events, references to what
+``given`` defines), and becomes a :class:`~harness.cases.model.Case`.  Every problem is one
+:class:`CaseError`, ``"file:line: key: message"``.  ``load_requirements`` reads
+cases/requirements.yaml, the list of spec requirements the cases cite.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.cases.matrix import check_placeholders, expand
+from harness.cases.model import Case, Level, SpecRef, Step
+from harness.cases.schema import (
+    CaseError,
+    Lines,
+    PathT,
+    check_case,
+    format_path,
+    known_events,
+    validate,
+    validate_def,
+)
+
+__all__ = [
+    "CaseError",
+    "Requirement",
+    "known_events",
+    "load_file",
+    "load_paths",
+    "load_requirements",
+    "load_text",
+]
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+REQUIREMENTS_FILE = "requirements.yaml"  # the requirement list, skipped when a folder is loaded
+
+
+# ------------------------------------------------------------------------------------ YAML
+def _yaml_error(file: str, exc: yaml.YAMLError) -> CaseError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = mark.line + 1 if mark is not None else 1
+    problem = getattr(exc, "problem", None)
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    if context and context_mark is not None and context_mark.line + 1 != line:
+        context += f" started at line {context_mark.line + 1}"
+    message = f"invalid YAML: {problem}" + (f" ({context})" if context else "") if problem else f"invalid YAML: {exc}"
+    return CaseError(file, line, "", message)
+
+
+def _record(node: yaml.Node, path: PathT, lines: Lines, depth: int = 0) -> None:
+    """Record the line of every key and list item under ``node``; reject duplicate keys."""
+    if depth > 100:  # recursive anchors
+        return
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = key_node.value
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                message = f"duplicate key {key!r} (first at line {seen[key]})"
+                raise CaseError(lines.file, line, format_path((*path, key)), message)
+            seen[key] = line
+            lines.lines[(*path, key)] = line
+            _record(value_node, (*path, key), lines, depth + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines.lines[(*path, i)] = item.start_mark.line + 1
+            _record(item, (*path, i), lines, depth + 1)
+
+
+def _documents(text: str, file: str) -> list[tuple[Any, Lines]]:
+    """The documents of a YAML stream, each with its lines (empty documents are skipped)."""
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise _yaml_error(file, exc) from None
+    out: list[tuple[Any, Lines]] = []
+    for node in nodes:
+        if node is None:
+            continue
+        lines = Lines(file, {(): node.start_mark.line + 1})
+        _record(node, (), lines)
+        try:
+            data = yaml.SafeLoader("").construct_document(node)
+        except yaml.YAMLError as exc:
+            raise _yaml_error(file, exc) from None
+        if data is None:
+            continue
+        out.append((data, lines))
+    return out
+
+
+# ------------------------------------------------------------------------------------ cases
+def _build(doc: dict[str, Any], lines: Lines, variant: dict[str, Any]) -> Case:
+    steps = []
+    for i, s in enumerate(doc["when"]):
+        steps.append(
+            Step(
+                event=s["event"],
+                args=dict(s.get("args") or {}),
+                expect=s.get("expect"),
+                expect_error=s.get("expect_error", ""),
+                line=lines.line(("when", i)),
+            )
+        )
+    return Case(
+        id=doc["id"],
+        title=doc["title"],
+        spec=[SpecRef(r["section"], r.get("requirement", ""), r.get("text", "")) for r in doc["spec"]],
+        level=Level(doc.get("level", "MUST")),
+        tags=list(doc.get("tags") or []),
+        given=doc.get("given") or {},
+        when=steps,
+        then=doc.get("then") or {},
+        variant=variant,
+        requires=list(doc.get("requires") or []),
+        source=lines.file,
+        line=lines.line(()),
+    )
+
+
+def _cases(doc: Any, lines: Lines, events: Collection[str]) -> list[Case]:
+    if not isinstance(doc, dict):
+        validate(doc, lines)  # reports "expected a mapping"
+    if "matrix" in doc:
+        validate_def("matrix", doc["matrix"], ("matrix",), lines)
+    check_placeholders(doc, lines)
+    cases = []
+    for values, variant_doc, variant_lines in expand(doc, lines):
+        validate(variant_doc, variant_lines)
+        check_case(variant_doc, variant_lines, events)
+        cases.append(_build(variant_doc, variant_lines, values))
+    return cases
+
+
+def load_text(text: str, file: str = "<string>", *, events: Collection[str] = ()) -> list[Case]:
+    """The cases of a YAML text (``file`` names it in errors); ``events``: extra known events."""
+    cases: list[Case] = []
+    first: dict[str, Case] = {}
+    for doc, lines in _documents(text, file):
+        for case in _cases(doc, lines, events):
+            _check_unique(case, first)
+            cases.append(case)
+    return cases
+
+
+def _check_unique(case: Case, first: dict[str, Case]) -> None:
+    """Variants of one document share its id; two documents may not."""
+    earlier = first.setdefault(case.id, case)
+    if (earlier.source, earlier.line) != (case.source, case.line):
+        raise _duplicate(case, earlier)
+
+
+def _duplicate(case: Case, earlier: Case) -> CaseError:
+    where = f"{earlier.source}:{earlier.line}"
+    return CaseError(case.source, case.line, "id", f"duplicate case id {case.id!r} (first defined at {where})")
+
+
+def load_file(path: str | Path, *, events: Collection[str] = ()) -> list[Case]:
+    """The cases of one file, matrix variants expanded, validated; raises CaseError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseError(str(path), 1, "", f"cannot read: {exc}") from None
+    return load_text(text, str(path), events=events)
+
+
+def _files(paths: Iterable[str | Path]) -> list[Path]:
+    """Files named, and case files found under folders (not the requirement list)."""
+    files: set[Path] = set()
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            files.update(
+                f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.name != REQUIREMENTS_FILE and f.is_file()
+            )
+        else:
+            files.add(p)
+    return sorted(files)
+
+
+def load_paths(paths: Iterable[str | Path], *, events: Collection[str] = ()) -> list[Case]:
+    """The cases of files and folders (``*.yaml``/``*.yml`` recursively), sorted by path.
+
+    Case ids are unique across everything loaded together.  Raises CaseError for the first bad
+    file (``requirements.yaml``, the requirement list, is not a case file and is skipped in folders).
+    """
+    cases: list[Case] = []
+    first: dict[str, Case] = {}
+    for f in _files(paths):
+        for case in load_file(f, events=events):
+            _check_unique(case, first)
+            cases.append(case)
+    return cases
+
+
+# ----------------------------------------------------------------------------- requirements
+@dataclass
+class Requirement:
+    """One spec requirement the corpus checks (cases/requirements.yaml)."""
+
+    id: str
+    section: str
+    text: str
+    level: str = "MUST"
+
+
+_REQ_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SECTION = re.compile(r"^MS-[A-Z0-9]+ [0-9]+(\.[0-9]+)*$")
+
+
+def load_requirements(path: str | Path) -> list[Requirement]:
+    """cases/requirements.yaml: a list of {id, section, text, level (MUST|SHOULD|MAY, default MUST)}."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseError(file, 1, "", f"cannot read: {exc}") from None
+    docs = _documents(text, file)
+    if not docs:
+        return []
+    data, lines = docs[0]
+    if not isinstance(data, list):
+        raise lines.error((), f"wrong type: expected a list of requirements, got {type(data).__name__}")
+    out: list[Requirement] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise lines.error((i,), "wrong type: expected a mapping {id, section, text, level}")
+        for key in item:
+            if key not in ("id", "section", "text", "level"):
+                raise lines.error((i, key), f"unknown key {key!r}; expected one of: id, section, text, level")
+        for key in ("id", "section", "text"):
+            if key not in item:
+                raise CaseError(file, lines.line((i,)), f"[{i}].{key}", f"missing required key {key!r}")
+            if not isinstance(item[key], str):
+                raise lines.error((i, key), f"wrong type: expected a string, got {item[key]!r}")
+        if not _REQ_ID.match(item["id"]):
+            raise lines.error((i, "id"), f"{item['id']!r} does not match the pattern {_REQ_ID.pattern!r}")
+        if not _SECTION.match(item["section"]):
+            raise lines.error((i, "section"), f"{item['section']!r} does not match the pattern {_SECTION.pattern!r}")
+        level = item.get("level", "MUST")
+        if level not in ("MUST", "SHOULD", "MAY"):
+            raise lines.error((i, "level"), f"{level!r} is not one of: MUST, SHOULD, MAY")
+        if item["id"] in seen:
+            raise lines.error((i, "id"), f"duplicate requirement id {item['id']!r} (first at line {seen[item['id']]})")
+        seen[item["id"]] = lines.line((i,))
+        out.append(Requirement(item["id"], item["section"], item["text"], level))
+    return out

@@ -1,0 +1,404 @@
+"""The case schema and the checks it cannot express: the rules of docs/cases.md, enforced.
+
+Renders the case format of docs/cases.md in two layers: ``case.schema.json`` (JSON Schema draft
+2020-12: keys, types, patterns; validated with ``jsonschema``), then semantic checks on a
+schema-valid document: every step's ``event`` is a spec event ([MS-MQDMPR] 3.1.4, 3.1.6, 3.1.7
+and 3.2.7, as ``harness.model.QueueManager`` and ``harness.model.Cursor`` render them, see
+:func:`known_events`) with the spec's argument names, and every queue, message, open descriptor,
+cursor and transaction named in ``given.locked``, ``when`` and ``then`` is one that ``given``
+defines.  Every failure is a :class:`CaseError` naming file, line and key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError, best_match
+
+__all__ = [
+    "SCHEMA_PATH",
+    "CaseError",
+    "Lines",
+    "check_case",
+    "event_parameters",
+    "format_path",
+    "known_events",
+    "register_events",
+    "schema",
+    "validate",
+    "validate_def",
+]
+
+SCHEMA_PATH = Path(__file__).with_name("case.schema.json")
+
+PathT = tuple[str | int, ...]
+
+# A spec event's docstring starts with its section number: "3.1.7.3.2 Seek Available ...".
+_SECTION_DOC = re.compile(r"^\d+\.\d+(\.\d+)+ ")
+
+# Names a target may add to the spec events (register_events); loaders accept them too.
+_EXTRA_EVENTS: set[str] = set()
+
+
+class CaseError(Exception):
+    """A case file that cannot be loaded: ``str(e) == f"{file}:{line}: {key}: {message}"``.
+
+    ``key`` is the path of the offending key in the document (``when[1].event``; "" when none
+    applies, e.g. a YAML syntax error); ``line`` is 1-based.
+    """
+
+    def __init__(self, file: str, line: int, key: str, message: str) -> None:
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+        super().__init__(f"{file}:{line}: {key}: {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable across xdist / process workers
+        return (type(self), (self.file, self.line, self.key, self.message))
+
+
+def format_path(path: Iterable[str | int]) -> str:
+    """("when", 0, "args", "iQueue") -> "when[0].args.iQueue"."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+class Lines:
+    """Line numbers (1-based) of a document's keys and list items, by path.
+
+    A mapping entry's line is its key's line; a list item's line is where the item starts; the
+    empty path is the document's first line.  Lookups fall back to the nearest enclosing path.
+    """
+
+    def __init__(self, file: str, lines: dict[PathT, int] | None = None) -> None:
+        self.file = file
+        self.lines: dict[PathT, int] = lines if lines is not None else {}
+
+    def line(self, path: Iterable[str | int]) -> int:
+        p = tuple(path)
+        while p and p not in self.lines:
+            p = p[:-1]
+        return self.lines.get(p, 1)
+
+    def error(self, path: Iterable[str | int], message: str) -> CaseError:
+        p = tuple(path)
+        return CaseError(self.file, self.line(p), format_path(p), message)
+
+    def mapped(self, fn: Callable[[str], str]) -> Lines:
+        """The same lines with every string path element passed through ``fn`` (matrix keys)."""
+        return Lines(
+            self.file,
+            {tuple(fn(x) if isinstance(x, str) else x for x in p): n for p, n in self.lines.items()},
+        )
+
+
+# ------------------------------------------------------------------------------- the events
+def _spec_methods(cls: type) -> Iterator[tuple[str, Callable[..., Any]]]:
+    for name, fn in inspect.getmembers(cls, inspect.isfunction):
+        if not name.startswith("_") and _SECTION_DOC.match(inspect.getdoc(fn) or ""):
+            yield name, fn
+
+
+@functools.cache
+def _model_events() -> dict[str, tuple[str, ...]]:
+    """Spec event -> argument names, from the methods of the reference model.
+
+    A public method of QueueManager or Cursor is a spec event when its docstring opens with the
+    section that defines it ([MS-MQDMPR] 3.1.4, 3.1.6.3, 3.1.7, 3.2.7); python-only helpers
+    (``new_queue``, ``fire_due_timers``, ...) are not.  Cursor events take ``cursor`` as well.
+    """
+    from harness.model import Cursor, QueueManager
+
+    events: dict[str, tuple[str, ...]] = {}
+    for cls, extra in ((QueueManager, ()), (Cursor, ("cursor",))):
+        for name, fn in _spec_methods(cls):
+            params = [
+                p.name
+                for p in list(inspect.signature(fn).parameters.values())[1:]
+                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            ]
+            events[name] = (*extra, *params)
+    return events
+
+
+def register_events(*names: str) -> None:
+    """Add events a target provides beyond the spec's (their arguments are not checked)."""
+    _EXTRA_EVENTS.update(names)
+
+
+def known_events(extra: Iterable[str] = ()) -> frozenset[str]:
+    """Every event a case may raise: the model's spec events, registered names and ``extra``."""
+    return frozenset(_model_events()) | _EXTRA_EVENTS | frozenset(extra)
+
+
+def event_parameters(event: str) -> tuple[str, ...] | None:
+    """The argument names of a model spec event (None for an event a target added)."""
+    return _model_events().get(event)
+
+
+# ------------------------------------------------------------------------------- the schema
+@functools.cache
+def schema() -> dict[str, Any]:
+    """case.schema.json, parsed."""
+    result: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return result
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema())
+
+
+_TYPE_WORDS = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+def _type_word(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    for name, word in (("object", dict), ("array", list), ("string", str), ("integer", int), ("number", float)):
+        if isinstance(value, word):
+            return _TYPE_WORDS[name]
+    return "null" if value is None else type(value).__name__
+
+
+def _suggest(name: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _resolve(subschema: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = subschema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _resolve(schema()["$defs"][ref.rsplit("/", 1)[1]])
+    return subschema
+
+
+def _known_keys(subschema: Mapping[str, Any]) -> list[str]:
+    return list(_resolve(subschema).get("properties", {}))
+
+
+def _schema_error(error: ValidationError, lines: Lines, prefix: PathT = ()) -> CaseError:
+    path: PathT = prefix + tuple(error.absolute_path)
+    v, inst = error.validator, error.instance
+    vv: Any = error.validator_value
+    sch: Any = error.schema
+    in_names = "propertyNames" in error.absolute_schema_path
+    if in_names and isinstance(inst, str):
+        # An unknown key where ADM attribute names (PascalCase) are allowed besides the known keys.
+        hint = f"; did you mean {inst[:1].upper() + inst[1:]!r}?" if inst[:1].islower() else ""
+        return lines.error((*path, inst), f"unknown key {inst!r} (ADM attribute names are PascalCase{hint})")
+    if v == "required":
+        missing = [k for k in vv if isinstance(inst, dict) and k not in inst]
+        key = missing[0] if missing else ""
+        return CaseError(lines.file, lines.line(path), format_path((*path, key)), f"missing required key {key!r}")
+    if v == "additionalProperties" and isinstance(inst, dict):
+        known = list(sch.get("properties", {}))
+        extra = [k for k in inst if k not in known]
+        key = extra[0] if extra else ""
+        return lines.error(
+            (*path, key),
+            f"unknown key {key!r}{_suggest(key, known)}; expected one of: {', '.join(known)}",
+        )
+    if len(path) == 4 and path[0] == "when" and path[2] == "expect":
+        return lines.error(path, "an expected value is a literal, {any_of: [...]} or {absent: true}")
+    if v == "not" and len(path) == 2 and path[0] == "when":
+        return lines.error((*path, "expect_error"), "a step has either expect or expect_error, not both")
+    if v == "type":
+        types = vv if isinstance(vv, list) else [vv]
+        want = " or ".join(_TYPE_WORDS.get(str(t), str(t)) for t in types)
+        return lines.error(path, f"wrong type: expected {want}, got {_type_word(inst)} ({inst!r})")
+    if v == "enum":
+        return lines.error(path, f"{inst!r} is not one of: {', '.join(map(str, vv))}")
+    if v == "const":
+        return lines.error(path, f"must be {json.dumps(vv)}, got {json.dumps(inst, default=str)}")
+    if v == "pattern":
+        return lines.error(path, f"{inst!r} does not match the pattern {vv!r}")
+    if v == "minItems":
+        return lines.error(path, "must not be empty")
+    if v == "minLength":
+        return lines.error(path, "must not be empty")
+    return lines.error(path, error.message)
+
+
+def validate(doc: Any, lines: Lines) -> None:
+    """Raise the best-matching schema violation of ``doc`` as a CaseError (none: return)."""
+    error = best_match(_validator().iter_errors(doc))
+    if error is not None:
+        raise _schema_error(error, lines)
+
+
+@functools.cache
+def _def_validator(name: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator({"$defs": schema()["$defs"], "$ref": f"#/$defs/{name}"})
+
+
+def validate_def(name: str, value: Any, path: PathT, lines: Lines) -> None:
+    """Validate one part of a document (``value`` at ``path``) against ``$defs/<name>``."""
+    error = best_match(_def_validator(name).iter_errors(value))
+    if error is not None:
+        raise _schema_error(error, lines, path)
+
+
+# --------------------------------------------------------------------------- semantic checks
+# Argument names whose string values name an object of `given` (the spec's parameter names).
+_ARG_KINDS = {
+    "iQueue": "queue",
+    "iTargetQueue": "queue",
+    "iReleaseOnQueue": "queue",
+    "iOutgoingQueue": "queue",
+    "iQueueDesc": "open",
+    "iOpenQueueDescriptor": "open",
+    "cursor": "cursor",
+    "iCursor": "cursor",
+    "iTransaction": "transaction",
+    "iTransactionIdentifier": "transaction",
+    "iInitialPosition": "position",
+    "iPosition": "position",
+    "iMessagePosition": "position",
+    "iMessagePos": "position",
+    "iMessage": "message",
+}
+# Return values that name a position (by its message's id, or Start/End).
+_RESULT_KINDS = {
+    "rMessagePosition": "position",
+    "rPosition": "position",
+    "rMessage": "position",
+    "rMessagePos": "position",
+}
+SPECIAL_POSITIONS = ("Start", "End")
+_KIND_WORDS = {"open": "open descriptor"}
+
+
+class _Names:
+    def __init__(self) -> None:
+        self.defined: dict[str, dict[str, PathT]] = {
+            k: {} for k in ("queue", "message", "open", "cursor", "transaction")
+        }
+
+    def define(self, kind: str, name: Any, path: PathT, lines: Lines, unique: bool = True) -> None:
+        if not isinstance(name, str):
+            return
+        seen = self.defined[kind]
+        if unique and name in seen:
+            first = lines.line(seen[name])
+            raise lines.error(path, f"duplicate {kind} name {name!r} (first defined at line {first})")
+        seen.setdefault(name, path)
+
+    def check(self, kind: str, value: Any, path: PathT, lines: Lines) -> None:
+        values = value["any_of"] if isinstance(value, dict) and "any_of" in value else [value]
+        for v in values:
+            if not isinstance(v, str):
+                continue
+            if kind == "position":
+                if v in SPECIAL_POSITIONS or v in self.defined["message"]:
+                    continue
+                kind_word, known = "message", [*self.defined["message"], *SPECIAL_POSITIONS]
+            else:
+                if v in self.defined[kind]:
+                    continue
+                kind_word, known = _KIND_WORDS.get(kind, kind), list(self.defined[kind])
+            listed = ", ".join(known) if known else "none"
+            raise lines.error(path, f"unknown {kind_word} reference {v!r}{_suggest(v, known)}; given defines: {listed}")
+
+
+def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) -> None:
+    """The checks the schema cannot express, on a schema-valid document (one matrix variant)."""
+    allowed = known_events(events)
+    given: dict[str, Any] = doc.get("given") or {}
+    steps: list[dict[str, Any]] = doc.get("when") or []
+    names = _Names()
+
+    for i, q in enumerate(given.get("queues") or []):
+        names.define("queue", q.get("name"), ("given", "queues", i, "name"), lines)
+        for j, m in enumerate(q.get("messages") or []):
+            names.define("message", m.get("id"), ("given", "queues", i, "messages", j, "id"), lines)
+    for i, t in enumerate(given.get("transactions") or []):
+        names.define("transaction", t, ("given", "transactions", i), lines)
+    for i, d in enumerate(given.get("open") or []):
+        names.define("open", d.get("name"), ("given", "open", i, "name"), lines)
+        names.check("queue", d.get("queue"), ("given", "open", i, "queue"), lines)
+    for i, c in enumerate(given.get("cursors") or []):
+        names.define("cursor", c.get("name"), ("given", "cursors", i, "name"), lines)
+        names.check("open", c.get("open"), ("given", "cursors", i, "open"), lines)
+
+    # Objects a step creates: a mapping argument with `id` (a message) or `name` (the kind of the
+    # argument), and the transaction Create Transaction (3.1.7.1.8) creates.
+    for i, step in enumerate(steps):
+        for arg, value in (step.get("args") or {}).items():
+            path = ("when", i, "args", arg)
+            if isinstance(value, dict):
+                if isinstance(value.get("id"), str):
+                    names.define("message", value["id"], path, lines, unique=False)
+                kind = _ARG_KINDS.get(arg)
+                if kind and kind != "position" and isinstance(value.get("name"), str):
+                    names.define(kind, value["name"], path, lines, unique=False)
+            elif step["event"] == "create_transaction" and arg == "iTransactionIdentifier":
+                names.define("transaction", value, path, lines, unique=False)
+
+    for i, lock in enumerate(given.get("locked") or []):
+        names.check("message", lock.get("message"), ("given", "locked", i, "message"), lines)
+        names.check("transaction", lock.get("transaction"), ("given", "locked", i, "transaction"), lines)
+
+    for i, step in enumerate(steps):
+        event = step["event"]
+        if event not in allowed:
+            raise lines.error(
+                ("when", i, "event"),
+                f"unknown event {event!r}{_suggest(event, allowed)}; events are the [MS-MQDMPR] "
+                "events of QueueManager and Cursor in snake_case",
+            )
+        params = event_parameters(event)
+        args: dict[str, Any] = step.get("args") or {}
+        if params is not None:
+            for arg in args:
+                if arg not in params:
+                    raise lines.error(
+                        ("when", i, "args", arg),
+                        f"unknown argument {arg!r} of {event}{_suggest(arg, params)}; "
+                        f"expected: {', '.join(params) or 'none'}",
+                    )
+            if params[:1] == ("cursor",) and "cursor" not in args:
+                raise lines.error(
+                    ("when", i, "args", "cursor"), f"missing required key 'cursor' ({event} is a Cursor event)"
+                )
+        for arg, value in args.items():
+            kind = _ARG_KINDS.get(arg)
+            if kind is not None and not isinstance(value, dict):
+                names.check(kind, value, ("when", i, "args", arg), lines)
+        for name, value in (step.get("expect") or {}).items():
+            kind = _RESULT_KINDS.get(name)
+            if kind is not None:
+                names.check(kind, value, ("when", i, "expect", name), lines)
+
+    then: dict[str, Any] = doc.get("then") or {}
+    for q, positions in (then.get("queues") or {}).items():
+        names.check("queue", q, ("then", "queues", q), lines)
+        for j, pos in enumerate(positions):
+            names.check("message", pos.get("message"), ("then", "queues", q, j, "message"), lines)
+    for c, state in (then.get("cursors") or {}).items():
+        names.check("cursor", c, ("then", "cursors", c), lines)
+        if "MessagePositionReference" in state:
+            ref_path: PathT = ("then", "cursors", c, "MessagePositionReference")
+            names.check("position", state["MessagePositionReference"], ref_path, lines)
