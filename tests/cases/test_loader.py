@@ -413,3 +413,14 @@ def test_coverage(tmp_path: Path) -> None:
     data = json.loads(render_coverage(report, as_json=True))
     assert (data["covered"], data["total"], data["uncovered"]) == (2, 3, ["DMPR-3.1.7.1.7-1"])
     assert data["unknown"][0]["requirement"] == "DMPR-9"
+
+
+def test_the_example_of_docs_cases_md_loads() -> None:
+    docs = (HERE.parent.parent / "docs" / "cases.md").read_text()
+    example = docs.split("```yaml\n", 1)[1].split("```", 1)[0]
+    cases = load_text(example, "docs/cases.md")
+    assert [c.full_id for c in cases] == [
+        "dmpr.seek.forward-skips-locked[prio=0]",
+        "dmpr.seek.forward-skips-locked[prio=7]",
+    ]
+    assert cases[1].given["queues"][0]["messages"][2] == {"id": "m3", "Priority": 7}
