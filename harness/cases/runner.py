@@ -1,0 +1,414 @@
+"""Running conformance cases against a target: selection, steps, checks, timeouts, workers.
+
+Renders the runner of docs/cases.md and issue 4: :func:`select` picks cases by a pytest-like
+``-k`` expression over id, title and tags, by spec section prefix, and by requirement level
+(MUST by default, MUST and SHOULD when strict; MAY only when ``-k`` selects them);
+:func:`run_case` builds the case's ``given`` on a target, raises each step's spec event, checks
+its ``expect``/``expect_error`` and then the ``then`` state (harness.cases.compare), and never
+raises: a target that errs, crashes or hangs past the step timeout makes that case an ``error``;
+:func:`run` runs a list of cases in this process or in worker processes (each with its own
+target), in case order, and turns the cases listed in a known-failures file into ``xfail`` and
+``xpass``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import multiprocessing
+import re
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Collection, Generator, Sequence
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+from harness.cases.compare import compare_result, compare_then
+from harness.cases.model import Case, Level
+from harness.cases.target import Target, TargetError, TargetInfo
+from harness.cases.targets import make_target
+from harness.cases.targets.reference import event_section
+from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
+
+__all__ = [
+    "StepTimeout",
+    "apply_known_failures",
+    "load_known_failures",
+    "run",
+    "run_case",
+    "select",
+    "step_section",
+]
+
+T = TypeVar("T")
+
+
+# =================================================================================== select
+class _KeywordExpr:
+    """A pytest ``-k`` expression: words (case-insensitive substrings), and, or, not, parens."""
+
+    _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = [m.group(1) for m in self._TOKEN.finditer(text)]
+        self.pos = 0
+        if not self.tokens:
+            self.tree: Any = ("true",)
+            return
+        self.tree = self._or()
+        if self.pos != len(self.tokens):
+            raise ValueError(f"-k {text!r}: unexpected {self.tokens[self.pos]!r}")
+
+    def _peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def _or(self) -> Any:
+        node = self._and()
+        while self._peek() == "or":
+            self.pos += 1
+            node = ("or", node, self._and())
+        return node
+
+    def _and(self) -> Any:
+        node = self._not()
+        while self._peek() == "and":
+            self.pos += 1
+            node = ("and", node, self._not())
+        return node
+
+    def _not(self) -> Any:
+        tok = self._peek()
+        if tok == "not":
+            self.pos += 1
+            return ("not", self._not())
+        if tok == "(":
+            self.pos += 1
+            node = self._or()
+            if self._peek() != ")":
+                raise ValueError(f"-k {self.text!r}: missing ')'")
+            self.pos += 1
+            return node
+        if tok is None or tok in (")", "and", "or"):
+            raise ValueError(f"-k {self.text!r}: expected a word, got {tok or 'the end'}")
+        self.pos += 1
+        return ("word", tok.lower())
+
+    def matches(self, haystack: Sequence[str]) -> bool:
+        names = [h.lower() for h in haystack]
+
+        def ev(node: Any) -> bool:
+            op = node[0]
+            if op == "true":
+                return True
+            if op == "word":
+                return any(node[1] in h for h in names)
+            if op == "not":
+                return not ev(node[1])
+            if op == "and":
+                return ev(node[1]) and ev(node[2])
+            return ev(node[1]) or ev(node[2])
+
+        return ev(self.tree)
+
+
+def _section_matches(prefix: str, section: str) -> bool:
+    """"MS-MQDMPR 3.1.7" selects 3.1.7 and 3.1.7.x; a bare "3.1.7" matches any document."""
+    prefix = prefix.strip()
+    if " " not in prefix:
+        section = section.split(" ", 1)[-1]
+    return section == prefix or section.startswith(prefix + ".")
+
+
+def select(
+    cases: list[Case], *, keyword: str | None = None, sections: Sequence[str] = (), strict: bool = False
+) -> list[Case]:
+    """The cases a run executes, in their order (see the module docstring)."""
+    expr = _KeywordExpr(keyword) if keyword else None
+    out = []
+    for case in cases:
+        if sections and not any(_section_matches(p, s) for p in sections for s in case.sections):
+            continue
+        hit = expr is None or expr.matches([case.full_id, case.title, *case.tags])
+        if not hit:
+            continue
+        level = Level(case.level)
+        if level is Level.SHOULD and not strict:
+            continue
+        if level is Level.MAY and expr is None:
+            continue
+        out.append(case)
+    return out
+
+
+# ================================================================================= timeouts
+class StepTimeout(Exception):
+    """A step (or setup, or the final observe) ran past the step timeout."""
+
+
+def _alarm(signum: int, frame: FrameType | None) -> None:
+    raise StepTimeout()
+
+
+def _with_timeout(target: Target, timeout: float, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, interrupted after ``timeout`` seconds.
+
+    A target that enforces its own timeout (``handles_timeout``, the cmd target's per-request
+    timeout) is called directly; in the main thread SIGALRM interrupts the call; elsewhere a
+    watchdog thread runs it and the step is reported when it does not finish in time.
+    """
+    if timeout <= 0 or getattr(target, "handles_timeout", False):
+        return fn(*args)
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            return fn(*args)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+    box: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:
+            box["error"] = e
+
+    worker = threading.Thread(target=call, daemon=True, name="msmq-harness-step")
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise StepTimeout()
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
+
+
+# ================================================================================= run_case
+def step_section(case: Case, event: str, requirement: str = "") -> str:
+    """The spec section a step's failure is reported under.
+
+    The SpecRef whose requirement the step names, else the one whose section defines the
+    step's event ([MS-MQDMPR] section of the model method), else the case's first.
+    """
+    if requirement:
+        for ref in case.spec:
+            if ref.requirement == requirement:
+                return ref.section
+    defining = event_section(event)
+    if defining:
+        for ref in case.spec:
+            if ref.section == defining:
+                return ref.section
+    return case.spec[0].section if case.spec else ""
+
+
+def _result(case: Case, outcome: Outcome, start: float, failures: list[StepFailure], detail: str) -> CaseResult:
+    return CaseResult(
+        case_id=case.full_id,
+        title=case.title,
+        sections=case.sections,
+        level=str(case.level),
+        outcome=outcome,
+        duration=time.perf_counter() - start,
+        failures=failures,
+        detail=detail,
+        source=case.source,
+        line=case.line,
+        tags=list(case.tags),
+    )
+
+
+def _crash(exc: BaseException) -> str:
+    if isinstance(exc, TargetError):
+        return f"{exc.kind}: {exc.message}"
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def run_case(
+    case: Case, target: Target, *, step_timeout: float = 10.0, info: TargetInfo | None = None
+) -> CaseResult:
+    """Run one case on ``target``; never raises (a target failure is an ``error`` result)."""
+    start = time.perf_counter()
+    if info is not None and case.requires:
+        missing = [c for c in case.requires if c not in info.capabilities]
+        if missing:
+            return _result(case, Outcome.not_applicable, start, [], f"target lacks: {', '.join(missing)}")
+    where = "setup"
+    try:
+        _with_timeout(target, step_timeout, target.setup, case.given)
+        for index, step in enumerate(case.when):
+            where = f"step {index} ({step.event}, line {step.line})" if step.line else f"step {index} ({step.event})"
+            section = step_section(case, step.event, getattr(step, "requirement", ""))
+            try:
+                result = _with_timeout(target, step_timeout, target.event, step.event, step.args)
+            except TargetError as e:
+                if e.kind == "Error" and step.expect_error != "Error":
+                    raise
+                if step.expect_error == e.kind:
+                    continue
+                expected = step.expect_error or "no error"
+                failure = StepFailure(
+                    step=index,
+                    event=step.event,
+                    field="error",
+                    expected=expected,
+                    observed=e.kind,
+                    section=section,
+                    message=f"{where}: expected {expected}, the target reported {e.kind}: {e.message}",
+                )
+                return _result(case, Outcome.failed, start, [failure], failure.message)
+            if not isinstance(result, dict):
+                raise TargetError("Error", f"event returned {type(result).__name__}, not a mapping")
+            if step.expect_error:
+                failure = StepFailure(
+                    step=index,
+                    event=step.event,
+                    field="error",
+                    expected=step.expect_error,
+                    observed=result,
+                    section=section,
+                    message=f"{where}: expected {step.expect_error}, the event returned {result}",
+                )
+                return _result(case, Outcome.failed, start, [failure], failure.message)
+            if step.expect:
+                failures = compare_result(index, step.event, step.expect, result, section)
+                if failures:
+                    return _result(case, Outcome.failed, start, failures, "\n".join(f.message for f in failures))
+        then = case.then or {}
+        queues = list(then.get("queues") or {})
+        cursors = list(then.get("cursors") or {})
+        if queues or cursors:
+            where = "then"
+            observed = _with_timeout(target, step_timeout, target.observe, queues, cursors)
+            section = case.spec[0].section if case.spec else ""
+            failures = compare_then(then, observed, section)
+            if failures:
+                return _result(case, Outcome.failed, start, failures, "\n".join(f.message for f in failures))
+    except StepTimeout:
+        return _result(case, Outcome.error, start, [], f"{where}: timed out after {step_timeout:g} s")
+    except Exception as e:
+        return _result(case, Outcome.error, start, [], f"{where}: {_crash(e)}")
+    return _result(case, Outcome.passed, start, [], "")
+
+
+# ====================================================================================== run
+def load_known_failures(path: str | Path) -> set[str]:
+    """Case ids (full ids, or ids meaning every variant), one per line; ``#`` starts a comment."""
+    ids = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            ids.add(line)
+    return ids
+
+
+def apply_known_failures(result: CaseResult, case: Case, known: Collection[str]) -> CaseResult:
+    """A listed case: failed or error -> xfail, passed -> xpass (which fails the run)."""
+    if case.full_id in known or case.id in known:
+        if result.outcome in (Outcome.failed, Outcome.error):
+            result.outcome = Outcome.xfail
+        elif result.outcome is Outcome.passed:
+            result.outcome = Outcome.xpass
+            result.detail = "listed as a known failure, but passed"
+    return result
+
+
+def _open_target(target_spec: str, step_timeout: float) -> tuple[Target | None, TargetInfo | None, str]:
+    try:
+        target = make_target(target_spec, timeout=step_timeout)
+    except Exception as e:
+        return None, None, f"cannot make target {target_spec!r}: {_crash(e)}"
+    try:
+        info = target.hello()
+    except Exception as e:  # the cases then report what is wrong, one by one
+        return target, None, f"hello: {_crash(e)}"
+    return target, info, ""
+
+
+def _iter_serial(cases: list[Case], target_spec: str, step_timeout: float) -> Generator[CaseResult, None, None]:
+    target, info, problem = _open_target(target_spec, step_timeout)
+    try:
+        for case in cases:
+            if target is None:
+                yield _result(case, Outcome.error, time.perf_counter(), [], problem)
+            else:
+                yield run_case(case, target, step_timeout=step_timeout, info=info)
+    finally:
+        if target is not None:
+            with contextlib.suppress(Exception):
+                target.close()
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(target_spec: str, step_timeout: float) -> None:
+    target, info, problem = _open_target(target_spec, step_timeout)
+    _WORKER.update(target=target, info=info, problem=problem, step_timeout=step_timeout)
+    if target is not None:
+        multiprocessing.util.Finalize(None, target.close, exitpriority=10)
+
+
+def _worker_run(case: Case) -> CaseResult:
+    target = _WORKER["target"]
+    if target is None:
+        return _result(case, Outcome.error, time.perf_counter(), [], _WORKER["problem"])
+    return run_case(case, target, step_timeout=_WORKER["step_timeout"], info=_WORKER["info"])
+
+
+def _iter_parallel(
+    cases: list[Case], target_spec: str, step_timeout: float, workers: int
+) -> Generator[CaseResult, None, None]:
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    chunksize = max(1, min(16, len(cases) // (workers * 8)))
+    done = 0
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(target_spec, step_timeout)
+    ) as pool:
+        try:
+            for result in pool.map(_worker_run, cases, chunksize=chunksize):
+                done += 1
+                yield result
+        except BrokenProcessPool as e:
+            for case in cases[done:]:
+                yield _result(case, Outcome.error, time.perf_counter(), [], f"worker process died: {e}")
+
+
+def run(
+    cases: list[Case],
+    target_spec: str,
+    *,
+    workers: int = 1,
+    step_timeout: float = 10.0,
+    known_failures: Collection[str] = (),
+    progress: Callable[[CaseResult], None] | None = None,
+) -> RunResult:
+    """Run ``cases`` on the target ``target_spec`` (make_target); results in the cases' order.
+
+    ``workers > 1`` runs them in that many processes, each with its own target.
+    """
+    start = time.perf_counter()
+    known = set(known_failures)
+    if workers > 1 and len(cases) > 1:
+        results = _iter_parallel(cases, target_spec, step_timeout, min(workers, len(cases)))
+    else:
+        results = _iter_serial(cases, target_spec, step_timeout)
+    out = RunResult(target=target_spec)
+    for case, result in zip(cases, results, strict=False):
+        result = apply_known_failures(result, case, known)
+        out.results.append(result)
+        if progress is not None:
+            progress(result)
+    results.close()  # closes the target(s)
+    out.duration = time.perf_counter() - start
+    return out

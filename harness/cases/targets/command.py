@@ -1,0 +1,219 @@
+"""``cmd:<command>`` targets: an implementation in any language behind the JSON-lines protocol.
+
+Renders the JSON-lines protocol of docs/cases.md: one JSON object per line on the adapter's
+stdin and stdout, each request (``hello``, ``setup``, ``event``, ``observe``, then ``bye``)
+answered by exactly one reply; ``{"ok": false, "error", "kind"}`` becomes a TargetError of that
+kind.  Each request has a timeout: an adapter that hangs, exits, or answers something that is
+not a reply is killed, the request fails with ``TargetError("Error", ...)`` carrying the tail
+of the adapter's stderr, and the adapter is started again for the next case.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import queue
+import shlex
+import subprocess
+import threading
+from typing import IO, Any
+
+from harness.cases.target import TargetError, TargetInfo
+
+__all__ = ["CommandTarget", "split_command"]
+
+_KINDS = ("UndefinedBehaviour", "Unsupported", "Error")
+_STDERR_KEEP = 64  # lines of stderr kept for failure details
+
+
+def split_command(command: str) -> list[str]:
+    """The argv of a command line (shlex); a command quoted as a whole is unquoted once."""
+    argv = shlex.split(command)
+    if len(argv) == 1 and any(c.isspace() for c in argv[0]):
+        argv = shlex.split(argv[0])
+    if not argv:
+        raise ValueError("cmd target: empty command")
+    return argv
+
+
+class _Adapter:
+    """One running adapter process with reader threads for its stdout and stderr."""
+
+    def __init__(self, argv: list[str], cwd: str | None) -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            bufsize=1,
+        )
+        self.owner_pid = os.getpid()
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_KEEP)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        try:
+            for line in stream:
+                self.lines.put(line)
+        except (OSError, ValueError):
+            pass
+        self.lines.put(None)
+
+    def _drain(self, stream: IO[str]) -> None:
+        try:
+            for line in stream:
+                self.stderr.append(line.rstrip("\n"))
+        except (OSError, ValueError):
+            pass
+
+    def stderr_tail(self) -> str:
+        return "\n".join(self.stderr)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+
+class CommandTarget:
+    """A Target that runs ``command`` and speaks the JSON-lines protocol with it."""
+
+    handles_timeout = True  # the runner's step timeout is this target's request timeout
+
+    def __init__(self, command: str, *, timeout: float = 10.0, cwd: str | None = None) -> None:
+        self.command = command
+        self.argv = split_command(command)
+        self.timeout = timeout
+        self.cwd = cwd
+        self._adapter: _Adapter | None = None
+        self._info: TargetInfo | None = None
+
+    # ------------------------------------------------------------------------ plumbing
+    def _start(self) -> _Adapter:
+        try:
+            adapter = _Adapter(self.argv, self.cwd)
+        except OSError as e:
+            raise TargetError("Error", f"cannot start {self.command!r}: {e}") from e
+        self._adapter = adapter
+        return adapter
+
+    def _fail(self, adapter: _Adapter, what: str) -> TargetError:
+        adapter.kill()
+        if self._adapter is adapter:
+            self._adapter = None
+        code = adapter.proc.returncode
+        detail = f"{what} (adapter {self.command!r} exit status {code})"
+        tail = adapter.stderr_tail()
+        if tail:
+            detail += "\nadapter stderr:\n" + tail
+        return TargetError("Error", detail)
+
+    def _request(self, message: dict[str, Any], *, start: bool = False) -> dict[str, Any]:
+        adapter = self._adapter
+        if adapter is not None and not adapter.alive():
+            if not start:
+                raise self._fail(adapter, "the adapter exited")
+            adapter.kill()
+            adapter = self._adapter = None
+        if adapter is None:
+            if not start:
+                raise TargetError("Error", "the adapter is not running (it failed earlier in this case)")
+            adapter = self._start()
+            if message.get("op") != "hello":
+                self._hello(adapter)
+        op = message.get("op")
+        try:
+            line = json.dumps(message, allow_nan=False) + "\n"
+        except (TypeError, ValueError) as e:
+            raise TargetError("Error", f"{op}: cannot encode the request as JSON: {e}") from e
+        try:
+            assert adapter.proc.stdin is not None
+            adapter.proc.stdin.write(line)
+            adapter.proc.stdin.flush()
+        except (OSError, ValueError) as e:
+            raise self._fail(adapter, f"{op}: cannot write to the adapter: {e}") from e
+        try:
+            reply_line = adapter.lines.get(timeout=self.timeout)
+        except queue.Empty:
+            raise self._fail(adapter, f"{op}: no reply within {self.timeout:g} s") from None
+        if reply_line is None:
+            raise self._fail(adapter, f"{op}: the adapter exited without a reply")
+        try:
+            reply = json.loads(reply_line)
+        except ValueError:
+            raise self._fail(adapter, f"{op}: the reply is not JSON: {reply_line.strip()[:200]!r}") from None
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            raise self._fail(adapter, f"{op}: the reply has no boolean 'ok': {reply_line.strip()[:200]!r}")
+        if not reply["ok"]:
+            kind = reply.get("kind", "Error")
+            raise TargetError(kind if kind in _KINDS else "Error", str(reply.get("error", "")))
+        return reply
+
+    def _hello(self, adapter: _Adapter) -> TargetInfo:
+        reply = self._request({"op": "hello"})
+        events = reply.get("events") or []
+        info = TargetInfo(
+            name=str(reply.get("name") or self.command),
+            events=[str(e) for e in events] if isinstance(events, list) else [],
+            capabilities=[str(c) for c in reply.get("capabilities") or []],
+        )
+        self._info = info
+        return info
+
+    # ------------------------------------------------------------------------ Target
+    def hello(self) -> TargetInfo:
+        adapter = self._adapter if self._adapter is not None and self._adapter.alive() else self._start()
+        return self._hello(adapter)
+
+    def setup(self, given: dict[str, Any]) -> None:
+        self._request({"op": "setup", "given": given}, start=True)
+
+    def event(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        reply = self._request({"op": "event", "event": name, "args": args})
+        result = reply.get("result", {})
+        if not isinstance(result, dict):
+            raise TargetError("Error", f"{name}: 'result' is not an object: {result!r}")
+        return result
+
+    def observe(self, queues: list[str], cursors: list[str]) -> dict[str, Any]:
+        reply = self._request({"op": "observe", "queues": queues, "cursors": cursors})
+        return {"queues": reply.get("queues") or {}, "cursors": reply.get("cursors") or {}}
+
+    def close(self) -> None:
+        adapter, self._adapter = self._adapter, None
+        if adapter is None:
+            return
+        try:
+            if adapter.alive() and adapter.proc.stdin is not None:
+                adapter.proc.stdin.write(json.dumps({"op": "bye"}) + "\n")
+                adapter.proc.stdin.flush()
+                adapter.proc.stdin.close()
+                adapter.proc.wait(timeout=min(self.timeout, 2.0))
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            pass
+        adapter.kill()
+
+    def __del__(self) -> None:  # an adapter never outlives its target
+        adapter = getattr(self, "_adapter", None)
+        if adapter is not None and os.getpid() == adapter.owner_pid:
+            with contextlib.suppress(Exception):
+                adapter.kill()
