@@ -1,0 +1,1 @@
+"""Examples shipped with msmq-harness: the JSON-lines adapter and the mutants of the reference."""

@@ -1,0 +1,111 @@
+"""Detection power: the corpus against deliberately broken variants of the reference.
+
+Each entry of :data:`MUTANTS` is a ``QueueManager`` subclass under ``examples/mutants/`` that
+overrides exactly one [MS-MQDMPR] processing rule (its docstring names the rule and section).
+``python -m harness.cases.mutants [--cases cases] [-n N]`` runs the corpus against each one as
+the target ``plugin:<entry>`` and prints which cases caught it; the exit status is 1 when a
+mutant survives (no case failed against it) or when the corpus does not pass against the
+reference itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+__all__ = ["MUTANTS", "MutantResult", "main", "run_mutant", "run_mutants"]
+
+MUTANTS: list[str] = [
+    "examples.mutants.seek:SeekIgnoresAllowPeekWhenLocked",
+    "examples.mutants.seek:PeekReturnsAnyLocked",
+    "examples.mutants.seek:BackwardSeekReturnsEnd",
+    "examples.mutants.seek:ForwardSeekIncludesInitial",
+    "examples.mutants.seek:EnqueueIgnoresPriority",
+    "examples.mutants.cursor:ReceiveFromReadKeepsRead",
+    "examples.mutants.cursor:NoWaitIgnored",
+    "examples.mutants.cursor:PeekFromReadIgnoresState",
+    "examples.mutants.cursor:PeekNextFromUnreadAllowed",
+    "examples.mutants.cursor:WaitExpiredKeepsPosition",
+    "examples.mutants.queue:PurgeDeletesLocked",
+    "examples.mutants.queue:AbortRequeuesAtTail",
+    "examples.mutants.queue:CommitLeavesReceiveLocked",
+    "examples.mutants.queue:TimeoutReturnsOK",
+    "examples.mutants.queue:DestructiveReaderDoesNotStop",
+    "examples.mutants.queue:TransactionalReceiveDeletes",
+    "examples.mutants.queue:PauseIsNoop",
+]
+
+
+@dataclass
+class MutantResult:
+    mutant: str
+    caught_by: list[str] = field(default_factory=list)  # full ids of the cases that did not pass
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.caught_by)
+
+
+def _load(paths: Sequence[str]) -> list:
+    from harness.cases.loader import load_paths
+    from harness.cases.targets.reference import PSEUDO_EVENTS
+
+    return load_paths(paths, events=PSEUDO_EVENTS)
+
+
+def run_mutant(mutant: str, paths: Sequence[str] = ("cases",)) -> MutantResult:
+    """The corpus against one mutant: the cases it fails (or errors) on."""
+    from harness.cases.runner import run
+
+    result = run(_load(paths), f"plugin:{mutant}")
+    return MutantResult(mutant, [r.case_id for r in result.results if str(r.outcome) != "passed"])
+
+
+def run_mutants(
+    mutants: Sequence[str] = tuple(MUTANTS), paths: Sequence[str] = ("cases",), workers: int = 1
+) -> list[MutantResult]:
+    """Every mutant against the corpus, in order (``workers`` > 1: separate processes)."""
+    if workers <= 1:
+        return [run_mutant(m, paths) for m in mutants]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run_mutant, mutants, [tuple(paths)] * len(mutants)))
+
+
+def render(results: Sequence[MutantResult], first: int = 3) -> str:
+    width = max((len(r.mutant) for r in results), default=6)
+    lines = [f"{'mutant':<{width}}  caught by", f"{'-' * width}  ---------"]
+    for r in results:
+        if r.caught:
+            more = f", ... (+{len(r.caught_by) - first})" if len(r.caught_by) > first else ""
+            lines.append(f"{r.mutant:<{width}}  {len(r.caught_by):3d} cases: {', '.join(r.caught_by[:first])}{more}")
+        else:
+            lines.append(f"{r.mutant:<{width}}  SURVIVED (no case fails)")
+    caught = sum(r.caught for r in results)
+    lines.append(f"{caught}/{len(results)} mutants caught")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.cases.mutants", description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", action="append", help="case files or folders (default: cases)")
+    parser.add_argument("-n", "--workers", type=int, default=1, help="worker processes")
+    args = parser.parse_args(argv)
+    paths = args.cases or ["cases"]
+
+    from harness.cases.runner import run
+
+    baseline = run(_load(paths), "reference")
+    if not baseline.ok:
+        bad = [r.case_id for r in baseline.results if str(r.outcome) != "passed"]
+        print(f"the corpus does not pass against the reference: {', '.join(bad[:10])}", file=sys.stderr)
+        return 1
+    results = run_mutants(MUTANTS, paths, args.workers)
+    print(render(results))
+    return 0 if all(r.caught for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

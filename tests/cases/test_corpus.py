@@ -1,0 +1,47 @@
+"""The bundled corpus (cases/): loads, passes against the reference, covers every requirement of
+cases/requirements.yaml, and catches every shipped mutant (issue 4, acceptance 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cases.coverage import coverage
+from harness.cases.loader import load_paths, load_requirements
+from harness.cases.mutants import MUTANTS, run_mutants
+from harness.cases.runner import run
+from harness.cases.targets.reference import PSEUDO_EVENTS
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "cases"
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list:
+    return load_paths([CASES], events=PSEUDO_EVENTS)
+
+
+def test_corpus_loads(corpus: list) -> None:
+    assert len(corpus) >= 80
+    assert all(c.spec and all(ref.requirement for ref in c.spec) for c in corpus)
+
+
+def test_corpus_passes_against_reference(corpus: list) -> None:
+    result = run(corpus, "reference")
+    bad = [(r.case_id, r.outcome, r.detail) for r in result.results if str(r.outcome) != "passed"]
+    assert not bad
+
+
+def test_every_requirement_has_a_case(corpus: list) -> None:
+    report = coverage(load_requirements(CASES / "requirements.yaml"), corpus)
+    assert not report.uncovered, [r.id for r in report.uncovered]
+    assert not report.unknown, report.unknown
+    assert not report.mismatched, report.mismatched
+
+
+def test_every_mutant_is_caught() -> None:
+    assert len(MUTANTS) >= 10
+    results = run_mutants(MUTANTS, [str(CASES)], workers=2)
+    survivors = [r.mutant for r in results if not r.caught]
+    assert not survivors
