@@ -146,8 +146,11 @@ def select(
 
 
 # ================================================================================= timeouts
-class StepTimeout(Exception):
-    """A step (or setup, or the final observe) ran past the step timeout."""
+class StepTimeout(BaseException):
+    """A step (or setup, or the final observe) ran past the step timeout.
+
+    A BaseException, so that a target's own ``except Exception`` does not swallow it.
+    """
 
 
 def _alarm(signum: int, frame: FrameType | None) -> None:
@@ -165,12 +168,15 @@ def _with_timeout(target: Target, timeout: float, fn: Callable[..., T], *args: A
         return fn(*args)
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
         old = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+        before, _ = signal.setitimer(signal.ITIMER_REAL, timeout)
+        started = time.monotonic()
         try:
             return fn(*args)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
+            if before > 0:  # someone else's timer was running: let it go on
+                signal.setitimer(signal.ITIMER_REAL, max(before - (time.monotonic() - started), 1e-3))
     box: dict[str, Any] = {}
 
     def call() -> None:

@@ -157,6 +157,14 @@ class SkipNothingQueueManager(QueueManager):
         return iInitialPosition.Next
 
 
+class HangingQueueManager(QueueManager):
+    """A broken implementation whose Purge Queue never returns."""
+
+    def purge_queue(self, iQueue: Queue) -> None:
+        while True:
+            time.sleep(0.01)
+
+
 class CrashingTarget:
     """A Target class whose `crash` event raises and whose `hang` event never returns."""
 
@@ -219,6 +227,13 @@ def test_a_crashing_or_hanging_plugin_fails_only_its_case() -> None:
     assert outcomes == [Outcome.passed, Outcome.error, Outcome.error, Outcome.passed]
     assert "RuntimeError: boom" in result.results[1].detail
     assert "timed out after 0.5 s" in result.results[2].detail
+
+
+def test_a_hanging_queue_manager_plugin_times_out() -> None:
+    cases = [_case("hang", "purge_queue"), *load_text(SEEK, "seek.yaml")]
+    result = run(cases, f"plugin:{__name__}:HangingQueueManager", step_timeout=0.3)
+    assert [r.outcome for r in result.results] == [Outcome.error, Outcome.passed]
+    assert "step 0 (purge_queue): timed out after 0.3 s" in result.results[0].detail
 
 
 def test_a_hang_outside_the_main_thread_is_caught_by_a_watchdog() -> None:
