@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup run test lint bench fuzz clean
+.PHONY: setup browser run test lint bench fuzz mutants clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,14 +15,21 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The HTML report is checked in a real headless browser (Debian's chromium).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium (for the HTML report test)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
 run: setup
+	$(BIN)/msmq-harness run cases --junit reports/junit.xml --json reports/results.json --html reports/report.html
 	$(BIN)/msmq-harness demo --out reports
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: setup
-	$(BIN)/ruff check packets harness tests benchmarks
+	$(BIN)/ruff check packets harness tests benchmarks fuzz examples
 	$(BIN)/mypy
 
 bench: setup
@@ -29,6 +37,9 @@ bench: setup
 
 fuzz: setup
 	$(BIN)/python fuzz/fuzz_codec.py --iterations $${FUZZ_ITERATIONS:-1000000}
+
+mutants: setup
+	$(BIN)/python -m harness.cases.mutants -n 2
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,6 +1,9 @@
 """``msmq-harness``: the command-line edge of the harness.
 
 Subcommands:
+  run [PATHS]      run conformance cases (cases/ by default) against a target and report by
+                   spec section (docs/cases.md)
+  coverage         which requirements of cases/requirements.yaml have cases
   decode FILE...   decode hex dumps, raw MSMQ session streams or pcap/pcapng captures
                    ([MS-MQMQ] 2.2.19-2.2.20, [MS-MQQB] 2.2) as a field tree or JSON lines
   demo             decode the bundled [MS-MQQB] section 4 example frames and write reports
@@ -17,7 +20,9 @@ from pathlib import Path
 from harness.decoding import StreamReport, decode_file
 from packets.render import render_tree, to_jsonable
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+CASES = ROOT / "cases"
 
 
 def _stream_notes(report: StreamReport) -> list[tuple[str, dict[str, object]]]:
@@ -87,9 +92,88 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 1 if problems or not frames else 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    import harness.cases.targets  # noqa: F401  (registers the reference target's pseudo-events)
+    from harness.cases.loader import CaseError, load_paths
+    from harness.cases.runner import load_known_failures, run, select
+    from harness.report import html, json_report, junit, terminal
+
+    try:
+        cases = load_paths(args.paths or [CASES])
+    except CaseError as e:
+        print(f"msmq-harness run: {e}", file=sys.stderr)
+        return 2
+    cases = select(cases, keyword=args.k, sections=args.spec or (), strict=args.strict)
+    if args.dry_run:
+        for case in cases:
+            sections = ", ".join(case.sections)
+            print(f"{case.full_id}  [{case.level}]  {sections}")
+            for ref in case.spec:
+                if ref.text:
+                    print(f"    {ref.section}: {ref.text}")
+        print(f"{len(cases)} cases selected")
+        return 0
+    known = load_known_failures(args.known_failures) if args.known_failures else set()
+    with terminal.Progress(len(cases)) as progress:
+        result = run(
+            cases,
+            args.target,
+            workers=args.n,
+            step_timeout=args.step_timeout,
+            known_failures=known,
+            progress=progress.advance,
+        )
+    terminal.print_summary(result)
+    written = []
+    writers = ((args.junit, junit.write_junit), (args.json, json_report.write_json), (args.html, html.write_html))
+    for path, writer in writers:
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            writer(result, path)
+            written.append(str(path))
+    if written:
+        print("reports: " + ", ".join(written))
+    return 0 if result.ok else 1
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    import harness.cases.targets  # noqa: F401  (registers the reference target's pseudo-events)
+    from harness.cases.coverage import coverage, render_coverage
+    from harness.cases.loader import CaseError, load_paths, load_requirements
+
+    try:
+        report = coverage(load_requirements(args.requirements), load_paths(args.paths or [CASES]))
+    except CaseError as e:
+        print(f"msmq-harness coverage: {e}", file=sys.stderr)
+        return 2
+    print(render_coverage(report, as_json=args.json))
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="msmq-harness", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+
+    run_p = sub.add_parser("run", help="run conformance cases against a target")
+    run_p.add_argument("paths", nargs="*", metavar="PATH", help="case files or folders (default: cases/)")
+    run_p.add_argument("--target", default="reference", help="reference | plugin:pkg.mod:Class | cmd:'<command>'")
+    run_p.add_argument("-k", metavar="EXPR", help="select cases by id, title and tags (pytest -k syntax)")
+    run_p.add_argument("--spec", action="append", metavar="SECTION", help="select by spec section prefix")
+    run_p.add_argument("-n", type=int, default=1, metavar="N", help="worker processes")
+    run_p.add_argument("--strict", action="store_true", help="also run the SHOULD-level cases")
+    run_p.add_argument("--dry-run", action="store_true", help="list the selected cases and stop")
+    run_p.add_argument("--known-failures", metavar="FILE", help="case ids the target is known to fail")
+    run_p.add_argument("--step-timeout", type=float, default=10.0, metavar="S")
+    run_p.add_argument("--junit", metavar="FILE")
+    run_p.add_argument("--json", metavar="FILE")
+    run_p.add_argument("--html", metavar="FILE")
+    run_p.set_defaults(func=cmd_run)
+
+    cov = sub.add_parser("coverage", help="requirements with and without cases")
+    cov.add_argument("paths", nargs="*", metavar="PATH")
+    cov.add_argument("--requirements", default=str(CASES / "requirements.yaml"))
+    cov.add_argument("--json", action="store_true")
+    cov.set_defaults(func=cmd_coverage)
 
     decode = sub.add_parser("decode", help="decode hex, raw streams or pcap/pcapng captures")
     decode.add_argument("files", nargs="+", metavar="FILE")
@@ -108,7 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:  # output piped into head or less, closed early
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
