@@ -1,0 +1,332 @@
+"""A pytest plugin that collects conformance case files and runs them against a target.
+
+Renders the YAML cases of docs/cases.md as pytest items, so that ``pytest cases/ -n auto``
+runs the corpus with pytest's selection, parallelism (pytest-xdist) and reports.  Registered
+as the ``pytest11`` entry point ``msmq_harness``; ``-p harness.pytest_plugin`` loads it where
+the package is not installed.
+
+- Every ``*.yaml``/``*.yml`` file below a folder named ``cases`` (``requirements.yaml``
+  excepted) is collected with ``harness.cases.loader.load_file``; a bad file is one collection
+  error whose text is the loader's ``file:line: key: message``.
+- One item per case variant, named by its full id (``dmpr.seek.fwd[peek=True]``).
+- Each item runs with ``harness.cases.runner.run_case`` against one target per session (per
+  xdist worker), made by ``harness.cases.targets.make_target(--msmq-target)``.
+- Markers: ``spec`` (args: the case's sections) and, for every section and every prefix of it,
+  ``spec_<document>_<number>`` with the ``MS-`` prefix dropped and dots as underscores:
+  MS-MQDMPR 3.1.7.3.2 gives ``spec_mqdmpr``, ``spec_mqdmpr_3``, ... ``spec_mqdmpr_3_1_7_3_2``, so
+  ``-m spec_mqdmpr_3_1_7`` selects what ``--spec "MS-MQDMPR 3.1.7"`` selects; also
+  ``msmq_must``/``msmq_should``/``msmq_may``.  They are registered as they are made, so
+  ``--strict-markers`` accepts them.
+- Levels as ``msmq-harness run`` selects them: SHOULD cases only with ``--msmq-strict``, MAY
+  cases only when ``-k`` is given; the others are deselected.
+- Outcomes: passed; failed (the report gives each failure's section, value, expected and
+  observed); error (the target crashed, hung or erred: reported as an error at setup);
+  ``not_applicable`` is a skip; a case listed in ``--msmq-known-failures`` that fails is an
+  xfail, and one that passes fails as "XPASS(strict)".
+
+Ordinary tests are untouched: the plugin only collects YAML under a ``cases`` folder and only
+acts on its own items.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.report.results import CaseResult, Outcome
+from harness.report.terminal import case_headline, failure_line, format_value
+
+__all__ = ["CaseFile", "CaseItem", "spec_markers"]
+
+_STATE = pytest.StashKey["_Session"]()
+_LEVEL_MARKERS = {"MUST": "msmq_must", "SHOULD": "msmq_should", "MAY": "msmq_may"}
+_CASE_SUFFIXES = (".yaml", ".yml")
+_REQUIREMENTS = "requirements.yaml"
+
+
+# ================================================================================ options
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("msmq-harness", "MSMQ conformance cases (YAML under a 'cases' folder)")
+    group.addoption(
+        "--msmq-target",
+        default="reference",
+        metavar="TARGET",
+        help="target the cases run against: reference (default), plugin:pkg.mod:Class or 'cmd:<command>'",
+    )
+    group.addoption(
+        "--msmq-strict",
+        action="store_true",
+        default=False,
+        help="also run the SHOULD-level cases (MUST only by default)",
+    )
+    group.addoption(
+        "--msmq-known-failures",
+        default=None,
+        metavar="FILE",
+        help="case ids the target is known to fail (one per line): xfail, and a failure when one passes",
+    )
+    group.addoption(
+        "--msmq-step-timeout", type=float, default=10.0, metavar="SECONDS", help="timeout of one step (default 10)"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "spec(*sections): an MSMQ conformance case checking these spec sections")
+    for marker, level in ((m, lv) for lv, m in _LEVEL_MARKERS.items()):
+        config.addinivalue_line("markers", f"{marker}: an MSMQ conformance case of requirement level {level}")
+    config.stash[_STATE] = _Session(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.close()
+
+
+# ================================================================================ markers
+def spec_markers(section: str) -> list[str]:
+    """``MS-MQDMPR 3.1.7`` -> ``["spec_mqdmpr", "spec_mqdmpr_3", "spec_mqdmpr_3_1", "spec_mqdmpr_3_1_7"]``."""
+    document, _, number = section.partition(" ")
+    doc = document.lower().removeprefix("ms-")
+    doc = "".join(c if c.isalnum() else "_" for c in doc)
+    names = [f"spec_{doc}"]
+    parts = [p for p in number.replace(" ", ".").split(".") if p]
+    for i in range(1, len(parts) + 1):
+        names.append(f"spec_{doc}_" + "_".join("".join(c if c.isalnum() else "_" for c in p) for p in parts[:i]))
+    return names
+
+
+# ================================================================================ session state
+class _Session:
+    """The target of this session (or xdist worker), made when the first case needs it."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.target: Any = None
+        self.info: Any = None
+        self.problem = ""
+        self.opened = False
+        self.registered: set[str] = set()
+        self._known: set[str] | None = None
+
+    def open(self) -> None:
+        if self.opened:
+            return
+        self.opened = True
+        from harness.cases.targets import make_target
+
+        spec = self.config.getoption("msmq_target")
+        timeout = self.config.getoption("msmq_step_timeout")
+        try:
+            self.target = make_target(spec, timeout=timeout)
+        except Exception as e:
+            self.problem = f"cannot make target {spec!r}: {type(e).__name__}: {e}"
+            return
+        try:
+            self.info = self.target.hello()
+        except Exception as e:
+            self.problem = f"target {spec!r} failed hello: {type(e).__name__}: {e}"
+
+    @property
+    def events(self) -> list[str]:
+        return list(getattr(self.info, "events", None) or [])
+
+    @property
+    def known_failures(self) -> set[str]:
+        if self._known is None:
+            path = self.config.getoption("msmq_known_failures")
+            if path:
+                from harness.cases.runner import load_known_failures
+
+                self._known = load_known_failures(path)
+            else:
+                self._known = set()
+        return self._known
+
+    def register(self, marker: str, help_text: str) -> None:
+        if marker not in self.registered:
+            self.registered.add(marker)
+            self.config.addinivalue_line("markers", f"{marker}: {help_text}")
+
+    def close(self) -> None:
+        if self.target is not None:
+            with contextlib.suppress(Exception):
+                self.target.close()
+            self.target = None
+
+
+def _state(config: pytest.Config) -> _Session:
+    return config.stash[_STATE]
+
+
+# ================================================================================ collection
+def _under_cases_folder(path: Path, rootpath: Path) -> bool:
+    try:
+        parts = path.parent.relative_to(rootpath).parts
+    except ValueError:
+        parts = path.parent.parts
+    return "cases" in parts
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
+    if file_path.suffix not in _CASE_SUFFIXES or file_path.name == _REQUIREMENTS:
+        return None
+    if not _under_cases_folder(file_path, parent.config.rootpath):
+        return None
+    file: CaseFile = CaseFile.from_parent(parent, path=file_path)
+    return file
+
+
+class CaseFile(pytest.File):
+    """A YAML case file: one item per case variant."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        from harness.cases.loader import CaseError, load_file
+
+        state = _state(self.config)
+        state.open()  # the target's extra events are events the loader accepts
+        try:
+            cases = load_file(self.path, events=state.events)
+        except CaseError as e:
+            raise self.CollectError(str(e)) from None
+        for case in cases:
+            yield CaseItem.from_parent(self, name=case.full_id, case=case)
+
+
+class CaseFailed(Exception):
+    """A case did not pass: carries its result for repr_failure."""
+
+    def __init__(self, result: CaseResult, headline: str) -> None:
+        super().__init__(headline)
+        self.result = result
+
+
+class CaseItem(pytest.Item):
+    """One case variant run against the session's target."""
+
+    def __init__(self, *, case: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        state = _state(self.config)
+        sections = list(case.sections)
+        self.add_marker(pytest.mark.spec(*sections))
+        for section in sections:
+            for marker in spec_markers(section):
+                state.register(marker, f"MSMQ conformance cases of {section.partition(' ')[0]} section(s) {marker}")
+                self.add_marker(marker)
+        self.add_marker(_LEVEL_MARKERS.get(str(case.level), "msmq_must"))
+        self.user_properties.extend(("spec", s) for s in sections)
+        self.result: CaseResult | None = None
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, max(int(self.case.line) - 1, 0), f"{self.case.full_id} [{', '.join(self.case.sections)}]"
+
+    def setup(self) -> None:
+        from harness.cases.runner import apply_known_failures, run_case
+
+        state = _state(self.config)
+        state.open()
+        timeout = self.config.getoption("msmq_step_timeout")
+        if state.target is None:
+            result = CaseResult(
+                case_id=self.case.full_id,
+                title=self.case.title,
+                sections=list(self.case.sections),
+                level=str(self.case.level),
+                outcome=Outcome.error,
+                detail=state.problem,
+                source=self.case.source,
+                line=self.case.line,
+                tags=list(self.case.tags),
+            )
+        else:
+            start = time.perf_counter()
+            result = run_case(self.case, state.target, step_timeout=timeout, info=state.info)
+            result.duration = result.duration or time.perf_counter() - start
+        result = apply_known_failures(result, self.case, state.known_failures)
+        self.result = result
+        self.user_properties.append(("outcome", str(result.outcome)))
+        if result.outcome is Outcome.error:
+            raise CaseFailed(result, case_headline(result))
+
+    def runtest(self) -> None:
+        result = self.result
+        assert result is not None
+        if result.outcome is Outcome.passed:
+            return
+        if result.outcome is Outcome.not_applicable:
+            pytest.skip(f"not applicable: {result.detail}" if result.detail else "not applicable")
+        if result.outcome is Outcome.xfail:
+            pytest.xfail("known failure")
+        if result.outcome is Outcome.xpass:
+            raise CaseFailed(result, "[XPASS(strict)] known failure passed unexpectedly")
+        raise CaseFailed(result, case_headline(result))
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | Any:
+        if not isinstance(excinfo.value, CaseFailed):
+            return super().repr_failure(excinfo, style=style)
+        return render_failure(excinfo.value.result, str(excinfo.value))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A target error is raised at setup, where pytest does not ask repr_failure: render it here;
+    a skip (not applicable) is reported at the case's line, not the plugin's."""
+    report = yield
+    if isinstance(item, CaseItem) and call.excinfo is not None:
+        if isinstance(call.excinfo.value, CaseFailed):
+            report.longrepr = render_failure(call.excinfo.value.result, str(call.excinfo.value))
+        elif report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
+            report.longrepr = (str(item.path), max(int(item.case.line), 1), report.longrepr[2])
+    return report
+
+
+def render_failure(result: CaseResult, headline: str) -> str:
+    """The text pytest shows for a case that did not pass: section, value, expected, observed."""
+    lines = [f"{result.case_id}: {str(result.outcome).upper()}: {headline}"]
+    if result.title:
+        lines.append(f"  {result.title}")
+    if result.source:
+        lines.append(f"  case file: {result.source}:{result.line}")
+    lines.append(f"  spec: {', '.join(result.sections) or '-'}   level: {result.level}")
+    for f in result.failures:
+        lines.append(f"  FAILED {failure_line(f)}")
+        lines.append(f"      section:  {f.section or '-'}")
+        lines.append(f"      value:    {f.field}")
+        lines.append(f"      expected: {format_value(f.expected)}")
+        lines.append(f"      observed: {format_value(f.observed)}")
+        if f.evidence:
+            lines.append("      evidence:")
+            lines.extend(f"        {line}" for line in f.evidence.splitlines())
+    detail = result.detail.strip()
+    if detail and not result.failures:
+        lines.append(f"  {str(result.outcome).upper()}: " + detail.replace("\n", "\n    "))
+    return "\n".join(line for line in lines if line)
+
+
+# ================================================================================ selection
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect SHOULD cases unless --msmq-strict and MAY cases unless -k (as runner.select does)."""
+    strict = config.getoption("msmq_strict")
+    keyword = bool(config.getoption("keyword", ""))
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        if isinstance(item, CaseItem):
+            level = str(item.case.level)
+            if (level == "SHOULD" and not strict) or (level == "MAY" and not keyword):
+                dropped.append(item)
+                continue
+        keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

@@ -1,0 +1,92 @@
+"""The JSON report of a conformance run: one record per case, for tools and dashboards.
+
+Renders a :class:`~harness.report.results.RunResult` in the shape of ``RunResult.to_dict()``
+(``target``, ``duration``, ``counts``, ``results``: one record per case variant with
+``case_id``, ``title``, ``sections``, ``level``, ``outcome``, ``duration``, ``failures`` (each
+``step``, ``event``, ``field``, ``expected``, ``observed``, ``section``, ``message``,
+``evidence``), ``detail``, ``source``, ``line``, ``tags``) plus the run's metadata: ``format``
+(:data:`FORMAT`), ``generated`` (UTC, ISO 8601), ``harness_version``, ``python``, ``host``,
+``ok`` and ``by_section`` (spec section -> outcome counts, sorted by document and section
+number), and whatever ``metadata`` the caller adds.  Values JSON cannot hold (bytes, sets,
+enumerations) are written as hex, sorted lists and their string.  :func:`read_json` reads a
+report back into a RunResult.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
+from harness.report.terminal import section_key
+
+__all__ = ["FORMAT", "read_json", "render_json", "to_json_dict", "write_json"]
+
+FORMAT = "msmq-harness-results/1"
+
+
+def _version() -> str:
+    try:
+        return importlib_metadata.version("msmq-harness")
+    except importlib_metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)
+
+
+def to_json_dict(run: RunResult, *, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The report as a dict (see the module docstring)."""
+    out: dict[str, Any] = {
+        "format": FORMAT,
+        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "harness_version": _version(),
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+    }
+    out.update(run.to_dict())
+    out["ok"] = run.ok
+    out["by_section"] = {
+        section: dict(counts) for section, counts in sorted(run.by_section().items(), key=lambda i: section_key(i[0]))
+    }
+    if metadata:
+        out.update(metadata)
+    return out
+
+
+def render_json(run: RunResult, *, metadata: Mapping[str, Any] | None = None) -> str:
+    """The report as JSON text."""
+    return json.dumps(to_json_dict(run, metadata=metadata), indent=2, ensure_ascii=False, default=_default) + "\n"
+
+
+def write_json(run: RunResult, path: str | os.PathLike[str], *, metadata: Mapping[str, Any] | None = None) -> Path:
+    """Write the JSON report of ``run`` to ``path``; returns the path."""
+    out = Path(path)
+    out.write_text(render_json(run, metadata=metadata), encoding="utf-8")
+    return out
+
+
+def read_json(path: str | os.PathLike[str]) -> RunResult:
+    """A report written by :func:`write_json`, back as a RunResult (values as JSON holds them)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    results = []
+    for record in data["results"]:
+        fields = dict(record)
+        fields["outcome"] = Outcome(fields["outcome"])
+        fields["failures"] = [StepFailure(**f) for f in fields.get("failures", [])]
+        results.append(CaseResult(**fields))
+    return RunResult(target=data["target"], results=results, duration=data.get("duration", 0.0))

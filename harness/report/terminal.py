@@ -1,0 +1,263 @@
+"""The terminal summary of a conformance run, and the progress bar of a long run.
+
+:func:`print_summary` renders a :class:`~harness.report.results.RunResult` for a person at a
+terminal: the target, the outcome counts and the duration; every failed, errored or
+unexpectedly passing case with the spec section, the value checked, the expected and the
+observed value; and the conformance table (spec section by outcome, grouped by document and
+sorted by section number).  On a terminal it uses rich (colors, boxed tables); into a file or a
+pipe it writes plain text.  :class:`Progress` is a rich progress bar fed one
+:class:`~harness.report.results.CaseResult` at a time (``run(..., progress=p.advance)``); it
+is silent when its output is not a terminal.
+
+The formatting helpers shared by the other reports live here too: :func:`section_key` (the
+document, then the section number numerically), :func:`format_value` and
+:func:`failure_line`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from types import TracebackType
+from typing import IO, Any
+
+from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
+
+__all__ = [
+    "BAD_OUTCOMES",
+    "DOCUMENTS",
+    "OUTCOMES",
+    "Progress",
+    "case_headline",
+    "failure_line",
+    "format_value",
+    "print_summary",
+    "render_summary",
+    "section_key",
+    "sections_by_document",
+]
+
+OUTCOMES: tuple[str, ...] = tuple(str(o) for o in Outcome)  # the order of every table's columns
+BAD_OUTCOMES = frozenset({Outcome.failed, Outcome.error, Outcome.xpass})
+DOCUMENTS: tuple[str, ...] = ("MS-MQDMPR", "MS-MQQB", "MS-MQMQ")  # the order of documents in tables
+
+_STYLES = {
+    "passed": "green",
+    "failed": "bold red",
+    "error": "bold magenta",
+    "xfail": "yellow",
+    "xpass": "bold red",
+    "not_applicable": "dim",
+}
+
+
+# ================================================================================ helpers
+def section_key(section: str) -> tuple[int, str, tuple[tuple[int, str], ...]]:
+    """Sort key of "MS-MQDMPR 3.1.7.3.2": documents in :data:`DOCUMENTS` order, then numerically."""
+    document, _, number = section.partition(" ")
+    rank = DOCUMENTS.index(document) if document in DOCUMENTS else len(DOCUMENTS)
+    parts = tuple((int(p), "") if p.isdigit() else (1 << 30, p) for p in number.split(".") if p)
+    return rank, document, parts
+
+
+def sections_by_document(run: RunResult) -> list[tuple[str, list[tuple[str, Counter[str]]]]]:
+    """[(document, [(section, outcome counts), ...]), ...] in :func:`section_key` order."""
+    groups: dict[str, list[tuple[str, Counter[str]]]] = {}
+    for section, counts in sorted(run.by_section().items(), key=lambda item: section_key(item[0])):
+        document = section.partition(" ")[0]
+        groups.setdefault(document, []).append((section, counts))
+    return list(groups.items())
+
+
+def format_value(value: Any) -> str:
+    """An expected or observed value as compact JSON (``"MQ_OK"``, ``{"any_of": [...]}``)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=False, default=_json_default)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    return str(value)
+
+
+def failure_line(failure: StepFailure) -> str:
+    """``MS-MQDMPR 3.1.7.3.2: step 0 (seek_...): rMessagePosition expected "m2", observed "m3"``."""
+    where = "then" if failure.step < 0 else f"step {failure.step} ({failure.event})"
+    expected, observed = format_value(failure.expected), format_value(failure.observed)
+    text = f"{where}: {failure.field} expected {expected}, observed {observed}"
+    return f"{failure.section}: {text}" if failure.section else text
+
+
+def case_headline(result: CaseResult) -> str:
+    """One line saying why a case did not pass: its first failure, else its detail."""
+    if result.failures:
+        return failure_line(result.failures[0])
+    first = result.detail.strip().splitlines()[0] if result.detail.strip() else str(result.outcome)
+    section = result.sections[0] if result.sections else ""
+    return f"{section}: {first}" if section else first
+
+
+def _is_tty(file: IO[str]) -> bool:
+    try:
+        return bool(file.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _count_line(counts: Counter[str]) -> str:
+    return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+
+
+# ================================================================================ summary
+def render_summary(run: RunResult) -> str:
+    """The plain-text summary :func:`print_summary` writes when its output is not a terminal."""
+    counts = run.counts()
+    total = len(run.results)
+    lines = [
+        f"msmq-harness: target {run.target}",
+        f"{total} cases in {run.duration:.2f} s: {_count_line(counts) or 'nothing run'}",
+        "",
+    ]
+    bad = [r for r in run.results if r.outcome in BAD_OUTCOMES]
+    if bad:
+        lines.append("Failures:")
+        for r in bad:
+            lines.append(f"  {str(r.outcome).upper()} {r.case_id}" + (f"  ({r.source}:{r.line})" if r.source else ""))
+            if r.failures:
+                lines.extend(f"      {failure_line(f)}" for f in r.failures)
+            for detail_line in ([] if r.failures else r.detail.strip().splitlines()):
+                lines.append(f"      {detail_line}")
+        lines.append("")
+    table = sections_by_document(run)
+    if table:
+        width = max(len(section) for _, rows in table for section, _ in rows)
+        header = f"{'section':<{width}}  " + "  ".join(f"{o:>{max(len(o), 5)}}" for o in OUTCOMES)
+        lines.append("By spec section:")
+        lines.append(header)
+        for _, rows in table:
+            for section, row in rows:
+                cells = "  ".join(f"{row[o]:>{max(len(o), 5)}}" for o in OUTCOMES)
+                lines.append(f"{section:<{width}}  {cells}")
+        lines.append("")
+    lines.append(("PASSED" if run.ok else "FAILED") + f": {_count_line(counts) or 'no cases'}")
+    return "\n".join(lines) + "\n"
+
+
+def print_summary(run: RunResult, *, file: IO[str] | None = None) -> None:
+    """Print the summary of ``run`` to ``file`` (stdout): rich on a terminal, plain text otherwise."""
+    out = file if file is not None else sys.stdout
+    if not _is_tty(out):
+        out.write(render_summary(run))
+        out.flush()
+        return
+    _print_rich(run, out)
+
+
+def _print_rich(run: RunResult, out: IO[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=out, highlight=False)
+    counts = run.counts()
+    console.print(Text.assemble(("msmq-harness", "bold"), f": target {run.target}"))
+    summary = Text(f"{len(run.results)} cases in {run.duration:.2f} s: ")
+    for i, outcome in enumerate(o for o in OUTCOMES if counts[o]):
+        summary.append(", " if i else "")
+        summary.append(f"{counts[outcome]} {outcome}", style=_STYLES[outcome])
+    console.print(summary)
+    bad = [r for r in run.results if r.outcome in BAD_OUTCOMES]
+    if bad:
+        console.rule("Failures")
+        for r in bad:
+            head = Text(f"{str(r.outcome).upper()} ", style=_STYLES[str(r.outcome)])
+            head.append(r.case_id, style="bold")
+            if r.source:
+                head.append(f"  ({r.source}:{r.line})", style="dim")
+            console.print(head)
+            for f in r.failures:
+                line = Text("    ")
+                line.append(f.section or "-", style="cyan")
+                line.append(f"  {'then' if f.step < 0 else f'step {f.step} ({f.event})'}: {f.field} ")
+                line.append("expected ", style="dim")
+                line.append(format_value(f.expected), style="green")
+                line.append(", observed ", style="dim")
+                line.append(format_value(f.observed), style="red")
+                console.print(line)
+            if not r.failures and r.detail.strip():
+                for detail_line in r.detail.strip().splitlines():
+                    console.print(Text("    " + detail_line))
+    table = sections_by_document(run)
+    if table:
+        grid = Table(title="Conformance by spec section", header_style="bold")
+        grid.add_column("section")
+        for outcome in OUTCOMES:
+            grid.add_column(outcome, justify="right")
+        for index, (_, rows) in enumerate(table):
+            if index:
+                grid.add_section()
+            for section, row in rows:
+                cells = [Text(str(row[o]), style=_STYLES[o] if row[o] else "dim") for o in OUTCOMES]
+                grid.add_row(section, *cells)
+        console.print(grid)
+    verdict = Text("PASSED" if run.ok else "FAILED", style="bold green" if run.ok else "bold red")
+    console.print(Text.assemble(verdict, f": {_count_line(counts) or 'no cases'}"))
+
+
+# ================================================================================ progress
+class Progress:
+    """A progress bar over ``total`` cases; ``advance(result)`` after each one.
+
+    A context manager; a rich bar with the counts of failures so far when ``file`` (stderr) is a
+    terminal, nothing at all otherwise.
+    """
+
+    def __init__(self, total: int, *, file: IO[str] | None = None, description: str = "cases") -> None:
+        self.total = total
+        self.counts: Counter[str] = Counter()
+        self.file = file if file is not None else sys.stderr
+        self.description = description
+        self.enabled = _is_tty(self.file) and total > 0
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import Progress as RichProgress
+
+            self._progress = RichProgress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=self.file),
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self.description, total=self.total, status="")
+        return self
+
+    def advance(self, result: CaseResult) -> None:
+        """Count ``result`` and move the bar one case on."""
+        self.counts[str(result.outcome)] += 1
+        if self._progress is not None:
+            bad = sum(self.counts[str(o)] for o in BAD_OUTCOMES)
+            status = f"[red]{bad} failing[/red]" if bad else "[green]ok[/green]"
+            self._progress.update(self._task, advance=1, status=status)
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

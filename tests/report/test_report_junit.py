@@ -1,0 +1,87 @@
+"""The JUnit XML report, read back with junitparser (a standard JUnit parser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from junitparser import Error, Failure, JUnitXml, Properties, Skipped, TestCase, TestSuite
+
+from harness.report.junit import render_junit, write_junit
+from harness.report.results import RunResult
+
+
+def _read(path: Path) -> list[TestSuite]:
+    return list(JUnitXml.fromfile(str(path)))
+
+
+def _cases(suites: list[TestSuite]) -> dict[str, TestCase]:
+    return {case.name: case for suite in suites for case in suite}
+
+
+def _case_properties(case: TestCase) -> list[tuple[str, str]]:
+    props = case.child(Properties)
+    return [(p.name, p.value) for p in props] if props is not None else []
+
+
+def test_one_suite_one_testcase_per_variant(run: RunResult, tmp_path: Path) -> None:
+    path = write_junit(run, tmp_path / "junit.xml")
+    suites = _read(path)
+    assert len(suites) == 1
+    suite = suites[0]
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (8, 2, 1, 2)
+    assert next((p.name, p.value) for p in suite.properties()) == ("target", "plugin:vendor.msmq:Impl")
+    cases = _cases(suites)
+    assert list(cases) == [r.case_id for r in run.results]
+    # classname is the first spec section, name the full id (matrix values included)
+    assert cases["dmpr.seek.fwd[peek=True]"].classname == "MS-MQDMPR 3.1.7.3.2"
+    assert cases["dmpr.dequeue.timeout"].classname == "MS-MQDMPR 3.1.7.1.10"
+    assert cases["dmpr.dequeue.timeout"].time == 10.0
+    assert ("spec", "MS-MQDMPR 3.1.7.1.9") in _case_properties(cases["dmpr.dequeue.timeout"])
+    assert ("level", "SHOULD") in _case_properties(cases["mqmq.header.priority"])
+
+
+def test_outcomes_map_to_junit_results(run: RunResult, tmp_path: Path) -> None:
+    cases = _cases(_read(write_junit(run, tmp_path / "junit.xml")))
+    assert cases["dmpr.seek.fwd[peek=False]"].is_passed
+    assert cases["dmpr.cursor.peek"].is_passed
+
+    (failure,) = cases["dmpr.seek.fwd[peek=True]"].result
+    assert isinstance(failure, Failure)
+    # message: the first failure's section, expected and observed; text: every failure
+    assert failure.message == (
+        'MS-MQDMPR 3.1.7.3.2: step 0 (seek_available_message_position): rMessagePosition expected "m2", observed "m1"'
+    )
+    assert failure.text is not None
+    assert 'MS-MQDMPR 3.1.1.2: then: queues.q[0].State expected {"any_of": ["Locked", "Deleted"]}' in failure.text
+    assert "observed \"Available\"" in failure.text
+    assert "0000  4c 49 4f 52  LIOR" in failure.text  # evidence
+
+    (error,) = cases["dmpr.dequeue.timeout"].result
+    assert isinstance(error, Error)
+    assert error.message == "MS-MQDMPR 3.1.7.1.10: step 1 (dequeue_message): timed out after 10 s"
+    assert error.text is not None and "\\x01 control" in error.text  # not XML-legal: written as \x01
+
+    (xfail,) = cases["dmpr.purge.locked"].result
+    assert isinstance(xfail, Skipped) and xfail.message == "known failure"
+    (xpass,) = cases["dmpr.purge.empty"].result
+    assert isinstance(xpass, Failure) and xpass.message == "known failure passed unexpectedly"
+    (na,) = cases["mqqb.session.ack"].result
+    assert isinstance(na, Skipped) and na.message == "not applicable: target lacks: peer-behaviour"
+
+
+def test_one_suite_per_document(run: RunResult, tmp_path: Path) -> None:
+    suites = _read(write_junit(run, tmp_path / "junit.xml", per_document=True))
+    assert [s.name for s in suites] == ["msmq-harness MS-MQDMPR", "msmq-harness MS-MQQB", "msmq-harness MS-MQMQ"]
+    assert [s.tests for s in suites] == [6, 1, 1]
+    assert sum(s.failures for s in suites) == 2
+    assert {c.name for c in suites[1]} == {"mqqb.session.ack"}
+
+
+def test_escaping_and_empty_run(run: RunResult, tmp_path: Path, nasty: str) -> None:
+    cases = _cases(_read(write_junit(run, tmp_path / "junit.xml")))
+    assert ("title", f"Title with {nasty}") in _case_properties(cases["dmpr.dequeue.timeout"])
+    empty = render_junit(RunResult(target="reference"))
+    path = tmp_path / "empty.xml"
+    path.write_text(empty, encoding="utf-8")
+    (suite,) = _read(path)
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (0, 0, 0, 0)
