@@ -182,21 +182,23 @@ def load_file(path: str | Path, *, events: Collection[str] = ()) -> list[Case]:
 
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
-    """Files named, and case files found under folders (not the requirement list)."""
-    files: set[Path] = set()
+    """Files named, and case files found under folders (not the requirement list).
+
+    In the order given; the files of a folder sorted by path; a file named twice is read once.
+    """
+    files: dict[Path, None] = {}
     for path in paths:
         p = Path(path)
         if p.is_dir():
-            files.update(
-                f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.name != REQUIREMENTS_FILE and f.is_file()
-            )
+            found = (f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.name != REQUIREMENTS_FILE)
+            files.update(dict.fromkeys(sorted(f for f in found if f.is_file())))
         else:
-            files.add(p)
-    return sorted(files)
+            files[p] = None
+    return list(files)
 
 
 def load_paths(paths: Iterable[str | Path], *, events: Collection[str] = ()) -> list[Case]:
-    """The cases of files and folders (``*.yaml``/``*.yml`` recursively), sorted by path.
+    """The cases of files and folders (``*.yaml``/``*.yml`` recursively), in the order given.
 
     Case ids are unique across everything loaded together.  Raises CaseError for the first bad
     file (``requirements.yaml``, the requirement list, is not a case file and is skipped in folders).

@@ -140,9 +140,14 @@ def register_events(*names: str) -> None:
     _EXTRA_EVENTS.update(names)
 
 
+def spec_events() -> frozenset[str]:
+    """The [MS-MQDMPR] events the model implements (no target-specific additions)."""
+    return frozenset(_model_events())
+
+
 def known_events(extra: Iterable[str] = ()) -> frozenset[str]:
     """Every event a case may raise: the model's spec events, registered names and ``extra``."""
-    return frozenset(_model_events()) | _EXTRA_EVENTS | frozenset(extra)
+    return spec_events() | _EXTRA_EVENTS | frozenset(extra)
 
 
 def event_parameters(event: str) -> tuple[str, ...] | None:

@@ -21,7 +21,7 @@ from harness.cases.loader import (
     load_text,
 )
 from harness.cases.model import Level, SpecRef
-from harness.cases.schema import SCHEMA_PATH, register_events
+from harness.cases.schema import SCHEMA_PATH, register_events, spec_events
 
 HERE = Path(__file__).parent
 BAD = HERE / "bad"
@@ -145,7 +145,7 @@ def test_known_events_are_the_models_spec_events() -> None:
     ):
         assert name in events
     for helper in ("new_queue", "fire_due_timers", "new_handle", "waiting_readers", "find_queue"):
-        assert helper not in events
+        assert helper not in spec_events()  # targets may register some of them as extra events
     assert "reset_clock" in known_events(["reset_clock"])
 
 

@@ -291,8 +291,8 @@ class OracleMachine(RuleBasedStateMachine):
             return env.qm.dequeue_message_end(env.desc, env.messages[name], delete)
 
         kind, out = self.both(go)
-        p2 = self.envs[0].messages[name].MessagePositionReference
-        if kind == "ok" and out == 0 and not delete and p2 is not None and p2.in_list:
+        if kind == "ok" and out == 0 and not delete:
+            # given back: a waiting receive may take it again (counted when its wait resolves)
             self.handed_out.discard(name)
 
     @rule()
