@@ -7,6 +7,8 @@ Subcommands:
   decode FILE...   decode hex dumps, raw MSMQ session streams or pcap/pcapng captures
                    ([MS-MQMQ] 2.2.19-2.2.20, [MS-MQQB] 2.2) as a field tree or JSON lines
   demo             decode the bundled [MS-MQQB] section 4 example frames and write reports
+  synth            write a synthetic capture with injected anomalies and their manifest
+  pipeline INPUT   decode and check captures with Spark: Parquet packets, sessions, violations
 """
 
 from __future__ import annotations
@@ -187,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="decode the bundled example frames and write reports")
     demo.add_argument("--out", default="reports")
     demo.set_defaults(func=cmd_demo)
+
+    from harness.pipeline.cli import add_subcommands
+
+    add_subcommands(sub)
     return parser
 
 

@@ -1,0 +1,461 @@
+"""Synthetic MSMQ captures with a manifest of what was injected.
+
+Each session is produced by running the sans-IO :class:`~harness.session.Initiator` against the
+:class:`~harness.session.Acceptor` in memory ([MS-MQQB] 3.1.5.2-3.1.5.4 establishment, 3.1.7.1
+UserMessages, 3.1.5.5 SessionAck, 3.1.5.6 OrderAck), so every byte is what the session engines
+send; session anomalies are injected by an acceptor fault behaviour (BaseHeader.Signature,
+[MS-MQQB] 3.1.5.1.2) or by changing a packet in flight before the other engine sees it
+(BaseHeader.PacketSize, [MS-MQMQ] 2.2.19.1; SessionHeader.UserMsgSequenceNumber and
+AckSequenceNumber, [MS-MQQB] 3.1.5.5.5 and 3.1.5.5.1), and the rule the receiving engine
+reported is kept as the expected rule.  A few
+session scripts are made this way and replayed over many TCP connections (RFC 9293 three-way
+handshake, sequence and acknowledgment numbers, FIN exchange; IPv4 and TCP checksums) written
+straight into a classic pcap file with :mod:`struct`, interleaving concurrent sessions.  TCP
+anomalies -- out-of-order, retransmitted and overlapping segments (which are not violations) and
+missing segments (a gap the reassembly must record) -- are injected per segment.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import packets
+from harness.capture.tcp import FlowKey
+from harness.session import (
+    Acceptor,
+    Close,
+    Connect,
+    Initiator,
+    Send,
+    StartTimer,
+    Timer,
+    Violation,
+    user_message,
+)
+from harness.session.events import CancelTimer
+
+__all__ = [
+    "ANOMALIES",
+    "SESSION_ANOMALIES",
+    "TCP_ANOMALIES",
+    "SessionScript",
+    "SynthError",
+    "run_session",
+    "synthesize",
+]
+
+MSMQ_PORT = 1801
+MSS = 1460
+#: session anomalies: name -> the packet each changes (the rule comes from the engine that sees it)
+SESSION_ANOMALIES = ("bad-signature", "packet-size", "sequence-gap", "ack-beyond-sent")
+#: TCP anomalies: the first three are not violations; "missing-segment" leaves a gap
+TCP_ANOMALIES = ("out-of-order", "retransmission", "overlap", "missing-segment")
+ANOMALIES = SESSION_ANOMALIES + TCP_ANOMALIES
+
+_INITIATOR = "{5F1A0C2E-7B3D-4E8F-9A6B-1C2D3E4F5A01}"
+_ACCEPTOR = "{0E9D8C7B-6A59-4837-A2B1-C0D9E8F7A602}"
+
+
+class SynthError(Exception):
+    """A synthetic capture could not be produced as asked."""
+
+
+@dataclass
+class SessionScript:
+    """What one session carried: (direction, bytes, packet kind) in send order."""
+
+    name: str
+    packets: list[tuple[str, bytes, str]]
+    closer: str | None  #: "client" or "server" when an engine closed the connection, else None
+    violations: list[Violation]
+    initiator: str = _INITIATOR
+    acceptor: str = _ACCEPTOR
+
+    def index_of(self, direction: str, position: int) -> int:
+        """Index in its direction of the packet at ``position`` of :attr:`packets`."""
+        return sum(1 for d, _, _ in self.packets[:position] if d == direction)
+
+
+Mutator = Callable[[str, int, bytes], bytes]
+
+
+def run_session(
+    messages: list[tuple[bytes, str]],
+    *,
+    behaviour: str = "normal",
+    mutate: Mutator | None = None,
+    initiator: str = _INITIATOR,
+    acceptor: str = _ACCEPTOR,
+    name: str = "session",
+    max_steps: int = 100_000,
+) -> SessionScript:
+    """Run one session in memory; ``mutate(direction, index, data)`` may change a packet in flight."""
+    now = [0.0]
+    ini = Initiator(initiator, acceptor, clock=lambda: now[0])
+    acc = Acceptor(acceptor, behaviour, clock=lambda: now[0])
+    engines: dict[str, Initiator | Acceptor] = {"client": ini, "server": acc}
+    queues: dict[str, deque[bytes]] = {"client": deque(), "server": deque()}  # bytes travelling *to* a side
+    timers: dict[str, dict[str, float]] = {"client": {}, "server": {}}
+    script = SessionScript(name, [], None, [], initiator, acceptor)
+    counts = {"client": 0, "server": 0}
+    state = {"connected": False, "connect": False}
+
+    def handle(side: str, actions: list[Any]) -> None:
+        other = "server" if side == "client" else "client"
+        for act in actions:
+            if isinstance(act, Send):
+                if not state["connected"]:
+                    continue
+                data = act.data
+                if mutate is not None:
+                    data = mutate(side, counts[side], data)
+                counts[side] += 1
+                script.packets.append((side, data, str(act.packet_kind)))
+                queues[other].append(data)
+            elif isinstance(act, StartTimer):
+                timers[side][act.name] = now[0] + act.seconds
+            elif isinstance(act, CancelTimer):
+                timers[side].pop(act.name, None)
+            elif isinstance(act, Close):
+                if state["connected"] and script.closer is None:
+                    script.closer = side
+                state["connected"] = False
+            elif isinstance(act, Connect):
+                state["connect"] = True
+            elif isinstance(act, Violation):
+                script.violations.append(act)
+
+    handle("client", ini.start())
+    for body, delivery in messages:
+        handle("client", ini.send_message(user_message(initiator, acceptor, body), delivery))
+    for _ in range(max_steps):
+        if state["connect"] and not state["connected"] and script.closer is None:
+            state["connect"], state["connected"] = False, True
+            handle("server", acc.connection_made())
+            handle("client", ini.connection_made())
+            continue
+        moved = False
+        for side in ("server", "client"):
+            while state["connected"] and queues[side]:
+                handle(side, engines[side].receive_data(queues[side].popleft()))
+                now[0] += 0.001
+                moved = True
+        if not state["connected"]:
+            break
+        if moved:
+            continue
+        due = [(t, s, n) for s in timers for n, t in timers[s].items() if n != Timer.SessionCleanup]
+        if not due:
+            break
+        t, side, timer = min(due)
+        if t > 30.0:  # only acknowledgment timers run; nothing else is due in a finished session
+            break
+        now[0] = max(now[0], t)
+        timers[side].pop(timer, None)
+        handle(side, engines[side].timer_fired(timer))
+    else:
+        raise SynthError(f"session {name} did not settle within {max_steps} steps")
+    return script
+
+
+# ---------------------------------------------------------------------------------------------
+# session scripts
+
+
+def _message_mix(rng: random.Random, n: int) -> list[tuple[bytes, str]]:
+    out = []
+    for k in range(n):
+        delivery = rng.choice(("express", "express", "recoverable", "transactional"))
+        size = rng.choice((16, 64, 200, 900, 2400))
+        out.append((b"m%05d:" % k + bytes(rng.randrange(256) for _ in range(size)), delivery))
+    return out
+
+
+def _replace_u32(data: bytes, offset: int, value: int) -> bytes:
+    return data[:offset] + struct.pack("<I", value) + data[offset + 4 :]
+
+
+def _mutator(kind: str) -> tuple[Mutator, dict[str, Any]]:
+    """A mutation for a session anomaly and the record of where it struck."""
+    hit: dict[str, Any] = {}
+
+    def packet_size(side: str, index: int, data: bytes) -> bytes:
+        if side == "client" and not hit and packets.parse(data, strict=False).kind.name == "UserMessage":
+            hit.update(direction=side, packet_index=index)
+            size = struct.unpack_from("<I", data, 8)[0]
+            return _replace_u32(data, 8, size + 8) + b"\0" * 8  # 8 bytes beyond the headers
+        return data
+
+    def session_ack(field_name: str) -> Mutator:
+        def mutate(side: str, index: int, data: bytes) -> bytes:
+            if side != "server" or hit:
+                return data
+            p = packets.parse(data, strict=False)
+            if p.kind.name != "SessionAck":
+                return data
+            headers = p.headers
+            headers.SessionHeader[field_name] = int(headers.SessionHeader[field_name]) + 1
+            hit.update(direction=side, packet_index=index)
+            return packets.build(headers)
+
+        return mutate
+
+    def unchanged(side: str, index: int, data: bytes) -> bytes:
+        return data
+
+    table = {
+        "packet-size": packet_size,
+        "sequence-gap": session_ack("UserMsgSequenceNumber"),
+        "ack-beyond-sent": session_ack("AckSequenceNumber"),
+    }
+    return table.get(kind, unchanged), hit
+
+
+@dataclass
+class _Template:
+    script: SessionScript
+    anomaly: str | None = None
+    expected: dict[str, Any] = field(default_factory=dict)
+    csums: list[list[int]] = field(default_factory=list)  # per packet: payload checksum of each MSS piece
+
+
+def make_template(kind: str | None, seed: int, n_messages: int) -> _Template:
+    """One session script, clean (``kind`` None) or with a session anomaly."""
+    rng = random.Random(seed)
+    messages = _message_mix(rng, n_messages)
+    behaviour = "bad-signature" if kind == "bad-signature" else "normal"
+    mutate, hit = _mutator(kind or "")
+    script = run_session(messages, behaviour=behaviour, mutate=mutate, name=f"{kind or 'clean'}-{seed}")
+    expected: dict[str, Any] = {}
+    if kind is None:
+        if script.violations:
+            raise SynthError(f"clean session broke rules: {script.violations}")
+    else:
+        if not script.violations:
+            raise SynthError(f"anomaly {kind} reported no rule")
+        first = script.violations[0]
+        if kind == "bad-signature":
+            hit.update(direction="server", packet_index=first.packet_index)
+        expected = {"rule": first.rule_id, "section": first.section, **hit}
+    t = _Template(script, kind, expected)
+    t.csums = [[_sum16(data[i : i + MSS]) for i in range(0, len(data), MSS)] for _, data, _ in script.packets]
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# TCP/IP framing
+
+
+def _sum16(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def _fold(total: int) -> int:
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+_CLIENT_MAC = bytes.fromhex("020000000002")
+_IP = struct.Struct("!BBHHHBBH4s4s")
+_TCP = struct.Struct("!HHIIBBHHH")
+_REC = struct.Struct("<IIII")
+SYN, ACK, PSH, FIN = 0x02, 0x10, 0x08, 0x01
+
+
+@dataclass
+class _Endpoint:
+    addr: bytes
+    port: int
+    isn: int
+    mac: bytes
+
+
+class PcapWriter:
+    """A classic pcap file (microsecond timestamps, LINKTYPE_ETHERNET), written record by record."""
+
+    def __init__(self, stream: BinaryIO, snaplen: int = 65535) -> None:
+        self.stream = stream
+        self.records = 0
+        self.snaplen = snaplen
+        stream.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, 1))
+        self._ip_id = 0
+
+    def record(self, ts_us: int, frame: bytes) -> None:
+        self.stream.write(_REC.pack(ts_us // 1_000_000, ts_us % 1_000_000, len(frame), len(frame)) + frame)
+        self.records += 1
+
+    def tcp_frame(
+        self, src: _Endpoint, dst: _Endpoint, seq: int, ack: int, flags: int, payload: bytes, psum: int | None = None
+    ) -> bytes:
+        self._ip_id = (self._ip_id + 1) & 0xFFFF
+        total = 40 + len(payload)
+        ip = _IP.pack(0x45, 0, total, self._ip_id, 0x4000, 64, 6, 0, src.addr, dst.addr)
+        ip = ip[:10] + struct.pack("!H", 0xFFFF - _fold(sum(struct.unpack("!10H", ip)))) + ip[12:]
+        tcp = _TCP.pack(src.port, dst.port, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags, 65535, 0, 0)
+        if psum is None:
+            psum = _sum16(payload)
+        pseudo = sum(struct.unpack("!4H", src.addr + dst.addr)) + 6 + 20 + len(payload)
+        csum = 0xFFFF - _fold(pseudo + sum(struct.unpack("!10H", tcp)) + psum)
+        tcp = tcp[:16] + struct.pack("!H", csum) + tcp[18:]
+        return dst.mac + src.mac + b"\x08\x00" + ip + tcp + payload
+
+
+def _segments(template: _Template) -> list[tuple[str, int, bytes, int]]:
+    """The data segments of a session: (direction, stream offset, payload, payload checksum)."""
+    out: list[tuple[str, int, bytes, int]] = []
+    offsets = {"client": 0, "server": 0}
+    for (direction, data, _kind), sums in zip(template.script.packets, template.csums, strict=True):
+        for i, s in zip(range(0, len(data), MSS), sums, strict=True):
+            piece = data[i : i + MSS]
+            out.append((direction, offsets[direction] + i, piece, s))
+        offsets[direction] += len(data)
+    return out
+
+
+def _session_frames(
+    writer: PcapWriter, template: _Template, client: _Endpoint, server: _Endpoint, tcp_anomaly: str | None
+) -> Iterator[bytes]:
+    """Every frame of one TCP connection carrying the script, with at most one TCP anomaly."""
+    ends = {"client": client, "server": server}
+    isn = {"client": client.isn, "server": server.isn}
+    nxt = {"client": 0, "server": 0}  # stream bytes sent so far
+    frame = writer.tcp_frame
+    yield frame(client, server, client.isn, 0, SYN, b"")
+    yield frame(server, client, server.isn, client.isn + 1, SYN | ACK, b"")
+    yield frame(client, server, client.isn + 1, server.isn + 1, ACK, b"")
+    segs = _segments(template)
+    frames: list[tuple[str, int, bytes, int | None]] = [(d, off, p, s) for d, off, p, s in segs]
+    if tcp_anomaly is not None:
+        data_idx = [i for i, (d, _o, p, _s) in enumerate(frames) if d == "client" and len(p) >= 32]
+        i = data_idx[len(data_idx) // 2]
+        d, off, p, _sum = frames[i]
+        half = len(p) // 2
+        first, second = (d, off, p[:half], None), (d, off + half, p[half:], None)
+        if tcp_anomaly == "out-of-order":
+            frames[i : i + 1] = [second, first]
+        elif tcp_anomaly == "retransmission":
+            frames[i : i + 1] = [frames[i], frames[i]]
+        elif tcp_anomaly == "overlap":
+            third = len(p) // 3
+            frames[i : i + 1] = [(d, off, p[: 2 * third], None), (d, off + third, p[third:], None)]
+        elif tcp_anomaly == "missing-segment":
+            frames[i : i + 1] = [first]  # the second half never appears
+    for d, off, payload, psum in frames:
+        other = "server" if d == "client" else "client"
+        seq = isn[d] + 1 + off
+        nxt[d] = max(nxt[d], off + len(payload))
+        yield frame(ends[d], ends[other], seq, isn[other] + 1 + nxt[other], ACK | PSH, payload, psum)
+    closer = template.script.closer or "client"
+    other = "server" if closer == "client" else "client"
+    c, o = ends[closer], ends[other]
+    yield frame(c, o, isn[closer] + 1 + nxt[closer], isn[other] + 1 + nxt[other], FIN | ACK, b"")
+    yield frame(o, c, isn[other] + 1 + nxt[other], isn[closer] + 2 + nxt[closer], FIN | ACK, b"")
+    yield frame(c, o, isn[closer] + 2 + nxt[closer], isn[other] + 2 + nxt[other], ACK, b"")
+
+
+def _addr(n: int) -> bytes:
+    return bytes((10, 1 + (n >> 16) % 250, (n >> 8) & 0xFF, n & 0xFF))
+
+
+def synthesize(
+    out: str | Path,
+    sessions: int,
+    anomalies: float = 0.1,
+    *,
+    seed: int = 0,
+    messages: int = 8,
+    concurrency: int = 16,
+    manifest: str | Path | None = None,
+    kinds: tuple[str, ...] = ANOMALIES,
+) -> dict[str, Any]:
+    """Write a capture of ``sessions`` sessions, a fraction ``anomalies`` of them with one anomaly
+    (kinds taken in turn), and its manifest (``<out>.json`` unless given); returns the manifest."""
+    if sessions < 0 or not 0.0 <= anomalies <= 1.0:
+        raise SynthError("sessions must be >= 0 and anomalies within [0, 1]")
+    unknown = set(kinds) - set(ANOMALIES)
+    if unknown:
+        raise SynthError(f"unknown anomaly kinds {sorted(unknown)}; known: {', '.join(ANOMALIES)}")
+    rng = random.Random(seed)
+    out = Path(out)
+    manifest_path = Path(manifest) if manifest else out.with_suffix(out.suffix + ".json")
+    clean_templates = [make_template(None, seed * 1000 + v, messages + v) for v in range(4)]
+    session_templates: dict[str, _Template] = {}
+    plan: list[tuple[_Template, str | None]] = []
+    n_anomalous = round(sessions * anomalies)
+    anomalous = set(rng.sample(range(sessions), n_anomalous)) if sessions else set()
+    k = 0
+    for s in range(sessions):
+        kind = None
+        if s in anomalous:
+            kind = kinds[k % len(kinds)]
+            k += 1
+        if kind in SESSION_ANOMALIES:
+            if kind not in session_templates:
+                session_templates[kind] = make_template(kind, seed * 1000 + 500 + len(session_templates), messages)
+            plan.append((session_templates[kind], None))
+        else:
+            plan.append((clean_templates[s % len(clean_templates)], kind))
+    server = _Endpoint(bytes((10, 0, 0, 1)), MSMQ_PORT, 0, bytes.fromhex("020000000001"))
+    records: list[dict[str, Any]] = []
+    injected: list[dict[str, Any]] = []
+    ts = 1_700_000_000 * 1_000_000 + seed
+    with out.open("wb") as f:
+        writer = PcapWriter(f)
+        active: list[Iterator[bytes]] = []
+        s = 0
+        while s < len(plan) or active:
+            while s < len(plan) and len(active) < concurrency:
+                template, tcp_anomaly = plan[s]
+                client = _Endpoint(_addr(s + 1), 1024 + (s * 7919) % 60000, rng.getrandbits(32), _CLIENT_MAC)
+                srv = _Endpoint(server.addr, server.port, rng.getrandbits(32), server.mac)
+                flow = FlowKey.of(".".join(map(str, client.addr)), client.port, "10.0.0.1", MSMQ_PORT)[0].id
+                counts = {d: sum(1 for p in template.script.packets if p[0] == d) for d in ("client", "server")}
+                name = template.script.name
+                entry: dict[str, Any] = {"flow": flow, "session": s, "template": name, "packets": counts}
+                kind = template.anomaly or tcp_anomaly
+                if kind is not None:
+                    item: dict[str, Any] = {"kind": kind, "flow": flow, "session": s}
+                    if template.anomaly is not None:
+                        item.update(template.expected)
+                    else:
+                        item.update(rule=None, direction="client")
+                        if tcp_anomaly == "missing-segment":
+                            item["gap"] = True
+                    injected.append(item)
+                    entry["anomaly"] = kind
+                records.append(entry)
+                active.append(_session_frames(writer, template, client, srv, tcp_anomaly))
+                s += 1
+            i = rng.randrange(len(active))
+            try:
+                fr = next(active[i])
+            except StopIteration:
+                active.pop(i)
+                continue
+            ts += rng.randrange(20, 400)  # microseconds
+            writer.record(ts, fr)
+    manifest_data = {
+        "capture": str(out),
+        "seed": seed,
+        "sessions": sessions,
+        "records": writer.records,
+        "anomaly_rate": anomalies,
+        "anomalies": injected,
+        "flows": records,
+        "server": f"10.0.0.1:{MSMQ_PORT}",
+    }
+    manifest_path.write_text(json.dumps(manifest_data, indent=1))
+    return manifest_data
