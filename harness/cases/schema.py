@@ -163,9 +163,26 @@ def schema() -> dict[str, Any]:
     return result
 
 
+def _inline_refs(node: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    """``node`` with every ``{"$ref": "#/$defs/X"}`` replaced by X itself (the schema has no
+    recursive definitions), so that validation does not resolve references case after case."""
+    if isinstance(node, dict):
+        ref = node.get("$ref", "")
+        if len(node) == 1 and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in seen:
+                raise ValueError(f"case.schema.json: recursive definition {name!r}")
+            return _inline_refs(defs[name], defs, (*seen, name))
+        return {k: v if k == "$defs" else _inline_refs(v, defs, seen) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline_refs(v, defs, seen) for v in node]
+    return node
+
+
 @functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(schema())
+    full = schema()
+    return jsonschema.Draft202012Validator(_inline_refs(full, full["$defs"]))
 
 
 _TYPE_WORDS = {

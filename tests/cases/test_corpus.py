@@ -3,6 +3,7 @@ cases/requirements.yaml, and catches every shipped mutant (issue 4, acceptance 1
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,16 @@ def test_every_mutant_is_caught() -> None:
     results = run_mutants(MUTANTS, [str(CASES)], workers=2)
     survivors = [r.mutant for r in results if not r.caught]
     assert not survivors
+
+
+def test_the_corpus_through_the_cmd_adapter_gives_identical_outcomes(corpus: list) -> None:
+    """Issue 4, acceptance 2: the reference behind the JSON-lines protocol (examples/) gives the
+    same outcome and the same failure detail for every case and variant."""
+    adapter = f"cmd:{sys.executable} {ROOT / 'examples' / 'reference_adapter.py'}"
+    model_cases = [c for c in corpus if c.source.startswith(str(CASES / "mqdmpr"))]
+    assert len(model_cases) >= 100
+    embedded = run(model_cases, "reference")
+    through_cmd = run(model_cases, adapter, workers=2, step_timeout=30)
+    assert [(r.case_id, str(r.outcome), r.failures) for r in through_cmd.results] == [
+        (r.case_id, str(r.outcome), r.failures) for r in embedded.results
+    ]
