@@ -1,0 +1,261 @@
+"""Splittable reading of capture files: byte ranges of one file read in parallel, small files
+packed into balanced tasks.
+
+A classic pcap file (libpcap format: 24-byte global header, 16-byte record headers) is cut into
+byte ranges; the task of a range that does not start the file finds the first record boundary at
+or after its start with :func:`harness.capture.pcapfile.find_record_boundary` (a chain of
+plausible record headers: fraction below one second, caplen <= snaplen, caplen <= wire length,
+timestamps close together) and then confirms it by walking :data:`CONFIRM` further headers, each
+starting where the previous record ends; it reads from there up to the boundary the next range
+starts at (found by the same search), so the last record may end beyond the range.  Each task reports where its first record started and where its last
+one ended, so the driver can check that the ranges chain exactly.  A pcapng file
+(draft-ietf-opsawg-pcapng) is read whole by one task: interface blocks may appear anywhere.
+Bad input is reported per file with its byte offset (:class:`~harness.capture.pcapfile.CaptureProblem`)
+and the rest is still read.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from harness.capture.pcapfile import (
+    MAX_CAPLEN,
+    MAX_WIRELEN,
+    RESYNC_TS_WINDOW,
+    CaptureProblem,
+    PcapHeader,
+    Record,
+    find_record_boundary,
+    iter_records,
+    read_header,
+)
+
+__all__ = [
+    "CONFIRM",
+    "SplitError",
+    "check_chaining",
+    "describe",
+    "InputFile",
+    "Split",
+    "SplitResult",
+    "expand_inputs",
+    "find_split_start",
+    "plan_tasks",
+    "read_split",
+]
+
+#: Record headers walked after a candidate boundary to confirm it (when the file has that many).
+CONFIRM = 16
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
+_REC = {"<": struct.Struct("<IIII"), ">": struct.Struct(">IIII")}
+
+
+class SplitError(Exception):
+    """An input that cannot be listed or planned."""
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: str
+    size: int
+    format: str = "pcap"  #: "pcap", "pcapng" or "bad" (the file header could not be read)
+    problem: str = ""  #: why the header could not be read (with its offset)
+
+
+@dataclass(frozen=True)
+class Split:
+    """The records of ``path`` that start in [start, end); ``start`` 0 means from the file header."""
+
+    path: str
+    start: int
+    end: int
+    index: int = 0  #: position of this range within its file
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class SplitResult:
+    """What a task found besides the records: where they started and ended, and the problems."""
+
+    split: Split
+    records: int = 0
+    first: int | None = None  #: offset of the first record read
+    next: int | None = None  #: offset right after the last record read
+    problems: list[CaptureProblem] = field(default_factory=list)
+
+
+def _local(path: str) -> str:
+    if path.startswith("file://"):
+        return path[len("file://") :]
+    if "://" in path:
+        raise SplitError(f"{path}: only local files (or file:// URLs) can be read")
+    return path
+
+
+def expand_inputs(inputs: Iterable[str]) -> list[str]:
+    """Files named, every capture file under the folders named, and the matches of globs (sorted,
+    duplicates dropped, order of the inputs kept)."""
+    seen: dict[str, None] = {}
+    for raw in inputs:
+        item = _local(raw)
+        if os.path.isdir(item):
+            found = sorted(
+                str(p) for p in Path(item).rglob("*") if p.is_file() and p.suffix.lower() in CAPTURE_SUFFIXES
+            )
+        elif any(c in item for c in "*?["):
+            found = sorted(p for p in glob.glob(item, recursive=True) if os.path.isfile(p))
+        elif os.path.isfile(item):
+            found = [item]
+        else:
+            raise SplitError(f"{raw}: no such file or folder")
+        if not found:
+            raise SplitError(f"{raw}: no capture files")
+        for p in found:
+            seen.setdefault(os.path.abspath(p), None)
+    return list(seen)
+
+
+def describe(path: str) -> InputFile:
+    """Size and format of one input (reads the file header only)."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = read_header(f)
+    if isinstance(head, CaptureProblem):
+        return InputFile(path, size, "bad", str(head._replace(path=path)))
+    return InputFile(path, size, head.format)
+
+
+def plan_tasks(files: list[InputFile], split_size: int, tasks: int) -> list[list[Split]]:
+    """Cut classic pcap files larger than ``split_size`` into ranges and pack everything into at
+    least ``tasks`` task lists of about equal bytes (largest first onto the lightest task)."""
+    if split_size <= 0:
+        raise SplitError("split size must be positive")
+    pieces: list[Split] = []
+    for f in files:
+        if f.format == "pcap" and f.size > split_size:
+            n = -(-f.size // split_size)
+            step = -(-f.size // n)
+            pieces.extend(Split(f.path, s, min(s + step, f.size), i) for i, s in enumerate(range(0, f.size, step)))
+        else:
+            pieces.append(Split(f.path, 0, max(f.size, 1), 0))
+    n_tasks = max(1, min(tasks, len(pieces)))
+    loads = [0] * n_tasks
+    plan: list[list[Split]] = [[] for _ in range(n_tasks)]
+    for piece in sorted(pieces, key=lambda p: (-p.length, p.path, p.start)):
+        i = min(range(n_tasks), key=lambda k: (loads[k], k))
+        plan[i].append(piece)
+        loads[i] += piece.length
+    for task in plan:
+        task.sort(key=lambda p: (p.path, p.start))
+    return [t for t in plan if t]
+
+
+def _confirm(buf: bytes, p: int, header: PcapHeader, at_eof: bool) -> bool:
+    """Do :data:`CONFIRM` record headers chain from ``p`` (or the chain run to the end of the file)?"""
+    unpack = _REC[header.byteorder].unpack_from
+    limit = min(header.snaplen, MAX_CAPLEN) if header.snaplen else MAX_CAPLEN
+    frac_max = 1_000_000_000 if header.ts_unit < 1e-6 else 1_000_000
+    prev: int | None = None
+    q = p
+    for _ in range(CONFIRM):
+        if q + 16 > len(buf):
+            return at_eof
+        sec, frac, caplen, wirelen = unpack(buf, q)
+        if frac >= frac_max or not 0 < wirelen <= MAX_WIRELEN or caplen > wirelen or caplen > limit:
+            return False
+        if prev is not None and abs(sec - prev) > RESYNC_TS_WINDOW:
+            return False
+        prev = sec
+        q += 16 + caplen
+    return True
+
+
+def find_split_start(f: BinaryIO, start: int, end: int, header: PcapHeader, size: int) -> int | None:
+    """File offset of the first confirmed record boundary in [start, end) of an open file, or None."""
+    limit = min(header.snaplen, MAX_CAPLEN) if header.snaplen else MAX_CAPLEN
+    window = (CONFIRM + 2) * (16 + limit)
+    pos = start
+    while pos < end:
+        f.seek(pos)
+        buf = f.read(2 * window)
+        at_eof = pos + len(buf) >= size
+        scan_limit = min(end - pos, len(buf) if at_eof else window)
+        p = 0
+        while p < scan_limit:
+            q = find_record_boundary(buf[p:], header, at_eof=at_eof)
+            if q is None or p + q >= scan_limit:
+                break
+            if _confirm(buf, p + q, header, at_eof):
+                return pos + p + q
+            p += q + 1
+        if at_eof:
+            return None
+        pos += scan_limit
+    return None
+
+
+def read_split(split: Split, result: SplitResult | None = None) -> Iterator[Record]:
+    """The records of the split (problems go to ``result.problems``).
+
+    A range owns the records from the first confirmed boundary at or after its start up to the
+    first confirmed boundary at or after its end -- the boundary the next range starts at, found by
+    the same deterministic search -- so consecutive ranges neither lose nor repeat a record.
+    """
+    result = result if result is not None else SplitResult(split)
+    size = os.path.getsize(split.path)
+    with open(split.path, "rb") as f:
+        header = read_header(f)
+        if isinstance(header, CaptureProblem):
+            if split.start == 0:
+                result.problems.append(header._replace(path=split.path))
+            return
+        splittable = header.format == "pcap"
+        stop = find_split_start(f, split.end, size, header, size) if splittable and split.end < size else None
+        if split.start == 0:
+            f.seek(0)
+            items = iter_records(f, path=split.path, end_offset=stop)
+        else:
+            begin = find_split_start(f, split.start, split.end, header, size) if splittable else None
+            if begin is None:
+                return
+            f.seek(begin)
+            items = iter_records(f, start_offset=begin, path=split.path, header=header, end_offset=stop)
+        for item in items:
+            if isinstance(item, CaptureProblem):
+                result.problems.append(item)
+                continue
+            if result.first is None:
+                result.first = item.offset
+            result.records += 1
+            result.next = item.offset + 16 + len(item.data)
+            yield item
+
+
+def check_chaining(results: list[SplitResult]) -> list[CaptureProblem]:
+    """Problems where consecutive ranges of one file do not meet exactly (without other problems
+    in between, the first record of a range must start where the previous range's last ended)."""
+    out: list[CaptureProblem] = []
+    by_file: dict[str, list[SplitResult]] = {}
+    for r in results:
+        by_file.setdefault(r.split.path, []).append(r)
+    for path, rs in by_file.items():
+        rs.sort(key=lambda r: r.split.start)
+        prev: SplitResult | None = None
+        for r in rs:
+            if r.first is None:
+                continue
+            if prev is not None and prev.next is not None and not prev.problems and prev.next != r.first:
+                out.append(
+                    CaptureProblem(path, r.split.start, f"ranges do not chain: {prev.next} then {r.first}")
+                )
+            prev = r
+    return out
