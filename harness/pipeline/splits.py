@@ -7,8 +7,9 @@ or after its start with :func:`harness.capture.pcapfile.find_record_boundary` (a
 plausible record headers: fraction below one second, caplen <= snaplen, caplen <= wire length,
 timestamps close together) and then confirms it by walking :data:`CONFIRM` further headers, each
 starting where the previous record ends; it reads from there up to the boundary the next range
-starts at (found by the same search), so the last record may end beyond the range.  Each task reports where its first record started and where its last
-one ended, so the driver can check that the ranges chain exactly.  A pcapng file
+starts at (found by the same search), so the last record may end beyond the range.  Each task
+reports where its first record started and where its last one ended, so the driver can check
+that the ranges chain exactly.  A pcapng file
 (draft-ietf-opsawg-pcapng) is read whole by one task: interface blocks may appear anywhere.
 Bad input is reported per file with its byte offset (:class:`~harness.capture.pcapfile.CaptureProblem`)
 and the rest is still read.
@@ -38,12 +39,12 @@ from harness.capture.pcapfile import (
 
 __all__ = [
     "CONFIRM",
-    "SplitError",
-    "check_chaining",
-    "describe",
     "InputFile",
     "Split",
+    "SplitError",
     "SplitResult",
+    "check_chaining",
+    "describe",
     "expand_inputs",
     "find_split_start",
     "plan_tasks",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def test_big_file_is_cut_and_small_files_packed_into_balanced_tasks(tmp_path: Pa
     for f in files:  # every byte of every file in exactly one range
         ranges = sorted((s.start, s.end) for s in pieces if s.path == f.path)
         assert ranges[0][0] == 0 and ranges[-1][1] == f.size
-        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
     assert len([s for s in pieces if s.path == str(big)]) == 5
     loads = [sum(s.length for s in task) for task in plan]
     assert max(loads) - min(loads) <= max(s.length for s in pieces)
