@@ -115,11 +115,13 @@ def _build(doc: dict[str, Any], lines: Lines, variant: dict[str, Any]) -> Case:
     for i, s in enumerate(doc["when"]):
         steps.append(
             Step(
-                event=s["event"],
+                event=s["event"] if "event" in s else s["action"],
                 args=dict(s.get("args") or {}),
                 expect=s.get("expect"),
                 expect_error=s.get("expect_error", ""),
                 line=lines.line(("when", i)),
+                action=s.get("action", ""),
+                requirement=s.get("requirement", ""),
             )
         )
     return Case(

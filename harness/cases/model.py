@@ -49,6 +49,8 @@ class Step:
     expect: dict[str, Any] | None = None  # value name -> literal | {"any_of": [...]} | {"absent": True}
     expect_error: str = ""  # "UndefinedBehaviour": the spec gives no outcome here
     line: int = 0  # line of the step in its file
+    action: str = ""  # a wire case's action (then ``event`` holds it too): harness.cases.wire
+    requirement: str = ""  # the requirement id this step checks, when the case cites several
 
 
 @dataclass
@@ -71,6 +73,11 @@ class Case:
     @property
     def sections(self) -> list[str]:
         return [ref.section for ref in self.spec]
+
+    @property
+    def wire(self) -> bool:
+        """A [MS-MQQB] wire case: it names a peer (docs/cases.md, "Wire cases")."""
+        return "peer" in self.given
 
     @property
     def full_id(self) -> str:

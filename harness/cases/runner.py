@@ -244,6 +244,12 @@ def run_case(
 ) -> CaseResult:
     """Run one case on ``target``; never raises (a target failure is an ``error`` result)."""
     start = time.perf_counter()
+    if case.wire:  # [MS-MQQB] wire cases run over TCP: harness.cases.targets.wire
+        from harness.cases.targets.wire import run_wire_case
+
+        return run_wire_case(case, target, step_timeout=step_timeout)
+    if getattr(target, "wire_only", False):
+        return _result(case, Outcome.not_applicable, start, [], "the target is an [MS-MQQB] endpoint: wire cases only")
     if info is not None and case.requires:
         missing = [c for c in case.requires if c not in info.capabilities]
         if missing:

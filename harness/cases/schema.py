@@ -347,6 +347,11 @@ class _Names:
 
 def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) -> None:
     """The checks the schema cannot express, on a schema-valid document (one matrix variant)."""
+    from harness.cases.wire import check_wire_case, is_wire_doc
+
+    if is_wire_doc(doc):  # [MS-MQQB] wire cases: harness.cases.wire
+        check_wire_case(doc, lines)
+        return
     allowed = known_events(events)
     given: dict[str, Any] = doc.get("given") or {}
     steps: list[dict[str, Any]] = doc.get("when") or []

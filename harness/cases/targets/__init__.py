@@ -37,4 +37,10 @@ def make_target(spec: str, *, timeout: float = 10.0) -> Target:
         return PluginTarget(spec[len("plugin:") :])
     if spec.startswith("cmd:"):
         return CommandTarget(spec[len("cmd:") :], timeout=timeout)
-    raise ValueError(f"unknown target {spec!r}: expected reference, plugin:pkg.mod:Class or cmd:<command>")
+    if spec.startswith("mqqb://"):  # a live [MS-MQQB] acceptor, for wire cases
+        from harness.cases.targets.wire import LiveWireTarget
+
+        return LiveWireTarget(spec)
+    raise ValueError(
+        f"unknown target {spec!r}: expected reference, plugin:pkg.mod:Class, cmd:<command> or mqqb://host:port"
+    )

@@ -1,0 +1,1042 @@
+"""Wire targets: running [MS-MQQB] wire cases over real loopback TCP, and the ``mqqb://`` target.
+
+A wire case (harness.cases.wire, docs/cases.md "Wire cases") checks one side of an [MS-MQQB]
+2.1.1 protocol session:
+
+- ``under_test: initiator``: the embedded reference sends.  The [MS-MQDMPR] model
+  (``harness.model.QueueManager``) raises Message Position Available; [MS-MQQB] 3.1.7.12
+  (Outgoing-queue processing) hands the message to an ``harness.session.Initiator`` per
+  OutgoingQueue, which establishes the session (3.1.5.2-3.1.5.4) and sends (3.1.7.1) over a real
+  TCP connection to the peer: a simulated peer started for the case on port 0 with the case's
+  behaviour, or the live acceptor ``mqqb://host:port`` names.
+- ``under_test: acceptor``: the case is the initiator, on a plain socket: it sends the packets
+  the case crafts and checks each reply of the acceptor (3.1.5.3.1, 3.1.5.4.1, 3.1.5.5, 3.1.5.8)
+  field by field.  The acceptor is the simulated peer (target ``reference``) or the live one.
+
+A case that needs a fault behaviour of the simulated peer, or what only the simulated peer
+records, is ``not_applicable`` against a live target; a wire case against a target that only
+has the [MS-MQDMPR] model (``plugin:``, ``cmd:``) is ``not_applicable`` too, as is a model case
+against ``mqqb://``.  Timers of the reference initiator (3.1.2) run scaled by ``given.peer.timers``
+(default 0.01) so that retry and acknowledgment timeouts take milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import selectors
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import packets
+from packets import GUID, NULL_GUID, PacketKind, StreamSplitter
+from packets import session as sp
+
+from harness.cases.model import Case
+from harness.cases.target import TargetError, TargetInfo
+from harness.cases.wire import (
+    MAX_WAIT,
+    behaviours_of,
+    field_span,
+    field_value,
+    hexdump,
+    needs_simulated_peer,
+    normalise,
+    wire_matches,
+)
+from harness.report.results import CaseResult, Outcome, StepFailure
+
+__all__ = ["LiveWireTarget", "parse_mqqb_address", "run_wire_case", "wire_applicability"]
+
+DEFAULT_TIMER_SCALE = 0.01
+DEFAULT_WINDOW = 2
+CONNECT_TIMEOUT = 2.0
+
+
+class WireCaseError(Exception):
+    """A wire case could not be carried out (not a conformance failure: the case errs)."""
+
+
+# ===================================================================================== targets
+def parse_mqqb_address(spec: str) -> tuple[str, int]:
+    """``mqqb://host:port`` (host may be ``[::1]``) -> (host, port)."""
+    rest = spec.removeprefix("mqqb://").rstrip("/")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"{spec!r}: expected mqqb://host:port")
+    return host.strip("[]"), int(port)
+
+
+class LiveWireTarget:
+    """``--target mqqb://host:port``: a live [MS-MQQB] acceptor, for wire cases only."""
+
+    wire_only = True
+    handles_timeout = True
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.wire_address = parse_mqqb_address(spec)
+
+    def hello(self) -> TargetInfo:
+        return TargetInfo(name=self.spec, events=[], capabilities=["wire"])
+
+    def setup(self, given: dict[str, Any]) -> None:
+        raise TargetError("Unsupported", f"{self.spec} is an [MS-MQQB] endpoint: it runs wire cases only")
+
+    def event(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        raise TargetError("Unsupported", f"{self.spec} is an [MS-MQQB] endpoint: it runs wire cases only")
+
+    def observe(self, queues: list[str], cursors: list[str]) -> dict[str, Any]:
+        raise TargetError("Unsupported", f"{self.spec} is an [MS-MQQB] endpoint: it runs wire cases only")
+
+    def close(self) -> None:
+        pass
+
+
+def wire_applicability(case: Case, target: Any) -> tuple[str, tuple[str, int] | None]:
+    """("", address or None for the simulated peer) when the case runs on ``target``;
+    (why not, None) when it is not applicable."""
+    from harness.cases.targets.reference import ReferenceTarget
+
+    live = getattr(target, "wire_address", None)
+    if live is not None:
+        why = needs_simulated_peer(case.given, case.then)
+        return (f"{why}; the target is a live peer" if why else ""), tuple(live)
+    if type(target) is ReferenceTarget:
+        return "", None
+    return "a wire case needs an [MS-MQQB] target (reference or mqqb://host:port); this one has the model only", None
+
+
+# ====================================================================== the simulated peer
+def _simulated_peer(behaviours: list[str]) -> Any:
+    """A simulated acceptor on 127.0.0.1 port 0: harness.peers.SimulatedPeer when present."""
+    try:
+        from harness.peers import SimulatedPeer
+    except ImportError:
+        peer: Any = _PrivateSimulatedPeer(behaviours)
+        return peer
+    peer = SimulatedPeer("127.0.0.1", 0, behaviour=behaviours[0], read_timeout=5.0)
+    peer.__enter__()
+    queue = [*behaviours, *[behaviours[-1]] * 8] if len(behaviours) > 1 else []
+    if queue:
+        peer.queue_behaviours(queue)
+    return peer
+
+
+@dataclass
+class _PeerConnection:
+    index: int
+    behaviour: str
+    packets: list[tuple[str, bytes, float]] = field(default_factory=list)
+    delivered: list[Any] = field(default_factory=list)
+    violations: list[Any] = field(default_factory=list)
+    closed: bool = False
+    error: str | None = None
+
+
+class _PrivateSimulatedPeer:
+    """A minimal stand-in for harness.peers.SimulatedPeer (same attributes): one
+    ``harness.session.Acceptor`` on a loopback socket, served by one background thread, one
+    connection at a time, timers on the real monotonic clock."""
+
+    def __init__(self, behaviours: list[str]) -> None:
+        from harness.session import Acceptor
+
+        self.behaviours = list(behaviours)
+        self.acceptor = Acceptor(uuid.uuid4().bytes_le, behaviours[0], clock=time.monotonic)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.setblocking(False)
+        self.address = self.listener.getsockname()[:2]
+        self.connections: list[_PeerConnection] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="wire-case-peer")
+        self._thread.start()
+
+    def _serve(self) -> None:
+        from harness.session import CancelTimer, Close, Deliver, Send, StartTimer, Violation, named_behaviour
+
+        sock: socket.socket | None = None
+        conn: _PeerConnection | None = None
+        timers: dict[str, float] = {}
+        splitter = StreamSplitter()
+        acceptor = self.acceptor
+
+        def perform(actions: list[Any]) -> None:
+            nonlocal sock
+            for act in actions:
+                if conn is None:
+                    return
+                if isinstance(act, Send) and sock is not None:
+                    with self._lock:
+                        conn.packets.append(("s2c", act.data, time.monotonic()))
+                    with contextlib.suppress(OSError):
+                        sock.sendall(act.data)
+                elif isinstance(act, StartTimer):
+                    timers[act.name] = time.monotonic() + act.seconds
+                elif isinstance(act, CancelTimer):
+                    timers.pop(act.name, None)
+                elif isinstance(act, Deliver):
+                    with self._lock:
+                        conn.delivered.append(act.packet)
+                elif isinstance(act, Violation):
+                    with self._lock:
+                        conn.violations.append(act)
+                elif isinstance(act, Close) and sock is not None:
+                    sock.close()
+                    sock = None
+                    conn.closed = True
+
+        while not self._stop.is_set():
+            if sock is None:
+                try:
+                    new, _ = self.listener.accept()
+                except BlockingIOError:
+                    self._stop.wait(0.005)
+                    continue
+                new.setblocking(True)
+                new.settimeout(5.0)
+                sock = new
+                index = len(self.connections)
+                name = self.behaviours[min(index, len(self.behaviours) - 1)]
+                acceptor.behaviour = named_behaviour(name)
+                conn = _PeerConnection(index, name)
+                with self._lock:
+                    self.connections.append(conn)
+                timers.clear()
+                splitter = StreamSplitter()
+                perform(acceptor.connection_made())
+                continue
+            now = time.monotonic()
+            due = sorted((t, n) for n, t in timers.items() if t <= now)
+            for _, name in due:
+                timers.pop(name, None)
+                perform(acceptor.timer_fired(name))
+            if sock is None:
+                continue
+            wait = min([0.02, *[max(0.0, t - now) for t in timers.values()]])
+            ready = selectors.DefaultSelector()
+            ready.register(sock, selectors.EVENT_READ)
+            events = ready.select(wait)
+            ready.close()
+            if not events:
+                continue
+            try:
+                data = sock.recv(65536)
+            except OSError as e:
+                data = b""
+                assert conn is not None
+                conn.error = str(e)
+            if not data:
+                sock.close()
+                sock = None
+                assert conn is not None
+                conn.closed = True
+                perform(acceptor.connection_lost())
+                continue
+            assert conn is not None
+            with contextlib.suppress(packets.PacketError):
+                for chunk in splitter.feed(data):
+                    with self._lock:
+                        conn.packets.append(("c2s", chunk.data, time.monotonic()))
+            perform(acceptor.receive_data(data))
+        if sock is not None:
+            sock.close()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if predicate():
+                return True
+            time.sleep(0.005)
+        return predicate()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2.0)
+        self.listener.close()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _close_peer(peer: Any) -> None:
+    exit_ = getattr(peer, "__exit__", None)
+    if exit_ is not None:
+        exit_(None, None, None)
+    else:
+        peer.close()
+
+
+# ====================================================================== the reference sender
+class _OutgoingQueueProcessing:
+    """[MS-MQQB] 3.1.7.12 Message Position Available for the reference sender: subscribed to the
+    model's Message Position Available, hands each available message of an eligible
+    OutgoingQueue to that queue's Initiator (which connects when ConnectionHistory is empty,
+    3.1.5.2, and builds the OutgoingMessagePosition, 3.1.1.3.1.2)."""
+
+    def __init__(self, qm: Any, address: tuple[str, int], config: Any, clock: Callable[[], float]) -> None:
+        self.qm = qm
+        self.address = address
+        self.config = config
+        self.clock = clock
+        self.initiators: dict[int, Any] = {}
+        self.pending: list[tuple[Any, list[Any]]] = []
+        self.message_ids: dict[int, int] = {}  # id(Message) -> UserHeader.MessageID
+        qm.message_position_available_subscribers.append(self.message_position_available)
+
+    def initiator(self, queue: Any) -> Any:
+        from harness.session import Initiator
+
+        init = self.initiators.get(id(queue))
+        if init is None:
+            init = Initiator(
+                GUID(self.qm.Identifier.bytes_le),
+                NULL_GUID,  # direct format names: the acceptor names itself (3.1.5.2.3)
+                outgoing_queue=queue,
+                address=f"{self.address[0]}:{self.address[1]}",
+                config=self.config,
+                clock=self.clock,
+            )
+            self.initiators[id(queue)] = init
+        return init
+
+    def message_position_available(self, iQueue: Any, iPosition: Any) -> None:
+        """[MS-MQQB] 3.1.7.12 Message Position Available Event."""
+        from harness.model import OutgoingQueue, OutgoingQueueState
+
+        if not isinstance(iQueue, OutgoingQueue):
+            return
+        if iQueue.Multicast:
+            return
+        if iQueue.State in (OutgoingQueueState.Locked, OutgoingQueueState.OnHold):
+            return
+        name = iQueue.DestinationFormatName.replace(" ", "").upper()
+        if name.startswith(("DIRECT=HTTP:", "DIRECT=HTTPS:")):
+            return
+        init = self.initiator(iQueue)
+        message = iPosition.MessageReference
+        headers, delivery = self.construction_of_a_user_message_packet(message, iQueue.DestinationFormatName)
+        actions = init.send_message(headers, delivery)
+        self.message_ids[id(message)] = init.last_message_id
+        self.pending.append((init, actions))
+
+    def construction_of_a_user_message_packet(self, iMessage: Any, format_name: str) -> tuple[Any, Any]:
+        """[MS-MQQB] 3.1.7.11: the UserMessage Packet of a Message ([MS-MQDMPR] 3.1.7.1.30),
+        addressed by its direct format name (UserHeader.Flags.DQ 0x7, NULL QueueManagerAddress,
+        [MS-MQMQ] 2.2.19.2)."""
+        from construct import Container
+
+        from packets.user import UserHeaderFlags
+
+        from harness.model import DeliveryGuarantee
+        from harness.session import DeliveryClass, user_message
+
+        if getattr(iMessage, "_wire_delivery", None) == "transactional":
+            delivery = DeliveryClass.transactional
+        elif iMessage.DeliveryGuarantee is DeliveryGuarantee.Recoverable:
+            delivery = DeliveryClass.recoverable
+        else:
+            delivery = DeliveryClass.express
+        headers = user_message(
+            GUID(self.qm.Identifier.bytes_le), NULL_GUID, bytes(iMessage.Body), label=iMessage.Label, delivery=delivery
+        )
+        uh = headers.UserHeader
+        uh.Flags = UserHeaderFlags.make(int(uh.Flags), DQ=0x7)
+        direct = format_name.split("=", 1)[-1] if format_name.upper().startswith("DIRECT=") else format_name
+        uh.DestinationQueue = Container(DirectFormatName=direct)
+        return headers, delivery
+
+
+class _SenderLink:
+    """Performs the actions of the reference Initiators over real TCP connections, in the
+    caller's thread; timers on the monotonic clock scaled by ``scale``; records every packet."""
+
+    def __init__(self, address: tuple[str, int], scale: float) -> None:
+        self.address = address
+        self.scale = scale
+        self.t0 = time.monotonic()
+        self.socks: dict[int, socket.socket] = {}
+        self.splitters: dict[int, StreamSplitter] = {}
+        self.timers: dict[tuple[int, str], tuple[float, Any]] = {}
+        self.connections: list[list[tuple[str, bytes]]] = []  # per TCP connection: (direction, packet)
+        self.current: dict[int, int] = {}  # initiator -> index in connections
+        self.acked: set[int] = set()
+        self.violations: list[Any] = []
+        self.closed = 0
+        self.connect_failures = 0
+        self.errors: list[str] = []
+
+    def clock(self) -> float:
+        return (time.monotonic() - self.t0) / self.scale
+
+    def perform(self, init: Any, actions: list[Any]) -> None:
+        from harness.model.enums import ConnectionStatus
+        from harness.session import Acked, CancelTimer, Close, Connect, Send, StartTimer, Violation
+
+        todo = list(actions)
+        while todo:
+            act = todo.pop(0)
+            key = id(init)
+            if isinstance(act, Connect):
+                try:
+                    sock = socket.create_connection(self.address, timeout=CONNECT_TIMEOUT)
+                except OSError as e:
+                    self.connect_failures += 1
+                    self.errors.append(f"connect {self.address}: {e}")
+                    todo[:0] = init.connection_failed(ConnectionStatus.SocketConnectFailure)
+                    continue
+                sock.settimeout(CONNECT_TIMEOUT)
+                self.socks[key] = sock
+                self.splitters[key] = StreamSplitter()
+                self.connections.append([])
+                self.current[key] = len(self.connections) - 1
+                todo[:0] = init.connection_made()
+            elif isinstance(act, Send):
+                sock = self.socks.get(key)
+                if sock is None:
+                    continue
+                self.connections[self.current[key]].append(("c2s", act.data))
+                try:
+                    sock.sendall(act.data)
+                except OSError:
+                    self._drop(key)
+                    todo[:0] = init.connection_lost()
+            elif isinstance(act, Close):
+                self._drop(key)
+            elif isinstance(act, StartTimer):
+                self.timers[(key, act.name)] = (time.monotonic() + act.seconds * self.scale, init)
+            elif isinstance(act, CancelTimer):
+                self.timers.pop((key, act.name), None)
+            elif isinstance(act, Acked):
+                self.acked.update(act.message_ids)
+            elif isinstance(act, Violation):
+                self.violations.append(act)
+
+    def _drop(self, key: int) -> None:
+        sock = self.socks.pop(key, None)
+        if sock is not None:
+            self.closed += 1
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def run_until(self, initiators: list[Any], predicate: Callable[[], bool], timeout: float) -> bool:
+        """Drive sockets and timers until ``predicate()`` or ``timeout`` seconds (bounded)."""
+        end = time.monotonic() + timeout
+        by_key = {id(i): i for i in initiators}
+        while True:
+            if predicate():
+                return True
+            now = time.monotonic()
+            if now >= end:
+                return False
+            for (key, name), (deadline, init) in sorted(self.timers.items(), key=lambda kv: kv[1][0]):
+                if deadline <= now and (key, name) in self.timers:
+                    del self.timers[(key, name)]
+                    self.perform(init, init.timer_fired(name))
+            if predicate():
+                return True
+            deadlines = [d for d, _ in self.timers.values()]
+            wait = max(0.0, min([end, *deadlines, now + 0.05]) - time.monotonic())
+            socks = {s: k for k, s in self.socks.items()}
+            if not socks:
+                time.sleep(min(wait, 0.01))
+                continue
+            sel = selectors.DefaultSelector()
+            for s in socks:
+                sel.register(s, selectors.EVENT_READ)
+            ready = sel.select(wait)
+            sel.close()
+            for skey, _ in ready:
+                sock = skey.fileobj
+                assert isinstance(sock, socket.socket)
+                key = socks[sock]
+                init = by_key[key]
+                try:
+                    data = sock.recv(65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    self._drop(key)
+                    self.perform(init, init.connection_lost())
+                    continue
+                with contextlib.suppress(packets.PacketError):
+                    for chunk in self.splitters[key].feed(data):
+                        self.connections[self.current[key]].append(("s2c", chunk.data))
+                self.perform(init, init.receive_data(data))
+
+    def close(self) -> None:
+        for key in list(self.socks):
+            self._drop(key)
+
+
+# ====================================================================== running a case
+def _kind_of(data: bytes) -> str:
+    try:
+        return packets.parse(data, strict=False).kind.name
+    except Exception:
+        return "Unknown"
+
+
+@dataclass
+class _Failure:
+    field: str
+    expected: Any
+    observed: Any
+    evidence: str = ""
+
+
+class _WireRun:
+    """One wire case against one peer (simulated or live)."""
+
+    def __init__(self, case: Case, live: tuple[str, int] | None, step_timeout: float) -> None:
+        self.case = case
+        self.live = live
+        self.step_timeout = step_timeout
+        peer_spec = case.given["peer"]
+        self.side = peer_spec["under_test"]
+        self.behaviours = behaviours_of(peer_spec)
+        self.scale = float(peer_spec.get("timers", DEFAULT_TIMER_SCALE))
+        self.window = int(peer_spec.get("window", DEFAULT_WINDOW))
+        self.peer: Any = None
+        self.address: tuple[str, int] = live if live is not None else ("", 0)
+        # initiator side
+        self.qm: Any = None
+        self.link: _SenderLink | None = None
+        self.oqp: _OutgoingQueueProcessing | None = None
+        self.queues: dict[str, Any] = {}
+        self.messages: dict[str, Any] = {}  # case id -> Message
+        # acceptor side
+        self.client: socket.socket | None = None
+        self.client_closed = False
+        self.splitter = StreamSplitter()
+        self.inbox: list[bytes] = []
+        self.sent: dict[str, Any] = {}  # kind -> headers last sent
+        self.client_guid = GUID(uuid.uuid4().bytes_le)
+        self.server_guid = NULL_GUID
+        self.message_ids = itertools.count(1)
+        self.received_user_messages = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.live is None:
+            self.peer = _simulated_peer(self.behaviours)
+            self.address = tuple(self.peer.address[:2])  # type: ignore[assignment]
+        if self.side == "initiator":
+            from harness.model import QueueManager
+            from harness.session import SessionConfig
+
+            self.link = _SenderLink(self.address, self.scale)
+            self.qm = QueueManager(clock=self.link.clock, id_generator=uuid.uuid4)
+            self.oqp = _OutgoingQueueProcessing(self.qm, self.address, SessionConfig(window_size=self.window), self.link.clock)
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()
+        if self.client is not None:
+            with contextlib.suppress(OSError):
+                self.client.close()
+        if self.peer is not None:
+            _close_peer(self.peer)
+
+    def _flush(self) -> None:
+        assert self.oqp is not None and self.link is not None
+        while self.oqp.pending:
+            init, actions = self.oqp.pending.pop(0)
+            self.link.perform(init, actions)
+
+    def _initiators(self) -> list[Any]:
+        return list(self.oqp.initiators.values()) if self.oqp is not None else []
+
+    # -- actions: initiator side ----------------------------------------------------------------
+    def create_outgoing_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        from harness.model import OutgoingQueue, OutgoingQueueState
+
+        host = self.address[0]
+        q = self.qm.new_queue(OutgoingQueue)
+        q.Identifier = uuid.uuid4()
+        q.DestinationFormatName = args.get("DestinationFormatName", f"DIRECT=TCP:{host}\\private$\\{args['name']}")
+        q.Label = q.DestinationFormatName
+        q.Multicast = bool(args.get("Multicast", False))
+        q.Transactional = bool(args.get("Transactional", False))
+        q.State = OutgoingQueueState[args.get("State", "Inactive")]
+        self.qm.QueueCollection.append(q)
+        self.queues[args["name"]] = q
+        return {"State": q.State.name}
+
+    def create_local_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        from harness.model import Queue
+
+        q = self.qm.new_queue(Queue)
+        q.Transactional = bool(args.get("Transactional", False))
+        self.qm.QueueCollection.append(q)
+        self.queues[args["name"]] = q
+        return {}
+
+    def enqueue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        from harness.model import DeliveryGuarantee, Message
+
+        spec = args["message"]
+        delivery = spec.get("delivery", "express")
+        body = spec.get("Body", spec["id"])
+        message = Message(
+            body.encode() if isinstance(body, str) else bytes(body),
+            Priority=int(spec.get("Priority", 3)),
+            DeliveryGuarantee=DeliveryGuarantee.Express if delivery == "express" else DeliveryGuarantee.Recoverable,
+            Label=str(spec.get("Label", spec["id"])),
+        )
+        if delivery == "transactional":
+            message._wire_delivery = "transactional"
+        self.messages[spec["id"]] = message
+        queue = self.queues[args["queue"]]
+        assert self.oqp is not None
+        before = len(self.oqp.pending)
+        if delivery == "transactional":
+            tx = f"tx-{spec['id']}"
+            self.qm.create_transaction(tx)
+            status = self.qm.enqueue_message(queue, message, self.qm.TransactionCollection[tx])
+            self.qm.transaction_commit(tx)
+        else:
+            status = self.qm.enqueue_message(queue, message)
+        from harness.session import Connect
+
+        new = self.oqp.pending[before:]
+        result: dict[str, Any] = {
+            "rStatus": normalise(status),
+            "connection_requested": any(isinstance(a, Connect) for _, acts in new for a in acts),
+        }
+        pos = self._position(spec["id"])
+        if pos is not None:
+            result["OutgoingMessagePosition"] = _position_state(pos)
+        self._flush()
+        return result
+
+    def _position(self, message_id: str) -> Any:
+        assert self.oqp is not None
+        message = self.messages.get(message_id)
+        mid = self.oqp.message_ids.get(id(message)) if message is not None else None
+        if mid is None:
+            return None
+        for init in self._initiators():
+            pos = init.OutgoingMessageTable.get(mid)
+            if pos is not None:
+                return pos
+        return None
+
+    def pause_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        self.qm.pause_queue(self.queues[args["queue"]])
+        return {}
+
+    def resume_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        self.qm.resume_queue(self.queues[args["queue"]])
+        self._flush()
+        return {}
+
+    def wait_for(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        timeout = min(float(args.get("timeout", 3.0)), MAX_WAIT, self.step_timeout)
+        if self.side == "acceptor":
+            return {"satisfied": self._client_wait_closed(timeout)}
+        assert self.link is not None and self.oqp is not None
+        self._flush()
+        link = self.link
+        if "packet" in args:
+            kind, direction, count = args["packet"], args.get("direction", "c2s"), int(args.get("count", 1))
+
+            def pred() -> bool:
+                return len(self._packets(kind, direction)) >= count
+        elif "acked" in args:
+            wanted = list(args["acked"])
+
+            def pred() -> bool:
+                ids = [self.oqp.message_ids.get(id(self.messages[m])) for m in wanted]  # type: ignore[union-attr]
+                return all(i is not None and i in link.acked for i in ids)
+        elif "connection_history" in args:
+            n = int(args["connection_history"])
+
+            def pred() -> bool:
+                return sum(len(getattr(q, "ConnectionHistory", [])) for q in self.queues.values()) >= n
+        elif "connections" in args:
+            n = int(args["connections"])
+
+            def pred() -> bool:
+                return len(link.connections) >= n
+        else:
+            n = int(args["closed"])
+
+            def pred() -> bool:
+                return link.closed >= n
+
+        ok = link.run_until(self._initiators(), pred, timeout)
+        out: dict[str, Any] = {"satisfied": ok}
+        if "packet" in args:
+            found = self._packets(args["packet"], args.get("direction", "c2s"))
+            if found:
+                self._last_packet = found[min(int(args.get("count", 1)), len(found)) - 1]
+        return out
+
+    def _packets(self, kind: str, direction: str) -> list[bytes]:
+        assert self.link is not None
+        return [d for conn in self.link.connections for (dr, d) in conn if dr == direction and _kind_of(d) == kind]
+
+    # -- actions: acceptor side -------------------------------------------------------------------
+    def _connect(self) -> socket.socket:
+        if self.client is None:
+            try:
+                self.client = socket.create_connection(self.address, timeout=CONNECT_TIMEOUT)
+            except OSError as e:
+                raise WireCaseError(f"cannot connect to the acceptor at {self.address[0]}:{self.address[1]}: {e}") from e
+        return self.client
+
+    def send(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        from harness.session import DeliveryClass, user_message
+
+        sock = self._connect()
+        kind = args["packet"]
+        for _ in range(int(args.get("count", 1))):
+            if kind == "raw":
+                data = bytes.fromhex(str(args["hex"]).replace(" ", ""))
+            else:
+                if kind == "EstablishConnection":
+                    headers = sp.establish_connection(
+                        self.client_guid, NULL_GUID, int(time.monotonic() * 1000) & 0xFFFFFFFF
+                    )
+                elif kind == "ConnectionParameters":
+                    headers = sp.connection_parameters(0x2710, 0x4E20, 64)
+                elif kind == "SessionAck":
+                    headers = sp.session_ack(
+                        ack_sequence_number=self.received_user_messages % 0x10000,
+                        user_msg_sequence_number=self._sent_count() % 0x10000,
+                    )
+                else:
+                    delivery = DeliveryClass(args.get("delivery", "express"))
+                    body = args.get("body", "wire case")
+                    headers = user_message(
+                        self.client_guid,
+                        self.server_guid,
+                        body.encode() if isinstance(body, str) else bytes(body),
+                        label="wire case",
+                        message_id=next(self.message_ids),
+                        delivery=delivery,
+                    )
+                    if delivery is DeliveryClass.transactional:
+                        th = headers.TransactionHeader
+                        th.TxSequenceID = {"Ordinal": 1, "TimeStamp": 0x10}
+                        th.TxSequenceNumber = self._tx_number = getattr(self, "_tx_number", 0) + 1
+                        th.PreviousTxSequenceNumber = self._tx_number - 1
+                for path, value in (args.get("fields") or {}).items():
+                    _set_field(headers, path, value)
+                data = packets.build(headers)
+                self.sent[kind] = headers
+                if kind == "UserMessage":
+                    self._user_messages_sent = self._sent_count() + 1
+            try:
+                sock.sendall(data)
+            except OSError:
+                self.client_closed = True
+                return {"sent": False}
+        return {"sent": True}
+
+    def _sent_count(self) -> int:
+        return int(getattr(self, "_user_messages_sent", 0))
+
+    def _read_packet(self, timeout: float) -> tuple[bytes | None, bool]:
+        """The next whole packet from the acceptor: (packet, closed)."""
+        if self.inbox:
+            return self.inbox.pop(0), False
+        if self.client_closed:
+            return None, True
+        sock = self._connect()
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None, False
+            sock.settimeout(left)
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                return None, False
+            except OSError:
+                data = b""
+            if not data:
+                self.client_closed = True
+                return None, True
+            try:
+                chunks = self.splitter.feed(data)
+            except packets.PacketError:
+                self.inbox.append(data)
+                chunks = []
+            self.inbox.extend(c.data for c in chunks)
+            if self.inbox:
+                return self.inbox.pop(0), False
+
+    def _client_wait_closed(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while not self.client_closed and time.monotonic() < end:
+            data, closed = self._read_packet(end - time.monotonic())
+            if data is None and not closed:
+                break
+        return self.client_closed
+
+    def receive(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        timeout = min(float(args.get("timeout", 3.0)), MAX_WAIT, self.step_timeout)
+        skip = set(args.get("skip") or [])
+        end = time.monotonic() + timeout
+        while True:
+            data, closed = self._read_packet(max(0.0, end - time.monotonic()))
+            if data is None:
+                self._last_packet = None
+                return {"closed": closed, "timed_out": not closed}
+            kind = _kind_of(data)
+            if kind in skip:
+                continue
+            self._last_packet = data
+            if kind == "UserMessage":
+                self.received_user_messages += 1
+            if kind == "EstablishConnection":
+                with contextlib.suppress(Exception):
+                    self.server_guid = GUID(packets.parse(data, strict=False).EstablishConnectionHeader.ServerGuid)
+            return {"closed": False, "timed_out": False, "kind": kind}
+
+    # -- checks -------------------------------------------------------------------------------------
+    def sent_value(self, path: str) -> Any:
+        kind, _, rest = path.partition(".")
+        headers = self.sent.get(kind)
+        if headers is None:
+            return None
+        packet = packets.parse(packets.build(headers), strict=False)
+        return field_value(packet, rest)[1]
+
+    def check_step(self, action: str, expect: Mapping[str, Any] | None, result: dict[str, Any]) -> list[_Failure]:
+        failures: list[_Failure] = []
+        expect = dict(expect or {})
+        if action == "wait_for" and "satisfied" not in expect:
+            expect = {"satisfied": True, **expect}
+        if action == "receive" and not any(k in expect for k in ("closed", "timed_out")):
+            expect = {"closed": False, "timed_out": False, **expect}
+        flat = _flatten(result)
+        raw: bytes | None = getattr(self, "_last_packet", None) if action in ("receive", "wait_for") else None
+        packet = packets.parse(raw, strict=False) if raw else None
+        for key, expected in expect.items():
+            if key in flat:
+                present, observed = True, flat[key]
+            elif packet is not None and key not in ("satisfied", "closed", "timed_out", "kind"):
+                present, observed = field_value(packet, key)
+            else:
+                present, observed = False, None
+            expected = self._resolve(expected)
+            if not wire_matches(expected, observed, self.sent_value, present):
+                evidence = ""
+                if raw is not None and packet is not None and key not in flat:
+                    evidence = hexdump(raw, field_span(raw, key, packet.kind.name))
+                failures.append(_Failure(key, expected, observed if present else "<absent>", evidence))
+        return failures
+
+    def _resolve(self, expected: Any) -> Any:
+        """``QueueManager.Identifier`` in an expectation: the reference sender's identifier."""
+        if expected == "QueueManager.Identifier" and self.qm is not None:
+            return normalise(GUID(self.qm.Identifier.bytes_le))
+        if isinstance(expected, Mapping) and len(expected) == 1:
+            (k, v), = expected.items()
+            if k in ("not", "any_of"):
+                return {k: [self._resolve(x) for x in v] if k == "any_of" else self._resolve(v)}
+        return expected
+
+    def observe_then(self) -> list[_Failure]:
+        then = self.case.then or {}
+        failures: list[_Failure] = []
+        for qname, want in (then.get("outgoing") or {}).items():
+            q = self.queues[qname]
+            if "State" in want and q.State.name != want["State"]:
+                failures.append(_Failure(f"outgoing.{qname}.State", want["State"], q.State.name))
+            if "ConnectionHistory" in want:
+                got = [e.Status.name for e in q.ConnectionHistory]
+                if not wire_matches(want["ConnectionHistory"], got):
+                    failures.append(_Failure(f"outgoing.{qname}.ConnectionHistory", want["ConnectionHistory"], got))
+            if "OutgoingMessagePositions" in want:
+                names = {self.oqp.message_ids.get(id(m)): n for n, m in self.messages.items()} if self.oqp else {}
+                table = list(q.OutgoingMessageTable.values())
+                got_ids = [names.get(p.message_id, str(p.message_id)) for p in table]
+                want_ids = [p["message"] for p in want["OutgoingMessagePositions"]]
+                if got_ids != want_ids:
+                    failures.append(_Failure(f"outgoing.{qname}.OutgoingMessagePositions", want_ids, got_ids))
+                else:
+                    for j, (w, p) in enumerate(zip(want["OutgoingMessagePositions"], table, strict=True)):
+                        state = _position_state(p)
+                        for k, v in w.items():
+                            if k != "message" and state.get(k) != v:
+                                failures.append(
+                                    _Failure(f"outgoing.{qname}.OutgoingMessagePositions[{j}].{k}", v, state.get(k))
+                                )
+        tp = then.get("peer") or {}
+        if tp:
+            assert self.link is not None
+            observed: dict[str, Any] = {"connections": len(self.link.connections)}
+            observed["max_in_flight"] = _max_in_flight(self.link.connections)
+            kinds: dict[str, int] = {}
+            for conn in self.link.connections:
+                for d, data in conn:
+                    if d == "c2s":
+                        kinds[_kind_of(data)] = kinds.get(_kind_of(data), 0) + 1
+            if self.peer is not None:
+                conns = list(self.peer.connections)
+                observed["delivered"] = [str(p.MessagePropertiesHeader.Label) for c in conns for p in c.delivered]
+                observed["violations"] = [v.rule_id for c in conns for v in c.violations]
+            for key in ("connections", "max_in_flight", "delivered", "violations"):
+                if key in tp and not wire_matches(tp[key], observed.get(key), present=key in observed):
+                    failures.append(_Failure(f"peer.{key}", tp[key], observed.get(key, "<absent>")))
+            for kind, want_n in (tp.get("sent") or {}).items():
+                if not wire_matches(want_n, kinds.get(kind, 0)):
+                    failures.append(_Failure(f"peer.sent.{kind}", want_n, kinds.get(kind, 0)))
+        return failures
+
+
+def _set_field(headers: Any, path: str, value: Any) -> None:
+    """Set a header field (or flag sub-field) of headers to be built, by spec path."""
+    from packets import BitFlags
+
+    parts = path.split(".")
+    if parts[0] not in headers and len(parts) > 1 and parts[1] in headers:
+        parts = parts[1:]  # a leading packet kind
+    obj = headers
+    for i, part in enumerate(parts[:-1]):
+        nxt = obj[part]
+        if isinstance(nxt, BitFlags) and i == len(parts) - 2:
+            obj[part] = type(nxt).make(int(nxt), **{parts[-1]: int(value)})
+            return
+        obj = nxt
+    last = parts[-1]
+    current = obj.get(last) if hasattr(obj, "get") else None
+    if isinstance(current, GUID) or (isinstance(value, str) and last.endswith("Guid")):
+        value = GUID(value)
+    elif isinstance(value, str) and isinstance(current, bytes | bytearray):
+        value = bytes.fromhex(value)
+    obj[last] = value
+
+
+def _position_state(pos: Any) -> dict[str, Any]:
+    return {
+        k: getattr(pos, k)
+        for k in (
+            "AwaitingAck",
+            "ReceivedSessionAck",
+            "ReceivedOrderAck",
+            "Transmitted",
+            "SequenceNumber",
+            "RecoverableSequenceNumber",
+            "TxSequenceNumber",
+        )
+    }
+
+
+def _flatten(result: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in result.items():
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = normalise(v)
+    return out
+
+
+def _max_in_flight(connections: list[list[tuple[str, bytes]]]) -> int:
+    """The most UserMessages the initiator had sent and not yet seen acknowledged (by the
+    AckSequenceNumber of a SessionHeader it received) on one connection: the window in use."""
+    best = 0
+    for conn in connections:
+        sent = acked = 0
+        for direction, data in conn:
+            try:
+                p = packets.parse(data, strict=False)
+            except Exception:
+                continue
+            if direction == "c2s" and p.kind is PacketKind.UserMessage:
+                sent += 1
+                best = max(best, sent - acked)
+            elif direction == "s2c" and "SessionHeader" in p.headers and p.headers.SessionHeader is not None:
+                acked = max(acked, int(p.headers.SessionHeader.AckSequenceNumber))
+    return best
+
+
+def _section(case: Case, requirement: str) -> str:
+    for ref in case.spec:
+        if requirement and ref.requirement == requirement:
+            return ref.section
+    return case.spec[0].section if case.spec else ""
+
+
+def _result(case: Case, outcome: Outcome, start: float, failures: list[StepFailure], detail: str) -> CaseResult:
+    return CaseResult(
+        case_id=case.full_id,
+        title=case.title,
+        sections=case.sections,
+        level=str(case.level),
+        outcome=outcome,
+        duration=time.perf_counter() - start,
+        failures=failures,
+        detail=detail,
+        source=case.source,
+        line=case.line,
+        tags=list(case.tags),
+    )
+
+
+def run_wire_case(case: Case, target: Any, *, step_timeout: float = 10.0) -> CaseResult:
+    """Run one wire case against ``target``; never raises."""
+    start = time.perf_counter()
+    why, live = wire_applicability(case, target)
+    if why:
+        return _result(case, Outcome.not_applicable, start, [], why)
+    run = _WireRun(case, live, step_timeout)
+    where = "setup"
+    try:
+        run.start()
+        for index, step in enumerate(case.when):
+            where = f"step {index} ({step.action}, line {step.line})"
+            run._last_packet = None  # type: ignore[attr-defined]
+            result = getattr(run, step.action)(step.args)
+            failures = run.check_step(step.action, step.expect, result)
+            if failures:
+                section = _section(case, step.requirement)
+                out = [
+                    StepFailure(
+                        step=index,
+                        event=step.action,
+                        field=f.field,
+                        expected=f.expected,
+                        observed=f.observed,
+                        section=section,
+                        message=f"{where}: {f.field} expected {f.expected}, observed {f.observed}",
+                        evidence=f.evidence,
+                    )
+                    for f in failures
+                ]
+                return _result(case, Outcome.failed, start, out, "\n".join(f.message for f in out))
+        where = "then"
+        failures = run.observe_then()
+        if failures:
+            section = _section(case, "")
+            out = [
+                StepFailure(
+                    step=-1,
+                    event="then",
+                    field=f.field,
+                    expected=f.expected,
+                    observed=f.observed,
+                    section=section,
+                    message=f"then: {f.field} expected {f.expected}, observed {f.observed}",
+                )
+                for f in failures
+            ]
+            return _result(case, Outcome.failed, start, out, "\n".join(f.message for f in out))
+    except Exception as e:
+        return _result(case, Outcome.error, start, [], f"{where}: {type(e).__name__}: {e}")
+    finally:
+        with contextlib.suppress(Exception):
+            run.close()
+    return _result(case, Outcome.passed, start, [], "")

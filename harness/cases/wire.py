@@ -1,0 +1,360 @@
+"""Wire cases: [MS-MQQB] session cases as data, their checks, and how their failures are shown.
+
+A wire case names a peer (``given.peer``: which side of an [MS-MQQB] 2.1.1 protocol session is
+under test, and the fault behaviour of the simulated peer) and steps that are wire actions
+(``action:`` instead of ``event:``): create an [MS-MQDMPR] 3.1.1.3 OutgoingQueue, enqueue
+messages so that Message Position Available ([MS-MQQB] 3.1.7.12) runs, wait for packets or a
+condition, send crafted packets ([MS-MQQB] 2.2, [MS-MQMQ] 2.2.19-2.2.20) and receive the replies.
+Expectations name packet fields by spec path (``EstablishConnectionHeader.ServerGuid``,
+``BaseHeader.Flags.SH``) and the OutgoingQueue state (State, ConnectionHistory Status values of
+[MS-MQDMPR] 3.1.1.3, OutgoingMessagePosition attributes of [MS-MQQB] 3.1.1.3.1.2).  This module
+holds the semantic checks the loader runs on a wire case (:func:`check_wire_case`), the
+comparison of observed values (:func:`wire_matches`), packet field lookup by spec path
+(:func:`field_value`) and the hex dump with the checked field marked (:func:`hexdump`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from enum import Enum
+from typing import Any
+
+from harness.cases.compare import matches
+from harness.cases.schema import Lines, PathT
+
+__all__ = [
+    "ACTIONS",
+    "PACKET_KINDS",
+    "behaviours_of",
+    "check_wire_case",
+    "field_span",
+    "field_value",
+    "hexdump",
+    "is_wire_doc",
+    "needs_simulated_peer",
+    "normalise",
+    "wire_matches",
+]
+
+# action -> (required args, optional args)
+ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "create_outgoing_queue": (
+        frozenset({"name"}),
+        frozenset({"DestinationFormatName", "State", "Multicast", "Transactional"}),
+    ),
+    "create_local_queue": (frozenset({"name"}), frozenset({"Transactional"})),
+    "enqueue": (frozenset({"queue", "message"}), frozenset()),
+    "wait_for": (
+        frozenset(),
+        frozenset({"packet", "direction", "count", "acked", "connection_history", "connections", "closed", "timeout"}),
+    ),
+    "send": (frozenset({"packet"}), frozenset({"fields", "hex", "count", "delivery", "body"})),
+    "receive": (frozenset(), frozenset({"packet", "timeout", "skip"})),
+    "pause_queue": (frozenset({"queue"}), frozenset()),
+    "resume_queue": (frozenset({"queue"}), frozenset()),
+}
+_INITIATOR_ACTIONS = {"create_outgoing_queue", "create_local_queue", "enqueue", "wait_for", "pause_queue", "resume_queue"}
+_ACCEPTOR_ACTIONS = {"send", "receive", "wait_for"}
+_WAIT_CONDITIONS = ("packet", "acked", "connection_history", "connections", "closed")
+PACKET_KINDS = (
+    "EstablishConnection",
+    "ConnectionParameters",
+    "SessionAck",
+    "UserMessage",
+    "OrderAck",
+    "FinalAck",
+    "raw",
+)
+DELIVERY = ("express", "recoverable", "transactional")
+MAX_WAIT = 10.0  # seconds: every wait of a wire step is bounded
+
+
+def is_wire_doc(doc: Mapping[str, Any]) -> bool:
+    """A wire case: ``given.peer`` is present, or a step is an ``action``."""
+    given = doc.get("given")
+    if isinstance(given, Mapping) and "peer" in given:
+        return True
+    return any(isinstance(s, Mapping) and "action" in s for s in doc.get("when") or [])
+
+
+def behaviours_of(peer: Mapping[str, Any]) -> list[str]:
+    """The simulated peer's behaviours, one per connection (the last one repeats)."""
+    b = peer.get("behaviour", "normal")
+    return [b] if isinstance(b, str) else list(b)
+
+
+def needs_simulated_peer(case_given: Mapping[str, Any], then: Mapping[str, Any]) -> str:
+    """Why a wire case needs the simulated peer ("" when it runs against a live target too):
+    a fault behaviour, or checks of what only the simulated peer records."""
+    peer = case_given.get("peer") or {}
+    faults = [b for b in behaviours_of(peer) if b != "normal"]
+    if faults:
+        return f"needs the simulated peer's behaviour {', '.join(faults)}"
+    tp = then.get("peer") or {}
+    if "delivered" in tp or "violations" in tp:
+        return "checks what the simulated peer delivered and reported"
+    return ""
+
+
+def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
+    """The checks the schema cannot express, on a schema-valid wire case (one variant)."""
+    given: dict[str, Any] = doc.get("given") or {}
+    if "peer" not in given:
+        raise lines.error(("given",), "a case with wire actions names its peer: given.peer {under_test, behaviour}")
+    for key in ("queues", "transactions", "open", "cursors", "locked"):
+        if key in given:
+            raise lines.error(("given", key), "a wire case builds its queues with wire actions, not given." + key)
+    peer = given["peer"]
+    from harness.session import named_behaviour
+
+    names = behaviours_of(peer)
+    for i, name in enumerate(names):
+        try:
+            named_behaviour(name)
+        except KeyError as e:
+            where: PathT = ("given", "peer", "behaviour") + ((i,) if not isinstance(peer.get("behaviour"), str) else ())
+            raise lines.error(where, str(e.args[0])) from None
+    side = peer["under_test"]
+    allowed = _ACCEPTOR_ACTIONS if side == "acceptor" else _INITIATOR_ACTIONS
+    queues: dict[str, str] = {}
+    messages: set[str] = set()
+    for i, step in enumerate(doc.get("when") or []):
+        if "action" not in step:
+            raise lines.error(("when", i, "event"), "a wire case has wire actions only (action: ...), not spec events")
+        action = step["action"]
+        if action not in allowed:
+            raise lines.error(
+                ("when", i, "action"),
+                f"{action} is not an action of a case checking the {side}; allowed: {', '.join(sorted(allowed))}",
+            )
+        args: dict[str, Any] = step.get("args") or {}
+        required, optional = ACTIONS[action]
+        for arg in args:
+            if arg not in required | optional:
+                known = ", ".join(sorted(required | optional))
+                raise lines.error(("when", i, "args", arg), f"unknown argument {arg!r} of {action}; expected: {known}")
+        for arg in sorted(required):
+            if arg not in args:
+                raise lines.error(("when", i, "args"), f"missing required key {arg!r} ({action})")
+        _check_action(action, args, ("when", i, "args"), lines, queues, messages, side)
+    then: dict[str, Any] = doc.get("then") or {}
+    if "queues" in then or "cursors" in then:
+        raise lines.error(("then",), "a wire case checks then.outgoing and then.peer")
+    for q, state in (then.get("outgoing") or {}).items():
+        if queues.get(q) != "outgoing":
+            raise lines.error(("then", "outgoing", q), f"unknown outgoing queue reference {q!r}")
+        for j, pos in enumerate(state.get("OutgoingMessagePositions") or []):
+            if pos["message"] not in messages:
+                raise lines.error(("then", "outgoing", q, "OutgoingMessagePositions", j), f"unknown message {pos['message']!r}")
+    for j, m in enumerate((then.get("peer") or {}).get("delivered") or []):
+        if m not in messages:
+            raise lines.error(("then", "peer", "delivered", j), f"unknown message reference {m!r}")
+    if side == "acceptor" and ("outgoing" in then or "peer" in then):
+        raise lines.error(("then",), "a case checking the acceptor checks the replies it receives (receive ... expect)")
+
+
+def _check_action(
+    action: str,
+    args: dict[str, Any],
+    path: PathT,
+    lines: Lines,
+    queues: dict[str, str],
+    messages: set[str],
+    side: str,
+) -> None:
+    if action in ("create_outgoing_queue", "create_local_queue"):
+        name = args["name"]
+        if not isinstance(name, str) or name in queues:
+            raise lines.error((*path, "name"), f"queue name {name!r} is not a new name")
+        queues[name] = "outgoing" if action == "create_outgoing_queue" else "local"
+        state = args.get("State")
+        allowed = ("Connected", "Disconnected", "Inactive", "Locked", "NeedValidation", "Waiting", "OnHold")
+        if state is not None and state not in allowed:
+            raise lines.error((*path, "State"), f"{state!r} is not one of: {', '.join(allowed)}")
+    elif action == "enqueue":
+        if args["queue"] not in queues:
+            raise lines.error((*path, "queue"), f"unknown queue reference {args['queue']!r}; created: {', '.join(queues) or 'none'}")
+        message = args["message"]
+        if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+            raise lines.error((*path, "message"), "a message is a mapping {id, delivery, Body, Label, Priority}")
+        if message["id"] in messages:
+            raise lines.error((*path, "message", "id"), f"duplicate message id {message['id']!r}")
+        for key in message:
+            if key not in ("id", "delivery", "Body", "Label", "Priority"):
+                raise lines.error((*path, "message", key), f"unknown key {key!r}; expected: id, delivery, Body, Label, Priority")
+        if message.get("delivery", "express") not in DELIVERY:
+            raise lines.error((*path, "message", "delivery"), f"delivery is one of: {', '.join(DELIVERY)}")
+        messages.add(message["id"])
+    elif action in ("pause_queue", "resume_queue"):
+        if queues.get(args["queue"]) != "outgoing":
+            raise lines.error((*path, "queue"), f"unknown outgoing queue reference {args['queue']!r}")
+    elif action == "wait_for":
+        given = [c for c in _WAIT_CONDITIONS if c in args]
+        if len(given) != 1:
+            raise lines.error(path, f"wait_for takes exactly one of: {', '.join(_WAIT_CONDITIONS)}")
+        if side == "acceptor" and given[0] != "closed":
+            raise lines.error(path, "a case checking the acceptor waits with receive (or wait_for closed)")
+        for m in args.get("acked") or []:
+            if m not in messages:
+                raise lines.error((*path, "acked"), f"unknown message reference {m!r}")
+        if "packet" in args and args["packet"] not in PACKET_KINDS:
+            raise lines.error((*path, "packet"), f"packet is one of: {', '.join(PACKET_KINDS)}")
+        if args.get("direction", "c2s") not in ("c2s", "s2c"):
+            raise lines.error((*path, "direction"), "direction is c2s (initiator to acceptor) or s2c")
+    elif action == "send":
+        if args["packet"] not in PACKET_KINDS:
+            raise lines.error((*path, "packet"), f"packet is one of: {', '.join(PACKET_KINDS)}")
+        if (args["packet"] == "raw") != ("hex" in args):
+            raise lines.error(path, "a raw packet is given as hex, and only a raw packet")
+        if args.get("delivery", "express") not in DELIVERY:
+            raise lines.error((*path, "delivery"), f"delivery is one of: {', '.join(DELIVERY)}")
+    elif action == "receive" and args.get("packet") is not None and args["packet"] not in PACKET_KINDS:
+        raise lines.error((*path, "packet"), f"packet is one of: {', '.join(PACKET_KINDS)}")
+    timeout = args.get("timeout")
+    if timeout is not None and not (isinstance(timeout, int | float) and 0 < timeout <= MAX_WAIT):
+        raise lines.error((*path, "timeout"), f"timeout is a number of seconds in (0, {MAX_WAIT:g}]")
+
+
+# ------------------------------------------------------------------------------ values
+def normalise(value: Any) -> Any:
+    """An observed value as a case writes it: enums by name, flags and ints as ints, GUIDs as
+    "{...}" text (upper case), bytes as hex."""
+    from packets import GUID
+
+    if isinstance(value, GUID):
+        return str(value).upper()
+    if isinstance(value, Enum):
+        return value.name
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, list | tuple):
+        return [normalise(v) for v in value]
+    return value
+
+
+def _expected_text(expected: Any) -> Any:
+    if isinstance(expected, str) and re.fullmatch(r"\{?[0-9A-Fa-f]{8}-([0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}\}?", expected):
+        return "{" + expected.strip("{}").upper() + "}"
+    if isinstance(expected, list):
+        return [_expected_text(e) for e in expected]
+    return expected
+
+
+def wire_matches(expected: Any, observed: Any, sent: Callable[[str], Any] | None = None, present: bool = True) -> bool:
+    """Whether an observed (normalised) value satisfies an expected one of a wire case.
+
+    Besides a literal, ``any_of`` and ``absent``: ``{not: X}``, ``{range: [lo, hi]}`` (inclusive),
+    ``{every_byte: N}`` (a byte string all of whose bytes are N) and ``{sent: path}`` (equal to
+    that field of the last packet of its kind the case sent: an echo).
+    """
+    if isinstance(expected, Mapping) and len(expected) == 1:
+        (key, arg), = expected.items()
+        if key == "any_of":
+            return any(wire_matches(e, observed, sent, present) for e in arg)
+        if key == "not":
+            return present and not wire_matches(arg, observed, sent, present)
+        if key == "range":
+            return present and isinstance(observed, int) and not isinstance(observed, bool) and arg[0] <= observed <= arg[1]
+        if key == "every_byte":
+            if not present or not isinstance(observed, str):
+                return False
+            try:
+                data = bytes.fromhex(observed)
+            except ValueError:
+                return False
+            return bool(data) and all(b == arg for b in data)
+        if key == "sent":
+            return present and sent is not None and normalise(sent(arg)) == observed
+        if key == "absent":
+            return matches(expected, observed) if present else matches(expected)
+    if not present:
+        return matches(expected)
+    return matches(_expected_text(expected), observed)
+
+
+# ------------------------------------------------------------------------------ packets
+def _strip_kind(path: str, kind: str) -> str:
+    head, _, rest = path.partition(".")
+    return rest if head in PACKET_KINDS or head == kind else path
+
+
+def field_value(packet: Any, path: str) -> tuple[bool, Any]:
+    """(present, value) of a field of a decoded packet (``packets.Packet``) by spec path;
+    a leading packet kind (``EstablishConnection.``) is allowed; flag sub-fields by name."""
+    path = _strip_kind(path, packet.kind.name)
+    obj: Any = packet.headers
+    for part in path.split("."):
+        if part == "body" and getattr(packet, "body", None) is not None and obj is packet.headers:
+            obj = packet.body
+            continue
+        try:
+            obj = obj[part]
+        except (KeyError, TypeError, IndexError):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                return False, None
+        if obj is None:
+            return False, None
+    return True, normalise(obj)
+
+
+def field_span(data: bytes, path: str, kind: str) -> tuple[int, int] | None:
+    """Byte range [start, end) of a field in an encoded packet (its enclosing field's when the
+    path names a flag sub-field), from the codec's diagnostic offsets."""
+    from packets.codec import _Walk
+
+    walk = _Walk(data)
+    try:
+        walk.diagnose()
+    except Exception:
+        pass
+    offsets = walk.offsets
+    offsets.setdefault("BaseHeader", 0)
+    p = _strip_kind(path, kind)
+    while p and p not in offsets:
+        p = p.rpartition(".")[0]
+    if not p:
+        return None
+    start = offsets[p]
+    later = [o for k, o in offsets.items() if o > start and not k.startswith(p + ".")]
+    end = min(later) if later else len(data)
+    inner = [o for k, o in offsets.items() if k.startswith(p + ".")]
+    if inner and later:  # a header: up to the next header
+        end = min(later)
+    return start, max(end, start + 1)
+
+
+def hexdump(data: bytes, span: tuple[int, int] | None = None, context: int = 2, width: int = 16) -> str:
+    """Offset, hex and ASCII lines; bytes of ``span`` are bracketed and marked with ``^^`` below.
+
+    Only the lines around the span (``context`` lines each side) are shown for long packets."""
+    rows = range(0, len(data), width)
+    shown: Iterable[int] = rows
+    if span is not None and len(data) > width * (2 * context + 3):
+        first, last = span[0] // width, (span[1] - 1) // width
+        shown = [r for r in rows if first - context <= r // width <= last + context]
+    out: list[str] = []
+    previous = -1
+    for r in shown:
+        if previous >= 0 and r != previous + width:
+            out.append("        ...")
+        previous = r
+        chunk = data[r : r + width]
+        cells, marks = [], []
+        for i, b in enumerate(chunk):
+            hit = span is not None and span[0] <= r + i < span[1]
+            cells.append(f"[{b:02X}]" if hit else f" {b:02X} ")
+            marks.append(" ^^ " if hit else "    ")
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        out.append(f"{r:06X}  {''.join(cells):<{width * 4}}  {text}")
+        if any(m.strip() for m in marks):
+            out.append("        " + "".join(marks).rstrip())
+    if span is not None:
+        out.append(f"field at bytes {span[0]}..{span[1] - 1} (0x{span[0]:X}..0x{span[1] - 1:X}) of {len(data)}")
+    return "\n".join(out)
