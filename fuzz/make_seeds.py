@@ -17,13 +17,21 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "packets")]
 
-import packets  # noqa: E402
 import strategies_session as ss  # noqa: E402
 import strategies_user as su  # noqa: E402
+
+import packets  # noqa: E402
 from packets.layout import PacketKind  # noqa: E402
 
 OUT = ROOT / "fixtures" / "fuzz-seeds"
-OPTIONAL = ("TransactionHeader", "SecurityHeader", "DebugHeader", "SoapHeader", "MultiQueueFormatHeader", "SessionHeader")
+OPTIONAL = (
+    "TransactionHeader",
+    "SecurityHeader",
+    "DebugHeader",
+    "SoapHeader",
+    "MultiQueueFormatHeader",
+    "SessionHeader",
+)
 
 
 def draw_all() -> list[tuple[str, bytes]]:
@@ -52,7 +60,7 @@ def draw_all() -> list[tuple[str, bytes]]:
             @settings(max_examples=1, database=None, suppress_health_check=list(HealthCheck))
             @given(strategy)
             def one(headers: object) -> None:
-                found.append((name, packets.build(headers)))  # type: ignore[arg-type]
+                found.append((name, packets.build(headers)))  # type: ignore[arg-type]  # noqa: B023
 
             one()
 

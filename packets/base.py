@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from construct import Container
 
 from packets.fields import BitFlags, FlagsField, Header, Int8ul, Int32ul, header_parser
+from packets.layout import fast_form_of
 
 SECTION = "MS-MQMQ 2.2.19.1"
 
@@ -86,3 +87,16 @@ def check_base_header(headers: Container) -> Iterator[tuple[str, str, str]]:
         yield ("BaseHeader.PacketSize", f"{base.PacketSize} is smaller than the BaseHeader", SECTION)
     if base.Flags.TR and not base.Flags.DH:
         yield ("BaseHeader.Flags.TR", "TR is set, so DH MUST also be set", SECTION)
+
+
+@fast_form_of(check_base_header)
+def base_header_holds(headers: Container) -> bool:
+    """Fast form of :func:`check_base_header`: True exactly when it finds nothing."""
+    base = headers["BaseHeader"]
+    flags = base["Flags"]
+    return (
+        base["VersionNumber"] == VERSION_NUMBER
+        and base["Signature"] == SIGNATURE
+        and BASE_HEADER_SIZE <= base["PacketSize"] <= MAX_PACKET_SIZE
+        and not (flags & 0x100 and not flags & 0x20)  # TR without DH
+    )

@@ -24,7 +24,8 @@ from construct import Container
 from packets import base
 from packets.errors import PacketError, Violation
 from packets.fields import Fields
-from packets.layout import Check, PacketKind, Slot
+from packets.generate import HeaderFunction, LayoutParser, NeedsContext, builder_function, header_function
+from packets.layout import Check, Holds, PacketKind, Slot, fast_form
 
 __all__ = ["Packet", "PacketKind", "build", "parse", "parse_ping"]
 
@@ -40,6 +41,11 @@ class _Spec:
     check_internal_packet: Check
     check_transactional_ack: Check
     identify: Callable[[Container], tuple[PacketKind, Container | None]]
+    base: HeaderFunction
+    user_parser: LayoutParser
+    internal_parser: LayoutParser
+    user_message_holds: Holds
+    internal_packet_holds: Holds
 
 
 @cache
@@ -53,6 +59,11 @@ def _spec() -> _Spec:
         session.check_internal_packet,
         session.check_transactional_ack,
         session.identify,
+        header_function(base.BASE_HEADER),
+        LayoutParser(tuple(message.USER_MESSAGE_LAYOUT)),
+        LayoutParser(tuple(session.INTERNAL_LAYOUT)),
+        message.user_message_holds,
+        session.internal_packet_holds,
     )
 
 
@@ -107,43 +118,44 @@ class Packet:
 
 
 class _Walk:
-    """One pass over a packet's headers (compiled or diagnostic)."""
+    """One pass over a packet's headers (generated or diagnostic)."""
 
-    __slots__ = ("data", "headers", "io", "offsets", "slot_spans")
+    __slots__ = ("consumed", "counted", "data", "headers", "offsets", "slots")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.io = BytesIO(data)
         self.headers = Fields()
         self.offsets: dict[str, int] = {}
-        self.slot_spans: list[tuple[Slot | None, int, int]] = []
+        self.slots: list[Slot] = []  # the headers present after the BaseHeader
+        self.consumed = 0  # bytes the headers occupy
+        self.counted = 0  # bytes BaseHeader.PacketSize counts
 
     def fast(self) -> None:
-        io, headers, spans = self.io, self.headers, self.slot_spans
-        ctx: dict[str, Any] = {"_params": {}}
-        headers["BaseHeader"] = ctx["BaseHeader"] = base.BASE_HEADER.parse_fast(io, ctx)
-        spans.append((None, 0, io.tell()))
-        for slot in layout_for(headers["BaseHeader"]):
-            if slot.present(headers):
-                start = io.tell()
-                headers[slot.name] = ctx[slot.name] = slot.parser.parse_fast(io, ctx)
-                spans.append((slot, start, io.tell()))
+        """Generated parsers (packets.generate); may raise anything on bad input."""
+        data, headers = self.data, self.headers
+        base_header, pos = _spec().base(data, 0, headers)
+        headers["BaseHeader"] = base_header
+        layout = _spec().internal_parser if base_header["Flags"] & 0x8 else _spec().user_parser
+        self.slots, self.consumed, counted = layout.parse(data, pos, headers)
+        self.counted = pos + counted
 
     def diagnose(self) -> None:
         """Interpreted pass recording offsets; raises PacketError at the first bad field."""
-        io, headers, offsets = self.io, self.headers, self.offsets
-        io.seek(0)
+        io, headers, offsets = BytesIO(self.data), self.headers, self.offsets
         headers.clear()
-        self.slot_spans.clear()
+        self.slots = []
         headers.BaseHeader = _diagnose_one(base.BASE_HEADER.diagnose, io, offsets, "BaseHeader")
-        self.slot_spans.append((None, 0, io.tell()))
+        self.consumed = self.counted = io.tell()
         for slot in layout_for(headers.BaseHeader):
             if _present(slot, headers, io.tell()):
                 start = io.tell()
                 offsets[slot.name] = start
                 value = _diagnose_one(slot.parser.diagnose, io, offsets, slot.name, headers)
                 headers[slot.name] = value
-                self.slot_spans.append((slot, start, io.tell()))
+                self.slots.append(slot)
+                self.consumed = io.tell()
+                if slot.counted:
+                    self.counted += self.consumed - start
 
 
 def _present(slot: Slot, headers: Container, offset: int) -> bool:
@@ -182,10 +194,9 @@ def _rule_violations(walk: _Walk, kind: PacketKind) -> list[tuple[str, str, str]
     extend = found.extend
     try:
         extend(base.check_base_header(headers))
-        for slot, _start, _end in walk.slot_spans:
-            if slot is not None:
-                for check in slot.checks:
-                    extend(check(headers))
+        for slot in walk.slots:
+            for check in slot.checks:
+                extend(check(headers))
         extend(_check_packet_size(walk))
         if headers["BaseHeader"]["Flags"] & 0x8:
             extend(spec.check_internal_packet(headers))
@@ -198,18 +209,55 @@ def _rule_violations(walk: _Walk, kind: PacketKind) -> list[tuple[str, str, str]
     return found
 
 
+_SLOT_FAST_FORMS: dict[int, tuple[Holds, ...]] = {}
+
+
+def _slot_fast_forms(slot: Slot) -> tuple[Holds, ...]:
+    forms = _SLOT_FAST_FORMS.get(id(slot))
+    if forms is None:
+        forms = _SLOT_FAST_FORMS[id(slot)] = tuple(fast_form(check) for check in slot.checks)
+    return forms
+
+
+_base_header_holds = fast_form(base.check_base_header)
+
+
+def _rules_hold(walk: _Walk, kind: PacketKind) -> bool:
+    """True when :func:`_rule_violations` would find nothing: the same rules through their fast
+    forms (packets.layout.fast_form_of).  False sends the packet through the checks themselves,
+    which word the violations; so does an OrderAck/FinalAck, whose rules only run there."""
+    headers = walk.headers
+    try:
+        base_header = headers["BaseHeader"]
+        if (
+            not _base_header_holds(headers)
+            or base_header["PacketSize"] != walk.counted
+            or walk.consumed != len(walk.data)
+        ):
+            return False
+        for slot in walk.slots:
+            for holds in _slot_fast_forms(slot):
+                if not holds(headers):
+                    return False
+        if base_header["Flags"] & 0x8:
+            return _spec().internal_packet_holds(headers)
+        return kind is PacketKind.UserMessage and _spec().user_message_holds(headers)
+    except Exception:  # let the checks themselves report it
+        return False
+
+
 def _check_packet_size(walk: _Walk) -> Iterator[tuple[str, str, str]]:
     """[MS-MQMQ] 2.2.19.1: PacketSize is the size of the entire packet including padding,
     excluding a UserMessage's SessionHeader."""
     declared = walk.headers.BaseHeader.PacketSize
-    counted = sum(end - start for slot, start, end in walk.slot_spans if slot is None or slot.counted)
+    counted = walk.counted
     if declared != counted:
         yield (
             "BaseHeader.PacketSize",
             f"declares {declared} bytes but the headers occupy {counted}",
             base.SECTION,
         )
-    consumed = walk.slot_spans[-1][2]
+    consumed = walk.consumed
     if consumed < len(walk.data):
         yield ("BaseHeader.PacketSize", f"{len(walk.data) - consumed} bytes follow the packet", base.SECTION)
 
@@ -243,7 +291,7 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
     except Exception as e:
         kind, body = PacketKind.Unknown, None
         violations.append(Violation("MessagePropertiesHeader.MessageBody", 0, f"undecodable body: {e}"))
-    rules = _rule_violations(walk, kind)
+    rules = [] if _rules_hold(walk, kind) else _rule_violations(walk, kind)
     if rules:
         if structural_ok:  # offsets are only gathered on the diagnostic path
             offsets_walk = _Walk(data)
@@ -255,7 +303,7 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
         violations.extend(Violation(p, _offset_of(p, offsets), r, s) for p, r, s in rules)
     if violations and strict:
         raise violations[0].error()
-    return Packet(kind, walk.headers, violations, walk.slot_spans[-1][2], body)
+    return Packet(kind, walk.headers, violations, walk.consumed, body)
 
 
 def parse_ping(datagram: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
@@ -299,27 +347,57 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
     Headers are written in the layout's order, those absent skipped; flags are written as
     given (so malformed packets can be built on purpose).  BaseHeader.PacketSize, length
     fields and padding are computed when left out (None or missing).
+
+    Each header is built by its generated builder (packets.generate); a header it leaves out
+    (a computed default, a value it cannot write) is built by construct with the packet's
+    headers as context, which also words the PacketError.
     """
     headers = _headers_of(packet)
     base_header = base.default_base_header(**dict(headers.get("BaseHeader") or {}))
     layout = layout_for(base_header)
-    known = {slot.name for slot in layout} | {"BaseHeader"}
-    unknown = [name for name in headers if not name.startswith("_") and name not in known]
-    if unknown:
-        raise PacketError(unknown[0], -1, "not a header of this packet layout")
-    context = Container(headers)
-    context.BaseHeader = base_header
+    known = _known_names(layout)
+    for name in headers:
+        if name not in known and not name.startswith("_"):
+            raise PacketError(name, -1, "not a header of this packet layout")
+    context: Container | None = None
     parts: list[bytes] = []
     counted = base.BASE_HEADER_SIZE
     for slot in layout:
-        if slot.name in headers and headers[slot.name] is not None:
-            data = slot.parser.build(headers[slot.name], context)
-            parts.append(data)
-            if slot.counted:
-                counted += len(data)
+        value = headers.get(slot.name)
+        if value is None:
+            continue
+        builder = builder_function(slot.parser)
+        try:
+            if builder is None:
+                raise NeedsContext(slot.name)
+            data = builder(value)
+        except Exception:
+            if context is None:
+                context = Container(headers)
+                context.BaseHeader = base_header
+            data = slot.parser.build(value, context)
+        parts.append(data)
+        if slot.counted:
+            counted += len(data)
     if base_header.get("PacketSize") is None:
         base_header.PacketSize = counted
-    return base.BASE_HEADER.build(base_header) + b"".join(parts)
+    try:
+        data = _build_base_header(base_header)
+    except Exception:
+        data = base.BASE_HEADER.build(base_header)
+    return data + b"".join(parts)
+
+
+@cache
+def _known_names(layout: tuple[Slot, ...]) -> frozenset[str]:
+    return frozenset(slot.name for slot in layout) | {"BaseHeader"}
+
+
+def _build_base_header(base_header: Mapping[str, Any]) -> bytes:
+    builder = builder_function(base.BASE_HEADER)
+    if builder is None:
+        raise NeedsContext("BaseHeader")
+    return builder(base_header)
 
 
 def build_ping(ping: Packet | Mapping[str, Any]) -> bytes:

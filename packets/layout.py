@@ -50,3 +50,38 @@ class PacketKind(StrEnum):
     UserMessage = "UserMessage"
     Ping = "Ping"
     Unknown = "Unknown"
+
+
+# A rule's fast form: True exactly when the rule yields nothing for these headers.
+Holds = Callable[[Container], bool]
+_FAST_FORMS: dict[Check, Holds] = {}
+
+
+def fast_form_of(check: Check) -> Callable[[Holds], Holds]:
+    """Register the decorated predicate as ``check``'s fast form.
+
+    ``packets.parse`` evaluates the fast forms first and runs the checks themselves (which word
+    the violations) only when one of them fails, so a fast form MUST return True exactly when
+    its check yields nothing (tests/packets/test_fast_rules.py compares them)."""
+
+    def register(holds: Holds) -> Holds:
+        _FAST_FORMS[check] = holds
+        return holds
+
+    return register
+
+
+def fast_form(check: Check) -> Holds:
+    """``check``'s registered fast form, or a predicate that runs the check itself."""
+    holds = _FAST_FORMS.get(check)
+    if holds is None:
+
+        def holds(headers: Container) -> bool:
+            return next(iter(check(headers)), None) is None
+
+    return holds
+
+
+def fast_forms() -> dict[Check, Holds]:
+    """Every registered (check, fast form) pair (for the tests that compare them)."""
+    return dict(_FAST_FORMS)

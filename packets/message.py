@@ -27,6 +27,7 @@ __all__ = [
     "build_headers",
     "check_user_message",
     "parse_headers",
+    "user_message_holds",
 ]
 
 SECTION = "MS-MQMQ 2.2.20"
@@ -152,6 +153,19 @@ def check_user_message(headers: Container, presence: bool = True) -> Iterator[tu
             state = "present" if present else "absent"
             flag_state = "clear" if present else "set"
             yield (slot.name, f"{state} but {rule} is {flag_state}: MUST be present if and only if it is set", SECTION)
+
+
+def user_message_holds(headers: Container) -> bool:
+    """Fast form of ``check_user_message(headers, presence=False)`` (as ``packets.parse`` runs
+    it): True exactly when it finds nothing."""
+    base_flags = int(headers["BaseHeader"]["Flags"])
+    user_header = headers.get("UserHeader")
+    return not (
+        base_flags & 0x8
+        or user_header is None
+        or headers.get("MessagePropertiesHeader") is None
+        or (user_header["Flags"] & _TH and base_flags & 0x7)
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from packets.fields import (
     header_parser,
     pad4,
 )
+from packets.layout import fast_form_of
 from packets.user import MQFFormatNameElement, TxSequenceID, flag
 
 SESSION_HEADER_SECTION = "MS-MQMQ 2.2.20.4"
@@ -50,6 +51,12 @@ def check_session_header(headers: Container) -> Iterator[tuple[str, str, str]]:
     """[MS-MQMQ] 2.2.20.4: WindowSize has a valid range from 0x0001 to 0xFFFF."""
     if headers.SessionHeader.WindowSize == 0:
         yield ("SessionHeader.WindowSize", "MUST be in 0x0001-0xFFFF, found 0", SESSION_HEADER_SECTION)
+
+
+@fast_form_of(check_session_header)
+def session_header_holds(headers: Container) -> bool:
+    """Fast form of :func:`check_session_header`."""
+    return bool(headers["SessionHeader"]["WindowSize"] != 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -122,6 +129,17 @@ def check_transaction_header(headers: Container) -> Iterator[tuple[str, str, str
         )
     if bool(flags.CG) != (tx.get("ConnectorQMGuid") is not None):
         yield ("TransactionHeader.ConnectorQMGuid", "MUST be present if and only if Flags.CG is set", section)
+
+
+@fast_form_of(check_transaction_header)
+def transaction_header_holds(headers: Container) -> bool:
+    """Fast form of :func:`check_transaction_header`: True exactly when it finds nothing."""
+    tx = headers["TransactionHeader"]
+    return (
+        tx["TxSequenceNumber"] != 0
+        and tx["PreviousTxSequenceNumber"] != 0xFFFFFFFF
+        and bool(int(tx["Flags"]) & 1) == (tx.get("ConnectorQMGuid") is not None)
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from packets.fields import (
     encode_utf16z,
     header_parser,
 )
+from packets.layout import fast_form_of
 from packets.user import is_valid_message_class
 
 __all__ = [
@@ -214,3 +215,48 @@ def check_admin_queue(headers: Container) -> Iterator[tuple[str, str, str]]:
             "MUST NOT be specified: MessagePropertiesHeader.Flags requests no acknowledgment",
             "MS-MQMQ 2.2.19.2",
         )
+
+
+@fast_form_of(check_message_properties)
+def message_properties_hold(headers: Container) -> bool:
+    """Fast form of :func:`check_message_properties`: True exactly when it finds nothing."""
+    mph = headers["MessagePropertiesHeader"]
+    length = mph["LabelLength"]
+    label = mph.get("Label")
+    if length > MAX_LABEL_LENGTH:
+        return False
+    if length == 0 and label is not None:
+        return False
+    if length > 0:
+        if label is None or "\0" in label:
+            return False
+        if (len(label) + 1 if label.isascii() else len(encode_utf16z(label)) // 2) != length:
+            return False
+    if not is_valid_message_class(mph["MessageClass"]):
+        return False
+    if mph["MessageSize"] != len(mph.get("MessageBody") or b""):
+        return False
+    if mph["ExtensionSize"] != len(mph.get("ExtensionData") or b""):
+        return False
+    privacy = mph["PrivacyLevel"]
+    if privacy not in PRIVACY_LEVELS:
+        return False
+    allowed = ALLOWED_BY_PRIVACY_LEVEL.get(privacy)
+    if allowed is not None and mph["EncryptionAlgorithm"] not in allowed:
+        return False
+    security = headers.get("SecurityHeader")
+    if security is not None:
+        if security.get("SignatureSize") and mph["HashAlgorithm"] not in HASH_ALGORITHMS:
+            return False
+        if int(security["Flags"]) & 0x20 and mph["EncryptionAlgorithm"] not in ENCRYPTION_ALGORITHMS:
+            return False
+    return True
+
+
+@fast_form_of(check_admin_queue)
+def admin_queue_holds(headers: Container) -> bool:
+    """Fast form of :func:`check_admin_queue`: True exactly when it finds nothing."""
+    mph = headers.get("MessagePropertiesHeader")
+    if mph is None:
+        return True
+    return bool(int(mph["Flags"]) & ACK_BITS) == (int(headers["UserHeader"]["Flags"]) >> 13 & 7 != 0)

@@ -60,6 +60,7 @@ __all__ = [
     "establish_connection",
     "final_ack",
     "identify",
+    "internal_packet_holds",
     "is_order_queue",
     "order_ack",
     "ping",
@@ -327,6 +328,21 @@ def check_internal_packet(headers: Container) -> Violations:
         )
 
 
+def internal_packet_holds(headers: Container) -> bool:
+    """Fast form of :func:`check_internal_packet`: True exactly when it finds nothing."""
+    base_header = headers["BaseHeader"]
+    flags = int(base_header["Flags"])
+    if base_header["TimeToReachQueue"] != base.INFINITE or flags & 0x20:  # DH
+        return False
+    internal = headers.get("InternalHeader")
+    if internal is None:
+        return True
+    pt = int(internal["Flags"]) & 0xF
+    if pt == PT_SESSION_ACK:
+        return bool(flags & 0x10)  # SH
+    return not (pt in (PT_ESTABLISH_CONNECTION, PT_CONNECTION_PARAMETERS) and flags & 0x10)
+
+
 def check_ping(headers: Container) -> Violations:
     """[MS-MQQB] 2.2.7: Signature MUST be 0x5548 (a receiver ignores the packet otherwise)."""
     packet = headers.Ping
@@ -376,7 +392,7 @@ INTERNAL_LAYOUT: tuple[Slot, ...] = (
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
+    if isinstance(obj, dict | Mapping):  # dict first: a cheap test for decoded headers
         return obj.get(name, default)
     return getattr(obj, name, default)
 
@@ -463,8 +479,8 @@ def identify(headers: Container) -> tuple[PacketKind, Container | None]:
     The remaining OrderAck/FinalAck MUSTs (BaseHeader.Flags 0, MessageSize 0x24, ...) are rules
     of those packets, checked by :func:`check_transactional_ack`, not identification keys.
     """
-    base_header = headers.BaseHeader
-    if base_header.Flags.IN:
+    base_header = headers["BaseHeader"]
+    if int(base_header["Flags"]) & 0x8:  # IN
         internal = headers.get("InternalHeader")
         if internal is None:
             return PacketKind.Unknown, None

@@ -1,0 +1,604 @@
+"""Whole-packet parsers generated from the construct definitions.
+
+Python source is generated from the same ``Header`` definitions that render [MS-MQMQ] 2.2.19-2.2.20
+and [MS-MQQB] 2.2 (there is no second field list): each construct piece becomes straight-line
+code that reads the packet's bytes at an offset (``struct.unpack_from`` for every run of
+fixed-size fields, slices for the rest), keeps every field in a local variable for the
+length and selector expressions that follow, and returns one :class:`~packets.fields.Fields`
+per header, with the same keys and values as the interpreted parser.
+
+A packet's *shape* — which optional headers it carries — is decided by the flag words of its
+BaseHeader and of the first header of its layout (UserHeader.Flags for a UserMessage,
+InternalHeader.Flags for an internal packet).  :class:`LayoutParser` evaluates the layout's
+presence rules once per pair of flag words (bounded LRU) and generates one function per shape
+that parses every remaining header in one go, with no per-header dispatch.  A presence rule
+that reads anything but those two flag words makes the shape uncacheable; such packets are
+walked header by header, still with generated code.
+
+Generated code checks exactly what the pieces need to be decoded (every read must fit the
+input; anything else that is off raises some exception), never a spec rule: the caller falls
+back to the interpreted parsers to name the field and its byte offset.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from collections.abc import Callable, Mapping
+from io import BytesIO
+from typing import Any
+
+import construct as c
+from construct import expr as cexpr
+
+from packets.fields import (
+    GUID,
+    NULL_GUID,
+    Data,
+    Fields,
+    FlagsField,
+    HeaderParser,
+    Pad,
+    Utf16z,
+    _fields_new,
+    _fixed_format,
+    _GuidField,
+    _new_guid,
+    _set_dict,
+    decode_utf16,
+    encode_utf16z,
+)
+from packets.layout import Slot, always
+
+__all__ = [
+    "HeaderBuilder",
+    "HeaderFunction",
+    "LayoutParser",
+    "NeedsContext",
+    "ShortInput",
+    "builder_function",
+    "header_function",
+    "read_utf16_terminated_at",
+]
+
+# (data, offset, headers parsed before) -> (decoded header, offset after it)
+HeaderFunction = Callable[[bytes, int, Mapping[str, Any]], tuple[Fields, int]]
+
+
+class ShortInput(Exception):
+    """A generated read that does not fit the input (or asks for a negative length)."""
+
+
+class _Unsupported(Exception):
+    """A construct piece the generator has no rule for (its header falls back to construct's
+    own generated parser)."""
+
+
+def read_utf16_terminated_at(data: bytes, pos: int) -> tuple[str, int]:
+    """A UTF-16LE string up to its first NUL code unit at ``pos``: (text, offset after the NUL)."""
+    at = pos
+    while True:
+        end = data.find(b"\0\0", at)
+        if end < 0:
+            raise ShortInput("UTF-16 string without a terminating NUL")
+        if (end - pos) % 2 == 0:
+            return decode_utf16(data[pos:end]), end + 2
+        at = end + 1
+
+
+class _Scope:
+    """The fields of one struct being generated: spec name -> expression holding its value.
+
+    The root scope is the packet: any name there reads ``headers[name]``, the headers parsed
+    before (construct's context of a top-level header holds them the same way)."""
+
+    __slots__ = ("fields", "parent")
+
+    def __init__(self, parent: _Scope | None) -> None:
+        self.parent = parent
+        self.fields: dict[str, str] = {}
+
+    def resolve(self, name: str) -> str:
+        if name in self.fields:
+            return self.fields[name]
+        if self.parent is None and not name.startswith("_"):
+            return f"headers[{name!r}]"
+        raise _Unsupported(f"field {name!r}")
+
+
+def _unwrap(sc: c.Construct) -> c.Construct:
+    while isinstance(sc, c.Renamed | c.Default):
+        sc = sc.subcon
+    return sc
+
+
+class _Source:
+    """Generated lines and the objects they name."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {
+            "ShortInput": ShortInput,
+            "Fields": Fields,
+            "_fields_new": _fields_new,
+            "_set_dict": _set_dict,
+            "_new_guid": _new_guid,
+            "decode_utf16": decode_utf16,
+            "read_utf16_terminated_at": read_utf16_terminated_at,
+            "ListContainer": c.ListContainer,
+            "ExplicitError": c.ExplicitError,
+        }
+        self._ids = 0
+        self._consts: dict[int, str] = {}
+
+    def var(self, hint: str) -> str:
+        self._ids += 1
+        return f"{hint}_{self._ids}"
+
+    def const(self, obj: Any, hint: str) -> str:
+        key = id(obj)
+        if key not in self._consts:
+            name = self.var(hint)
+            self.namespace[name] = obj
+            self._consts[key] = name
+        return self._consts[key]
+
+    def add(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    # -- expressions -----------------------------------------------------------------------
+
+    def expr(self, e: Any, scope: _Scope) -> str:
+        if isinstance(e, bool) or not isinstance(e, int | cexpr.ExprMixin):
+            raise _Unsupported(f"expression {e!r}")
+        if isinstance(e, int):
+            return repr(e)
+        if isinstance(e, cexpr.BinExpr):
+            return f"({self.expr(e.lhs, scope)} {cexpr.opnames[e.op]} {self.expr(e.rhs, scope)})"
+        if isinstance(e, cexpr.UniExpr):
+            return f"({cexpr.opnames[e.op]} {self.expr(e.operand, scope)})"
+        if isinstance(e, cexpr.Path):
+            chain: list[str] = []
+            p: Any = e
+            while p._Path__parent is not None:
+                chain.append(p._Path__field)
+                p = p._Path__parent
+            if p._Path__name != "this":
+                raise _Unsupported(f"expression {e!r}")
+            chain.reverse()
+            s: _Scope | None = scope
+            while chain and chain[0] == "_" and s is not None:
+                chain.pop(0)
+                s = s.parent
+            if s is None or not chain:
+                raise _Unsupported(f"expression {e!r}")
+            return s.resolve(chain[0]) + "".join(f"[{k!r}]" for k in chain[1:])
+        raise _Unsupported(f"expression {e!r}")
+
+    # -- constructs ------------------------------------------------------------------------
+
+    def take(self, length: str, indent: int) -> tuple[str, str]:
+        """Lines that reserve ``length`` bytes at pos: returns (start, end) variable names."""
+        n, start = self.var("n"), self.var("at")
+        self.add(indent, f"{n} = {length}")
+        self.add(indent, f"{start} = pos")
+        self.add(indent, "pos += " + n)
+        self.add(indent, f"if {n} < 0 or pos > size: raise ShortInput({n})")
+        return start, "pos"
+
+    def fixed(self, run: list[tuple[str, str, str]], indent: int) -> None:
+        """One unpack_from for a run of fixed-size fields: (target, struct format, wrapper)."""
+        fmt = "<" + "".join(f for _, f, _ in run)
+        s = self.const(struct.Struct(fmt), "fused")
+        targets = ", ".join(t for t, _, _ in run)
+        self.add(indent, f"{targets}, = {s}.unpack_from(data, pos)")
+        self.add(indent, f"pos += {struct.calcsize(fmt)}")
+        for target, _, wrap in run:
+            if wrap:
+                self.add(indent, f"{target} = {wrap}({target})")
+
+    def wrapper(self, sc: c.Construct) -> str:
+        sc = _unwrap(sc)
+        if isinstance(sc, FlagsField):
+            return self.const(sc.flags_cls, sc.flags_cls.__name__)
+        if isinstance(sc, _GuidField):
+            return "_new_guid"
+        return ""
+
+    def struct_(self, sc: c.Struct, scope: _Scope, target: str, indent: int) -> None:
+        inner = _Scope(scope)
+        stored: list[tuple[str, str]] = []
+        run: list[tuple[str, str, str]] = []
+        for sub in sc.subcons:
+            fixed = _fixed_format(sub) if sub.name else None
+            value = self.var("f")
+            if fixed is not None:
+                run.append((value, fixed[0], self.wrapper(sub)))
+            else:
+                if run:
+                    self.fixed(run, indent)
+                    run = []
+                self.construct(sub, inner, value, indent)
+            if sub.name:
+                inner.fields[sub.name] = value
+                stored.append((sub.name, value))
+        if run:
+            self.fixed(run, indent)
+        self.add(indent, f"{target} = _fields_new(Fields)")
+        self.add(indent, f"_set_dict({target}, '__dict__', {target})")
+        for name, value in stored:
+            self.add(indent, f"{target}[{name!r}] = {value}")
+
+    def construct(self, sc: c.Construct, scope: _Scope, target: str, indent: int) -> None:
+        sc = _unwrap(sc)
+        fixed = _fixed_format(sc)
+        if fixed is not None:
+            self.fixed([(target, fixed[0], self.wrapper(sc))], indent)
+        elif isinstance(sc, c.Struct):
+            self.struct_(sc, scope, target, indent)
+        elif isinstance(sc, Data | Pad | Utf16z):
+            start, end = self.take(self.expr(sc.length, scope), indent)
+            raw = f"data[{start}:{end}]"
+            self.add(indent, f"{target} = " + (f"decode_utf16({raw})" if isinstance(sc, Utf16z) else raw))
+        elif type(sc).__name__ == "Utf16Terminated":
+            self.add(indent, f"{target}, pos = read_utf16_terminated_at(data, pos)")
+        elif isinstance(sc, c.IfThenElse):
+            self.add(indent, f"if {self.expr(sc.condfunc, scope)}:")
+            self.construct(sc.thensubcon, scope, target, indent + 1)
+            self.add(indent, "else:")
+            self.construct(sc.elsesubcon, scope, target, indent + 1)
+        elif isinstance(sc, c.Switch):
+            key = self.var("key")
+            self.add(indent, f"{key} = {self.expr(sc.keyfunc, scope)}")
+            keyword = "if"
+            for case, sub in sc.cases.items():
+                if isinstance(case, bool) or not isinstance(case, int):
+                    raise _Unsupported(f"switch key {case!r}")
+                self.add(indent, f"{keyword} {key} == {case!r}:")
+                self.construct(sub, scope, target, indent + 1)
+                keyword = "elif"
+            self.add(indent, "else:")
+            self.construct(sc.default, scope, target, indent + 1)
+        elif sc is c.Pass:
+            self.add(indent, f"{target} = None")
+        elif sc is c.Tell:
+            self.add(indent, f"{target} = pos")
+        elif sc is c.Error:
+            self.add(indent, "raise ExplicitError('parsing hit an Error construct')")
+        elif isinstance(sc, c.Array) and not sc.discard:
+            count, item = self.var("count"), self.var("item")
+            self.add(indent, f"{count} = {self.expr(sc.count, scope)}")
+            self.add(indent, f"if {count} < 0: raise ShortInput({count})")
+            self.add(indent, f"{target} = ListContainer()")
+            self.add(indent, f"for _ in range({count}):")
+            self.construct(sc.subcon, scope, item, indent + 1)
+            self.add(indent + 1, f"{target}.append({item})")
+        else:
+            raise _Unsupported(type(sc).__name__)
+
+    def compile(self, label: str) -> dict[str, Any]:
+        source = "\n".join(self.lines) + "\n"
+        exec(compile(source, f"<generated {label}>", "exec"), self.namespace)
+        return self.namespace
+
+
+def _construct_fallback(parser: HeaderParser) -> HeaderFunction:
+    """construct's own generated parser over a stream, for a header the generator cannot render."""
+    compiled = parser.compiled
+
+    def parse(data: bytes, pos: int, headers: Mapping[str, Any]) -> tuple[Fields, int]:
+        io = BytesIO(data)
+        io.seek(pos)
+        context: dict[str, Any] = {"_params": {}}
+        context.update(headers)
+        value = compiled(io, context)
+        return value, io.tell()
+
+    return parse
+
+
+def _emit_header(src: _Source, parser: HeaderParser, target: str, indent: int) -> bool:
+    """Lines parsing ``parser``'s header into ``target``; False when a piece is unsupported (the
+    lines are then not emitted)."""
+    root = _Scope(None)
+    mark, ids = len(src.lines), src._ids
+    try:
+        src.construct(parser.header, root, target, indent)
+    except _Unsupported:
+        del src.lines[mark:]
+        src._ids = ids
+        return False
+    return True
+
+
+@functools.cache
+def header_function(parser: HeaderParser) -> HeaderFunction:
+    """A generated ``(data, offset, headers) -> (header, offset after)`` for one header."""
+    src = _Source()
+    src.add(0, "def parse(data, pos, headers):")
+    src.add(1, "size = len(data)")
+    if not _emit_header(src, parser, "result", 1):
+        return _construct_fallback(parser)
+    src.add(1, "return result, pos")
+    fn: HeaderFunction = src.compile(parser.name)["parse"]
+    return fn
+
+
+_MAX_SHAPES = 1024
+
+
+class LayoutParser:
+    """Parses the headers of one layout (the slots after a BaseHeader) with generated code."""
+
+    def __init__(self, slots: tuple[Slot, ...], key_header: str = "BaseHeader") -> None:
+        self.slots = slots
+        self.key_header = key_header
+        self.first = slots[0] if slots and slots[0].present is always else None
+        # (BaseHeader.Flags, first header's Flags) as ints -> shape; bounded (cleared when full)
+        self._shapes: dict[tuple[int, int], tuple[tuple[Slot, HeaderFunction], ...] | None] = {}
+
+    def shape(self, key_flags: Any, first_flags: Any) -> tuple[tuple[Slot, HeaderFunction], ...] | None:
+        key = (int(key_flags), int(first_flags))
+        try:
+            return self._shapes[key]
+        except KeyError:
+            pass
+        if len(self._shapes) >= _MAX_SHAPES:
+            self._shapes.clear()
+        shape = self._shapes[key] = self._shape(key_flags, first_flags)
+        return shape
+
+    def _shape(self, key_flags: Any, first_flags: Any) -> tuple[tuple[Slot, HeaderFunction], ...] | None:
+        """The slots after the first that a packet with these flag words carries, with their
+        generated parsers; None when a presence rule reads more than the two flag words."""
+        assert self.first is not None
+        probe = Fields()
+        probe[self.key_header] = Fields(Flags=key_flags)
+        probe[self.first.name] = Fields(Flags=first_flags)
+        try:
+            present = [slot for slot in self.slots[1:] if slot.present(probe)]
+        except Exception:
+            return None
+        return tuple((slot, header_function(slot.parser)) for slot in present)
+
+    def parse(self, data: bytes, pos: int, headers: Fields) -> tuple[list[Slot], int, int]:
+        """Parse the layout's headers into ``headers`` from ``pos``.
+
+        Returns the slots present, the offset after the last header and the bytes of the
+        counted headers.  Raises anything on input that does not decode.
+        """
+        first = self.first
+        if first is not None:
+            value, after = header_function(first.parser)(data, pos, headers)
+            headers[first.name] = value
+            flags = value.get("Flags")
+            shape = self.shape(headers[self.key_header].get("Flags"), flags) if flags is not None else None
+            if shape is not None:
+                slots = [first]
+                counted = after - pos if first.counted else 0
+                pos = after
+                for slot, parse in shape:
+                    value, after = parse(data, pos, headers)
+                    headers[slot.name] = value
+                    slots.append(slot)
+                    if slot.counted:
+                        counted += after - pos
+                    pos = after
+                return slots, pos, counted
+        slots = []
+        counted = 0
+        for slot in self.slots:
+            if slot.present(headers):
+                value, after = header_function(slot.parser)(data, pos, headers)
+                headers[slot.name] = value
+                slots.append(slot)
+                if slot.counted:
+                    counted += after - pos
+                pos = after
+        return slots, pos, counted
+
+
+# ---------------------------------------------------------------------------------------------
+# Builders
+
+
+class NeedsContext(Exception):
+    """A generated builder met a value it leaves to construct's own builder (a left-out field
+    whose default is computed from the construct context)."""
+
+
+def _pack_guid(value: Any) -> GUID:
+    """GUID built as ``Guid`` builds it: a GUID of 16 bytes or an error."""
+    guid = GUID(value if value is not None else NULL_GUID)
+    if len(guid) != 16:
+        raise ShortInput(len(guid))
+    return guid
+
+
+class _BuildSource(_Source):
+    """Generated lines of one header builder: ``build(obj) -> bytes``.
+
+    Mirrors construct's ``_build`` piece by piece (Struct, Default, FormatField, the pieces of
+    packets.fields, If/IfThenElse, Switch, Tell, Pass): the same values are written and the same
+    built values are what later length and selector expressions read.  Anything else — a
+    piece with no rule here, an expression naming another header — makes the header
+    unsupported (construct builds it); a computed default met at run time raises
+    :class:`NeedsContext`.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.namespace.update(
+            {
+                "NeedsContext": NeedsContext,
+                "ShortInput": ShortInput,
+                "GUID": GUID,
+                "_pack_guid": _pack_guid,
+                "encode_utf16z": encode_utf16z,
+            }
+        )
+
+    def default(self, sc: c.Construct, value: str, indent: int) -> c.Construct:
+        """Lines replacing a None ``value`` by the Default's value; returns the inner piece."""
+        while isinstance(sc, c.Renamed | c.Default):
+            if isinstance(sc, c.Default):
+                dflt = sc.value
+                if callable(dflt) and not isinstance(dflt, cexpr.ExprMixin):
+                    self.add(indent, f"if {value} is None: raise NeedsContext({sc.name!r})")
+                elif isinstance(dflt, int | bytes) and not isinstance(dflt, bool):
+                    self.add(indent, f"if {value} is None: {value} = {self.const(dflt, 'dflt')}")
+                else:
+                    raise _Unsupported(f"default {dflt!r}")
+            sc = sc.subcon
+        return sc
+
+    def fixed_build(self, sc: c.Construct) -> str | None:
+        """struct format of a piece built by packing its value: FormatField, flags, GUID."""
+        if isinstance(sc, c.FormatField) and sc.fmtstr[0] == "<":
+            return sc.fmtstr[1:]
+        if isinstance(sc, FlagsField):
+            return sc.fmt.format[1:]
+        if isinstance(sc, _GuidField):
+            return "16s"
+        return None
+
+    def convert(self, sc: c.Construct, value: str, indent: int) -> None:
+        """Lines turning ``value`` into what the fixed piece writes and returns."""
+        if isinstance(sc, FlagsField):
+            cls = self.const(sc.flags_cls, sc.flags_cls.__name__)
+            self.add(indent, f"if type({value}) is not {cls}: {value} = {cls}.make(0 if {value} is None else {value})")
+        elif isinstance(sc, _GuidField):
+            self.add(indent, f"if type({value}) is not GUID or len({value}) != 16: {value} = _pack_guid({value})")
+
+    def flush(self, run: list[tuple[str, str]], indent: int) -> None:
+        if not run:
+            return
+        fmt = "<" + "".join(f for _, f in run)
+        s = self.const(struct.Struct(fmt), "fused")
+        self.add(indent, f"parts.append({s}.pack({', '.join(v for v, _ in run)}))")
+        self.add(indent, f"pos += {struct.calcsize(fmt)}")
+        run.clear()
+
+    def build_struct(self, sc: c.Struct, obj: str, scope: _Scope, built: str, indent: int) -> None:
+        inner = _Scope(scope)
+        run: list[tuple[str, str]] = []
+        names: list[tuple[str, str]] = []
+        for sub in sc.subcons:
+            if not sub.name:
+                raise _Unsupported("a nameless piece")
+            value = self.var("v")
+            getter = f"{obj}.get({sub.name!r})" if sub.flagbuildnone else f"{obj}[{sub.name!r}]"
+            self.add(indent, f"{value} = {getter}")
+            piece = self.default(sub, value, indent)
+            fmt = self.fixed_build(piece)
+            if fmt is not None:
+                self.convert(piece, value, indent)
+                run.append((value, fmt))
+            else:
+                self.flush(run, indent)
+                self.build_piece(piece, inner, value, indent)
+            inner.fields[sub.name] = value
+            names.append((sub.name, value))
+        self.flush(run, indent)
+        if built:
+            items = ", ".join(f"{name!r}: {value}" for name, value in names)
+            self.add(indent, f"{built} = {{**{obj}, {items}}}")
+
+    def build_piece(self, sc: c.Construct, scope: _Scope, value: str, indent: int) -> None:
+        """Lines building ``value`` (a variable holding the piece's object) with ``sc``; the
+        variable then holds the built value."""
+        sc = self.default(sc, value, indent)
+        fmt = self.fixed_build(sc)
+        if fmt is not None:
+            self.convert(sc, value, indent)
+            self.flush([(value, fmt)], indent)
+        elif isinstance(sc, c.Struct):
+            obj = self.var("obj")
+            self.add(indent, f"{obj} = {{}} if {value} is None else {value}")
+            self.build_struct(sc, obj, scope, value, indent)
+        elif isinstance(sc, Data):
+            self.add(indent, f"{value} = bytes({value} or b'')")
+            self.add(indent, f"parts.append({value})")
+            self.add(indent, f"pos += len({value})")
+        elif isinstance(sc, Pad):
+            n = self.var("n")
+            self.add(indent, f"{n} = {self.expr(sc.length, scope)}")
+            self.add(indent, f"if {n} < 0: raise ShortInput({n})")
+            self.add(
+                indent,
+                f"{value} = bytes({value}) if isinstance({value}, (bytes, bytearray)) and len({value}) == {n}"
+                f" else b'\\0' * {n}",
+            )
+            self.add(indent, f"parts.append({value})")
+            self.add(indent, f"pos += {n}")
+        elif isinstance(sc, Utf16z) or type(sc).__name__ == "Utf16Terminated":
+            raw = self.var("raw")
+            self.add(indent, f"{raw} = encode_utf16z({value} or '')")
+            self.add(indent, f"{value} = str({value} or '')")
+            self.add(indent, f"parts.append({raw})")
+            self.add(indent, f"pos += len({raw})")
+        elif isinstance(sc, c.IfThenElse):
+            self.add(indent, f"if {self.expr(sc.condfunc, scope)}:")
+            self.build_piece(sc.thensubcon, scope, value, indent + 1)
+            self.add(indent + 1, "pass")
+            self.add(indent, "else:")
+            self.build_piece(sc.elsesubcon, scope, value, indent + 1)
+            self.add(indent + 1, "pass")
+        elif isinstance(sc, c.Switch):
+            key = self.var("key")
+            self.add(indent, f"{key} = {self.expr(sc.keyfunc, scope)}")
+            keyword = "if"
+            for case, sub in sc.cases.items():
+                if isinstance(case, bool) or not isinstance(case, int):
+                    raise _Unsupported(f"switch key {case!r}")
+                self.add(indent, f"{keyword} {key} == {case!r}:")
+                self.build_piece(sub, scope, value, indent + 1)
+                self.add(indent + 1, "pass")
+                keyword = "elif"
+            self.add(indent, "else:")
+            self.build_piece(sc.default, scope, value, indent + 1)
+            self.add(indent + 1, "pass")
+        elif sc is c.Pass:
+            pass
+        elif sc is c.Tell:
+            self.add(indent, f"{value} = pos")
+        elif sc is c.Error:
+            self.add(indent, "raise ExplicitError('building hit an Error construct')")
+        else:
+            raise _Unsupported(type(sc).__name__)
+
+
+class _BuildScope(_Scope):
+    """A builder's scope: only the fields built before, in this header (a name from another
+    header would be construct's context, which the builder has no copy of)."""
+
+    def resolve(self, name: str) -> str:
+        if name in self.fields:
+            return self.fields[name]
+        raise _Unsupported(f"field {name!r}")
+
+
+HeaderBuilder = Callable[[Mapping[str, Any]], bytes]
+
+
+@functools.cache
+def builder_function(parser: HeaderParser) -> HeaderBuilder | None:
+    """A generated ``build(obj) -> bytes`` for one header, or None when a piece of it has no
+    rule here (construct builds such a header).  The generated builder raises on anything it
+    does not build exactly as construct would; the caller then lets construct build it."""
+    src = _BuildSource()
+    src.add(0, "def build(obj):")
+    src.add(1, "parts = []")
+    src.add(1, "pos = 0")
+    src.add(1, "v_0 = obj")
+    try:
+        header = _unwrap(parser.header)
+        if not isinstance(header, c.Struct):
+            raise _Unsupported(type(header).__name__)
+        src.add(1, "if v_0 is None: v_0 = {}")
+        src.build_struct(header, "v_0", _BuildScope(None), "", 1)
+    except _Unsupported:
+        return None
+    src.add(1, "return b''.join(parts)")
+    fn: HeaderBuilder = src.compile(parser.name + " builder")["build"]
+    return fn

@@ -1,0 +1,168 @@
+"""The fast forms of the rules agree with the rules ([MS-MQMQ] 2.2.19-2.2.20, [MS-MQQB] 2.2).
+
+``packets.parse`` evaluates each check's fast form first and runs the check itself only when a
+fast form fails, so a fast form that says "holds" where its check would yield a violation would
+hide that violation.  Every registered pair is compared on decoded packets of every kind whose
+fields are then set, one to three at a time, to boundary and random values; and the generated
+parsers decode exactly what the interpreted ones do.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable, Iterator
+from io import BytesIO
+from typing import Any
+
+import pytest
+from construct import Container
+
+import packets
+from fuzz.fuzz_codec import mutate
+from fuzz.seeds import seed_corpus
+from packets import message, session
+from packets.fields import GUID, BitFlags
+from packets.layout import fast_forms
+
+INTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 0x10, 0x1D, 0x1E, 0x24, 0xFA, 0xFB, 0xFF, 0x4000, 0x8000, 0xFFFF, 0xFFFFFFFF)
+TEXTS = ("", "a", "a\0", "a\0b", "é", "\U0001f600", "\ud800", "TCP:1.2.3.4\\private$\\order_queue$", "QM Ordering Ack")
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield (*prefix, key)
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _paths(item, (*prefix, i))
+
+
+def _variant(rng: random.Random, old: Any) -> Any:
+    if isinstance(old, BitFlags):
+        width = old._width_
+        choice = rng.random()
+        if choice < 0.5:
+            return type(old)(int(old) ^ (1 << rng.randrange(width)))
+        if choice < 0.7:
+            return type(old)(0)
+        return type(old)(rng.getrandbits(width))
+    if isinstance(old, bool):
+        return not old
+    if isinstance(old, int):
+        return rng.choice((*INTS, old + 1, max(old - 1, 0), rng.getrandbits(32)))
+    if isinstance(old, GUID):
+        return rng.choice((GUID(), GUID(bytes(rng.getrandbits(8) for _ in range(16)))))
+    if isinstance(old, bytes):
+        return rng.choice((b"", old + b"\0", old[:-1], bytes(36), bytes(rng.getrandbits(8) for _ in range(5))))
+    if isinstance(old, str):
+        return rng.choice((*TEXTS, old + "\0", old[:-1], "\0" + old))
+    if old is None:
+        return rng.choice((0, "x", GUID(), None))
+    return None
+
+
+def _set(headers: Any, path: tuple[Any, ...], value: Any) -> None:
+    for key in path[:-1]:
+        headers = headers[key]
+    headers[path[-1]] = value
+
+
+def _packets() -> list[Container]:
+    out = []
+    rng = random.Random(5)
+    seeds = seed_corpus()
+    candidates = list(seeds) + [mutate(rng, seeds) for _ in range(3000)]
+    for data in candidates:
+        decoded = packets.parse(data, strict=False)
+        if "BaseHeader" in decoded.headers and len(decoded.headers) > 1:
+            out.append(decoded.headers)
+    return out
+
+
+def _same(check: Callable[[Any], Any], holds: Callable[[Any], bool], headers: Any) -> None:
+    try:
+        found = list(check(headers))
+    except Exception:
+        try:
+            assert not holds(headers), "the check cannot be evaluated but its fast form holds"
+        except AssertionError:
+            raise
+        except Exception:
+            pass  # both fail: the packet takes the checks' path, which reports it
+        return
+    try:
+        result = holds(headers)
+    except Exception:
+        return  # the fast form failing sends the packet through the check
+    assert result == (not found), f"{getattr(holds, '__name__', holds)}: holds={result}, check found {found}"
+
+
+PAIRS: list[tuple[Callable[[Any], Any], Callable[[Any], bool]]] = [
+    *fast_forms().items(),
+    (lambda h: message.check_user_message(h, False), message.user_message_holds),
+    (session.check_internal_packet, session.internal_packet_holds),
+]
+
+
+def test_every_fast_form_is_registered() -> None:
+    names = {getattr(check, "__name__", "") for check in fast_forms()}
+    assert {
+        "check_base_header",
+        "check_user_header",
+        "check_transaction_header",
+        "check_message_properties",
+        "check_admin_queue",
+        "check_session_header",
+    } <= names
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_forms_agree_with_their_checks(seed: int) -> None:
+    rng = random.Random(seed)
+    decoded = _packets()
+    assert decoded
+    compared = 0
+    for _ in range(6000):
+        headers = copy.deepcopy(rng.choice(decoded))
+        paths = list(_paths(headers))
+        for _ in range(rng.randint(0, 3)):
+            path = rng.choice(paths)
+            if len(path) > 1:
+                try:
+                    old = headers
+                    for key in path:
+                        old = old[key]
+                except (KeyError, IndexError, TypeError):
+                    continue
+                _set(headers, path, _variant(rng, old))
+        for check, holds in PAIRS:
+            _same(check, holds, headers)
+            compared += 1
+    assert compared > 10_000
+
+
+def test_generated_parsers_decode_as_the_interpreted_ones() -> None:
+    rng = random.Random(11)
+    seeds = seed_corpus()
+    for data in list(seeds) + [mutate(rng, seeds) for _ in range(3000)]:
+        try:
+            fast = packets.parse(data, strict=False)
+        except packets.PacketError:
+            continue
+        io = BytesIO(data)
+        interpreted: dict[str, Any] = {}
+        try:
+            from packets import base
+            from packets.codec import layout_for
+
+            interpreted["BaseHeader"] = base.BASE_HEADER.diagnose(io, {})
+            for slot in layout_for(interpreted["BaseHeader"]):
+                if slot.present(Container(interpreted)):
+                    interpreted[slot.name] = slot.parser.diagnose(io, {}, Container(interpreted))
+        except packets.PacketError:
+            continue
+        for name, value in interpreted.items():
+            assert fast.headers[name] == value, name
+            assert dict(fast.headers[name]) == dict(value), name  # "_" keys (padding) too
