@@ -90,7 +90,7 @@ def add_subcommands(sub: Any) -> None:
     pipe = sub.add_parser("pipeline", help="decode and check captures with Spark, write Parquet tables")
     pipe.add_argument("inputs", nargs="+", metavar="INPUT", help="pcap/pcapng files, folders or globs")
     pipe.add_argument("--out", required=True, metavar="DIR")
-    pipe.add_argument("--master", default="local[*]", metavar="URL")
+    pipe.add_argument("--master", metavar="URL", help="default local[*] (or what spark-submit sets)")
     pipe.add_argument("--partitions", type=int, default=0, metavar="N", help="tasks (default: 2 per core)")
     pipe.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
     pipe.add_argument("--split-size", type=int, default=0, metavar="BYTES", help="byte range per task")

@@ -1,0 +1,369 @@
+"""The capture pipeline as a PySpark job: captures in, Parquet tables of MSMQ packets, sessions and
+[MS-MQQB] 3.1 rule violations out.
+
+Stages: the driver lists the inputs and plans tasks (:func:`harness.pipeline.splits.plan_tasks`:
+large classic pcap files cut into byte ranges, small files packed); each task reads its ranges and
+decodes frames to TCP segments on the MSMQ ports ([MS-MQQB] 2.1.1); the segments are shuffled by
+TCP connection (input file and bidirectional 5-tuple); each connection is reassembled, decoded
+by [MS-MQMQ] 2.2.19.1 BaseHeader.PacketSize with ``packets.parse(strict=False)`` and checked by
+the passive session observer (:func:`harness.pipeline.flows.flow_rows`, the functions of
+``msmq-harness decode``).  Outputs in the output folder: ``packets/``, ``sessions/``,
+``violations/`` (Parquet), ``summary.json`` (counts, violations per rule and per peer, and per
+input the reconciliation frames read = frames decoded + frames rejected, with every capture
+problem and its offset) and ``report.txt``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.capture.pcapfile import CaptureProblem
+from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, flow_id, flow_rows, segments_of
+from harness.pipeline.splits import (
+    Split,
+    SplitError,
+    SplitResult,
+    check_chaining,
+    describe,
+    expand_inputs,
+    plan_tasks,
+    read_split,
+)
+
+__all__ = ["SCHEMAS", "PipelineError", "run_pipeline", "spark_session"]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+MIN_SPLIT = 1 << 20
+TABLES = ("packets", "sessions", "violations")
+
+#: column name -> Spark SQL type, in order, for each table
+SCHEMAS: dict[str, list[tuple[str, str]]] = {
+    "packets": [
+        ("input", "string"),
+        ("flow", "string"),
+        ("direction", "string"),
+        ("index", "long"),
+        ("stream_offset", "long"),
+        ("timestamp", "double"),
+        ("kind", "string"),
+        ("size", "long"),
+        ("message_id", "long"),
+        ("source_qm", "string"),
+        ("destination_qm", "string"),
+        ("delivery", "string"),
+        ("ack_sequence_number", "long"),
+        ("user_msg_sequence_number", "long"),
+        ("tx_sequence_number", "long"),
+        ("cs", "long"),
+        ("problems", "array<string>"),
+    ],
+    "sessions": [
+        ("input", "string"),
+        ("flow", "string"),
+        ("client", "string"),
+        ("server", "string"),
+        ("client_qm", "string"),
+        ("server_qm", "string"),
+        ("first_ts", "double"),
+        ("last_ts", "double"),
+        ("segments", "long"),
+        ("packets_client", "long"),
+        ("packets_server", "long"),
+        ("user_messages", "long"),
+        ("session_acks", "long"),
+        ("order_acks", "long"),
+        ("final_acks", "long"),
+        ("gaps", "long"),
+        ("gap_bytes", "long"),
+        ("retransmitted_bytes", "long"),
+        ("closed", "boolean"),
+        ("violations", "long"),
+        ("outcome", "string"),
+        ("problems", "array<string>"),
+    ],
+    "violations": [
+        ("input", "string"),
+        ("flow", "string"),
+        ("server", "string"),
+        ("rule_id", "string"),
+        ("section", "string"),
+        ("direction", "string"),
+        ("packet_index", "long"),
+        ("evidence", "string"),
+    ],
+}
+
+
+class PipelineError(Exception):
+    """The pipeline could not run: bad arguments, no inputs, Spark failed."""
+
+
+# ---------------------------------------------------------------------------------------------
+# executor side (module-level functions: pickled by reference, imported on the executors)
+
+
+def read_task(splits: Iterable[Split], ports: frozenset[int]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """One task: the segments of its ranges keyed by connection, then one stats record per range."""
+    for split in splits:
+        counts = FrameCounts(split.path)
+        result = SplitResult(split)
+        for offset, ts, seg in segments_of(read_split(split, result), counts, ports):
+            yield ("f", split.path, flow_id(seg)), (offset, ts, seg)
+        counts.problems.extend(str(p) for p in result.problems)
+        stats = {
+            "counts": counts,
+            "start": split.start,
+            "end": split.end,
+            "first": result.first,
+            "next": result.next,
+            "records": result.records,
+            "had_problems": bool(result.problems),
+        }
+        yield ("s", split.path, str(split.start)), stats
+
+
+def analyse_group(item: tuple[tuple[str, ...], Iterable[Any]], ports: frozenset[int]) -> Iterator[tuple[str, Any]]:
+    key, values = item
+    if key[0] == "s":
+        for stats in values:
+            yield "stats", stats
+        return
+    for table, rows in flow_rows(key[1], list(values), ports).items():
+        for row in rows:
+            yield table, row
+
+
+def _as_tuple(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(row.get(name) for name, _ in SCHEMAS[table])
+
+
+# ---------------------------------------------------------------------------------------------
+# driver side
+
+
+def spark_session(master: str | None, partitions: int, app: str = "msmq-harness pipeline") -> Any:
+    """A SparkSession on loopback whose Python workers import this project."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:  # pragma: no cover - pyspark is an optional dependency
+        raise PipelineError("pyspark is not installed (pip install 'msmq-harness[spark]')") from e
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    builder = SparkSession.builder.appName(app)
+    if master:
+        builder = builder.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, which sets the master
+        builder = builder.master("local[*]")
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.executorEnv.PYTHONPATH": pythonpath,
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        "spark.pyspark.python": sys.executable,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.parquet.compression.codec": "snappy",
+    }
+    if partitions:
+        conf["spark.sql.shuffle.partitions"] = str(partitions)
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class _Progress:
+    """Tasks done per Spark stage on the terminal (rich), polled from the status tracker."""
+
+    def __init__(self, sc: Any, enabled: bool) -> None:
+        self.sc = sc
+        self.enabled = enabled
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            self._thread = threading.Thread(target=self._run, name="pipeline-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        tracker = self.sc.statusTracker()
+        bars: dict[int, Any] = {}
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=False
+        ) as progress:
+            while not self._stop.wait(0.3):
+                for stage_id in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(stage_id)
+                    if info is None:
+                        continue
+                    if stage_id not in bars:
+                        bars[stage_id] = progress.add_task(f"stage {stage_id} {info.name[:40]}", total=info.numTasks)
+                    progress.update(bars[stage_id], completed=info.numCompletedTasks)
+            for stage_id, bar in bars.items():
+                info = tracker.getStageInfo(stage_id)
+                if info is not None:
+                    progress.update(bar, completed=info.numCompletedTasks)
+
+
+def _reconcile(stats: list[dict[str, Any]], inputs: list[str], bad: dict[str, str]) -> list[dict[str, Any]]:
+    by_input: dict[str, FrameCounts] = {p: FrameCounts(p) for p in inputs}
+    results: list[SplitResult] = []
+    for s in stats:
+        counts: FrameCounts = s["counts"]
+        by_input[counts.input].merge(counts)
+        r = SplitResult(Split(counts.input, s["start"], s["end"]), s["records"], s["first"], s["next"])
+        if s["had_problems"]:
+            r.problems = [CaptureProblem(counts.input, s["start"], "problems in this range")]
+        results.append(r)
+    for problem in check_chaining(results):
+        by_input[problem.path].problems.append(str(problem))
+    for path, reason in bad.items():
+        if reason not in by_input[path].problems:
+            by_input[path].problems.append(reason)
+    return [by_input[p].row() for p in inputs]
+
+
+def run_pipeline(
+    inputs: Iterable[str],
+    out: str | Path,
+    *,
+    master: str | None = "local[*]",
+    partitions: int = 0,
+    ports: frozenset[int] = DEFAULT_PORTS,
+    split_size: int = 0,
+    progress: bool = True,
+    spark: Any = None,
+) -> dict[str, Any]:
+    """Run the job; returns the summary also written to ``out/summary.json``."""
+    started = time.monotonic()
+    try:
+        paths = expand_inputs(inputs)
+        files = [describe(p) for p in paths]
+    except (SplitError, OSError) as e:
+        raise PipelineError(str(e)) from e
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    own = spark is None
+    if own:
+        spark = spark_session(master, partitions)
+    try:
+        return _run(spark, paths, files, out, partitions, ports, split_size, progress, started)
+    finally:
+        if own:
+            spark.stop()
+
+
+def _run(
+    spark: Any,
+    paths: list[str],
+    files: list[Any],
+    out: Path,
+    partitions: int,
+    ports: frozenset[int],
+    split_size: int,
+    progress: bool,
+    started: float,
+) -> dict[str, Any]:
+    from pyspark import StorageLevel
+
+    sc = spark.sparkContext
+    tasks = partitions or 2 * sc.defaultParallelism
+    total = sum(f.size for f in files)
+    split_size = split_size or max(MIN_SPLIT, -(-total // tasks))
+    plan = plan_tasks(files, split_size, tasks)
+    bad = {f.path: f.problem for f in files if f.format == "bad"}
+
+    def read(part: Iterable[list[Split]]) -> Iterator[tuple[tuple[str, ...], Any]]:
+        for splits in part:
+            yield from read_task(splits, ports)
+
+    def analyse(item: tuple[tuple[str, ...], Iterable[Any]]) -> Iterator[tuple[str, Any]]:
+        return analyse_group(item, ports)
+
+    with _Progress(sc, progress):
+        keyed = sc.parallelize(plan, len(plan)).mapPartitions(read)
+        results = keyed.groupByKey(numPartitions=tasks).flatMap(analyse)
+        results.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            counts: dict[str, int] = {}
+            for table in TABLES:
+                schema = ", ".join(f"`{name}` {kind}" for name, kind in SCHEMAS[table])
+                rows = results.filter(lambda r, t=table: r[0] == t).map(lambda r, t=table: _as_tuple(t, r[1]))
+                frame = spark.createDataFrame(rows, schema)
+                frame.write.mode("overwrite").parquet(str(out / table))
+            for table in TABLES:
+                counts[table] = spark.read.parquet(str(out / table)).count()
+            stats = results.filter(lambda r: r[0] == "stats").map(lambda r: r[1]).collect()
+            violations = spark.read.parquet(str(out / "violations"))
+            by_rule = {r["rule_id"]: r["count"] for r in violations.groupBy("rule_id").count().collect()}
+            by_peer = {r["server"]: r["count"] for r in violations.groupBy("server").count().collect()}
+            sessions = spark.read.parquet(str(out / "sessions"))
+            outcomes = {r["outcome"]: r["count"] for r in sessions.groupBy("outcome").count().collect()}
+        finally:
+            results.unpersist()
+    reconciliation = _reconcile(stats, paths, bad)
+    summary = {
+        "out": str(out),
+        "master": sc.master,
+        "tasks": len(plan),
+        "split_size": split_size,
+        "inputs": len(paths),
+        "bytes": sum(f.size for f in files),
+        "frames_read": sum(r["frames_read"] for r in reconciliation),
+        "packets": counts["packets"],
+        "sessions": counts["sessions"],
+        "violations": counts["violations"],
+        "violations_by_rule": dict(sorted(by_rule.items())),
+        "violations_by_peer": dict(sorted((str(k), v) for k, v in by_peer.items())),
+        "session_outcomes": dict(sorted(outcomes.items())),
+        "reconciliation": reconciliation,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (out / "report.txt").write_text(_report(summary))
+    return summary
+
+
+def _report(summary: dict[str, Any]) -> str:
+    lines = [
+        f"inputs {summary['inputs']}, frames {summary['frames_read']}, packets {summary['packets']}, "
+        f"sessions {summary['sessions']}, violations {summary['violations']}",
+        "",
+        "violations per rule:",
+        *(f"  {k:<45} {v}" for k, v in summary["violations_by_rule"].items()),
+        "",
+        "violations per peer:",
+        *(f"  {k:<45} {v}" for k, v in summary["violations_by_peer"].items()),
+        "",
+        "session outcomes:",
+        *(f"  {k:<45} {v}" for k, v in summary["session_outcomes"].items()),
+        "",
+        "inputs (frames read = decoded + rejected):",
+    ]
+    for r in summary["reconciliation"]:
+        mark = "ok" if r["balanced"] else "MISMATCH"
+        lines.append(
+            f"  {r['input']}: {r['frames_read']} = {r['frames_decoded']} + {r['frames_rejected']} [{mark}], "
+            f"{len(r['problems'])} capture problems"
+        )
+        lines += [f"    {p}" for p in r["problems"]]
+    return "\n".join(lines) + "\n"
