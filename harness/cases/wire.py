@@ -50,7 +50,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"packet", "direction", "count", "acked", "connection_history", "connections", "closed", "timeout"}),
     ),
     "send": (frozenset({"packet"}), frozenset({"fields", "hex", "count", "delivery", "body"})),
-    "receive": (frozenset(), frozenset({"packet", "timeout", "skip"})),
+    "receive": (frozenset(), frozenset({"packet", "timeout", "skip", "until"})),
     "pause_queue": (frozenset({"queue"}), frozenset()),
     "resume_queue": (frozenset({"queue"}), frozenset()),
 }
@@ -91,6 +91,8 @@ def needs_simulated_peer(case_given: Mapping[str, Any], then: Mapping[str, Any])
     faults = [b for b in behaviours_of(peer) if b != "normal"]
     if faults:
         return f"needs the simulated peer's behaviour {', '.join(faults)}"
+    if peer.get("listening") is False:
+        return "needs the simulated peer not listening"
     tp = then.get("peer") or {}
     if "delivered" in tp or "violations" in tp:
         return "checks what the simulated peer delivered and reported"

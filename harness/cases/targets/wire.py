@@ -17,7 +17,7 @@ A case that needs a fault behaviour of the simulated peer, or what only the simu
 records, is ``not_applicable`` against a live target; a wire case against a target that only
 has the [MS-MQDMPR] model (``plugin:``, ``cmd:``) is ``not_applicable`` too, as is a model case
 against ``mqqb://``.  Timers of the reference initiator (3.1.2) run scaled by ``given.peer.timers``
-(default 0.01) so that retry and acknowledgment timeouts take milliseconds.
+(default 0.05) so that retry and acknowledgment timeouts take milliseconds.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from harness.report.results import CaseResult, Outcome, StepFailure
 
 __all__ = ["LiveWireTarget", "parse_mqqb_address", "run_wire_case", "wire_applicability"]
 
-DEFAULT_TIMER_SCALE = 0.01
+DEFAULT_TIMER_SCALE = 0.05
 DEFAULT_WINDOW = 2
 CONNECT_TIMEOUT = 2.0
 
@@ -288,6 +288,7 @@ class _OutgoingQueueProcessing:
         self.initiators: dict[int, Any] = {}
         self.pending: list[tuple[Any, list[Any]]] = []
         self.message_ids: dict[int, int] = {}  # id(Message) -> UserHeader.MessageID
+        self.ping = False  # send a Ping Request before connecting (3.1.5.2.2)
         qm.message_position_available_subscribers.append(self.message_position_available)
 
     def initiator(self, queue: Any) -> Any:
@@ -300,6 +301,7 @@ class _OutgoingQueueProcessing:
                 NULL_GUID,  # direct format names: the acceptor names itself (3.1.5.2.3)
                 outgoing_queue=queue,
                 address=f"{self.address[0]}:{self.address[1]}",
+                ping=self.ping,
                 config=self.config,
                 clock=self.clock,
             )
@@ -527,13 +529,19 @@ class _WireRun:
         if self.live is None:
             self.peer = _simulated_peer(self.behaviours)
             self.address = tuple(self.peer.address[:2])  # type: ignore[assignment]
+            if self.case.given["peer"].get("listening") is False:  # its port now refuses connections
+                _close_peer(self.peer)
+                self.peer = None
         if self.side == "initiator":
             from harness.model import QueueManager
             from harness.session import SessionConfig
 
             self.link = _SenderLink(self.address, self.scale)
             self.qm = QueueManager(clock=self.link.clock, id_generator=uuid.uuid4)
-            self.oqp = _OutgoingQueueProcessing(self.qm, self.address, SessionConfig(window_size=self.window), self.link.clock)
+            self.oqp = _OutgoingQueueProcessing(
+                self.qm, self.address, SessionConfig(window_size=self.window), self.link.clock
+            )
+            self.oqp.ping = bool(self.case.given["peer"].get("ping", False))
 
     def close(self) -> None:
         if self.link is not None:
@@ -614,6 +622,9 @@ class _WireRun:
         if pos is not None:
             result["OutgoingMessagePosition"] = _position_state(pos)
         self._flush()
+        if hasattr(queue, "ConnectionHistory"):  # after the actions ran (3.1.5.2.3)
+            result["State"] = queue.State.name
+            result["ConnectionHistory"] = [e.Status.name for e in queue.ConnectionHistory]
         return result
 
     def _position(self, message_id: str) -> Any:
@@ -795,6 +806,9 @@ class _WireRun:
             kind = _kind_of(data)
             if kind in skip:
                 continue
+            until = args.get("until")
+            if until and not self._satisfies(data, until) and time.monotonic() < end:
+                continue
             self._last_packet = data
             if kind == "UserMessage":
                 self.received_user_messages += 1
@@ -802,6 +816,15 @@ class _WireRun:
                 with contextlib.suppress(Exception):
                     self.server_guid = GUID(packets.parse(data, strict=False).EstablishConnectionHeader.ServerGuid)
             return {"closed": False, "timed_out": False, "kind": kind}
+
+    @staticmethod
+    def _satisfies(data: bytes, until: Mapping[str, Any]) -> bool:
+        packet = packets.parse(data, strict=False)
+        for path, want in until.items():
+            present, value = field_value(packet, path)
+            if not wire_matches(want, value, present=present):
+                return False
+        return True
 
     # -- checks -------------------------------------------------------------------------------------
     def sent_value(self, path: str) -> Any:
@@ -812,9 +835,13 @@ class _WireRun:
         packet = packets.parse(packets.build(headers), strict=False)
         return field_value(packet, rest)[1]
 
-    def check_step(self, action: str, expect: Mapping[str, Any] | None, result: dict[str, Any]) -> list[_Failure]:
+    def check_step(
+        self, action: str, args: Mapping[str, Any], expect: Mapping[str, Any] | None, result: dict[str, Any]
+    ) -> list[_Failure]:
         failures: list[_Failure] = []
         expect = dict(expect or {})
+        if action == "receive" and args.get("packet") and "kind" not in expect and "closed" not in expect:
+            expect = {"kind": args["packet"], **expect}
         if action == "wait_for" and "satisfied" not in expect:
             expect = {"satisfied": True, **expect}
         if action == "receive" and not any(k in expect for k in ("closed", "timed_out")):
@@ -911,6 +938,11 @@ def _set_field(headers: Any, path: str, value: Any) -> None:
             return
         obj = nxt
     last = parts[-1]
+    if isinstance(value, Mapping):  # a whole header, e.g. a piggy-backed SessionHeader
+        from construct import Container
+
+        obj[last] = Container({k: (GUID(v) if k.endswith("Guid") else v) for k, v in value.items()})
+        return
     current = obj.get(last) if hasattr(obj, "get") else None
     if isinstance(current, GUID) or (isinstance(value, str) and last.endswith("Guid")):
         value = GUID(value)
@@ -1000,7 +1032,7 @@ def run_wire_case(case: Case, target: Any, *, step_timeout: float = 10.0) -> Cas
             where = f"step {index} ({step.action}, line {step.line})"
             run._last_packet = None  # type: ignore[attr-defined]
             result = getattr(run, step.action)(step.args)
-            failures = run.check_step(step.action, step.expect, result)
+            failures = run.check_step(step.action, step.args, step.expect, result)
             if failures:
                 section = _section(case, step.requirement)
                 out = [
