@@ -1,0 +1,26 @@
+"""harness.peers: the MSMQ binary protocol on real TCP sockets, around the sans-IO session engines.
+
+Renders the transport of [MS-MQQB] 2.1.1 for both ends of a protocol session:
+
+- :class:`SimulatedPeer`: a simulated remote queue manager (one :class:`harness.session.Acceptor`
+  per connection, with fault-injection behaviours) that validates whoever connects to it and
+  writes a per-connection conformance report and a pcap of the traffic;
+- :class:`InitiatorLink`: drives a :class:`harness.session.Initiator` against any acceptor
+  (the simulated peer, or a live queue manager at ``mqqb://host:port``);
+- :class:`PcapRecorder`: the pcap writer with TCP framing both use.
+"""
+
+from harness.peers.link import InitiatorLink, LinkError, parse_address
+from harness.peers.recorder import PcapRecorder, TcpFlow
+from harness.peers.server import PeerConnection, PeerError, SimulatedPeer
+
+__all__ = [
+    "InitiatorLink",
+    "LinkError",
+    "PcapRecorder",
+    "PeerConnection",
+    "PeerError",
+    "SimulatedPeer",
+    "TcpFlow",
+    "parse_address",
+]

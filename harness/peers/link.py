@@ -1,0 +1,270 @@
+"""A live-peer client: drives the sans-IO :class:`harness.session.Initiator` over a real TCP socket.
+
+Renders the transport side of [MS-MQQB] 2.1.1 (one TCP connection per protocol session) for the
+initiator: the ``Connect`` action opens the connection (3.1.5.2; a failure is reported to the
+engine as SocketConnectFailure), ``Send`` writes one packet, ``Close`` ends the connection
+(3.1.5.9), a connection closed by the acceptor is the engine's ``connection_lost`` (3.1.7.3), and
+the timers of 3.1.2 run on ``time.monotonic``.  Everything runs in the caller's thread.
+
+Transport: a plain non-blocking ``socket`` with ``packets.StreamSplitter`` framing, not scapy's
+``StreamSocket``.  ``StreamSocket.recv`` peeks a buffer, dissects all of it with the ``MSMQ``
+layer and consumes what it dissected, so when one read holds a whole packet and the start of the
+next, the partial packet is swallowed as a trailing layer and lost; and a hostile
+BaseHeader.PacketSize leaves it buffering for ever.  The engine also needs the bytes, not layers.
+"""
+
+from __future__ import annotations
+
+import select
+import selectors
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+from harness.session import (
+    Acked,
+    CancelTimer,
+    Close,
+    Connect,
+    Deliver,
+    DeliveryClass,
+    Initiator,
+    Send,
+    SendPing,
+    StartTimer,
+    Violation,
+)
+from packets import Packet, PacketError, StreamSplitter
+
+__all__ = ["InitiatorLink", "LinkError"]
+
+RECV_SIZE = 1 << 18
+
+
+class LinkError(Exception):
+    """The link was given an unusable address or used after close."""
+
+
+def parse_address(address: tuple[str, int] | str) -> tuple[str, int]:
+    """``(host, port)``, ``"host:port"``, ``"[v6]:port"`` or ``"mqqb://host:port"`` as (host, port)."""
+    if isinstance(address, tuple):
+        return str(address[0]), int(address[1])
+    text = address.removeprefix("mqqb://").rstrip("/")
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise LinkError(f"address {address!r} is not HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+class InitiatorLink:
+    """Performs an :class:`Initiator`'s actions on a TCP socket (see the module docstring).
+
+    ``perform(actions)`` carries out what an engine call returned; ``send_message`` and
+    ``start`` are shortcuts.  ``run_until(predicate, timeout)`` moves bytes and fires timers until
+    the predicate holds.  Kept: ``packets`` ((direction "c2s"/"s2c", bytes, wall-clock time) per
+    packet), ``acked`` (MessageIDs), ``delivered`` (packets the acceptor sent that the engine
+    delivered), ``violations`` (the acceptor's rule breaks the engine saw), ``closes``,
+    ``connections`` (how many were opened) and ``pings`` (Ping datagrams the engine asked for;
+    this link does not send them).
+    """
+
+    def __init__(
+        self,
+        initiator: Initiator,
+        address: tuple[str, int] | str,
+        *,
+        timeout: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.initiator = initiator
+        self.address = parse_address(address)
+        self.timeout = timeout
+        self.clock = clock
+        initiator.clock = clock
+        self.packets: list[tuple[str, bytes, float]] = []
+        self.acked: list[int] = []
+        self.delivered: list[Packet] = []
+        self.violations: list[Violation] = []
+        self.closes: list[Close] = []
+        self.pings: list[bytes] = []
+        self.connections = 0
+        self.connect_errors: list[str] = []
+        self.timers: dict[str, float] = {}
+        self._sock: socket.socket | None = None
+        self._sel = selectors.DefaultSelector()
+        self._out = bytearray()
+        self._splitter = StreamSplitter()
+        self._connect_pending = False
+        self._closed = False
+
+    # -- engine events --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.perform(self.initiator.start())
+
+    def send_message(self, message: Any, delivery: DeliveryClass | str = DeliveryClass.express) -> None:
+        self.perform(self.initiator.send_message(message, delivery))
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    def perform(self, actions: list[Any]) -> None:
+        """Carry out engine actions in order."""
+        now = self.clock()
+        for act in actions:
+            if isinstance(act, Send):
+                if self._sock is not None:
+                    self._out += act.data
+                    self.packets.append(("c2s", act.data, time.time()))
+            elif isinstance(act, StartTimer):
+                self.timers[act.name] = now + act.seconds
+            elif isinstance(act, CancelTimer):
+                self.timers.pop(act.name, None)
+            elif isinstance(act, Close):
+                self.closes.append(act)
+                self._flush(block=True)
+                self._drop()
+            elif isinstance(act, Connect):
+                self._connect_pending = True
+            elif isinstance(act, Acked):
+                self.acked.extend(act.message_ids)
+            elif isinstance(act, Deliver):
+                self.delivered.append(act.packet)
+            elif isinstance(act, Violation):
+                self.violations.append(act)
+            elif isinstance(act, SendPing):
+                self.pings.append(act.data)
+        self._flush()
+
+    # -- transport ------------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        self._connect_pending = False
+        if self._closed:
+            return
+        try:
+            sock = socket.create_connection(self.address, timeout=self.timeout)
+        except OSError as e:
+            self.connect_errors.append(str(e))
+            self.perform(self.initiator.connection_failed())
+            return
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        self._sock = sock
+        self._sel.register(sock, selectors.EVENT_READ)
+        self._out.clear()
+        self._splitter = StreamSplitter()
+        self.connections += 1
+        self.perform(self.initiator.connection_made())
+
+    def _drop(self) -> None:
+        if self._sock is None:
+            return
+        self._sel.unregister(self._sock)
+        self._sock.close()
+        self._sock = None
+        self._out.clear()
+
+    def _flush(self, block: bool = False) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        deadline = self.clock() + self.timeout
+        while self._out:
+            try:
+                n = sock.send(self._out)
+            except (BlockingIOError, InterruptedError):
+                if not block or self.clock() > deadline:
+                    break
+                select.select([], [sock], [], min(0.05, max(0.0, deadline - self.clock())))
+                continue
+            except OSError:
+                self._lost()
+                return
+            del self._out[:n]
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self._out else 0)
+        if self._sock is not None:
+            self._sel.modify(self._sock, events)
+
+    def _lost(self) -> None:
+        """The acceptor closed the connection (or it broke): [MS-MQQB] 3.1.7.3."""
+        if self._sock is None:
+            return
+        self._drop()
+        self.perform(self.initiator.connection_lost())
+
+    def _read(self) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        try:
+            data = sock.recv(RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._lost()
+            return
+        if not data:
+            self._lost()
+            return
+        ts = time.time()
+        try:
+            for piece in self._splitter.feed(data):
+                self.packets.append(("s2c", piece.data, ts))
+        except PacketError:
+            self.packets.append(("s2c", data, ts))
+        self.perform(self.initiator.receive_data(data))
+
+    def _fire_due(self) -> None:
+        now = self.clock()
+        for name, deadline in sorted(self.timers.items(), key=lambda kv: kv[1]):
+            if deadline <= now and self.timers.get(name) == deadline:
+                del self.timers[name]
+                self.perform(self.initiator.timer_fired(name))
+
+    def step(self, wait: float) -> None:
+        """One round: connect if asked, move bytes (waiting up to ``wait`` s), fire due timers."""
+        if self._closed:
+            raise LinkError("the link is closed")
+        if self._connect_pending:
+            self._connect()
+        if self._sock is None:
+            time.sleep(max(0.0, min(wait, self._until_next_timer())))
+        else:
+            for key, mask in self._sel.select(max(0.0, min(wait, self._until_next_timer()))):
+                if mask & selectors.EVENT_WRITE:
+                    self._flush()
+                if mask & selectors.EVENT_READ and key.fileobj is self._sock:
+                    self._read()
+        self._fire_due()
+
+    def _until_next_timer(self) -> float:
+        if not self.timers:
+            return 3600.0
+        return min(self.timers.values()) - self.clock()
+
+    def run_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Drive the session until ``predicate()`` holds or ``timeout`` seconds pass; its last value."""
+        deadline = self.clock() + timeout
+        while not predicate():
+            left = deadline - self.clock()
+            if left <= 0:
+                return bool(predicate())
+            self.step(min(left, 0.05))
+        return True
+
+    def close(self) -> None:
+        """Close the socket without telling the engine (the test or case is over)."""
+        self._flush(block=True)
+        self._drop()
+        self._closed = True
+        self._sel.close()
+
+    def __enter__(self) -> InitiatorLink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
