@@ -7,6 +7,7 @@ Subcommands:
   decode FILE...   decode hex dumps, raw MSMQ session streams or pcap/pcapng captures
                    ([MS-MQMQ] 2.2.19-2.2.20, [MS-MQQB] 2.2) as a field tree or JSON lines
   demo             decode the bundled [MS-MQQB] section 4 example frames and write reports
+  peer             run a simulated remote queue manager that checks whoever connects (harness.peers.cli)
   synth            write a synthetic capture with injected anomalies and their manifest
   pipeline INPUT   decode and check captures with Spark: Parquet packets, sessions, violations
 """
@@ -193,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.pipeline.cli import add_subcommands
 
     add_subcommands(sub)
+
+    from harness.peers.cli import add_parser as add_peer_parser
+
+    add_peer_parser(sub)
     return parser
 
 
