@@ -120,11 +120,10 @@ def _simulated_peer(behaviours: list[str]) -> Any:
     except ImportError:
         peer: Any = _PrivateSimulatedPeer(behaviours)
         return peer
-    peer = SimulatedPeer("127.0.0.1", 0, behaviour=behaviours[0], read_timeout=5.0)
+    peer = SimulatedPeer("127.0.0.1", 0, behaviour=behaviours[-1], read_timeout=5.0)
+    if len(behaviours) > 1:  # one per connection, the last one for every later connection
+        peer.queue_behaviours(behaviours[:-1])
     peer.__enter__()
-    queue = [*behaviours, *[behaviours[-1]] * 8] if len(behaviours) > 1 else []
-    if queue:
-        peer.queue_behaviours(queue)
     return peer
 
 
