@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,23 @@ def analyse_group(item: tuple[tuple[str, ...], Iterable[Any]], ports: frozenset[
     for table, rows in flow_rows(key[1], list(values), ports).items():
         for row in rows:
             yield table, row
+
+
+def tally(part: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """Counts for the summary (rows per table, violations per rule and per peer, session
+    outcomes) and the range statistics, from one partition of the analysed rows."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for table, row in part:
+        if table == "stats":
+            yield "stats", row
+            continue
+        counts["table", table] += 1
+        if table == "violations":
+            counts["rule", row["rule_id"]] += 1
+            counts["peer", row["server"]] += 1
+        elif table == "sessions":
+            counts["outcome", row["outcome"]] += 1
+    yield "counts", counts
 
 
 def _as_tuple(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
@@ -304,20 +322,22 @@ def _run(
         results = keyed.groupByKey(numPartitions=tasks).flatMap(analyse)
         results.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            counts: dict[str, int] = {}
             for table in TABLES:
                 schema = ", ".join(f"`{name}` {kind}" for name, kind in SCHEMAS[table])
                 rows = results.filter(lambda r, t=table: r[0] == t).map(lambda r, t=table: _as_tuple(t, r[1]))
                 frame = spark.createDataFrame(rows, schema)
                 frame.write.mode("overwrite").parquet(str(out / table))
-            for table in TABLES:
-                counts[table] = spark.read.parquet(str(out / table)).count()
-            stats = results.filter(lambda r: r[0] == "stats").map(lambda r: r[1]).collect()
-            violations = spark.read.parquet(str(out / "violations"))
-            by_rule = {r["rule_id"]: r["count"] for r in violations.groupBy("rule_id").count().collect()}
-            by_peer = {r["server"]: r["count"] for r in violations.groupBy("server").count().collect()}
-            sessions = spark.read.parquet(str(out / "sessions"))
-            outcomes = {r["outcome"]: r["count"] for r in sessions.groupBy("outcome").count().collect()}
+            tallies: Counter[tuple[str, str]] = Counter()
+            stats: list[dict[str, Any]] = []
+            for kind, value in results.mapPartitions(tally).collect():
+                if kind == "stats":
+                    stats.append(value)
+                else:
+                    tallies.update(value)
+            counts = {table: tallies[("table", table)] for table in TABLES}
+            by_rule = {k[1]: n for k, n in tallies.items() if k[0] == "rule"}
+            by_peer = {k[1]: n for k, n in tallies.items() if k[0] == "peer"}
+            outcomes = {k[1]: n for k, n in tallies.items() if k[0] == "outcome"}
         finally:
             results.unpersist()
     reconciliation = _reconcile(stats, paths, bad)
