@@ -49,7 +49,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset(),
         frozenset({"packet", "direction", "count", "acked", "connection_history", "connections", "closed", "timeout"}),
     ),
-    "send": (frozenset({"packet"}), frozenset({"fields", "hex", "count", "delivery", "body"})),
+    "send": (frozenset({"packet"}), frozenset({"fields", "hex", "count", "delivery", "body", "new_connection"})),
     "receive": (frozenset(), frozenset({"packet", "timeout", "skip", "until"})),
     "pause_queue": (frozenset({"queue"}), frozenset()),
     "resume_queue": (frozenset({"queue"}), frozenset()),

@@ -518,6 +518,7 @@ class _WireRun:
         self.splitter = StreamSplitter()
         self.inbox: list[bytes] = []
         self.sent: dict[str, Any] = {}  # kind -> headers last sent
+        self.received: dict[str, bytes] = {}  # kind -> packet last received
         self.client_guid = GUID(uuid.uuid4().bytes_le)
         self.server_guid = NULL_GUID
         self.message_ids = itertools.count(1)
@@ -705,6 +706,11 @@ class _WireRun:
     def send(self, args: Mapping[str, Any]) -> dict[str, Any]:
         from harness.session import DeliveryClass, user_message
 
+        if args.get("new_connection") and self.client is not None:
+            with contextlib.suppress(OSError):
+                self.client.close()
+            self.client, self.client_closed, self.inbox = None, False, []
+            self.splitter = StreamSplitter()
         sock = self._connect()
         kind = args["packet"]
         for _ in range(int(args.get("count", 1))):
@@ -739,6 +745,8 @@ class _WireRun:
                         th.TxSequenceNumber = self._tx_number = getattr(self, "_tx_number", 0) + 1
                         th.PreviousTxSequenceNumber = self._tx_number - 1
                 for path, value in (args.get("fields") or {}).items():
+                    if isinstance(value, Mapping) and set(value) == {"received"}:
+                        value = self.received_value(str(value["received"]))
                     _set_field(headers, path, value)
                 data = packets.build(headers)
                 self.sent[kind] = headers
@@ -809,12 +817,24 @@ class _WireRun:
             if until and not self._satisfies(data, until) and time.monotonic() < end:
                 continue
             self._last_packet = data
+            self.received[kind] = data
             if kind == "UserMessage":
                 self.received_user_messages += 1
             if kind == "EstablishConnection":
                 with contextlib.suppress(Exception):
                     self.server_guid = GUID(packets.parse(data, strict=False).EstablishConnectionHeader.ServerGuid)
             return {"closed": False, "timed_out": False, "kind": kind}
+
+    def received_value(self, path: str) -> Any:
+        """A field of the last packet of its kind received from the acceptor (``Kind.Header.Field``)."""
+        kind, _, rest = path.partition(".")
+        data = self.received.get(kind)
+        if data is None:
+            raise WireCaseError(f"{path}: no {kind} packet was received")
+        present, value = field_value(packets.parse(data, strict=False), rest)
+        if not present:
+            raise WireCaseError(f"{path}: the {kind} packet received has no such field")
+        return value
 
     @staticmethod
     def _satisfies(data: bytes, until: Mapping[str, Any]) -> bool:
