@@ -1,0 +1,65 @@
+"""harness.session: the [MS-MQQB] session state machines, sans-IO.
+
+Renders [MS-MQQB] 3.1 (session establishment 3.1.5.2-3.1.5.4, SessionAck 3.1.5.5, OrderAck and
+FinalAck 3.1.5.6-3.1.5.7, UserMessage 3.1.5.8, closing 3.1.5.9-3.1.5.10, the timers of 3.1.2/3.1.6 and
+the Send User Message Event 3.1.7.1) as three objects fed events that return actions:
+
+- :class:`Initiator` (``start``, ``connection_made``, ``receive_data``, ``send_message``,
+  ``timer_fired``, ``connection_lost``) drives an [MS-MQDMPR] OutgoingQueue;
+- :class:`Acceptor` (``connection_made``, ``receive_data``, ``timer_fired``, ``connection_lost``)
+  with fault-injection :class:`AcceptorBehaviour` selected by name (``BEHAVIOURS``);
+- :class:`Observer` (``client_data``, ``server_data``, ``end``) checks a recorded session passively.
+
+Actions: :class:`Send`, :class:`StartTimer`, :class:`CancelTimer`, :class:`Close`, :class:`Deliver`,
+:class:`Acked`, :class:`Violation` (plus :class:`Connect`, :class:`SendPing`).  Rule ids live in
+:mod:`harness.session.rules`.  No sockets, clocks (injected), threads or files.
+"""
+
+from harness.session.acceptor import BEHAVIOURS, Acceptor, AcceptorBehaviour, named_behaviour
+from harness.session.events import (
+    Acked,
+    Action,
+    CancelTimer,
+    Close,
+    Connect,
+    Deliver,
+    DeliveryClass,
+    Send,
+    SendPing,
+    SessionConfig,
+    SessionError,
+    SessionState,
+    StartTimer,
+    Timer,
+    Violation,
+)
+from harness.session.initiator import Initiator, OutgoingMessagePosition
+from harness.session.messages import user_message
+from harness.session.rules import RULES, Rule
+
+__all__ = [
+    "BEHAVIOURS",
+    "RULES",
+    "Acceptor",
+    "AcceptorBehaviour",
+    "Acked",
+    "Action",
+    "CancelTimer",
+    "Close",
+    "Connect",
+    "Deliver",
+    "DeliveryClass",
+    "Initiator",
+    "OutgoingMessagePosition",
+    "Rule",
+    "Send",
+    "SendPing",
+    "SessionConfig",
+    "SessionError",
+    "SessionState",
+    "StartTimer",
+    "Timer",
+    "Violation",
+    "named_behaviour",
+    "user_message",
+]

@@ -1,0 +1,355 @@
+"""The acceptor end of an MSMQ binary session (sans-IO), with fault-injection behaviours.
+
+Renders [MS-MQQB] 3.1.5.10 Handling an Incoming Transport Connection, 3.1.5.3.1 Receiving an
+EstablishConnection Request Packet, 3.1.5.4.1 Receiving a ConnectionParameters Request Packet,
+3.1.5.8 Receiving a UserMessage Packet (3.1.5.8.1 Duplicate Detection, 3.1.5.8.2 General
+Processing, 3.1.5.8.4 SessionHeader Processing, 3.1.5.8.6 Transactional Message Processing,
+3.1.5.8.7 Recoverable Message Processing), the Session Ack Send Timer (3.1.2.5, 3.1.6.4), the
+Order Ack Send Timer (3.1.2.7, 3.1.6.9) with 3.1.7.17 Send Transactional Acknowledgment (OrderAck
+only), and the rules of 3.1.5.1 and "any packet in the wrong state closes the session".  One
+Acceptor object is one queue manager's listening side: queue-manager state (the
+MessageIDHistoryTable of 3.1.1.3, the incoming transactional sequences) outlives each connection;
+``connection_made`` starts a new session.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from construct import Container
+
+import packets
+from harness.session.core import SessionEngine, tx_sequence_id
+from harness.session.events import Action, Deliver, Send, SessionConfig, SessionState, Timer
+from harness.session.messages import delivery_of
+from packets import GUID, NULL_GUID, Packet, PacketKind
+from packets import session as sp
+
+__all__ = ["BEHAVIOURS", "Acceptor", "AcceptorBehaviour", "named_behaviour"]
+
+
+@dataclass(frozen=True)
+class AcceptorBehaviour:
+    """Fault-injection knobs of a simulated acceptor; ``BEHAVIOURS`` names the usual ones.
+
+    refuse: answer every EstablishConnection with CS=1 ([MS-MQQB] 3.1.5.3.1).
+    close_after_packets: close the connection after receiving this many packets on it.  A pending
+        OrderAck goes out first: the Order Ack Send Timer is restarted by every transactional
+        message that arrives within MaximumOrderAckDelay of LastOrderAckSendTime, which Session
+        Initialization sets to the session's start ([MS-MQQB] 3.1.5.8.6, 3.1.3.2), so a session cut
+        sooner than that under a steady stream of transactional messages would never acknowledge one
+        and the sender would resend the same messages on every connection.
+    reply_signature / reply_version: BaseHeader.Signature / VersionNumber written into every reply.
+    reply_padding: the EC reply's 512 Padding bytes (0x5A is correct).
+    session_ack: "normal", "delayed" (only on the timer, whose duration is multiplied by
+        ``ack_delay_factor``: by default later than the initiator's first Session Ack Wait Timer
+        expiry, before its second, [MS-MQQB] 3.1.6.3) or "missing" (never).
+    order_ack: send OrderAcks (3.1.6.9) at all.
+    window_size: WindowSize advertised in the CP response and every SessionHeader.
+    garbage_reply: answer the EstablishConnection request with these bytes instead of a packet.
+    """
+
+    name: str = "normal"
+    refuse: bool = False
+    close_after_packets: int | None = None
+    reply_signature: int | None = None
+    reply_version: int | None = None
+    reply_padding: int = sp.RESPONSE_PADDING_BYTE
+    session_ack: Literal["normal", "delayed", "missing"] = "normal"
+    ack_delay_factor: float = 3.0
+    order_ack: bool = True
+    window_size: int | None = None
+    garbage_reply: bytes | None = None
+
+
+BEHAVIOURS: dict[str, AcceptorBehaviour] = {
+    b.name: b
+    for b in (
+        AcceptorBehaviour(),
+        AcceptorBehaviour("refuse", refuse=True),
+        AcceptorBehaviour("close-after-50", close_after_packets=50),
+        AcceptorBehaviour("bad-signature", reply_signature=0x4C494F52),
+        AcceptorBehaviour("bad-version", reply_version=0x20),
+        AcceptorBehaviour("bad-padding", reply_padding=0x00),
+        AcceptorBehaviour("delayed-ack", session_ack="delayed"),
+        AcceptorBehaviour("missing-ack", session_ack="missing"),
+        AcceptorBehaviour("missing-order-ack", order_ack=False),
+        AcceptorBehaviour("window-1", window_size=1),
+        AcceptorBehaviour("garbage-reply", garbage_reply=bytes(range(256)) * 2),
+    )
+}
+
+
+def named_behaviour(name: str) -> AcceptorBehaviour:
+    """A named behaviour; ``close-after-<N>`` and ``window-<N>`` take any N."""
+    if name in BEHAVIOURS:
+        return BEHAVIOURS[name]
+    m = re.fullmatch(r"(close-after|window)-(\d+)", name)
+    if m:
+        n = int(m.group(2))
+        if m.group(1) == "close-after":
+            return AcceptorBehaviour(name, close_after_packets=n)
+        return AcceptorBehaviour(name, window_size=n)
+    raise KeyError(f"unknown acceptor behaviour {name!r}; known: {', '.join(sorted(BEHAVIOURS))}")
+
+
+class Acceptor(SessionEngine):
+    """The acceptor ([MS-MQQB] 3.1.5.10): answers EC and CP, accepts UserMessages, acknowledges.
+
+    Public events: ``connection_made()``, ``receive_data(bytes)``, ``timer_fired(name)``,
+    ``connection_lost()``; each returns the actions to perform.  Accepted messages come out as
+    :class:`Deliver` actions (and in ``delivered``).
+    """
+
+    role = "acceptor"
+
+    def __init__(
+        self,
+        identifier: GUID | bytes | str,
+        behaviour: AcceptorBehaviour | str | None = None,
+        *,
+        config: SessionConfig | None = None,
+        clock: Callable[[], float] = lambda: 0.0,
+        message_id_history_size: int = 1 << 16,
+    ) -> None:
+        super().__init__(identifier, config, clock)
+        if isinstance(behaviour, str):
+            behaviour = named_behaviour(behaviour)
+        self.behaviour = behaviour or AcceptorBehaviour()
+        # Queue manager state (3.1.1.3), kept across sessions.
+        self.MessageIDHistoryTable: dict[tuple[bytes, int], float] = {}
+        self.message_id_history_size = message_id_history_size
+        # Per remote queue manager: [IncomingTxSequenceID, IncomingTxSequenceNumber] (3.1.1.5).
+        self.incoming_tx: dict[bytes, list[int]] = {}
+        self.TxMessageRejectCount = 0
+        self.LastOrderAckSendTime = 0.0
+        self.delivered: list[Packet] = []
+        self.duplicates_discarded = 0
+        self.connections = 0
+        self._ec_request: Container | None = None
+        self._refused = False
+        self._order_ack_ordinal = 0
+
+    # -- 3.1.5.10 -------------------------------------------------------------------------------
+
+    def connection_made(self) -> list[Action]:
+        """[MS-MQQB] 3.1.5.10 Handling an Incoming Transport Connection: 3.1.3.2, WAITING_EC_MSG,
+        (re)start the Session Initialization Timer."""
+        self._session_initialization()
+        if self.behaviour.window_size is not None:
+            self.WindowSize = self.behaviour.window_size
+        self.connections += 1
+        self._ec_request = None
+        self._refused = False
+        self.LastOrderAckSendTime = self.clock()
+        self._stop_timer(Timer.SessionInitialization)
+        self._start_timer(Timer.SessionInitialization, self.config.session_initialization)
+        return self._take()
+
+    def _encode(self, headers: Container) -> bytes:
+        b = self.behaviour
+        if b.reply_signature is not None or b.reply_version is not None:
+            headers.BaseHeader = dict(headers.BaseHeader)
+            if b.reply_signature is not None:
+                headers.BaseHeader["Signature"] = b.reply_signature
+            if b.reply_version is not None:
+                headers.BaseHeader["VersionNumber"] = b.reply_version
+        return packets.build(headers)
+
+    def _after_packet(self, index: int) -> None:
+        limit = self.behaviour.close_after_packets
+        if limit is not None and self._transport and self.packets_received >= limit:
+            if Timer.OrderAckSend in self._timers:
+                self._stop_timer(Timer.OrderAckSend)
+                self._send_order_ack()
+            self._close(f"behaviour {self.behaviour.name}: closing after {limit} packets", "MS-MQQB 3.1.5.9")
+
+    # -- 3.1.5.3.1 --------------------------------------------------------------------------------
+
+    def _on_EstablishConnection(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.3 / 3.1.5.3.1 Receiving an EstablishConnection Request Packet."""
+        if self.SessionState != SessionState.WAITING_EC_MSG:
+            self._wrong_state("MQQB-3.1.5.3-wrong-state", packet, index)
+            return
+        req = packet.EstablishConnectionHeader
+        if packet.InternalHeader.Flags.CS:
+            self._violation("MQQB-3.1.5.2.3-ec-request", "EstablishConnection request with CS=1", index)
+        self.RemoteQMGuid = GUID(req.ClientGuid)
+        self._ec_request = packet.headers
+        server = GUID(req.ServerGuid)
+        valid = server.is_null or server == self.identifier
+        self._refused = self.behaviour.refuse or not valid
+        if self.behaviour.garbage_reply is not None:
+            self._out.append(Send(self.behaviour.garbage_reply, PacketKind.Unknown))
+        else:
+            reply = sp.establish_connection(
+                req.ClientGuid,
+                self.identifier,
+                req.TimeStamp,
+                refused=self._refused,
+                ping_sent=not req.OperatingSystem.SE,
+                padding=bytes([self.behaviour.reply_padding]) * sp.PADDING_SIZE,
+            )
+            self._send_packet(reply, PacketKind.EstablishConnection)
+        self.SessionState = SessionState.WAITING_CP_MSG
+        self._stop_timer(Timer.SessionInitialization)
+        self._start_timer(Timer.SessionInitialization, self.config.session_initialization)
+
+    # -- 3.1.5.4.1 --------------------------------------------------------------------------------
+
+    def _on_ConnectionParameters(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.4 / 3.1.5.4.1 Receiving a ConnectionParameters Request Packet: adopt, echo, OPEN."""
+        if self.SessionState != SessionState.WAITING_CP_MSG:
+            self._wrong_state("MQQB-3.1.5.4-wrong-state", packet, index)
+            return
+        if self._refused and not self.behaviour.refuse:
+            self._violation("MQQB-3.1.5.3.2-after-refusal", "ConnectionParameters after a CS=1 response", index)
+            self._close("initiator continued after refusal", "MS-MQQB 3.1.5.3.2")
+            return
+        cp = packet.ConnectionParametersHeader
+        if packet.InternalHeader.Flags.CS:
+            self._violation("MQQB-3.1.5.3.2-cp-request", "ConnectionParameters request with CS=1", index)
+        self.ReceivedWindowSize = max(1, int(cp.WindowSize))
+        self.AckWaitTimeout = int(cp.AckTimeout)
+        self.RecoverableAckSendTimeout = int(cp.RecoverableAckTimeout)
+        reply = sp.connection_parameters(cp.RecoverableAckTimeout, cp.AckTimeout, self.WindowSize)
+        self._send_packet(reply, PacketKind.ConnectionParameters)
+        self._stop_timer(Timer.SessionInitialization)
+        self.SessionState = SessionState.OPEN
+
+    # -- 3.1.5.8 ----------------------------------------------------------------------------------
+
+    def _on_UserMessage(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.8 Receiving a UserMessage Packet.
+
+        Every UserMessage Packet is counted (3.1.5.8.2) and, when recoverable, flagged for
+        acknowledgment (3.1.5.8.7) before duplicate detection (3.1.5.8.1) discards it: a duplicate
+        is a retransmission the sender counts as sent, and 3.1.5.5.5 compares those counts."""
+        if self.SessionState != SessionState.OPEN:
+            self._wrong_state("MQQB-3.1.5.8-wrong-state", packet, index)
+            return
+        delivery = delivery_of(packet)
+        self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
+        sh = packet.headers.get("SessionHeader")
+        if sh is not None:  # 3.1.5.8.4
+            self._process_session_header(sh, index)
+            if not self._transport:
+                return
+        uh = packet.UserHeader
+        accepted: bool
+        if delivery.name == "transactional":
+            accepted = self._transactional(packet)
+        else:
+            key = (bytes(uh.SourceQueueManager), int(uh.MessageID))
+            accepted = key not in self.MessageIDHistoryTable
+            self._remember(key)
+        if accepted:
+            self.delivered.append(packet)
+            self._out.append(Deliver(packet))
+        else:
+            self.duplicates_discarded += 1
+        if self.behaviour.session_ack == "normal":
+            self._maybe_ack_by_count()
+
+    def _remember(self, key: tuple[bytes, int]) -> None:
+        """3.1.5.8.2: a MessageIDHistoryEntry for the message (oldest dropped when full)."""
+        table = self.MessageIDHistoryTable
+        table.pop(key, None)
+        if len(table) >= self.message_id_history_size:
+            del table[next(iter(table))]
+        table[key] = self.clock()
+
+    def _transactional(self, packet: Packet) -> bool:
+        """[MS-MQQB] 3.1.5.8.6 Transactional Message Processing: schedule the OrderAck, accept only
+        in order and exactly once.  The incoming sequence state is kept per sending queue manager
+        across sessions (IncomingTransactionalTransferInfo, [MS-MQDMPR] 3.1.1.5)."""
+        uh, th = packet.UserHeader, packet.TransactionHeader
+        destination = GUID(uh.QueueManagerAddress)
+        if not (destination.is_null or destination == self.identifier):
+            return True  # an intermediate hop passes the TransactionHeader on (3.1.1.5)
+        now = self.clock()
+        if Timer.OrderAckSend in self._timers:
+            if now - self.LastOrderAckSendTime < self.config.maximum_order_ack_delay:
+                self._stop_timer(Timer.OrderAckSend)
+                self._start_timer(Timer.OrderAckSend, self.config.order_ack_timeout)
+        else:
+            self._start_timer(Timer.OrderAckSend, self.config.order_ack_timeout)
+        state = self.incoming_tx.setdefault(bytes(self.RemoteQMGuid), [0, 0])
+        seq_id = tx_sequence_id(th.TxSequenceID)
+        number, previous = int(th.TxSequenceNumber), int(th.PreviousTxSequenceNumber)
+        accepted = (seq_id == state[0] and number > state[1] and previous <= state[1]) or (
+            seq_id > state[0] and previous == 0
+        )
+        if not accepted:
+            self.TxMessageRejectCount += 1
+            return False
+        self.TxMessageRejectCount = 0
+        state[0], state[1] = seq_id, number
+        return True
+
+    # -- acknowledgments sent by the acceptor -------------------------------------------------------
+
+    def _session_ack_send_timer(self) -> None:
+        if self.behaviour.session_ack == "missing":
+            return
+        super()._session_ack_send_timer()
+
+    def _start_timer(self, name: str, seconds: float) -> None:
+        if name == Timer.SessionAckSend and self.behaviour.session_ack == "delayed":
+            seconds *= self.behaviour.ack_delay_factor
+        super()._start_timer(name, seconds)
+
+    def _timer_OrderAckSend(self) -> None:
+        """[MS-MQQB] 3.1.6.9 Order Ack Send Timer Event -> 3.1.7.17 with MQMSG_CLASS_ORDER_ACK."""
+        self._send_order_ack()
+
+    def _send_order_ack(self) -> None:
+        """3.1.7.17 Send Transactional Acknowledgment (MQMSG_CLASS_ORDER_ACK) for the last accepted
+        transactional message of the sending queue manager."""
+        if self.SessionState != SessionState.OPEN or not self.behaviour.order_ack:
+            return
+        state = self.incoming_tx.get(bytes(self.RemoteQMGuid))
+        if not state or state[1] == 0:
+            return
+        self._order_ack_ordinal += 1
+        ack = sp.order_ack(
+            state[0],
+            state[1],
+            source_qm=self.identifier,
+            destination=sp.ORDER_QUEUE_PRIVATE_ID,
+            destination_qm=self.RemoteQMGuid if not self.RemoteQMGuid.is_null else NULL_GUID,
+            message_id=self._order_ack_ordinal,
+        )
+        self._send_packet(ack, PacketKind.OrderAck)
+        self.counters.MessageSentCount += 1  # an OrderAck is an express UserMessage Packet (3.1.1.4)
+        self.LastOrderAckSendTime = self.clock()
+
+    def _on_SessionAck(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.5: the initiator acknowledges the OrderAcks this acceptor sent."""
+        super()._on_SessionAck(packet, index)
+
+    def _on_OrderAck(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.6: an acceptor has sent no transactional messages to acknowledge."""
+        if self.SessionState != SessionState.OPEN:
+            self._wrong_state("MQQB-3.1.5.6-wrong-state", packet, index)
+            return
+        self._count_received(packet, recoverable=False)
+        self._violation(
+            "MQQB-3.1.5.6-order-ack-unsent", "OrderAck sent to the acceptor, which sent no transactional message", index
+        )
+
+    def _on_FinalAck(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.7 on an acceptor that sent no messages."""
+        if self.SessionState != SessionState.OPEN:
+            self._wrong_state("MQQB-3.1.5.7-wrong-state", packet, index)
+            return
+        self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
+        self._violation("MQQB-3.1.5.7-final-ack-unknown", "FinalAck sent to the acceptor, which sent no message", index)
+
+
+def with_name(b: AcceptorBehaviour, name: str) -> AcceptorBehaviour:
+    """A copy of ``b`` under another name (for matrices of behaviours)."""
+    return replace(b, name=name)

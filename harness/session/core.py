@@ -1,0 +1,514 @@
+"""What the initiator, the acceptor and the observer share: packet intake and the session sequence.
+
+Renders [MS-MQQB] 3.1.5.1 Receiving Any Packet (3.1.5.1.1 identification, 3.1.5.1.2 signature,
+3.1.5.1.3 incorrectly formatted packets), 3.1.1.4 Session Message Sequence with the counters of
+3.1.3.2 Session Initialization, SessionAck construction (3.1.6.4, 3.1.5.8.7), SessionHeader
+processing common to both ends (3.1.5.5, 3.1.5.5.5 Validate Message Counts, 3.1.5.8.4), the
+counting of received UserMessages (3.1.5.8.2, 3.1.5.8.7), the Session Ack Send Timer (3.1.2.5,
+3.1.6.4) and Closing a Session (3.1.5.9).  The pure rule checks (``check_*``) are used by the
+engines and by :class:`~harness.session.observer.Observer` alike.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from construct import Container
+
+import packets
+from harness.session.events import (
+    Action,
+    CancelTimer,
+    Close,
+    Send,
+    SessionConfig,
+    SessionState,
+    StartTimer,
+    Timer,
+    Violation,
+)
+from harness.session.rules import rule
+from packets import GUID, NULL_GUID, Packet, PacketError, PacketKind, StreamSplitter
+from packets import session as sp
+from packets.base import SIGNATURE, VERSION_NUMBER
+
+__all__ = [
+    "Counters",
+    "Finding",
+    "SessionEngine",
+    "check_cp_response",
+    "check_ec_response",
+    "check_packet",
+    "check_session_header",
+    "tx_sequence_id",
+]
+
+U16 = 0x10000
+ACK_FLAG_BITS = 32  # RecoverableMsgAckFlags is a 32-bit field ([MS-MQMQ] 2.2.20.4)
+
+# (rule id, evidence) — what a check finds; the caller adds packet index and direction.
+Finding = tuple[str, str]
+
+
+def tx_sequence_id(value: Any) -> int:
+    """A TxSequenceID ([MS-MQMQ] 2.2.18.1.2) as the u64 it is compared as: Ordinal is the low half."""
+    if isinstance(value, int):
+        return value
+    return int(value["Ordinal"]) | (int(value["TimeStamp"]) << 32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure checks
+
+
+def check_packet(data: bytes) -> tuple[Packet | None, list[Finding]]:
+    """[MS-MQQB] 3.1.5.1: verify the signature (3.1.5.1.2), parse (3.1.5.1.3) and identify
+    (3.1.5.1.1) one packet.  Returns the packet (None when it must be discarded) and findings."""
+    if len(data) < 16:
+        return None, [("MQQB-3.1.5.1.3-malformed", f"{len(data)} bytes cannot hold a BaseHeader")]
+    version = data[0]
+    (signature,) = struct.unpack_from("<I", data, 4)
+    if version != VERSION_NUMBER or signature != SIGNATURE:
+        return None, [
+            (
+                "MQQB-3.1.5.1.2-signature",
+                f"BaseHeader.VersionNumber 0x{version:02X}, Signature 0x{signature:08X} (expected 0x10, 0x524F494C)",
+            )
+        ]
+    try:
+        packet = packets.parse(data, strict=False)
+    except Exception as e:  # the codec promises PacketError only; never let a peer crash us
+        return None, [("MQQB-3.1.5.1.3-malformed", f"undecodable: {e}")]
+    if packet.violations:
+        return None, [("MQQB-3.1.5.1.3-malformed", "; ".join(str(v) for v in packet.violations[:3]))]
+    if packet.kind == PacketKind.Unknown:
+        pt = packet.headers.get("InternalHeader")
+        what = f"InternalHeader.Flags 0x{int(pt.Flags):04X}" if pt is not None else "no InternalHeader"
+        return None, [("MQQB-3.1.5.1.1-unknown-packet", what)]
+    return packet, []
+
+
+def check_ec_response(request: Container | None, response: Packet) -> list[Finding]:
+    """An EstablishConnection response against its request ([MS-MQQB] 3.1.5.3.1, 2.2.3.1): padding
+    0x5A, ClientGuid/TimeStamp/SE echoed, CS set exactly when the request's ServerGuid was neither
+    the acceptor's identifier (the response's ServerGuid) nor GUID_NULL."""
+    found: list[Finding] = []
+    ec = response.EstablishConnectionHeader
+    padding = bytes(ec.Padding)
+    bad = next((i for i, b in enumerate(padding) if b != sp.RESPONSE_PADDING_BYTE), None)
+    if bad is not None:
+        found.append(
+            ("MQQB-2.2.3.1-response-padding", f"EC reply padding not 0x5A: byte {bad} is 0x{padding[bad]:02X}")
+        )
+    if request is None:
+        return found
+    req = request.EstablishConnectionHeader
+    for name in ("ClientGuid", "TimeStamp"):
+        if req[name] != ec[name]:
+            found.append(("MQQB-3.1.5.3.1-ec-echo", f"{name} {ec[name]} does not echo the request's {req[name]}"))
+    if req.OperatingSystem.SE != ec.OperatingSystem.SE:
+        found.append(("MQQB-3.1.5.3.1-ec-echo", f"OperatingSystem.SE {ec.OperatingSystem.SE} not echoed"))
+    requested = GUID(req.ServerGuid)
+    must_refuse = not (requested.is_null or requested == GUID(ec.ServerGuid))
+    refused = bool(response.InternalHeader.Flags.CS)
+    if refused != must_refuse:
+        found.append(
+            (
+                "MQQB-3.1.5.3.1-refusal",
+                f"CS={int(refused)} but the request asked for ServerGuid {requested} and the acceptor is "
+                f"{GUID(ec.ServerGuid)}",
+            )
+        )
+    return found
+
+
+def check_cp_response(request: Container | None, response: Packet) -> list[Finding]:
+    """A ConnectionParameters response ([MS-MQQB] 3.1.5.4.1): CS 0, timeouts echoed."""
+    found: list[Finding] = []
+    if response.InternalHeader.Flags.CS:
+        found.append(("MQQB-3.1.5.4.1-cp-echo", "ConnectionParameters response has CS=1"))
+    if request is not None:
+        req, cp = request.ConnectionParametersHeader, response.ConnectionParametersHeader
+        for name in ("RecoverableAckTimeout", "AckTimeout"):
+            if req[name] != cp[name]:
+                found.append(("MQQB-3.1.5.4.1-cp-echo", f"{name} {cp[name]} does not echo the request's {req[name]}"))
+    return found
+
+
+def check_session_header(
+    sh: Container,
+    *,
+    sent: int,
+    recoverable_sent: int,
+    received: int,
+    recoverable_received: int,
+    last_ack: int,
+) -> list[Finding]:
+    """A SessionHeader received by an endpoint that has sent ``sent`` UserMessages (``recoverable_sent``
+    recoverable) and received ``received`` (``recoverable_received``) on this session.
+
+    3.1.5.5.5: UserMsgSequenceNumber/RecoverableMsgSeqNumber equal the receiver's counts (the
+    only finding that closes the session, always first when present); 3.1.5.5.1/3.1.1.6.1:
+    AckSequenceNumber within what was sent and not going back; 3.1.5.5.3: recoverable
+    acknowledgments only for recoverable messages sent."""
+    found: list[Finding] = []
+    if sh.UserMsgSequenceNumber != received % U16 or sh.RecoverableMsgSeqNumber != recoverable_received % U16:
+        found.append(
+            (
+                "MQQB-3.1.5.5.5-count-mismatch",
+                f"SessionHeader.UserMsgSequenceNumber {sh.UserMsgSequenceNumber}/RecoverableMsgSeqNumber "
+                f"{sh.RecoverableMsgSeqNumber} but {received % U16}/{recoverable_received % U16} "
+                f"UserMessages (all/recoverable) were received from that endpoint",
+            )
+        )
+    ack = int(sh.AckSequenceNumber)
+    if ack > sent % U16 and sent < U16:
+        found.append(
+            (
+                "MQQB-3.1.5.5.1-ack-beyond-sent",
+                f"SessionAck.AckSequenceNumber {ack} but only {sent} UserMessages were sent",
+            )
+        )
+    elif ack < last_ack and sent < U16:
+        found.append(("MQQB-3.1.5.5.1-ack-regressed", f"AckSequenceNumber {ack} after {last_ack}"))
+    base, flags = int(sh.RecoverableMsgAckSeqNumber), int(sh.RecoverableMsgAckFlags)
+    highest = max([base] + [base + n for n in range(ACK_FLAG_BITS) if flags >> n & 1])
+    if highest > recoverable_sent and recoverable_sent < U16:
+        found.append(
+            (
+                "MQQB-3.1.5.5.3-ack-unsent-recoverable",
+                f"RecoverableMsgAckSeqNumber {base} with flags 0x{flags:08X} acknowledge recoverable message "
+                f"{highest} but only {recoverable_sent} were sent",
+            )
+        )
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Session sequence counters
+
+
+@dataclass
+class Counters:
+    """The per-session counts of [MS-MQQB] 3.1.1.4 (u16 on the wire), initialized by 3.1.3.2."""
+
+    MessageSentCount: int = 0
+    RecoverableMessageSentCount: int = 0
+    MessageReceivedCount: int = 0
+    RecoverableMessageReceivedCount: int = 0
+    RecoverableMsgAckFlags: int = 0
+    LastAckedRecoverableMsgSeqNumber: int = 0
+    UnackedReceivedMsgCount: int = 0
+
+    def session_header(self, window_size: int) -> Container:
+        """SessionHeader fields of an acknowledgment (3.1.6.4, 3.1.5.8.7, 3.1.7.1.3).
+
+        RecoverableMsgAckSeqNumber is "the lowest unacknowledged recoverable message sequence
+        number that has been persisted": bit 0 of RecoverableMsgAckFlags stands for
+        LastAckedRecoverableMsgSeqNumber + 1 (3.1.5.8.7), so that is the base when a bit is set;
+        with no bit set the base stays at the last acknowledged number (0 when none; FRAME 8),
+        which 3.1.5.5.3's "less than or equal" acknowledges again harmlessly."""
+        base = self.LastAckedRecoverableMsgSeqNumber + (1 if self.RecoverableMsgAckFlags else 0)
+        return Container(
+            AckSequenceNumber=self.MessageReceivedCount % U16,
+            RecoverableMsgAckSeqNumber=base % U16,
+            RecoverableMsgAckFlags=self.RecoverableMsgAckFlags,
+            UserMsgSequenceNumber=self.MessageSentCount % U16,
+            RecoverableMsgSeqNumber=self.RecoverableMessageSentCount % U16,
+            WindowSize=max(1, window_size),
+            Reserved=0,
+        )
+
+    def acknowledged(self) -> None:
+        """After a SessionHeader went out (3.1.6.4): nothing left to acknowledge."""
+        self.RecoverableMsgAckFlags = 0
+        self.UnackedReceivedMsgCount = 0
+        self.LastAckedRecoverableMsgSeqNumber = self.RecoverableMessageReceivedCount
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine base
+
+
+class SessionEngine:
+    """State and behaviour common to :class:`Initiator` and :class:`Acceptor` (sans-IO).
+
+    Every public event handler returns the list of actions to perform, in order.  The engine
+    tracks which timers it started so that "stop all timers" (3.1.5.9) cancels exactly those, and
+    ignores a ``timer_fired`` for a timer it does not consider running (a late expiry).
+    """
+
+    role = "engine"
+
+    def __init__(self, identifier: GUID | bytes | str, config: SessionConfig | None, clock: Callable[[], float]):
+        self.identifier = GUID(identifier)  # QueueManager.Identifier
+        self.config = config or SessionConfig()
+        self.clock = clock
+        self.SessionState = SessionState.CLOSED
+        self.counters = Counters()
+        self.RemoteQMGuid: GUID = NULL_GUID
+        self.WindowSize = self.config.window_size
+        self.ReceivedWindowSize = self.config.window_size
+        self.AckWaitTimeout = self.config.ack_wait_timeout_ms
+        self.RecoverableAckSendTimeout = 0xFFFFFFFF
+        self.SessionActive = False
+        self.ReceivedAck = False
+        self.violations: list[Violation] = []
+        self.packets_received = 0  # python-only: packets taken from this connection's stream
+        self._last_ack_received = 0
+        self._timers: set[str] = set()
+        self._out: list[Action] = []
+        self._splitter = StreamSplitter()
+        self._transport = False  # a transport connection is attached
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _take(self) -> list[Action]:
+        out, self._out = self._out, []
+        return out
+
+    def _start_timer(self, name: str, seconds: float) -> None:
+        self._timers.add(name)
+        self._out.append(StartTimer(name, seconds))
+
+    def _start_if_stopped(self, name: str, seconds: float) -> None:
+        if name not in self._timers:
+            self._start_timer(name, seconds)
+
+    def _stop_timer(self, name: str) -> None:
+        if name in self._timers:
+            self._timers.discard(name)
+            self._out.append(CancelTimer(name))
+
+    def _stop_all_timers(self, keep: Iterable[str] = ()) -> None:
+        for name in sorted(self._timers - set(keep)):
+            self._stop_timer(name)
+
+    @property
+    def running_timers(self) -> frozenset[str]:
+        """Timers this engine started and has not stopped (python-only, for wrappers and tests)."""
+        return frozenset(self._timers)
+
+    def _violation(self, rule_id: str, evidence: str, index: int = -1) -> None:
+        v = Violation.of(rule_id, index, evidence, self.role)
+        self.violations.append(v)
+        self._out.append(v)
+
+    def _send_packet(self, headers: Container, kind: PacketKind) -> None:
+        self._out.append(Send(self._encode(headers), kind))
+
+    def _encode(self, headers: Container) -> bytes:
+        return packets.build(headers)
+
+    def _session_initialization(self) -> None:
+        """[MS-MQQB] 3.1.3.2 Session Initialization (the parts every session has)."""
+        self.counters = Counters()
+        self._last_ack_received = 0
+        for name in (Timer.SessionAckWait, Timer.SessionAckSend, Timer.TransactionalAckWait, Timer.OrderAckSend):
+            self._stop_timer(name)
+        self._start_timer(Timer.SessionCleanup, self.config.session_cleanup)
+        self.WindowSize = self.config.window_size
+        self.ReceivedWindowSize = self.config.window_size
+        self.SessionActive = False
+        self.ReceivedAck = False
+        self.AckWaitTimeout = self.config.ack_wait_timeout_ms
+        self.RecoverableAckSendTimeout = 0xFFFFFFFF
+        self.SessionState = SessionState.WAITING_EC_MSG
+        self._splitter = StreamSplitter()
+        self.packets_received = 0
+        self._transport = True
+
+    # -- events --------------------------------------------------------------------------------
+
+    def receive_data(self, data: bytes) -> list[Action]:
+        """Bytes from the transport connection, in any fragmentation ([MS-MQQB] 2.1.1, 3.1.5.1)."""
+        if not self._transport or not data:
+            return self._take()
+        try:
+            chunks = self._splitter.feed(data)
+        except PacketError as e:
+            rule_id = (
+                "MQQB-3.1.5.1.2-signature" if e.field_path == "BaseHeader.Signature" else "MQQB-3.1.5.1.3-malformed"
+            )
+            self._violation(rule_id, str(e), self.packets_received)
+            self._close(f"unreadable stream: {e.reason}", rule(rule_id).section)
+            return self._take()
+        for chunk in chunks:
+            if not self._transport:
+                break
+            self._receive_packet(chunk.data)
+        return self._take()
+
+    def _receive_packet(self, data: bytes) -> None:
+        """[MS-MQQB] 3.1.5.1 Receiving Any Packet: ReceivedAck, signature, format, then by type."""
+        index = self.packets_received
+        self.packets_received += 1
+        self.ReceivedAck = True
+        packet, findings = check_packet(data)
+        if packet is None:
+            rule_id, evidence = findings[0]
+            self._violation(rule_id, evidence, index)
+            self._close(f"packet {index} discarded: {evidence}", rule(rule_id).section)
+            return
+        handler = getattr(self, f"_on_{packet.kind.name}", None)
+        if handler is None:
+            self._violation("MQQB-2.1.1-wrong-direction", f"{packet.kind} not expected by the {self.role}", index)
+            self._close(f"{packet.kind} not expected", "MS-MQQB 2.1.1")
+            return
+        handler(packet, index)
+        self._after_packet(index)
+
+    def _after_packet(self, index: int) -> None:
+        """Hook run after each received packet was processed."""
+
+    def _wrong_state(self, rule_id: str, packet: Packet, index: int) -> None:
+        self._violation(rule_id, f"{packet.kind} in SessionState {self.SessionState.value}", index)
+        self._close(f"{packet.kind} in state {self.SessionState.value}", rule(rule_id).section)
+
+    def connection_lost(self) -> list[Action]:
+        """The transport connection closed ([MS-MQQB] 3.1.7.3 Handling a Network Disconnect -> 3.1.5.9)."""
+        if self._transport:
+            self._closing(peer_closed=True)
+            self._close_steps()
+        return self._take()
+
+    # -- 3.1.5.5 Receiving a SessionAck Packet (and 3.1.5.8.4) -----------------------------------
+
+    def _on_SessionAck(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.5 Receiving a SessionAck Packet."""
+        if self.SessionState != SessionState.OPEN:
+            self._wrong_state("MQQB-3.1.5.5-wrong-state", packet, index)
+            return
+        self._process_session_header(packet.SessionHeader, index)
+
+    def _process_session_header(self, sh: Container, index: int) -> None:
+        """[MS-MQQB] 3.1.5.5.1-3.1.5.5.5 for one SessionHeader (stand-alone or piggy-backed)."""
+        c = self.counters
+        findings = check_session_header(
+            sh,
+            sent=c.MessageSentCount,
+            recoverable_sent=c.RecoverableMessageSentCount,
+            received=c.MessageReceivedCount,
+            recoverable_received=c.RecoverableMessageReceivedCount,
+            last_ack=self._last_ack_received,
+        )
+        for rule_id, evidence in findings:
+            if rule_id != "MQQB-3.1.5.5.5-count-mismatch":
+                self._violation(rule_id, evidence, index)
+        self._last_ack_received = int(sh.AckSequenceNumber)
+        self.ReceivedWindowSize = max(1, int(sh.WindowSize))
+        self._session_acknowledged(sh)  # 3.1.5.5.1-3.1.5.5.4
+        if findings and findings[0][0] == "MQQB-3.1.5.5.5-count-mismatch":  # 3.1.5.5.5
+            self._violation(*findings[0], index)
+            self._close(findings[0][1], "MS-MQQB 3.1.5.5.5")
+            return
+        self._after_session_ack()
+
+    def _session_acknowledged(self, sh: Container) -> None:
+        """3.1.5.5.1-3.1.5.5.4 against the OutgoingMessageTable (the initiator has one)."""
+
+    def _after_session_ack(self) -> None:
+        """3.1.5.5.5's timer restart and the sender's next dispatch (the initiator)."""
+
+    # -- 3.1.5.8.2 / 3.1.5.8.7 counting a received UserMessage ------------------------------------
+
+    def _ack_threshold(self) -> int:
+        """Acknowledge by count once this many UserMessages are unacknowledged: half the window the
+        sender works with (3.1.1.6.1 "based on message count and session window size")."""
+        return max(1, min(self.WindowSize, self.ReceivedWindowSize) // 2)
+
+    def _count_received(self, packet: Packet, recoverable: bool) -> None:
+        """[MS-MQQB] 3.1.5.8.2 (MessageReceivedCount, UnackedReceivedMsgCount, Session Ack Send Timer,
+        SessionActive) and 3.1.5.8.7 Recoverable Message Processing."""
+        c = self.counters
+        c.MessageReceivedCount += 1
+        c.UnackedReceivedMsgCount += 1
+        self._start_if_stopped(Timer.SessionAckSend, self.AckWaitTimeout / 2000)
+        self.SessionActive = True
+        if recoverable:
+            if c.RecoverableMessageReceivedCount - c.LastAckedRecoverableMsgSeqNumber >= ACK_FLAG_BITS:
+                self._send_session_ack()  # immediately: the flags are full
+            c.RecoverableMessageReceivedCount += 1
+            if c.RecoverableMsgAckFlags == 0:
+                self._stop_timer(Timer.SessionAckSend)
+                self._start_timer(Timer.SessionAckSend, min(self.RecoverableAckSendTimeout, 0x1D4C0) / 1000)
+            c.RecoverableMsgAckFlags |= 1 << (
+                c.RecoverableMessageReceivedCount - c.LastAckedRecoverableMsgSeqNumber - 1
+            )
+
+    def _maybe_ack_by_count(self) -> None:
+        if self.counters.UnackedReceivedMsgCount >= self._ack_threshold():
+            self._send_session_ack()
+            self._stop_timer(Timer.SessionAckSend)
+
+    def _send_session_ack(self) -> None:
+        """Send a SessionAck Packet ([MS-MQQB] 3.1.6.4 / 3.1.5.8.7) and reset the ack state."""
+        sh = self.counters.session_header(self.WindowSize)
+        packet = sp.session_ack()
+        packet.SessionHeader = sh
+        self._send_packet(packet, PacketKind.SessionAck)
+        self.counters.acknowledged()
+
+    def _session_ack_send_timer(self) -> None:
+        """[MS-MQQB] 3.1.6.4 Session Ack Send Timer Event: send iff UnackedReceivedMsgCount != 0.
+
+        The timer is started again only while something is left to acknowledge (3.1.2.5), which
+        after sending is nothing; the next received UserMessage starts it."""
+        if self.counters.UnackedReceivedMsgCount != 0 and self.SessionState == SessionState.OPEN:
+            self._send_session_ack()
+
+    # -- 3.1.5.9 Closing a Session -----------------------------------------------------------------
+
+    def _closing(self, peer_closed: bool = False) -> None:
+        """Hook before the common close steps (the initiator's OutgoingQueue bookkeeping)."""
+
+    def _close(self, reason: str, section: str) -> None:
+        """[MS-MQQB] 3.1.5.9 Closing a Session: close the transport, stop all timers, CLOSED."""
+        if not self._transport:
+            return
+        self._closing()
+        self._out.append(Close(reason, section))
+        self._close_steps()
+
+    def _close_steps(self) -> None:
+        self._transport = False
+        self._stop_all_timers(keep=self._timers_kept_on_close())
+        self.SessionState = SessionState.CLOSED
+        self._closed()
+
+    def _timers_kept_on_close(self) -> Iterable[str]:
+        return ()
+
+    def _closed(self) -> None:
+        """Hook after CLOSED (the initiator may go to WAITING_RECONNECT)."""
+
+    # -- timers ------------------------------------------------------------------------------------
+
+    def timer_fired(self, name: str) -> list[Action]:
+        """A timer this engine started has expired ([MS-MQQB] 3.1.6); unknown or stopped ones are ignored."""
+        if name not in self._timers:
+            return self._take()
+        self._timers.discard(name)
+        handler = getattr(self, f"_timer_{name}", None)
+        if handler is not None:
+            handler()
+        return self._take()
+
+    def _timer_SessionAckSend(self) -> None:
+        self._session_ack_send_timer()
+
+    def _timer_SessionInitialization(self) -> None:
+        """[MS-MQQB] 3.1.6.6 Session Initialization Timer Event: close."""
+        self._violation("MQQB-3.1.6.6-init-timeout", f"SessionState still {self.SessionState.value}")
+        self._close("session initialization timed out", "MS-MQQB 3.1.6.6")
+
+    def _timer_SessionCleanup(self) -> None:
+        """[MS-MQQB] 3.1.6.2 Session Cleanup Timer Event: close an idle session."""
+        if not self.SessionActive:
+            self._close("idle session", "MS-MQQB 3.1.6.2")
+        else:
+            self.SessionActive = False
+            self._start_timer(Timer.SessionCleanup, self.config.session_cleanup)

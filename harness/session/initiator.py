@@ -1,0 +1,525 @@
+"""The initiator end of an MSMQ binary session (sans-IO): establishment, sending, acknowledgments.
+
+Renders [MS-MQQB] 3.1.5.2 Establish a Protocol Session (3.1.5.2.2 Ping Mechanism, optional;
+3.1.5.2.3 Sending an EstablishConnection Request Packet), 3.1.5.3.2 Receiving an EstablishConnection
+Response, 3.1.5.4.2 Receiving a ConnectionParameters Response, 3.1.3.2 Session Initialization,
+3.1.7.12 Message Position Available, 3.1.7.1 Send User Message Event (3.1.7.1.1 MessageID,
+3.1.7.1.3 Updating the UserMessage Packet: 3.1.1.4 session and 3.1.1.5 transactional sequences),
+3.1.5.5 Receiving a SessionAck Packet (3.1.5.5.1-3.1.5.5.5), 3.1.5.6 Receiving an OrderAck
+Packet, 3.1.5.7 Receiving a FinalAck Packet, the timers 3.1.6.1 (retry connect), 3.1.6.3 (Session
+Ack Wait), 3.1.6.5 (Transactional Ack Wait), 3.1.6.6 (Session Initialization), and 3.1.5.9 Closing a
+Session with its ConnectionHistory entries on the [MS-MQDMPR] 3.1.1.3 OutgoingQueue.  One
+Initiator object serves one OutgoingQueue across reconnections.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from construct import Container
+
+import packets
+from harness.model.adm import ConnectionHistoryEntry, OutgoingQueue
+from harness.model.enums import ConnectionStatus, OutgoingQueueState
+from harness.session.core import ACK_FLAG_BITS, U16, SessionEngine, check_cp_response, check_ec_response, tx_sequence_id
+from harness.session.events import (
+    Acked,
+    Action,
+    Connect,
+    Deliver,
+    DeliveryClass,
+    SendPing,
+    SessionConfig,
+    SessionState,
+    Timer,
+)
+from harness.session.messages import prepare_message
+from packets import GUID, NULL_GUID, Packet, PacketKind
+from packets import session as sp
+
+__all__ = ["Initiator", "OutgoingMessagePosition"]
+
+
+@dataclass
+class OutgoingMessagePosition:
+    """OutgoingMessagePosition ADM element ([MS-MQQB] 3.1.1.3.1.2); ``message_id`` keys it."""
+
+    message_id: int
+    UserMessage: Container
+    delivery: DeliveryClass
+    SequenceNumber: int = 0
+    RecoverableSequenceNumber: int = 0
+    TxSequenceNumber: int = 0
+    AwaitingAck: bool = False
+    ReceivedSessionAck: bool = False
+    ReceivedOrderAck: bool = False
+    Transmitted: bool = False
+    tx_numbered: bool = False  # python-only: TransactionHeader numbers assigned (kept across sessions)
+
+
+class Initiator(SessionEngine):
+    """The initiator: connects, establishes the session, sends UserMessages within the window.
+
+    Events: ``start()``, ``ping_response(datagram)``, ``connection_made()``,
+    ``connection_failed(status)``, ``receive_data(bytes)``, ``send_message(message, delivery)``,
+    ``timer_fired(name)``, ``connection_lost()``; each returns actions.  Messages leave the
+    OutgoingMessageTable through :class:`Acked` actions carrying their UserHeader.MessageID.
+    """
+
+    role = "initiator"
+
+    def __init__(
+        self,
+        identifier: GUID | bytes | str,
+        remote_qm: GUID | bytes | str = NULL_GUID,
+        *,
+        outgoing_queue: OutgoingQueue | None = None,
+        address: str = "",
+        ping: bool = False,
+        config: SessionConfig | None = None,
+        clock: Callable[[], float] = lambda: 0.0,
+        tx_sequence_id: int = 1,
+    ) -> None:
+        super().__init__(identifier, config, clock)
+        self.OutgoingQueueReference = outgoing_queue if outgoing_queue is not None else OutgoingQueue("outgoing")
+        self.OutgoingMessageTable: dict[int, OutgoingMessagePosition] = self.OutgoingQueueReference.OutgoingMessageTable
+        self.target_qm = GUID(remote_qm)  # destinationQmGuid (NULL for a direct format name)
+        self.RemoteQMGuid = self.target_qm
+        self.RemoteQMAddress = address
+        self.ping = ping
+        self.UnAckedMessageCount = 0
+        self.MessageIdOrdinal = 1
+        self.OutgoingTxSequenceID = tx_sequence_id  # u64: Ordinal low, TimeStamp high
+        self.OutgoingTxSequenceNumber = 1
+        self.UnackedSequence: list[int] = []  # TxOutgoingSequence.UnackedSequence (SeqNo values)
+        self.LastAckSeqNo = 0  # TxOutgoingSequence.LastAck.SeqNo
+        self.ResendIntervalIndex = 0
+        self.used_tx_sequence_ids: set[int] = set()
+        self.sent_message_ids: set[int] = set()
+        self.final_acks: list[Packet] = []
+        self.received: list[Packet] = []
+        self._dispatch: deque[int] = deque()
+        self._ec_request: Container | None = None
+        self._cp_request: Container | None = None
+        self._connecting = False
+        self._failure_recorded = False
+        self._ping_cookie = 0
+        self._acked: list[int] = []
+        self._acked_by = "SessionAck"
+        self.SessionState = SessionState.CLOSED
+
+    # -- ConnectionHistory -------------------------------------------------------------------------
+
+    def _history(self, status: ConnectionStatus, error: int = 0) -> None:
+        """Append to OutgoingQueueReference.ConnectionHistory ([MS-MQQB] 3.1.5.2, [MS-MQDMPR] 3.1.1.3)."""
+        self.OutgoingQueueReference.ConnectionHistory.append(
+            ConnectionHistoryEntry(
+                status, int(self.clock()), error, [self.RemoteQMAddress] if self.RemoteQMAddress else []
+            )
+        )
+
+    def _set_queue_state(self, state: OutgoingQueueState) -> None:
+        if self.OutgoingQueueReference.State is not OutgoingQueueState.OnHold:
+            self.OutgoingQueueReference.State = state
+
+    # -- 3.1.5.2 Establish a Protocol Session ------------------------------------------------------
+
+    def start(self, retry: bool = False) -> list[Action]:
+        """[MS-MQQB] 3.1.5.2: resolve (the address is given), ping (3.1.5.2.2, unless skipped or a
+        retry), then ask the wrapper to connect; EC goes out on ``connection_made``."""
+        self._start(retry)
+        return self._take()
+
+    def _start(self, retry: bool = False) -> None:
+        if self._transport or self._connecting:
+            return
+        self._connecting = True
+        if self.ping and not retry:
+            self._ping_cookie = (self._ping_cookie + 1) & 0xFFFFFFFF
+            self._out.append(SendPing(packets.build_ping(sp.ping(self._ping_cookie, self.identifier))))
+            self._start_timer(Timer.PingResponse, self.config.ping_response)
+        else:
+            self._out.append(Connect(self.RemoteQMAddress))
+
+    def ping_response(self, datagram: bytes) -> list[Action]:
+        """[MS-MQQB] 3.1.7.8 Receive Ping Response: a matching cookie without RF lets us connect."""
+        if Timer.PingResponse not in self._timers:
+            return self._take()
+        try:
+            reply = packets.parse_ping(datagram).headers.Ping
+        except packets.PacketError:
+            return self._take()
+        if reply.Cookie != self._ping_cookie:
+            return self._take()
+        self._stop_timer(Timer.PingResponse)
+        if reply.Flags.RF:
+            self._ping_failed()
+        else:
+            self._out.append(Connect(self.RemoteQMAddress))
+        return self._take()
+
+    def _timer_PingResponse(self) -> None:
+        """[MS-MQQB] 3.1.6.8 -> 3.1.5.2.2: no Ping Response: PingFailure."""
+        self._ping_failed()
+
+    def _ping_failed(self) -> None:
+        self._connecting = False
+        self._history(ConnectionStatus.PingFailure, 1)
+        if self.OutgoingMessageTable:
+            self._start_timer(Timer.SessionRetryConnect, self.config.session_retry_connect)
+            self.SessionState = SessionState.WAITING_RECONNECT
+
+    def connection_failed(self, status: ConnectionStatus = ConnectionStatus.SocketConnectFailure) -> list[Action]:
+        """The transport could not connect: 3.1.5.2's history entry and a retry (3.1.2.3)."""
+        self._connecting = False
+        self._history(status, 1)
+        if self.OutgoingMessageTable:
+            self._start_timer(Timer.SessionRetryConnect, self.config.session_retry_connect)
+            self.SessionState = SessionState.WAITING_RECONNECT
+        return self._take()
+
+    def connection_made(self) -> list[Action]:
+        """The transport connected: [MS-MQQB] 3.1.3.2 Session Initialization, then 3.1.5.2.3 Sending
+        an EstablishConnection Request Packet (WAITING_ECR_MSG, InProcess, Session Initialization Timer)."""
+        self._connecting = False
+        self._failure_recorded = False
+        self._stop_timer(Timer.SessionRetryConnect)
+        self._session_initialization()
+        self.UnAckedMessageCount = 0
+        self.LastAckSeqNo = 0
+        self.ResendIntervalIndex = 0
+        for pos in self.OutgoingMessageTable.values():
+            pos.AwaitingAck = pos.ReceivedSessionAck = pos.ReceivedOrderAck = pos.Transmitted = False
+            pos.SequenceNumber = pos.RecoverableSequenceNumber = 0
+        self.RemoteQMGuid = self.target_qm
+        self._stop_timer(Timer.SessionInitialization)
+        request = sp.establish_connection(
+            self.identifier, self.RemoteQMGuid, int(self.clock() * 1000) & 0xFFFFFFFF, ping_sent=self.ping
+        )
+        self._ec_request = request
+        self._send_packet(request, PacketKind.EstablishConnection)
+        self.SessionState = SessionState.WAITING_ECR_MSG
+        self._history(ConnectionStatus.InProcess)
+        self._start_timer(Timer.SessionInitialization, self.config.session_initialization)
+        self._set_queue_state(OutgoingQueueState.Waiting)
+        return self._take()
+
+    def _on_EstablishConnection(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.3 / 3.1.5.3.2 Receiving an EstablishConnection Response Packet."""
+        if self.SessionState != SessionState.WAITING_ECR_MSG:
+            self._wrong_state("MQQB-3.1.5.3-wrong-state", packet, index)
+            return
+        ec = packet.EstablishConnectionHeader
+        for rule_id, evidence in check_ec_response(self._ec_request, packet):
+            self._violation(rule_id, evidence, index)
+        refused = bool(packet.InternalHeader.Flags.CS)
+        server = GUID(ec.ServerGuid)
+        expected = self.RemoteQMGuid
+        valid = GUID(ec.ClientGuid) == self.identifier and (expected.is_null or server == expected) and not refused
+        if not valid:
+            why = (
+                "CS=1: connection refused"
+                if refused
+                else f"ClientGuid {GUID(ec.ClientGuid)} / ServerGuid {server} "
+                f"do not match {self.identifier} / {expected}"
+            )
+            if not refused:
+                self._violation("MQQB-3.1.5.3.2-ec-response", why, index)
+            self._failed_establishment(
+                ConnectionStatus.ConnectionRefused if refused else ConnectionStatus.UnknownFailure
+            )
+            self._close(why, "MS-MQQB 3.1.5.3.2")
+            return
+        if expected.is_null:
+            self.RemoteQMGuid = server  # a direct format name: the acceptor names itself
+        rtt_ms = int(self.clock() * 1000) - int(ec.TimeStamp)
+        self.RecoverableAckSendTimeout = min(
+            max(rtt_ms * 8, sp.RECOVERABLE_ACK_TIMEOUT_RANGE[0]), sp.RECOVERABLE_ACK_TIMEOUT_RANGE[1]
+        )
+        request = sp.connection_parameters(self.RecoverableAckSendTimeout, self.AckWaitTimeout, self.WindowSize)
+        self._cp_request = request
+        self._send_packet(request, PacketKind.ConnectionParameters)
+        self.SessionState = SessionState.WAITING_CPR_MSG
+        self._history(ConnectionStatus.EstablishPacketReceived)
+
+    def _on_ConnectionParameters(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.4 / 3.1.5.4.2 Receiving a ConnectionParameters Response Packet: OPEN."""
+        if self.SessionState != SessionState.WAITING_CPR_MSG:
+            self._wrong_state("MQQB-3.1.5.4-wrong-state", packet, index)
+            return
+        for rule_id, evidence in check_cp_response(self._cp_request, packet):
+            self._violation(rule_id, evidence, index)
+        self.ReceivedWindowSize = max(1, int(packet.ConnectionParametersHeader.WindowSize))
+        self.OutgoingQueueReference.NextHops = [self.RemoteQMAddress] if self.RemoteQMAddress else []
+        self._stop_timer(Timer.SessionInitialization)
+        self.SessionState = SessionState.OPEN
+        self._history(ConnectionStatus.Established)
+        self._set_queue_state(OutgoingQueueState.Connected)
+        self._redispatch_all()
+        self._send_pending()
+
+    def _failed_establishment(self, status: ConnectionStatus) -> None:
+        self._failure_recorded = True
+        self._history(status, 1)
+
+    # -- 3.1.7.12 / 3.1.7.1 sending ------------------------------------------------------------------
+
+    def send_message(
+        self, message: Packet | Mapping[str, Any] | bytes, delivery: DeliveryClass | str = DeliveryClass.express
+    ) -> list[Action]:
+        """[MS-MQQB] 3.1.7.12 Message Position Available: connect when ConnectionHistory is empty,
+        add an OutgoingMessagePosition, dispatch (3.1.7.1).  UserHeader.MessageID 0 is replaced by
+        MessageIdOrdinal (3.1.7.1.1); ``last_message_id`` holds the id used."""
+        delivery = DeliveryClass(delivery)
+        headers = prepare_message(message, delivery)
+        uh = headers.UserHeader
+        if not uh.MessageID:
+            uh.MessageID = self.MessageIdOrdinal
+            self.MessageIdOrdinal += 1
+        message_id = int(uh.MessageID)
+        if message_id in self.OutgoingMessageTable:
+            from harness.session.events import SessionError
+
+            raise SessionError(f"MessageID {message_id} is already in the OutgoingMessageTable")
+        self.last_message_id = message_id
+        if not self.OutgoingQueueReference.ConnectionHistory and not self._transport:
+            self._start()
+        self.OutgoingMessageTable[message_id] = OutgoingMessagePosition(message_id, headers, delivery)
+        self._dispatch.append(message_id)
+        self._send_pending()
+        return self._take()
+
+    def _eligible(self, pos: OutgoingMessagePosition) -> bool:
+        return not pos.AwaitingAck and not pos.ReceivedSessionAck
+
+    def _redispatch_all(self) -> None:
+        """Add Message To Dispatch Collection for every position in table order (3.1.6.1, 3.1.6.5)."""
+        self._dispatch = deque(mid for mid, pos in self.OutgoingMessageTable.items() if self._eligible(pos))
+
+    @property
+    def send_window(self) -> int:
+        """The window the sender works with: its WindowSize, narrowed by the peer's advertised one."""
+        return max(1, min(self.WindowSize, self.ReceivedWindowSize))
+
+    def _send_pending(self) -> None:
+        """[MS-MQQB] 3.1.7.1 Send User Message Event for the dispatch collection, in order, while
+        OutgoingQueueReference.State is Connected and UnAckedMessageCount < WindowSize."""
+        while self._dispatch and self._transport and self.SessionState == SessionState.OPEN:
+            if self.OutgoingQueueReference.State is not OutgoingQueueState.Connected:
+                return
+            if self.UnAckedMessageCount >= self.send_window:
+                return
+            pos = self.OutgoingMessageTable.get(self._dispatch[0])
+            self._dispatch.popleft()
+            if pos is None or not self._eligible(pos):
+                continue
+            self._send_user_message(pos)
+
+    def _send_user_message(self, pos: OutgoingMessagePosition) -> None:
+        """[MS-MQQB] 3.1.7.1.3 Updating the UserMessage Packet and 3.1.7.1.6 Sending the Packet."""
+        headers = pos.UserMessage
+        if pos.delivery is DeliveryClass.transactional:
+            th = headers.TransactionHeader
+            if not pos.tx_numbered:
+                seq_id = self.OutgoingTxSequenceID
+                th.TxSequenceID = Container(Ordinal=seq_id & 0xFFFFFFFF, TimeStamp=seq_id >> 32)
+                th.PreviousTxSequenceNumber = self.OutgoingTxSequenceNumber - 1
+                th.TxSequenceNumber = self.OutgoingTxSequenceNumber
+                pos.TxSequenceNumber = self.OutgoingTxSequenceNumber
+                self.UnackedSequence.append(self.OutgoingTxSequenceNumber)
+                self.used_tx_sequence_ids.add(seq_id)
+                self.OutgoingTxSequenceNumber += 1
+                pos.tx_numbered = True
+            else:  # a retransmission bridges gaps left by removed messages
+                previous = [
+                    p.TxSequenceNumber
+                    for p in self.OutgoingMessageTable.values()
+                    if p.TxSequenceNumber and p.TxSequenceNumber < pos.TxSequenceNumber
+                ]
+                if previous:
+                    th.PreviousTxSequenceNumber = max(previous)
+            self._start_if_stopped(Timer.TransactionalAckWait, self._resend_interval())
+        c = self.counters
+        c.MessageSentCount += 1
+        pos.SequenceNumber = c.MessageSentCount % U16 or U16
+        if pos.delivery is not DeliveryClass.express:
+            c.RecoverableMessageSentCount += 1
+            pos.RecoverableSequenceNumber = c.RecoverableMessageSentCount % U16 or U16
+        self.UnAckedMessageCount += 1
+        pos.AwaitingAck = True
+        self._start_if_stopped(Timer.SessionAckWait, self._ack_wait_seconds())
+        self.SessionActive = True
+        self._send_packet(headers, PacketKind.UserMessage)
+        self.sent_message_ids.add(pos.message_id)
+        pos.Transmitted = True
+
+    def _ack_wait_seconds(self) -> float:
+        return self.config.ack_wait_multiple * self.AckWaitTimeout / 1000
+
+    def _resend_interval(self) -> float:
+        table = self.config.resend_intervals
+        return table[min(self.ResendIntervalIndex, len(table) - 1)]
+
+    # -- 3.1.5.5 SessionAck ------------------------------------------------------------------------
+
+    def _session_acknowledged(self, sh: Container) -> None:
+        """[MS-MQQB] 3.1.5.5.1 Mark, 3.1.5.5.2 Delete express, 3.1.5.5.3 Delete recoverable."""
+        ack = int(sh.AckSequenceNumber)
+        base, flags = int(sh.RecoverableMsgAckSeqNumber), int(sh.RecoverableMsgAckFlags)
+        acked_recoverable = {base + n for n in range(ACK_FLAG_BITS) if flags >> n & 1}
+        done: list[int] = []
+        for mid, pos in self.OutgoingMessageTable.items():
+            if pos.SequenceNumber == 0:
+                continue  # not sent on this session
+            if not pos.ReceivedSessionAck and pos.AwaitingAck and pos.SequenceNumber <= ack:
+                pos.ReceivedSessionAck = True
+                pos.AwaitingAck = False
+                self.UnAckedMessageCount -= 1
+            if pos.delivery is DeliveryClass.express:
+                if pos.ReceivedSessionAck:
+                    done.append(mid)
+            elif pos.delivery is DeliveryClass.recoverable:
+                r = pos.RecoverableSequenceNumber
+                if r and (r <= base or r in acked_recoverable):
+                    done.append(mid)
+            elif pos.ReceivedSessionAck and pos.ReceivedOrderAck:
+                done.append(mid)
+        self._delete(done, "SessionAck")
+
+    def _delete(self, message_ids: list[int], by: str) -> None:
+        for mid in message_ids:
+            pos = self.OutgoingMessageTable.pop(mid)
+            if pos.AwaitingAck and not pos.ReceivedSessionAck:
+                self.UnAckedMessageCount -= 1
+        if message_ids:
+            self._out.append(Acked(tuple(message_ids), by))
+
+    def _after_session_ack(self) -> None:
+        """3.1.5.5.5: restart the Session Ack Wait Timer while messages await acknowledgment; then
+        the window may have room (3.1.7.1)."""
+        if any(p.AwaitingAck for p in self.OutgoingMessageTable.values()):
+            self._stop_timer(Timer.SessionAckWait)
+            self._start_timer(Timer.SessionAckWait, self._ack_wait_seconds())
+        self._send_pending()
+
+    # -- 3.1.5.6 / 3.1.5.7 ---------------------------------------------------------------------------
+
+    def _on_OrderAck(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.6 Receiving an OrderAck Packet."""
+        if self.SessionState != SessionState.OPEN:
+            self._wrong_state("MQQB-3.1.5.6-wrong-state", packet, index)
+            return
+        self._count_received(packet, recoverable=False)  # an express UserMessage Packet (3.1.1.4)
+        body = packet.body
+        if body is None:  # 2.2.4.1: an OrderAck carries its body
+            self._violation("MQQB-3.1.5.1.3-malformed", "OrderAck Packet without an OrderAck Body", index)
+            self._close("OrderAck without a body", "MS-MQQB 3.1.5.1.3")
+            return
+        seq_id, number = tx_sequence_id(body.TxSequenceID), int(body.TxSequenceNumber)
+        if seq_id not in self.used_tx_sequence_ids or (
+            seq_id == self.OutgoingTxSequenceID and number >= self.OutgoingTxSequenceNumber
+        ):
+            self._violation(
+                "MQQB-3.1.5.6-order-ack-unsent", f"OrderAck for ({seq_id:#x}, {number}) which was never sent", index
+            )
+        elif seq_id == self.OutgoingTxSequenceID:
+            self.ResendIntervalIndex = min(self.ResendIntervalIndex + 1, len(self.config.resend_intervals) - 1)
+            if number > self.LastAckSeqNo:
+                self.LastAckSeqNo = number
+            self.UnackedSequence = [n for n in self.UnackedSequence if n > self.LastAckSeqNo]
+            if not self.UnackedSequence:
+                self.ResendIntervalIndex = 0
+                self._stop_timer(Timer.TransactionalAckWait)
+            done = []
+            for mid, pos in self.OutgoingMessageTable.items():
+                if 0 < pos.TxSequenceNumber <= number:
+                    pos.ReceivedOrderAck = True
+                    if pos.ReceivedSessionAck:
+                        done.append(mid)
+            self._delete(done, "OrderAck")
+            if not any(p.TxSequenceNumber for p in self.OutgoingMessageTable.values()):
+                self.OutgoingTxSequenceID += 1  # Ordinal + 1
+                self.OutgoingTxSequenceNumber = 1
+                self.LastAckSeqNo = 0
+        self._maybe_ack_by_count()
+
+    def _on_FinalAck(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.7 Receiving a FinalAck Packet (recorded; journaling is the model's)."""
+        if self.SessionState != SessionState.OPEN:
+            self._wrong_state("MQQB-3.1.5.7-wrong-state", packet, index)
+            return
+        self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
+        if packet.body is not None and int(packet.body.MessageID) not in self.sent_message_ids:
+            self._violation(
+                "MQQB-3.1.5.7-final-ack-unknown", f"FinalAck for MessageID {int(packet.body.MessageID)}", index
+            )
+        self.final_acks.append(packet)
+        self._maybe_ack_by_count()
+
+    def _on_UserMessage(self, packet: Packet, index: int) -> None:
+        """[MS-MQQB] 3.1.5.8 on the initiator: a message the acceptor sent back on the session."""
+        if self.SessionState != SessionState.OPEN:
+            self._wrong_state("MQQB-3.1.5.8-wrong-state", packet, index)
+            return
+        self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
+        sh = packet.headers.get("SessionHeader")
+        if sh is not None:
+            self._process_session_header(sh, index)
+        self.received.append(packet)
+        self._out.append(Deliver(packet))
+        self._maybe_ack_by_count()
+
+    # -- timers --------------------------------------------------------------------------------------
+
+    def _timer_SessionAckWait(self) -> None:
+        """[MS-MQQB] 3.1.6.3 Session Ack Wait Timer Event."""
+        if not any(p.AwaitingAck for p in self.OutgoingMessageTable.values()):
+            self.ReceivedAck = False
+        elif not self.ReceivedAck:
+            waiting = sum(p.AwaitingAck for p in self.OutgoingMessageTable.values())
+            self._violation("MQQB-3.1.6.3-ack-timeout", f"{waiting} UserMessages unacknowledged, no packet received")
+            self._close("no session acknowledgment", "MS-MQQB 3.1.6.3")
+        else:
+            self._start_timer(Timer.SessionAckWait, self._ack_wait_seconds())
+            self.ReceivedAck = False
+
+    def _timer_TransactionalAckWait(self) -> None:
+        """[MS-MQQB] 3.1.6.5 Transactional Ack Wait Timer Event: resend unacknowledged transactional messages."""
+        for pos in self.OutgoingMessageTable.values():
+            if pos.TxSequenceNumber and not pos.ReceivedOrderAck:
+                if pos.AwaitingAck and not pos.ReceivedSessionAck:
+                    self.UnAckedMessageCount -= 1
+                pos.AwaitingAck = pos.ReceivedSessionAck = False
+        self._redispatch_all()
+        self._send_pending()
+
+    def _timer_SessionRetryConnect(self) -> None:
+        """[MS-MQQB] 3.1.6.1 Session Retry Connect Timer Event: reconnect (without a ping) when
+        messages remain; the dispatch collection is rebuilt when the session opens."""
+        if self.OutgoingMessageTable:
+            self._start(retry=True)
+
+    def _timer_SessionInitialization(self) -> None:
+        self._failed_establishment(ConnectionStatus.UnknownFailure)
+        super()._timer_SessionInitialization()
+
+    # -- 3.1.5.9 -------------------------------------------------------------------------------------
+
+    def _closing(self, peer_closed: bool = False) -> None:
+        """3.1.5.2: a session closed before it opened leaves a ConnectionHistory entry (UnknownFailure
+        unless the failure already recorded its own Status)."""
+        establishing = self.SessionState in (SessionState.WAITING_ECR_MSG, SessionState.WAITING_CPR_MSG)
+        if establishing and not self._failure_recorded:
+            self._failed_establishment(ConnectionStatus.UnknownFailure)
+        self._set_queue_state(OutgoingQueueState.Disconnecting)
+
+    def _closed(self) -> None:
+        """3.1.5.9: Disconnected; with messages left, WAITING_RECONNECT and the retry timer."""
+        self._set_queue_state(OutgoingQueueState.Disconnected)
+        self._connecting = False
+        if self.OutgoingMessageTable:
+            self._start_timer(Timer.SessionRetryConnect, self.config.session_retry_connect)
+            self.SessionState = SessionState.WAITING_RECONNECT
