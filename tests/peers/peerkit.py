@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+import uuid
 from typing import Any
 
 from construct import Container
@@ -17,8 +18,7 @@ from construct import Container
 import packets
 from harness.peers import InitiatorLink, SimulatedPeer
 from harness.session import Initiator, SessionConfig, user_message
-from packets import GUID, NULL_GUID, Packet, StreamSplitter
-from packets import base
+from packets import GUID, NULL_GUID, Packet, StreamSplitter, base
 from packets import session as sp
 from packets.mqrr import COMPOUND_MESSAGE_HEADER, SRMP_ENVELOPE_HEADER
 from packets.optional import TransactionHeaderFlags
@@ -40,7 +40,8 @@ def ec_request(server: GUID = NULL_GUID, *, client: GUID = CLIENT, cs: bool = Fa
 
 def cp_request(*, cs: bool = False, window: int = 64) -> bytes:
     """ConnectionParameters request ([MS-MQQB] 2.2.2)."""
-    return packets.build(sp.connection_parameters(sp.RECOVERABLE_ACK_TIMEOUT_RANGE[0], sp.ACK_TIMEOUT_RANGE[0], window, refused=cs))
+    timeouts = sp.RECOVERABLE_ACK_TIMEOUT_RANGE[0], sp.ACK_TIMEOUT_RANGE[0]
+    return packets.build(sp.connection_parameters(*timeouts, window, refused=cs))
 
 
 def message_headers(
@@ -108,7 +109,13 @@ def user_message_bytes(destination: GUID, message_id: int, body: bytes = b"", **
 
 
 def session_ack_bytes(
-    ack: int = 0, *, recoverable_base: int = 0, flags: int = 0, sent: int = 0, recoverable_sent: int = 0, window: int = 64
+    ack: int = 0,
+    *,
+    recoverable_base: int = 0,
+    flags: int = 0,
+    sent: int = 0,
+    recoverable_sent: int = 0,
+    window: int = 64,
 ) -> bytes:
     """SessionAck ([MS-MQQB] 2.2.6): AckSequenceNumber, RecoverableMsgAckSeqNumber/Flags, and the
     sender's own UserMsgSequenceNumber/RecoverableMsgSeqNumber."""
@@ -217,7 +224,9 @@ class NormalSession:
 
     def __init__(self, peer: SimulatedPeer, tag: str) -> None:
         self.peer, self.tag = peer, tag
-        self.initiator = Initiator(CLIENT, peer.identifier, config=FAST)
+        # a queue manager of its own: MessageIDs restart at 1 and the peer's history is shared
+        self.client = GUID(uuid.uuid4())
+        self.initiator = Initiator(self.client, peer.identifier, config=FAST)
         self.link = InitiatorLink(self.initiator, peer.address, timeout=5.0)
         self.sent = 0
 
@@ -225,7 +234,7 @@ class NormalSession:
         """Send ``count`` more express messages and wait until the peer delivered them."""
         first = self.sent
         for n in range(first, first + count):
-            self.link.send_message(user_message(CLIENT, self.peer.identifier, f"{self.tag}-{n}".encode()))
+            self.link.send_message(user_message(self.client, self.peer.identifier, f"{self.tag}-{n}".encode()))
         self.sent += count
         want = {f"{self.tag}-{n}".encode() for n in range(self.sent)}
         ok = self.link.run_until(lambda: want <= set(bodies(self.peer.delivered)), timeout)
