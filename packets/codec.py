@@ -23,8 +23,8 @@ from construct import Container
 
 from packets import base
 from packets.errors import PacketError, Violation
-from packets.fields import Fields
-from packets.generate import HeaderFunction, LayoutParser, NeedsContext, builder_function, header_function
+from packets.fields import _new_fields
+from packets.generate import HeaderFunction, LayoutParser, NeedsContext, Shape, builder_function, header_function
 from packets.layout import Check, Holds, PacketKind, Slot, fast_form
 
 __all__ = ["Packet", "PacketKind", "build", "parse", "parse_ping"]
@@ -120,23 +120,25 @@ class Packet:
 class _Walk:
     """One pass over a packet's headers (generated or diagnostic)."""
 
-    __slots__ = ("consumed", "counted", "data", "headers", "offsets", "slots")
+    __slots__ = ("consumed", "counted", "data", "headers", "offsets", "shape", "slots")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.headers = Fields()
+        self.headers = _new_fields()
         self.offsets: dict[str, int] = {}
-        self.slots: list[Slot] = []  # the headers present after the BaseHeader
+        self.slots: tuple[Slot, ...] | list[Slot] = ()  # the headers present after the BaseHeader
         self.consumed = 0  # bytes the headers occupy
         self.counted = 0  # bytes BaseHeader.PacketSize counts
+        self.shape: Shape | None = None  # the generated shape that decoded it (fast pass)
 
     def fast(self) -> None:
         """Generated parsers (packets.generate); may raise anything on bad input."""
         data, headers = self.data, self.headers
-        base_header, pos = _spec().base(data, 0, headers)
+        spec = _spec()
+        base_header, pos = spec.base(data, 0, headers)
         headers["BaseHeader"] = base_header
-        layout = _spec().internal_parser if base_header["Flags"] & 0x8 else _spec().user_parser
-        self.slots, self.consumed, counted = layout.parse(data, pos, headers)
+        layout = spec.internal_parser if base_header["Flags"] & 0x8 else spec.user_parser
+        self.slots, self.consumed, counted, self.shape = layout.parse(data, pos, headers)
         self.counted = pos + counted
 
     def diagnose(self) -> None:
@@ -219,6 +221,11 @@ def _slot_fast_forms(slot: Slot) -> tuple[Holds, ...]:
     return forms
 
 
+@cache
+def _shape_fast_forms(shape: Shape) -> tuple[Holds, ...]:
+    return tuple(fast_form(check) for check in shape.checks)
+
+
 _base_header_holds = fast_form(base.check_base_header)
 
 
@@ -235,10 +242,16 @@ def _rules_hold(walk: _Walk, kind: PacketKind) -> bool:
             or walk.consumed != len(walk.data)
         ):
             return False
-        for slot in walk.slots:
-            for holds in _slot_fast_forms(slot):
+        shape = walk.shape
+        if shape is not None:
+            for holds in _shape_fast_forms(shape):
                 if not holds(headers):
                     return False
+        else:
+            for slot in walk.slots:
+                for holds in _slot_fast_forms(slot):
+                    if not holds(headers):
+                        return False
         if base_header["Flags"] & 0x8:
             return _spec().internal_packet_holds(headers)
         return kind is PacketKind.UserMessage and _spec().user_message_holds(headers)
@@ -273,9 +286,20 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
     walk = _Walk(data)
     try:
         walk.fast()
-        structural_ok = True
     except Exception:
-        structural_ok = False
+        return _parse_diagnosed(data, strict, walk, False)
+    try:
+        kind, body = _spec().identify(walk.headers)
+    except Exception:
+        return _parse_diagnosed(data, strict, walk, True)
+    if _rules_hold(walk, kind):
+        return Packet(kind, walk.headers, [], walk.consumed, body)
+    return _parse_diagnosed(data, strict, walk, True)
+
+
+def _parse_diagnosed(data: bytes, strict: bool, walk: _Walk, structural_ok: bool) -> Packet:
+    """The rest of :func:`parse` for a packet the generated parsers did not decode, or whose
+    rules do not all hold: the diagnostic pass, the checks themselves, the violations."""
     violations: list[Violation] = []
     if not structural_ok:
         walk = _Walk(data)
@@ -291,7 +315,7 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
     except Exception as e:
         kind, body = PacketKind.Unknown, None
         violations.append(Violation("MessagePropertiesHeader.MessageBody", 0, f"undecodable body: {e}"))
-    rules = [] if _rules_hold(walk, kind) else _rule_violations(walk, kind)
+    rules = _rule_violations(walk, kind)
     if rules:
         if structural_ok:  # offsets are only gathered on the diagnostic path
             offsets_walk = _Walk(data)

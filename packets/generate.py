@@ -1,23 +1,27 @@
-"""Whole-packet parsers generated from the construct definitions.
+"""Header parsers and builders generated from the construct definitions.
 
 Python source is generated from the same ``Header`` definitions that render [MS-MQMQ] 2.2.19-2.2.20
-and [MS-MQQB] 2.2 (there is no second field list): each construct piece becomes straight-line
-code that reads the packet's bytes at an offset (``struct.unpack_from`` for every run of
-fixed-size fields, slices for the rest), keeps every field in a local variable for the
-length and selector expressions that follow, and returns one :class:`~packets.fields.Fields`
-per header, with the same keys and values as the interpreted parser.
+and [MS-MQQB] 2.2 (there is no second field list).
 
-A packet's *shape* — which optional headers it carries — is decided by the flag words of its
-BaseHeader and of the first header of its layout (UserHeader.Flags for a UserMessage,
-InternalHeader.Flags for an internal packet).  :class:`LayoutParser` evaluates the layout's
-presence rules once per pair of flag words (bounded LRU) and generates one function per shape
-that parses every remaining header in one go, with no per-header dispatch.  A presence rule
-that reads anything but those two flag words makes the shape uncacheable; such packets are
-walked header by header, still with generated code.
+Parsers: each construct piece becomes straight-line code that reads the packet's bytes at an
+offset (``struct.unpack_from`` for every run of fixed-size fields, slices for the rest), keeps
+every field in a local variable for the length and selector expressions that follow, and
+returns one :class:`~packets.fields.Fields` per header, with the same keys and values as the
+interpreted parser.  A packet's *shape* — which optional headers it carries — is decided by
+the flag words of its BaseHeader and of the first header of its layout (UserHeader.Flags for a
+UserMessage, InternalHeader.Flags for an internal packet).  :class:`LayoutParser` evaluates the
+layout's presence rules once per pair of flag words (a bounded cache) and keeps, per shape, the
+generated parsers of the headers it carries and the rules they bring.  A presence rule that
+reads anything but those two flag words makes the shape uncacheable; such packets are walked
+header by header, still with generated code.  Generated parsers check exactly what the pieces
+need to be decoded (every read must fit the input; anything else that is off raises some
+exception), never a spec rule: the caller falls back to the interpreted parsers to name the
+field and its byte offset.
 
-Generated code checks exactly what the pieces need to be decoded (every read must fit the
-input; anything else that is off raises some exception), never a spec rule: the caller falls
-back to the interpreted parsers to name the field and its byte offset.
+Builders: each piece becomes the code construct's ``_build`` runs for it (same bytes written,
+same built values for the expressions that follow); a header with a piece or an expression
+the generator has no rule for, or a left-out field whose default construct computes from its
+context, is built by construct instead.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ __all__ = [
     "HeaderFunction",
     "LayoutParser",
     "NeedsContext",
+    "Shape",
+    "ShapeFunction",
     "ShortInput",
     "builder_function",
     "header_function",
@@ -251,6 +257,10 @@ class _Source:
             key = self.var("key")
             self.add(indent, f"{key} = {self.expr(sc.keyfunc, scope)}")
             keyword = "if"
+            if sc.default is c.Pass:  # the common "absent" case first, with one set lookup
+                self.add(indent, f"if {key} not in {self.const(frozenset(sc.cases), 'cases')}:")
+                self.add(indent + 1, f"{target} = None")
+                keyword = "elif"
             for case, sub in sc.cases.items():
                 if isinstance(case, bool) or not isinstance(case, int):
                     raise _Unsupported(f"switch key {case!r}")
@@ -325,6 +335,42 @@ def header_function(parser: HeaderParser) -> HeaderFunction:
 
 
 _MAX_SHAPES = 1024
+_UNKNOWN: Any = object()
+
+# (data, offset, headers) -> (offset after the headers, bytes of the counted ones); fills headers
+ShapeFunction = Callable[[bytes, int, Fields], tuple[int, int]]
+
+
+class Shape:
+    """The headers a packet carries after its first one, for one pair of flag words.
+
+    ``parse`` decodes all of them in order into the packet's headers with their generated
+    parsers (one per header type, so the code generated stays bounded whatever the flags);
+    ``slots`` lists them with the first; ``checks`` are every rule of those slots (in slot
+    order), for the caller to map to their fast forms."""
+
+    __slots__ = ("checks", "parse", "slots")
+
+    def __init__(self, first: Slot, rest: tuple[Slot, ...]) -> None:
+        self.slots = (first, *rest)
+        self.checks = tuple(check for slot in self.slots for check in slot.checks)
+        self.parse = _chained(rest)
+
+
+def _chained(slots: tuple[Slot, ...]) -> ShapeFunction:
+    """The generated parsers of ``slots``, called in order."""
+    parts = tuple((slot.name, slot.counted, header_function(slot.parser)) for slot in slots)
+
+    def parse(data: bytes, pos: int, headers: Fields) -> tuple[int, int]:
+        counted = 0
+        for name, is_counted, fn in parts:
+            headers[name], after = fn(data, pos, headers)
+            if is_counted:
+                counted += after - pos
+            pos = after
+        return pos, counted
+
+    return parse
 
 
 class LayoutParser:
@@ -334,10 +380,11 @@ class LayoutParser:
         self.slots = slots
         self.key_header = key_header
         self.first = slots[0] if slots and slots[0].present is always else None
+        self.first_function = header_function(self.first.parser) if self.first is not None else None
         # (BaseHeader.Flags, first header's Flags) as ints -> shape; bounded (cleared when full)
-        self._shapes: dict[tuple[int, int], tuple[tuple[Slot, HeaderFunction], ...] | None] = {}
+        self._shapes: dict[tuple[int, int], Shape | None] = {}
 
-    def shape(self, key_flags: Any, first_flags: Any) -> tuple[tuple[Slot, HeaderFunction], ...] | None:
+    def shape(self, key_flags: Any, first_flags: Any) -> Shape | None:
         key = (int(key_flags), int(first_flags))
         try:
             return self._shapes[key]
@@ -348,43 +395,41 @@ class LayoutParser:
         shape = self._shapes[key] = self._shape(key_flags, first_flags)
         return shape
 
-    def _shape(self, key_flags: Any, first_flags: Any) -> tuple[tuple[Slot, HeaderFunction], ...] | None:
-        """The slots after the first that a packet with these flag words carries, with their
-        generated parsers; None when a presence rule reads more than the two flag words."""
+    def _shape(self, key_flags: Any, first_flags: Any) -> Shape | None:
+        """The slots after the first that a packet with these flag words carries; None when a
+        presence rule reads more than the two flag words."""
         assert self.first is not None
         probe = Fields()
         probe[self.key_header] = Fields(Flags=key_flags)
         probe[self.first.name] = Fields(Flags=first_flags)
         try:
-            present = [slot for slot in self.slots[1:] if slot.present(probe)]
+            present = tuple(slot for slot in self.slots[1:] if slot.present(probe))
         except Exception:
             return None
-        return tuple((slot, header_function(slot.parser)) for slot in present)
+        return _shape_of(self.first, present)
 
-    def parse(self, data: bytes, pos: int, headers: Fields) -> tuple[list[Slot], int, int]:
+    def parse(self, data: bytes, pos: int, headers: Fields) -> tuple[tuple[Slot, ...], int, int, Shape | None]:
         """Parse the layout's headers into ``headers`` from ``pos``.
 
-        Returns the slots present, the offset after the last header and the bytes of the
-        counted headers.  Raises anything on input that does not decode.
+        Returns the slots present, the offset after the last header, the bytes of the counted
+        headers and the shape (None when the packet was walked header by header).  Raises
+        anything on input that does not decode.
         """
         first = self.first
         if first is not None:
-            value, after = header_function(first.parser)(data, pos, headers)
+            value, after = self.first_function(data, pos, headers)  # type: ignore[misc]
             headers[first.name] = value
             flags = value.get("Flags")
-            shape = self.shape(headers[self.key_header].get("Flags"), flags) if flags is not None else None
+            if flags is not None:
+                key_flags = headers[self.key_header]["Flags"]
+                shape = self._shapes.get((int(key_flags), int(flags)), _UNKNOWN)
+                if shape is _UNKNOWN:
+                    shape = self.shape(key_flags, flags)
+            else:
+                shape = None
             if shape is not None:
-                slots = [first]
-                counted = after - pos if first.counted else 0
-                pos = after
-                for slot, parse in shape:
-                    value, after = parse(data, pos, headers)
-                    headers[slot.name] = value
-                    slots.append(slot)
-                    if slot.counted:
-                        counted += after - pos
-                    pos = after
-                return slots, pos, counted
+                end, counted = shape.parse(data, after, headers)
+                return shape.slots, end, counted + (after - pos if first.counted else 0), shape
         slots = []
         counted = 0
         for slot in self.slots:
@@ -395,7 +440,12 @@ class LayoutParser:
                 if slot.counted:
                     counted += after - pos
                 pos = after
-        return slots, pos, counted
+        return tuple(slots), pos, counted, None
+
+
+@functools.cache
+def _shape_of(first: Slot, rest: tuple[Slot, ...]) -> Shape:
+    return Shape(first, rest)
 
 
 # ---------------------------------------------------------------------------------------------

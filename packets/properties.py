@@ -230,7 +230,7 @@ def message_properties_hold(headers: Container) -> bool:
     if length > 0:
         if label is None or "\0" in label:
             return False
-        if (len(label) + 1 if label.isascii() else len(encode_utf16z(label)) // 2) != length:
+        if (len(label) + 1 if type(label) is str and label.isascii() else len(encode_utf16z(label)) // 2) != length:
             return False
     if not is_valid_message_class(mph["MessageClass"]):
         return False

@@ -76,9 +76,10 @@ class _Delegating(ScapyPacket):
             for line in render_tree(self.decoded).splitlines():
                 text += f"{pad}  {line}\n"
         if self.payload:
-            text += self.payload._show_or_dump(
-                dump=dump, indent=indent, lvl=lvl, label_lvl=label_lvl, first_call=False
-            ) or ""
+            text += (
+                self.payload._show_or_dump(dump=dump, indent=indent, lvl=lvl, label_lvl=label_lvl, first_call=False)
+                or ""
+            )
         if first_call and not dump:
             print(text)
             return None

@@ -392,7 +392,9 @@ INTERNAL_LAYOUT: tuple[Slot, ...] = (
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, dict | Mapping):  # dict first: a cheap test for decoded headers
+    if isinstance(obj, dict):  # decoded headers: the cheap test first
+        return obj.get(name, default)
+    if isinstance(obj, Mapping):
         return obj.get(name, default)
     return getattr(obj, name, default)
 

@@ -418,7 +418,7 @@ _TH, _MP, _CQ, _AH = 1 << 20, 1 << 21, 1 << 22, 1 << 25
 
 def _utf16z_size(text: str) -> int:
     """len(encode_utf16z(text)), without encoding ASCII text."""
-    return 2 * len(text) + 2 if text.isascii() else len(encode_utf16z(text))
+    return 2 * len(text) + 2 if type(text) is str and text.isascii() else len(encode_utf16z(text))
 
 
 def _direct_holds(queue: Any) -> bool:
@@ -426,10 +426,13 @@ def _direct_holds(queue: Any) -> bool:
     if not isinstance(queue, dict) or "DirectFormatName" not in queue:
         return True
     count = queue.get("Count")
-    name = queue.get("DirectFormatName") or ""
     if count is None:
         return True
+    name = queue.get("DirectFormatName") or ""
     return not count % 2 and count == _utf16z_size(name) and "\0" not in name
+
+
+_NULL16 = bytes(16)
 
 
 @fast_form_of(check_user_header)
@@ -437,7 +440,7 @@ def user_header_holds(headers: Container) -> bool:
     """Fast form of :func:`check_user_header`: True exactly when it finds nothing."""
     user = headers["UserHeader"]
     word = int(user["Flags"])
-    dm, dq, aq, rq = word >> 5 & 3, word >> 10 & 7, word >> 13 & 7, word >> 16 & 7
+    dm, dq, aq = word >> 5 & 3, word >> 10 & 7, word >> 13 & 7
     if (
         word & 0x1F > 0x1D
         or dm > 1
@@ -449,17 +452,19 @@ def user_header_holds(headers: Container) -> bool:
     ):
         return False
     qm = user["QueueManagerAddress"]
-    named = bool(qm and any(qm))
-    if (dq == 0x7 and named) or (dq in (0x3, 0x5) and not named):
+    if dq:  # 0x3, 0x5 need a named queue manager, 0x7 a NULL GUID
+        named = qm != _NULL16 if isinstance(qm, bytes) and len(qm) == 16 else bool(qm and any(qm))
+        if named == (dq == 0x7):
+            return False
+    queue = user.get("DestinationQueue")
+    if queue is not None and (DQ_FORMATS.get(dq) is None or (dq == 0x7 and not _direct_holds(queue))):
         return False
-    for name, selector, table in (
-        ("DestinationQueue", dq, DQ_FORMATS),
-        ("AdminQueue", aq, AQ_FORMATS),
-        ("ResponseQueue", rq, RQ_FORMATS),
-    ):
-        queue = user.get(name)
-        if queue is None:
-            continue
-        if table.get(selector) is None or (selector == 0x7 and not _direct_holds(queue)):
+    queue = user.get("AdminQueue")
+    if queue is not None and (AQ_FORMATS.get(aq) is None or (aq == 0x7 and not _direct_holds(queue))):
+        return False
+    queue = user.get("ResponseQueue")
+    if queue is not None:
+        rq = word >> 16 & 7
+        if RQ_FORMATS.get(rq) is None or (rq == 0x7 and not _direct_holds(queue)):
             return False
     return bool(word & _CQ) == (user.get("ConnectorType") is not None)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import random
 from collections.abc import Callable, Iterator
-from io import BytesIO
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ import packets
 from fuzz.fuzz_codec import mutate
 from fuzz.seeds import seed_corpus
 from packets import message, session
+from packets.codec import _parse_diagnosed, _Walk
 from packets.fields import GUID, BitFlags
 from packets.layout import fast_forms
 
@@ -143,26 +143,84 @@ def test_fast_forms_agree_with_their_checks(seed: int) -> None:
     assert compared > 10_000
 
 
-def test_generated_parsers_decode_as_the_interpreted_ones() -> None:
-    rng = random.Random(11)
-    seeds = seed_corpus()
-    for data in list(seeds) + [mutate(rng, seeds) for _ in range(3000)]:
-        try:
-            fast = packets.parse(data, strict=False)
-        except packets.PacketError:
-            continue
-        io = BytesIO(data)
-        interpreted: dict[str, Any] = {}
-        try:
-            from packets import base
-            from packets.codec import layout_for
+def _fast_walk(data: bytes) -> _Walk | None:
+    walk = _Walk(data)
+    try:
+        walk.fast()
+    except Exception:
+        return None
+    return walk
 
-            interpreted["BaseHeader"] = base.BASE_HEADER.diagnose(io, {})
-            for slot in layout_for(interpreted["BaseHeader"]):
-                if slot.present(Container(interpreted)):
-                    interpreted[slot.name] = slot.parser.diagnose(io, {}, Container(interpreted))
-        except packets.PacketError:
+
+def _diagnosed_walk(data: bytes) -> _Walk | None:
+    walk = _Walk(data)
+    try:
+        walk.diagnose()
+    except packets.PacketError:
+        return None
+    return walk
+
+
+def _inputs(seed: int, count: int) -> list[bytes]:
+    rng = random.Random(seed)
+    seeds = seed_corpus()
+    out = list(seeds) + [mutate(rng, seeds) for _ in range(count)]
+    # truncations and every single-byte change of the benchmark messages' headers
+    for data in seeds[:6]:
+        out.extend(data[:n] for n in range(0, min(len(data), 200)))
+        for i in range(min(len(data), 200)):
+            out.append(data[:i] + bytes([data[i] ^ (1 << rng.randrange(8))]) + data[i + 1 :])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_generated_parsers_decode_exactly_as_the_interpreted_ones(seed: int) -> None:
+    """Where the generated pass decodes a packet, the interpreted pass decodes the same headers
+    (padding included), the same slots, consumed and counted bytes; where it does not, the
+    interpreted pass fails too (so the PacketError comes from there)."""
+    agreed = failed = 0
+    for data in _inputs(seed, 4000):
+        fast, slow = _fast_walk(data), _diagnosed_walk(data)
+        if fast is None:
+            failed += 1
+            assert slow is None or slow.consumed <= len(data), data.hex()
             continue
-        for name, value in interpreted.items():
+        assert slow is not None, f"generated pass decoded what the interpreted one rejects: {data.hex()}"
+        assert list(fast.slots) == list(slow.slots)
+        assert (fast.consumed, fast.counted) == (slow.consumed, slow.counted)
+        assert list(fast.headers) == list(slow.headers)
+        for name, value in slow.headers.items():
             assert fast.headers[name] == value, name
-            assert dict(fast.headers[name]) == dict(value), name  # "_" keys (padding) too
+            assert repr(fast.headers[name]) == repr(value), name  # "_" keys (padding) and types too
+        agreed += 1
+    assert agreed > 500 and failed > 500
+
+
+def test_parse_gives_the_same_packet_as_the_diagnostic_path() -> None:
+    """parse() through the generated pass and fast forms returns what the diagnostic path and
+    the checks themselves return: kind, headers, violations (path, offset, reason), error."""
+    for data in _inputs(7, 3000):
+        for strict in (False, True):
+            expected: Any
+            try:
+                expected = _parse_diagnosed(bytes(data), strict, _Walk(bytes(data)), False)
+            except packets.PacketError as e:
+                expected = e
+            got: Any
+            try:
+                got = packets.parse(data, strict=strict)
+            except packets.PacketError as e:
+                got = e
+            if isinstance(expected, packets.PacketError):
+                assert isinstance(got, packets.PacketError), data.hex()
+                assert (got.field_path, got.offset, got.reason) == (
+                    expected.field_path,
+                    expected.offset,
+                    expected.reason,
+                ), data.hex()
+                continue
+            assert not isinstance(got, packets.PacketError), f"{got} for {data.hex()}"
+            assert got == expected and got.size == expected.size and got.body == expected.body, data.hex()
+            assert [(v.field_path, v.offset, v.reason, v.section) for v in got.violations] == [
+                (v.field_path, v.offset, v.reason, v.section) for v in expected.violations
+            ], data.hex()
