@@ -25,6 +25,7 @@ from harness.cases.schema import Lines, PathT
 
 __all__ = [
     "ACTIONS",
+    "brief",
     "PACKET_KINDS",
     "behaviours_of",
     "check_wire_case",
@@ -279,6 +280,14 @@ def wire_matches(expected: Any, observed: Any, sent: Callable[[str], Any] | None
     return matches(_expected_text(expected), observed)
 
 
+def brief(value: Any, limit: int = 80) -> Any:
+    """A value for a one-line message: long strings cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else None
+    if text is not None and len(text) > limit:
+        return text[: limit - 3] + f"... ({len(text)} chars)"
+    return value
+
+
 # ------------------------------------------------------------------------------ packets
 def _strip_kind(path: str, kind: str) -> str:
     head, _, rest = path.partition(".")
@@ -340,7 +349,12 @@ def hexdump(data: bytes, span: tuple[int, int] | None = None, context: int = 2, 
     shown: Iterable[int] = rows
     if span is not None and len(data) > width * (2 * context + 3):
         first, last = span[0] // width, (span[1] - 1) // width
-        shown = [r for r in rows if first - context <= r // width <= last + context]
+        shown = [
+            r
+            for r in rows
+            if first - context <= r // width <= last + context
+            and (last - first < 4 or r // width <= first + 1 or r // width >= last)  # a long field: its ends
+        ]
     out: list[str] = []
     previous = -1
     for r in shown:

@@ -42,6 +42,7 @@ from harness.cases.target import TargetError, TargetInfo
 from harness.cases.wire import (
     MAX_WAIT,
     behaviours_of,
+    brief,
     field_span,
     field_value,
     hexdump,
@@ -1060,9 +1061,9 @@ def run_wire_case(case: Case, target: Any, *, step_timeout: float = 10.0) -> Cas
                         event=step.action,
                         field=f.field,
                         expected=f.expected,
-                        observed=f.observed,
+                        observed=brief(f.observed, 200),
                         section=section,
-                        message=f"{where}: {f.field} expected {f.expected}, observed {f.observed}",
+                        message=f"{where}: {f.field} expected {f.expected}, observed {brief(f.observed)}",
                         evidence=f.evidence,
                     )
                     for f in failures
