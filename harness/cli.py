@@ -10,6 +10,7 @@ Subcommands:
   peer             run a simulated remote queue manager that checks whoever connects (harness.peers.cli)
   synth            write a synthetic capture with injected anomalies and their manifest
   pipeline INPUT   decode and check captures with Spark: Parquet packets, sessions, violations
+  capture-to-case  a wire case replaying the initiator's side of a captured session
 """
 
 from __future__ import annotations

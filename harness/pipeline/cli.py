@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-__all__ = ["add_subcommands", "cmd_pipeline", "cmd_synth"]
+__all__ = ["add_subcommands", "cmd_capture_to_case", "cmd_pipeline", "cmd_synth"]
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
@@ -61,6 +61,20 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_violation and summary["violations"] else 0
 
 
+def cmd_capture_to_case(args: argparse.Namespace) -> int:
+    from harness.pipeline.tocase import CaseBuildError, capture_to_case, write_case
+
+    ports = frozenset(int(p) for p in args.ports.split(","))
+    try:
+        case = capture_to_case(args.capture, args.flow, ports=ports, behaviour=args.behaviour, case_id=args.id)
+    except (CaseBuildError, OSError) as e:
+        print(f"msmq-harness capture-to-case: {e}", file=sys.stderr)
+        return 2
+    write_case(case, args.out)
+    print(f"wrote {args.out}: {case['id']}, {len(case['when'])} steps")
+    return 0
+
+
 def _print_summary(summary: dict[str, Any]) -> None:
     print(
         f"{summary['inputs']} inputs, {summary['frames_read']} frames, {summary['packets']} packets, "
@@ -97,6 +111,15 @@ def add_subcommands(sub: Any) -> None:
     pipe.add_argument("--quiet", action="store_true", help="no progress display")
     pipe.add_argument("--fail-on-violation", action="store_true", help="exit 1 when any rule is broken")
     pipe.set_defaults(func=cmd_pipeline)
+
+    to_case = sub.add_parser("capture-to-case", help="write a wire case replaying the initiator's side of a flow")
+    to_case.add_argument("capture", metavar="CAPTURE")
+    to_case.add_argument("--flow", required=True, metavar="ID", help="as in the pipeline's flow column")
+    to_case.add_argument("--out", required=True, metavar="case.yaml")
+    to_case.add_argument("--ports", default="1801")
+    to_case.add_argument("--behaviour", metavar="NAME", help="the simulated peer's behaviour (given.peer.behaviour)")
+    to_case.add_argument("--id", metavar="CASE_ID")
+    to_case.set_defaults(func=cmd_capture_to_case)
 
 
 def main(argv: list[str] | None = None) -> int:

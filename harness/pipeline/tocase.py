@@ -1,0 +1,213 @@
+"""From a captured session to a wire case that replays it: ``msmq-harness capture-to-case``.
+
+The case tests the acceptor (``given.peer.under_test: acceptor``, docs/cases.md "Wire cases"):
+it sends what the captured initiator sent, in capture order -- the EstablishConnection request
+([MS-MQQB] 2.2.3, 3.1.5.2.3) with the captured ClientGuid and OperatingSystem.SE but ServerGuid
+GUID_NULL so that any acceptor may accept it (3.1.5.3.1), the ConnectionParameters request
+(2.2.2) with the captured RecoverableAckTimeout, AckTimeout and WindowSize, every other packet
+byte for byte -- and receives the replies whose order the spec fixes, asserting what the spec
+demands of them: BaseHeader.VersionNumber 0x10 and Signature 0x524F494C ([MS-MQQB] 3.1.5.1.2),
+the EstablishConnection response's echoes, CS and 0x5A padding (3.1.5.3.1, 2.2.3.1), the
+ConnectionParameters response's echoes (3.1.5.4.1).  A rule the capture shows the acceptor
+breaking on a SessionAck (3.1.5.5.1, 3.1.5.5.5) becomes an expectation on the next SessionAck;
+a packet of the initiator that broke a rule is followed by the close the acceptor owes
+([MS-MQQB] 3.1.5.1.2, 3.1.5.1.3).  So a case made from a session that broke a rule fails,
+against the same acceptor, on that rule, and passes once the fault is gone.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import packets
+from harness.capture.tcp import Flow, reassemble
+from harness.decoding import decode_pieces
+from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, analyse_flow, flow_id, segments_of
+from harness.pipeline.splits import Split, read_split
+
+__all__ = ["CaseBuildError", "capture_to_case", "find_flow", "write_case"]
+
+CLOSE_RULES = frozenset({"MQQB-3.1.5.1.2-signature", "MQQB-3.1.5.1.3-malformed", "MQQB-3.1.5.1.1-unknown-packet"})
+SESSION_ACK_RULES = frozenset({"MQQB-3.1.5.5.5-count-mismatch", "MQQB-3.1.5.5.1-ack-beyond-sent"})
+_ACKS = ["SessionAck", "OrderAck", "FinalAck"]
+_WELL_FORMED = {"BaseHeader.VersionNumber": 0x10, "BaseHeader.Signature": 0x524F494C}
+
+
+class CaseBuildError(Exception):
+    """The capture does not hold the flow asked for, or it holds no session to replay."""
+
+
+def find_flow(path: str | Path, flow: str, ports: frozenset[int] = DEFAULT_PORTS) -> Flow:
+    """The reassembled flow ``flow`` (as in the pipeline's ``flow`` column) of a capture."""
+    path = str(path)
+    split = Split(path, 0, max(1, os.path.getsize(path)))
+    segments = segments_of(read_split(split), FrameCounts(path), ports)
+    segs = [(ts, seg) for _off, ts, seg in segments if flow_id(seg) == flow]
+    if not segs:
+        raise CaseBuildError(f"{path}: no TCP flow {flow} on ports {','.join(map(str, sorted(ports)))}")
+    return next(iter(reassemble(segs, ports).values()))
+
+
+def _packets_in_order(flow: Flow) -> list[tuple[str, int, bytes, str]]:
+    """(direction, index in its direction, bytes, kind) of every packet up to the first gap, in
+    capture order; bytes of the initiator that cannot be framed are kept whole as one packet."""
+    timed: list[tuple[float, int, int, str, bytes, str]] = []
+    for order, (direction, side) in enumerate((("client", flow.client), ("server", flow.server))):
+        if not side.pieces:
+            continue
+        starts = sorted(side.timestamps)
+        base, data = side.pieces[0]
+
+        def ts_at(offset: int, starts: list[int] = starts, stamps: dict[int, float] = side.timestamps) -> float:
+            k = bisect.bisect_right(starts, offset) - 1
+            return stamps[starts[k]] if k >= 0 else 0.0
+
+        report = decode_pieces(direction, [(base, data)])
+        for item in report.packets:
+            kind = item.packet.kind.name
+            timed.append((ts_at(item.offset + len(item.data) - 1), order, item.index, direction, item.data, kind))
+        if report.errors and direction == "client":
+            rest = data[report.errors[0].offset - base :]
+            timed.append((ts_at(base + len(data) - 1), order, len(report.packets), direction, rest, "raw"))
+    timed.sort(key=lambda t: (t[0], t[1], t[2]))
+    return [(d, i, data, kind) for _ts, _o, i, d, data, kind in timed]
+
+
+def _hex(data: bytes) -> str:
+    return " ".join(data[i : i + 32].hex() for i in range(0, len(data), 32))
+
+
+def _receive_reply(kind: str) -> dict[str, Any]:
+    """The reply to an EstablishConnection or ConnectionParameters request, as the spec fixes it."""
+    expect: dict[str, Any] = dict(_WELL_FORMED)
+    expect["InternalHeader.Flags.CS"] = 0
+    if kind == "EstablishConnection":
+        for name in ("ClientGuid", "TimeStamp"):
+            path = f"EstablishConnectionHeader.{name}"
+            expect[path] = {"sent": f"EstablishConnection.{path}"}
+        expect["EstablishConnectionHeader.Padding"] = {"every_byte": 0x5A}
+    else:
+        for name in ("RecoverableAckTimeout", "AckTimeout"):
+            path = f"ConnectionParametersHeader.{name}"
+            expect[path] = {"sent": f"ConnectionParameters.{path}"}
+    return {"action": "receive", "args": {"packet": kind, "timeout": 5}, "expect": expect}
+
+
+def _receive_session_ack(sent_user_messages: int) -> dict[str, Any]:
+    """The next SessionAck: it counts no UserMessage of the acceptor's (none was sent to the case)
+    and acknowledges no more than the case sent ([MS-MQQB] 3.1.5.5.1, 3.1.5.5.5)."""
+    expect: dict[str, Any] = dict(_WELL_FORMED)
+    expect["SessionHeader.UserMsgSequenceNumber"] = 0
+    expect["SessionHeader.AckSequenceNumber"] = {"range": [0, sent_user_messages]}
+    args = {"packet": "SessionAck", "timeout": 5, "skip": ["OrderAck", "FinalAck"]}
+    return {"action": "receive", "args": args, "expect": expect}
+
+
+def _breaks(data: bytes, rule_id: str) -> bool:
+    """Does this packet, on its own, break ``rule_id`` ([MS-MQQB] 3.1.5.1)?"""
+    from harness.session.core import check_packet
+
+    _packet, findings = check_packet(data)
+    return any(f[0] == rule_id for f in findings)
+
+
+Ordered = list[tuple[str, int, bytes, str]]
+
+
+def _blame(ordered: Ordered, violations: list[dict[str, Any]]) -> dict[str, dict[int, set[str]]]:
+    """direction -> packet index -> rules that packet broke."""
+    out: dict[str, dict[int, set[str]]] = {"client": {}, "server": {}}
+    for v in violations:
+        rule_id, index = v["rule_id"], v["packet_index"]
+        if rule_id in SESSION_ACK_RULES:
+            out["server"].setdefault(index, set()).add(rule_id)
+            continue
+        for direction, i, data, _kind in ordered:
+            if i == index and rule_id in CLOSE_RULES and _breaks(data, rule_id):
+                out[direction].setdefault(index, set()).add(rule_id)
+    return out
+
+
+def capture_to_case(
+    capture: str | Path,
+    flow: str,
+    *,
+    ports: frozenset[int] = DEFAULT_PORTS,
+    behaviour: str | None = None,
+    case_id: str | None = None,
+) -> dict[str, Any]:
+    """The wire case (a YAML-ready mapping) replaying the initiator's side of ``flow``."""
+    from harness.session.rules import RULES
+
+    found = find_flow(capture, flow, ports)
+    violations = analyse_flow(str(capture), found)["violations"]
+    ordered = _packets_in_order(found)
+    if not any(d == "client" for d, _, _, _ in ordered):
+        raise CaseBuildError(f"{flow}: the initiator sent no packet to replay")
+    blame = _blame(ordered, violations)
+    steps: list[dict[str, Any]] = []
+    sent_user_messages = 0
+    for direction, index, data, kind in ordered:
+        if direction == "server":
+            if kind == "SessionAck" and blame["server"].get(index, set()) & SESSION_ACK_RULES:
+                steps.append(_receive_session_ack(sent_user_messages))
+            continue
+        bad = blame["client"].get(index, set())
+        parsed = packets.parse(data, strict=False) if kind in ("EstablishConnection", "ConnectionParameters") else None
+        if parsed is not None and not bad and kind == "EstablishConnection":
+            ec = parsed.EstablishConnectionHeader
+            fields = {
+                "EstablishConnectionHeader.ClientGuid": str(packets.GUID(ec.ClientGuid)),
+                "EstablishConnectionHeader.OperatingSystem.SE": int(ec.OperatingSystem.SE),
+            }
+            steps.append({"action": "send", "args": {"packet": kind, "fields": fields}})
+        elif parsed is not None and not bad:
+            cp = parsed.ConnectionParametersHeader
+            names = ("RecoverableAckTimeout", "AckTimeout", "WindowSize")
+            fields = {f"ConnectionParametersHeader.{n}": int(cp[n]) for n in names}
+            steps.append({"action": "send", "args": {"packet": kind, "fields": fields}})
+        else:
+            steps.append({"action": "send", "args": {"packet": "raw", "hex": _hex(data)}})
+        if bad & CLOSE_RULES:
+            steps.append({"action": "receive", "args": {"timeout": 5, "skip": _ACKS}, "expect": {"closed": True}})
+            break
+        if parsed is not None and not bad:
+            steps.append(_receive_reply(kind))
+        if kind == "UserMessage":
+            sent_user_messages += 1
+    spec: dict[str, dict[str, str]] = {}
+    for v in violations:
+        rule = RULES.get(v["rule_id"])
+        if rule is not None:
+            spec.setdefault(rule.id, {"section": rule.section, "text": rule.text})
+    if not spec:
+        spec["_"] = {
+            "section": "MS-MQQB 3.1.5.3.1",
+            "text": "The acceptor answers the EstablishConnection request, and then the ConnectionParameters "
+            "request (3.1.5.4.1), as the spec demands.",
+        }
+    peer: dict[str, Any] = {"under_test": "acceptor"}
+    if behaviour:
+        peer["behaviour"] = behaviour
+    broken = sorted({v["rule_id"] for v in violations})
+    title = f"Replay of the initiator's side of {flow} from {Path(capture).name}"
+    title += f"; the capture broke {', '.join(broken)}" if broken else "; the capture broke no rule"
+    return {
+        "id": case_id or "capture." + re.sub(r"[^A-Za-z0-9]+", "-", flow).strip("-").lower(),
+        "title": title,
+        "spec": list(spec.values()),
+        "tags": ["mqqb", "capture"],
+        "given": {"peer": peer},
+        "when": steps,
+    }
+
+
+def write_case(case: dict[str, Any], out: str | Path) -> None:
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(yaml.safe_dump(case, sort_keys=False, width=110))
