@@ -7,7 +7,9 @@ decodes frames to TCP segments on the MSMQ ports ([MS-MQQB] 2.1.1); the segments
 TCP connection (input file and bidirectional 5-tuple); each connection is reassembled, decoded
 by [MS-MQMQ] 2.2.19.1 BaseHeader.PacketSize with ``packets.parse(strict=False)`` and checked by
 the passive session observer (:func:`harness.pipeline.flows.flow_rows`, the functions of
-``msmq-harness decode``).  Outputs in the output folder: ``packets/``, ``sessions/``,
+``msmq-harness decode``), and each shuffle partition writes its rows with pyarrow as one Parquet
+file per table (so the output folder must be reachable from every executor: a local folder, or a
+shared file system on a cluster).  Outputs in the output folder: ``packets/``, ``sessions/``,
 ``violations/`` (Parquet), ``summary.json`` (counts, violations per rule and per peer, and per
 input the reconciliation frames read = frames decoded + frames rejected, with every capture
 problem and its offset) and ``report.txt``.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -42,6 +45,8 @@ __all__ = ["SCHEMAS", "PipelineError", "run_pipeline", "spark_session"]
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 MIN_SPLIT = 1 << 20
+#: capture bytes per shuffle partition (a partition's connections are held in memory together)
+SHUFFLE_BYTES = 64 << 20
 TABLES = ("packets", "sessions", "violations")
 
 #: column name -> Spark SQL type, in order, for each table
@@ -130,36 +135,55 @@ def read_task(splits: Iterable[Split], ports: frozenset[int]) -> Iterator[tuple[
         yield ("s", split.path, str(split.start)), stats
 
 
-def analyse_group(item: tuple[tuple[str, ...], Iterable[Any]], ports: frozenset[int]) -> Iterator[tuple[str, Any]]:
-    key, values = item
-    if key[0] == "s":
-        for stats in values:
-            yield "stats", stats
-        return
-    for table, rows in flow_rows(key[1], list(values), ports).items():
-        for row in rows:
-            yield table, row
+def _arrow_schema(table: str) -> Any:
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "long": pa.int64(), "double": pa.float64(), "boolean": pa.bool_(),
+             "array<string>": pa.list_(pa.string())}
+    return pa.schema([(name, types[kind]) for name, kind in SCHEMAS[table]])
 
 
-def tally(part: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
-    """Counts for the summary (rows per table, violations per rule and per peer, session
-    outcomes) and the range statistics, from one partition of the analysed rows."""
+def write_part(rows: list[dict[str, Any]], table: str, out: str, index: int) -> None:
+    """One Parquet file of a table, named after the partition (a retried task rewrites it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = _arrow_schema(table)
+    columns = {name: [row.get(name) for row in rows] for name in schema.names}
+    folder = os.path.join(out, table)
+    os.makedirs(folder, exist_ok=True)
+    final = os.path.join(folder, f"part-{index:05d}.parquet")
+    tmp = final + ".tmp"
+    pq.write_table(pa.table(columns, schema=schema), tmp, compression="snappy")
+    os.replace(tmp, final)
+
+
+def analyse_partition(
+    index: int, part: Iterable[tuple[tuple[str, ...], Any]], ports: frozenset[int], out: str
+) -> Iterator[tuple[str, Any]]:
+    """One shuffle partition: every connection in it analysed, the rows written as Parquet, and the
+    counts for the summary (rows per table, violations per rule and per peer, session outcomes)
+    and the range statistics handed back."""
+    groups: dict[tuple[str, ...], list[Any]] = {}
+    for key, value in part:
+        if key[0] == "s":
+            yield "stats", value
+        else:
+            groups.setdefault(key, []).append(value)
+    tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+    for key in sorted(groups):
+        for table, rows in flow_rows(key[1], groups.pop(key), ports).items():
+            tables[table].extend(rows)
     counts: Counter[tuple[str, str]] = Counter()
-    for table, row in part:
-        if table == "stats":
-            yield "stats", row
-            continue
-        counts["table", table] += 1
-        if table == "violations":
-            counts["rule", row["rule_id"]] += 1
-            counts["peer", row["server"]] += 1
-        elif table == "sessions":
-            counts["outcome", row["outcome"]] += 1
+    for table, rows in tables.items():
+        write_part(rows, table, out, index)
+        counts["table", table] += len(rows)
+    for row in tables["violations"]:
+        counts["rule", row["rule_id"]] += 1
+        counts["peer", row["server"]] += 1
+    for row in tables["sessions"]:
+        counts["outcome", row["outcome"]] += 1
     yield "counts", counts
-
-
-def _as_tuple(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(row.get(name) for name, _ in SCHEMAS[table])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,8 +325,6 @@ def _run(
     progress: bool,
     started: float,
 ) -> dict[str, Any]:
-    from pyspark import StorageLevel
-
     sc = spark.sparkContext
     tasks = partitions or 2 * sc.defaultParallelism
     total = sum(f.size for f in files)
@@ -314,32 +336,27 @@ def _run(
         for splits in part:
             yield from read_task(splits, ports)
 
-    def analyse(item: tuple[tuple[str, ...], Iterable[Any]]) -> Iterator[tuple[str, Any]]:
-        return analyse_group(item, ports)
+    for table in TABLES:
+        shutil.rmtree(out / table, ignore_errors=True)
+    target = str(out.resolve())
 
+    def analyse(index: int, part: Iterable[tuple[tuple[str, ...], Any]]) -> Iterator[tuple[str, Any]]:
+        return analyse_partition(index, part, ports, target)
+
+    shuffle = max(tasks, -(-total // SHUFFLE_BYTES))
     with _Progress(sc, progress):
         keyed = sc.parallelize(plan, len(plan)).mapPartitions(read)
-        results = keyed.groupByKey(numPartitions=tasks).flatMap(analyse)
-        results.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            for table in TABLES:
-                schema = ", ".join(f"`{name}` {kind}" for name, kind in SCHEMAS[table])
-                rows = results.filter(lambda r, t=table: r[0] == t).map(lambda r, t=table: _as_tuple(t, r[1]))
-                frame = spark.createDataFrame(rows, schema)
-                frame.write.mode("overwrite").parquet(str(out / table))
-            tallies: Counter[tuple[str, str]] = Counter()
-            stats: list[dict[str, Any]] = []
-            for kind, value in results.mapPartitions(tally).collect():
-                if kind == "stats":
-                    stats.append(value)
-                else:
-                    tallies.update(value)
-            counts = {table: tallies[("table", table)] for table in TABLES}
-            by_rule = {k[1]: n for k, n in tallies.items() if k[0] == "rule"}
-            by_peer = {k[1]: n for k, n in tallies.items() if k[0] == "peer"}
-            outcomes = {k[1]: n for k, n in tallies.items() if k[0] == "outcome"}
-        finally:
-            results.unpersist()
+        tallies: Counter[tuple[str, str]] = Counter()
+        stats: list[dict[str, Any]] = []
+        for kind, value in keyed.partitionBy(shuffle).mapPartitionsWithIndex(analyse).collect():
+            if kind == "stats":
+                stats.append(value)
+            else:
+                tallies.update(value)
+    counts = {table: tallies[("table", table)] for table in TABLES}
+    by_rule = {k[1]: n for k, n in tallies.items() if k[0] == "rule"}
+    by_peer = {k[1]: n for k, n in tallies.items() if k[0] == "peer"}
+    outcomes = {k[1]: n for k, n in tallies.items() if k[0] == "outcome"}
     reconciliation = _reconcile(stats, paths, bad)
     summary = {
         "out": str(out),
