@@ -1,0 +1,218 @@
+"""Wire cases ([MS-MQQB], cases/mqqb/): the corpus passes against the simulated peer under
+``msmq-harness run`` and under the pytest plugin with ``-n 2``; acceptor cases give the same
+outcome against a second simulated peer addressed as a live target (``mqqb://``); a deliberately
+broken acceptor fails the relevant cases with the section, values and a hex dump; cases that need
+the simulated peer are not applicable to a live target (issue 5, "Wire cases" and acceptance 2)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cases.loader import CaseError, load_paths, load_text
+from harness.cases.runner import run
+from harness.peers import SimulatedPeer
+from harness.report.results import Outcome
+
+REPO = Path(__file__).resolve().parents[2]
+WIRE = REPO / "cases" / "mqqb"
+
+
+def _plugin_args() -> list[str]:
+    if importlib.metadata.entry_points(group="pytest11", name="msmq_harness"):
+        return ["-p", "msmq_harness"]
+    return ["-p", "harness.pytest_plugin"]
+
+
+@pytest.fixture(scope="module")
+def wire_cases() -> list:
+    return load_paths([WIRE])
+
+
+def _outcomes(result) -> dict[str, str]:
+    return {r.case_id: str(r.outcome) for r in result.results}
+
+
+def _bad(result) -> list[tuple[str, str, str]]:
+    return [(r.case_id, str(r.outcome), r.detail) for r in result.results if r.outcome is not Outcome.passed]
+
+
+def test_wire_corpus_covers_every_behaviour_and_seed_003(wire_cases: list) -> None:
+    from harness.session import BEHAVIOURS
+
+    assert len(wire_cases) >= 70
+    behaviours = {b for c in wire_cases for b in ([c.given["peer"].get("behaviour", "normal")] if isinstance(
+        c.given["peer"].get("behaviour", "normal"), str) else c.given["peer"]["behaviour"])}
+    families = {b.rsplit("-", 1)[0] if b.startswith(("close-after-", "window-")) else b for b in behaviours}
+    named = {b.rsplit("-", 1)[0] if b.startswith(("close-after-", "window-")) else b for b in BEHAVIOURS}
+    assert named <= families, named - families
+    seed = {r.requirement for c in wire_cases for r in c.spec if r.section == "MS-MQQB 3.1.7.12"}
+    assert len(seed) >= 9
+
+
+def test_wire_corpus_passes_under_msmq_harness_run(tmp_path: Path) -> None:
+    report = tmp_path / "wire.json"
+    command = [sys.executable, "-m", "harness.cli", "run", str(WIRE), "-n", "2", "--json", str(report)]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    records = json.loads(report.read_text())["results"]
+    bad = [(r["case_id"], r["outcome"], r["detail"]) for r in records if r["outcome"] != "passed"]
+    assert not bad, done.stdout[-3000:]
+    assert done.returncode == 0
+    assert len(records) >= 70
+
+
+def test_wire_corpus_passes_under_the_pytest_plugin_with_two_workers(tmp_path: Path) -> None:
+    shutil.copytree(WIRE, tmp_path / "cases" / "mqqb")
+    command = [
+        sys.executable, "-m", "pytest", *_plugin_args(), "cases", "-n", "2", "-p", "no:cacheprovider", "-q",
+        "--strict-markers", "-m", "spec_mqqb or spec_mqmq",
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.stdout.count("bringing up nodes") >= 1
+    summary = done.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "error" not in summary
+
+
+def test_acceptor_cases_give_the_same_outcome_against_a_live_simulated_peer(wire_cases: list) -> None:
+    acceptor = [c for c in wire_cases if c.given["peer"]["under_test"] == "acceptor"]
+    assert len(acceptor) >= 25
+    simulated = run(acceptor, "reference")
+    with SimulatedPeer() as peer:
+        host, port = peer.address
+        live = run(acceptor, f"mqqb://{host}:{port}")
+    assert _outcomes(live) == _outcomes(simulated)
+    assert set(_outcomes(live).values()) == {"passed"}
+
+
+def test_initiator_cases_needing_the_simulated_peer_are_not_applicable_to_a_live_target(wire_cases: list) -> None:
+    with SimulatedPeer() as peer:
+        host, port = peer.address
+        result = run(wire_cases, f"mqqb://{host}:{port}")
+    outcomes = _outcomes(result)
+    details = {r.case_id: r.detail for r in result.results}
+    assert outcomes["mqqb.fault.refuse"] == "not_applicable"
+    assert "refuse" in details["mqqb.fault.refuse"] and "live peer" in details["mqqb.fault.refuse"]
+    assert outcomes["mqqb.fault.window[n=1]"] == "not_applicable"
+    assert outcomes["mqqb.establish.connect-failure"] == "not_applicable"
+    # normal-behaviour initiator cases run: the reference sender against the live acceptor
+    assert outcomes["mqqb.establish.ec-request-fields"] == "passed"
+    assert outcomes["mqqb.outgoing.multicast"] == "passed"
+    assert not [k for k, v in outcomes.items() if v not in ("passed", "not_applicable")], _bad(result)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "case_id", "field", "section"),
+    [
+        ("bad-padding", "mqqb.acceptor.ec-response-structure", "EstablishConnectionHeader.Padding", "MS-MQQB 2.2.3.1"),
+        ("refuse", "mqqb.acceptor.ec-response[se=1]", "InternalHeader.Flags.CS", "MS-MQQB 3.1.5.3.1"),
+        ("bad-signature", "mqqb.acceptor.ec-response-structure", "BaseHeader.Signature", "MS-MQQB 2.2.3.1"),
+    ],
+)
+def test_a_broken_acceptor_fails_the_relevant_acceptor_cases(
+    wire_cases: list, behaviour: str, case_id: str, field: str, section: str
+) -> None:
+    acceptor = [c for c in wire_cases if c.given["peer"]["under_test"] == "acceptor"]
+    with SimulatedPeer(behaviour=behaviour) as peer:
+        host, port = peer.address
+        result = run(acceptor, f"mqqb://{host}:{port}")
+    by_id = {r.case_id: r for r in result.results}
+    failed = by_id[case_id]
+    assert failed.outcome is Outcome.failed
+    failure = next(f for f in failed.failures if f.field == field)
+    assert failure.section == section
+    assert "[" in failure.evidence and "^^" in failure.evidence and "field at bytes" in failure.evidence
+    if behaviour == "bad-padding":  # only the padding case notices
+        assert [r.case_id for r in result.results if r.outcome is not Outcome.passed] == [case_id]
+        assert failure.expected == {"every_byte": 0x5A}
+        assert "field at bytes 60..571" in failure.evidence
+
+
+def test_wire_cases_are_not_applicable_to_model_targets_and_model_cases_to_mqqb(wire_cases: list) -> None:
+    adapter = f"cmd:{sys.executable} {REPO / 'examples' / 'reference_adapter.py'}"
+    result = run(wire_cases[:3], adapter)
+    assert set(_outcomes(result).values()) == {"not_applicable"}
+    assert all("model only" in r.detail for r in result.results)
+    model = load_paths([REPO / "cases" / "mqdmpr" / "seek"])[:2]
+    result = run(model, "mqqb://127.0.0.1:9")
+    assert set(_outcomes(result).values()) == {"not_applicable"}
+
+
+def test_not_applicable_is_a_skip_under_the_pytest_plugin(tmp_path: Path) -> None:
+    shutil.copytree(WIRE, tmp_path / "cases" / "mqqb")
+    with SimulatedPeer() as peer:
+        host, port = peer.address
+        command = [
+            sys.executable, "-m", "pytest", *_plugin_args(), "cases/mqqb/faults.yaml", "-p", "no:cacheprovider",
+            "-q", "-rs", f"--msmq-target=mqqb://{host}:{port}", "-k", "refuse or window",
+        ]  # fmt: skip
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "3 skipped" in done.stdout
+    assert "not applicable: needs the simulated peer's behaviour refuse" in done.stdout
+
+
+WIRE_HEAD = """\
+id: w.bad
+title: t
+spec: [{section: MS-MQQB 3.1.5.3.1}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "where", "message"),
+    [
+        ("given:\n  peer: {under_test: acceptor, behaviour: refuze}\nwhen:\n  - action: receive\n",
+         "bad.yaml:5: given.peer.behaviour:", "unknown acceptor behaviour 'refuze'"),
+        ("given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: enqueue\n    args: {queue: q, message: {id: m}}\n",
+         "bad.yaml:7: when[0].action:", "not an action of a case checking the acceptor"),
+        ("given:\n  peer: {under_test: initiator}\nwhen:\n  - action: enqueue\n    args: {queue: q, message: {id: m}}\n",
+         "bad.yaml:8: when[0].args.queue:", "unknown queue reference 'q'"),
+        ("given:\n  peer: {under_test: initiator}\nwhen:\n  - event: purge_queue\n",
+         "bad.yaml:7: when[0].event:", "wire actions only"),
+        ("when:\n  - action: receive\n    args: {timeout: 99}\n",
+         "bad.yaml:1: given:", "names its peer"),
+        ("given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: receive\n    args: {timeout: 99}\n",
+         "bad.yaml:8: when[0].args.timeout:", "timeout is a number of seconds"),
+        ("given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: send\n    args: {packet: Hello}\n",
+         "bad.yaml:8: when[0].args.packet:", "packet is one of"),
+    ],
+)
+def test_bad_wire_cases_name_file_line_and_key(body: str, where: str, message: str) -> None:
+    with pytest.raises(CaseError) as info:
+        load_text(WIRE_HEAD + body, "bad.yaml")
+    text = str(info.value)
+    assert text.startswith(where), text
+    assert message in text
+
+
+def test_wire_expectations_and_hex_dump() -> None:
+    import packets
+    from packets import session as sp
+
+    from harness.cases.wire import field_span, field_value, hexdump, wire_matches
+
+    data = packets.build(sp.establish_connection("{11111111-2222-3333-4444-555555555555}", time_stamp=7))
+    packet = packets.parse(data)
+    assert field_value(packet, "EstablishConnection.EstablishConnectionHeader.ClientGuid") == (
+        True,
+        "{11111111-2222-3333-4444-555555555555}",
+    )
+    assert field_value(packet, "BaseHeader.Flags.IN") == (True, 1)
+    assert field_value(packet, "SessionHeader.WindowSize") == (False, None)
+    assert field_span(data, "EstablishConnectionHeader.ServerGuid", "EstablishConnection") == (36, 52)
+    assert field_span(data, "BaseHeader.Flags.IN", "EstablishConnection") == (2, 4)
+    dump = hexdump(data, (36, 52))
+    assert "[00]" in dump and "^^" in dump and "field at bytes 36..51" in dump
+    assert wire_matches({"not": "{00000000-0000-0000-0000-000000000000}"}, "{11111111-2222-3333-4444-555555555555}")
+    assert not wire_matches({"not": 0}, None, present=False)
+    assert wire_matches({"range": [1, 3]}, 3) and not wire_matches({"range": [1, 3]}, 4)
+    assert wire_matches({"every_byte": 0x5A}, "5a5a") and not wire_matches({"every_byte": 0x5A}, "5a00")
+    assert wire_matches({"sent": "X.y"}, 7, lambda path: 7) and not wire_matches({"sent": "X.y"}, 7, lambda path: 8)
+    assert wire_matches("11111111-2222-3333-4444-555555555555", "{11111111-2222-3333-4444-555555555555}")
