@@ -56,12 +56,15 @@ BaseHeader = Header(
 BASE_HEADER = header_parser("BaseHeader", BaseHeader)
 
 
+_DEFAULT_FLAGS = BaseHeaderFlags.make(PR=3)
+
+
 def default_base_header(**fields: object) -> Container:
     """A BaseHeader with the spec's fixed values; PacketSize is computed by ``build``."""
     header = Container(
         VersionNumber=VERSION_NUMBER,
         Reserved=0,
-        Flags=BaseHeaderFlags.make(PR=3),
+        Flags=_DEFAULT_FLAGS,
         Signature=SIGNATURE,
         PacketSize=None,
         TimeToReachQueue=INFINITE,

@@ -23,8 +23,16 @@ from construct import Container
 
 from packets import base
 from packets.errors import PacketError, Violation
-from packets.fields import _new_fields
-from packets.generate import HeaderFunction, LayoutParser, NeedsContext, Shape, builder_function, header_function
+from packets.fields import HeaderParser, _new_fields
+from packets.generate import (
+    HeaderBuilder,
+    HeaderFunction,
+    LayoutParser,
+    NeedsContext,
+    Shape,
+    builder_function,
+    header_function,
+)
 from packets.layout import Check, Holds, PacketKind, Slot, fast_form
 
 __all__ = ["Packet", "PacketKind", "build", "parse", "parse_ping"]
@@ -378,30 +386,28 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
     """
     headers = _headers_of(packet)
     base_header = base.default_base_header(**dict(headers.get("BaseHeader") or {}))
-    layout = layout_for(base_header)
-    known = _known_names(layout)
+    known, plan = _build_plan(layout_for(base_header))
     for name in headers:
         if name not in known and not name.startswith("_"):
             raise PacketError(name, -1, "not a header of this packet layout")
     context: Container | None = None
     parts: list[bytes] = []
     counted = base.BASE_HEADER_SIZE
-    for slot in layout:
-        value = headers.get(slot.name)
+    for name, parser, builder, is_counted in plan:
+        value = headers.get(name)
         if value is None:
             continue
-        builder = builder_function(slot.parser)
         try:
             if builder is None:
-                raise NeedsContext(slot.name)
+                raise NeedsContext(name)
             data = builder(value)
         except Exception:
             if context is None:
                 context = Container(headers)
                 context.BaseHeader = base_header
-            data = slot.parser.build(value, context)
+            data = parser.build(value, context)
         parts.append(data)
-        if slot.counted:
+        if is_counted:
             counted += len(data)
     if base_header.get("PacketSize") is None:
         base_header.PacketSize = counted
@@ -412,16 +418,26 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
     return data + b"".join(parts)
 
 
-@cache
-def _known_names(layout: tuple[Slot, ...]) -> frozenset[str]:
-    return frozenset(slot.name for slot in layout) | {"BaseHeader"}
-
-
 def _build_base_header(base_header: Mapping[str, Any]) -> bytes:
     builder = builder_function(base.BASE_HEADER)
     if builder is None:
         raise NeedsContext("BaseHeader")
     return builder(base_header)
+
+
+_BuildStep = tuple[str, HeaderParser, HeaderBuilder | None, bool]
+_BUILD_PLANS: dict[int, tuple[tuple[Slot, ...], frozenset[str], tuple[_BuildStep, ...]]] = {}
+
+
+def _build_plan(layout: tuple[Slot, ...]) -> tuple[frozenset[str], tuple[_BuildStep, ...]]:
+    """The header names a layout knows and, per slot, its name, parser, generated builder and
+    whether PacketSize counts it (kept per layout object)."""
+    entry = _BUILD_PLANS.get(id(layout))
+    if entry is None or entry[0] is not layout:
+        known = frozenset(slot.name for slot in layout) | {"BaseHeader"}
+        plan = tuple((s.name, s.parser, builder_function(s.parser), s.counted) for s in layout)
+        entry = _BUILD_PLANS[id(layout)] = (layout, known, plan)
+    return entry[1], entry[2]
 
 
 def build_ping(ping: Packet | Mapping[str, Any]) -> bytes:

@@ -476,8 +476,9 @@ class _BuildSource(_Source):
     :class:`NeedsContext`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, track_pos: bool = True) -> None:
         super().__init__()
+        self.track_pos = track_pos  # only a Tell reads the offset
         self.namespace.update(
             {
                 "NeedsContext": NeedsContext,
@@ -487,6 +488,10 @@ class _BuildSource(_Source):
                 "encode_utf16z": encode_utf16z,
             }
         )
+
+    def advance(self, indent: int, length: str) -> None:
+        if self.track_pos:
+            self.add(indent, f"pos += {length}")
 
     def default(self, sc: c.Construct, value: str, indent: int) -> c.Construct:
         """Lines replacing a None ``value`` by the Default's value; returns the inner piece."""
@@ -526,7 +531,7 @@ class _BuildSource(_Source):
         fmt = "<" + "".join(f for _, f in run)
         s = self.const(struct.Struct(fmt), "fused")
         self.add(indent, f"parts.append({s}.pack({', '.join(v for v, _ in run)}))")
-        self.add(indent, f"pos += {struct.calcsize(fmt)}")
+        self.advance(indent, str(struct.calcsize(fmt)))
         run.clear()
 
     def build_struct(self, sc: c.Struct, obj: str, scope: _Scope, built: str, indent: int) -> None:
@@ -569,7 +574,7 @@ class _BuildSource(_Source):
         elif isinstance(sc, Data):
             self.add(indent, f"{value} = bytes({value} or b'')")
             self.add(indent, f"parts.append({value})")
-            self.add(indent, f"pos += len({value})")
+            self.advance(indent, f"len({value})")
         elif isinstance(sc, Pad):
             n = self.var("n")
             self.add(indent, f"{n} = {self.expr(sc.length, scope)}")
@@ -580,13 +585,13 @@ class _BuildSource(_Source):
                 f" else b'\\0' * {n}",
             )
             self.add(indent, f"parts.append({value})")
-            self.add(indent, f"pos += {n}")
+            self.advance(indent, n)
         elif isinstance(sc, Utf16z) or type(sc).__name__ == "Utf16Terminated":
             raw = self.var("raw")
             self.add(indent, f"{raw} = encode_utf16z({value} or '')")
             self.add(indent, f"{value} = str({value} or '')")
             self.add(indent, f"parts.append({raw})")
-            self.add(indent, f"pos += len({raw})")
+            self.advance(indent, f"len({raw})")
         elif isinstance(sc, c.IfThenElse):
             self.add(indent, f"if {self.expr(sc.condfunc, scope)}:")
             self.build_piece(sc.thensubcon, scope, value, indent + 1)
@@ -631,12 +636,29 @@ class _BuildScope(_Scope):
 HeaderBuilder = Callable[[Mapping[str, Any]], bytes]
 
 
+def _has_tell(sc: Any, seen: set[int] | None = None) -> bool:
+    """Whether a Tell is anywhere inside ``sc`` (the builder then keeps the offset)."""
+    seen = set() if seen is None else seen
+    if id(sc) in seen:
+        return False
+    seen.add(id(sc))
+    if sc is c.Tell:
+        return True
+    subs = [getattr(sc, "subcon", None), getattr(sc, "thensubcon", None), getattr(sc, "elsesubcon", None)]
+    subs += list(getattr(sc, "subcons", ()) or ())
+    cases = getattr(sc, "cases", None)
+    if isinstance(cases, dict):
+        subs += list(cases.values())
+    subs.append(getattr(sc, "default", None) if isinstance(sc, c.Switch) else None)
+    return any(_has_tell(sub, seen) for sub in subs if isinstance(sub, c.Construct))
+
+
 @functools.cache
 def builder_function(parser: HeaderParser) -> HeaderBuilder | None:
     """A generated ``build(obj) -> bytes`` for one header, or None when a piece of it has no
     rule here (construct builds such a header).  The generated builder raises on anything it
     does not build exactly as construct would; the caller then lets construct build it."""
-    src = _BuildSource()
+    src = _BuildSource(track_pos=_has_tell(parser.header))
     src.add(0, "def build(obj):")
     src.add(1, "parts = []")
     src.add(1, "pos = 0")
