@@ -25,9 +25,9 @@ from harness.cases.schema import Lines, PathT
 
 __all__ = [
     "ACTIONS",
-    "brief",
     "PACKET_KINDS",
     "behaviours_of",
+    "brief",
     "check_wire_case",
     "field_span",
     "field_value",
@@ -55,7 +55,14 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "pause_queue": (frozenset({"queue"}), frozenset()),
     "resume_queue": (frozenset({"queue"}), frozenset()),
 }
-_INITIATOR_ACTIONS = {"create_outgoing_queue", "create_local_queue", "enqueue", "wait_for", "pause_queue", "resume_queue"}
+_INITIATOR_ACTIONS = {
+    "create_outgoing_queue",
+    "create_local_queue",
+    "enqueue",
+    "wait_for",
+    "pause_queue",
+    "resume_queue",
+}
 _ACCEPTOR_ACTIONS = {"send", "receive", "wait_for"}
 _WAIT_CONDITIONS = ("packet", "acked", "connection_history", "connections", "closed")
 PACKET_KINDS = (
@@ -149,7 +156,9 @@ def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
             raise lines.error(("then", "outgoing", q), f"unknown outgoing queue reference {q!r}")
         for j, pos in enumerate(state.get("OutgoingMessagePositions") or []):
             if pos["message"] not in messages:
-                raise lines.error(("then", "outgoing", q, "OutgoingMessagePositions", j), f"unknown message {pos['message']!r}")
+                raise lines.error(
+                    ("then", "outgoing", q, "OutgoingMessagePositions", j), f"unknown message {pos['message']!r}"
+                )
     for j, m in enumerate((then.get("peer") or {}).get("delivered") or []):
         if m not in messages:
             raise lines.error(("then", "peer", "delivered", j), f"unknown message reference {m!r}")
@@ -177,7 +186,9 @@ def _check_action(
             raise lines.error((*path, "State"), f"{state!r} is not one of: {', '.join(allowed)}")
     elif action == "enqueue":
         if args["queue"] not in queues:
-            raise lines.error((*path, "queue"), f"unknown queue reference {args['queue']!r}; created: {', '.join(queues) or 'none'}")
+            raise lines.error(
+                (*path, "queue"), f"unknown queue reference {args['queue']!r}; created: {', '.join(queues) or 'none'}"
+            )
         message = args["message"]
         if not isinstance(message, dict) or not isinstance(message.get("id"), str):
             raise lines.error((*path, "message"), "a message is a mapping {id, delivery, Body, Label, Priority}")
@@ -185,7 +196,9 @@ def _check_action(
             raise lines.error((*path, "message", "id"), f"duplicate message id {message['id']!r}")
         for key in message:
             if key not in ("id", "delivery", "Body", "Label", "Priority"):
-                raise lines.error((*path, "message", key), f"unknown key {key!r}; expected: id, delivery, Body, Label, Priority")
+                raise lines.error(
+                    (*path, "message", key), f"unknown key {key!r}; expected: id, delivery, Body, Label, Priority"
+                )
         if message.get("delivery", "express") not in DELIVERY:
             raise lines.error((*path, "message", "delivery"), f"delivery is one of: {', '.join(DELIVERY)}")
         messages.add(message["id"])
@@ -241,7 +254,9 @@ def normalise(value: Any) -> Any:
 
 
 def _expected_text(expected: Any) -> Any:
-    if isinstance(expected, str) and re.fullmatch(r"\{?[0-9A-Fa-f]{8}-([0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}\}?", expected):
+    if isinstance(expected, str) and re.fullmatch(
+        r"\{?[0-9A-Fa-f]{8}-([0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}\}?", expected
+    ):
         return "{" + expected.strip("{}").upper() + "}"
     if isinstance(expected, list):
         return [_expected_text(e) for e in expected]
@@ -256,13 +271,18 @@ def wire_matches(expected: Any, observed: Any, sent: Callable[[str], Any] | None
     that field of the last packet of its kind the case sent: an echo).
     """
     if isinstance(expected, Mapping) and len(expected) == 1:
-        (key, arg), = expected.items()
+        ((key, arg),) = expected.items()
         if key == "any_of":
             return any(wire_matches(e, observed, sent, present) for e in arg)
         if key == "not":
             return present and not wire_matches(arg, observed, sent, present)
         if key == "range":
-            return present and isinstance(observed, int) and not isinstance(observed, bool) and arg[0] <= observed <= arg[1]
+            return (
+                present
+                and isinstance(observed, int)
+                and not isinstance(observed, bool)
+                and arg[0] <= observed <= arg[1]
+            )
         if key == "every_byte":
             if not present or not isinstance(observed, str):
                 return False
@@ -318,13 +338,13 @@ def field_value(packet: Any, path: str) -> tuple[bool, Any]:
 def field_span(data: bytes, path: str, kind: str) -> tuple[int, int] | None:
     """Byte range [start, end) of a field in an encoded packet (its enclosing field's when the
     path names a flag sub-field), from the codec's diagnostic offsets."""
+    import contextlib
+
     from packets.codec import _Walk
 
     walk = _Walk(data)
-    try:
+    with contextlib.suppress(Exception):  # a bad packet: the offsets up to the bad field
         walk.diagnose()
-    except Exception:
-        pass
     offsets = walk.offsets
     offsets.setdefault("BaseHeader", 0)
     p = _strip_kind(path, kind)

@@ -47,8 +47,15 @@ def test_wire_corpus_covers_every_behaviour_and_seed_003(wire_cases: list) -> No
     from harness.session import BEHAVIOURS
 
     assert len(wire_cases) >= 70
-    behaviours = {b for c in wire_cases for b in ([c.given["peer"].get("behaviour", "normal")] if isinstance(
-        c.given["peer"].get("behaviour", "normal"), str) else c.given["peer"]["behaviour"])}
+    behaviours = {
+        b
+        for c in wire_cases
+        for b in (
+            [c.given["peer"].get("behaviour", "normal")]
+            if isinstance(c.given["peer"].get("behaviour", "normal"), str)
+            else c.given["peer"]["behaviour"]
+        )
+    }
     families = {b.rsplit("-", 1)[0] if b.startswith(("close-after-", "window-")) else b for b in behaviours}
     named = {b.rsplit("-", 1)[0] if b.startswith(("close-after-", "window-")) else b for b in BEHAVIOURS}
     assert named <= families, named - families
@@ -168,20 +175,39 @@ spec: [{section: MS-MQQB 3.1.5.3.1}]
 @pytest.mark.parametrize(
     ("body", "where", "message"),
     [
-        ("given:\n  peer: {under_test: acceptor, behaviour: refuze}\nwhen:\n  - action: receive\n",
-         "bad.yaml:5: given.peer.behaviour:", "unknown acceptor behaviour 'refuze'"),
-        ("given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: enqueue\n    args: {queue: q, message: {id: m}}\n",
-         "bad.yaml:7: when[0].action:", "not an action of a case checking the acceptor"),
-        ("given:\n  peer: {under_test: initiator}\nwhen:\n  - action: enqueue\n    args: {queue: q, message: {id: m}}\n",
-         "bad.yaml:8: when[0].args.queue:", "unknown queue reference 'q'"),
-        ("given:\n  peer: {under_test: initiator}\nwhen:\n  - event: purge_queue\n",
-         "bad.yaml:7: when[0].event:", "wire actions only"),
-        ("when:\n  - action: receive\n    args: {timeout: 99}\n",
-         "bad.yaml:1: given:", "names its peer"),
-        ("given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: receive\n    args: {timeout: 99}\n",
-         "bad.yaml:8: when[0].args.timeout:", "timeout is a number of seconds"),
-        ("given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: send\n    args: {packet: Hello}\n",
-         "bad.yaml:8: when[0].args.packet:", "packet is one of"),
+        (
+            "given:\n  peer: {under_test: acceptor, behaviour: refuze}\nwhen:\n  - action: receive\n",
+            "bad.yaml:5: given.peer.behaviour:",
+            "unknown acceptor behaviour 'refuze'",
+        ),
+        (
+            "given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: enqueue\n"
+            "    args: {queue: q, message: {id: m}}\n",
+            "bad.yaml:7: when[0].action:",
+            "not an action of a case checking the acceptor",
+        ),
+        (
+            "given:\n  peer: {under_test: initiator}\nwhen:\n  - action: enqueue\n"
+            "    args: {queue: q, message: {id: m}}\n",
+            "bad.yaml:8: when[0].args.queue:",
+            "unknown queue reference 'q'",
+        ),
+        (
+            "given:\n  peer: {under_test: initiator}\nwhen:\n  - event: purge_queue\n",
+            "bad.yaml:7: when[0].event:",
+            "wire actions only",
+        ),
+        ("when:\n  - action: receive\n    args: {timeout: 99}\n", "bad.yaml:1: given:", "names its peer"),
+        (
+            "given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: receive\n    args: {timeout: 99}\n",
+            "bad.yaml:8: when[0].args.timeout:",
+            "timeout is a number of seconds",
+        ),
+        (
+            "given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: send\n    args: {packet: Hello}\n",
+            "bad.yaml:8: when[0].args.packet:",
+            "packet is one of",
+        ),
     ],
 )
 def test_bad_wire_cases_name_file_line_and_key(body: str, where: str, message: str) -> None:
@@ -194,9 +220,8 @@ def test_bad_wire_cases_name_file_line_and_key(body: str, where: str, message: s
 
 def test_wire_expectations_and_hex_dump() -> None:
     import packets
-    from packets import session as sp
-
     from harness.cases.wire import field_span, field_value, hexdump, wire_matches
+    from packets import session as sp
 
     data = packets.build(sp.establish_connection("{11111111-2222-3333-4444-555555555555}", time_stamp=7))
     packet = packets.parse(data)

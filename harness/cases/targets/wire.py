@@ -26,17 +26,13 @@ import contextlib
 import itertools
 import selectors
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import packets
-from packets import GUID, NULL_GUID, PacketKind, StreamSplitter
-from packets import session as sp
-
 from harness.cases.model import Case
 from harness.cases.target import TargetError, TargetInfo
 from harness.cases.wire import (
@@ -51,6 +47,8 @@ from harness.cases.wire import (
     wire_matches,
 )
 from harness.report.results import CaseResult, Outcome, StepFailure
+from packets import GUID, NULL_GUID, PacketKind, StreamSplitter
+from packets import session as sp
 
 __all__ = ["LiveWireTarget", "parse_mqqb_address", "run_wire_case", "wire_applicability"]
 
@@ -115,154 +113,14 @@ def wire_applicability(case: Case, target: Any) -> tuple[str, tuple[str, int] | 
 
 # ====================================================================== the simulated peer
 def _simulated_peer(behaviours: list[str]) -> Any:
-    """A simulated acceptor on 127.0.0.1 port 0: harness.peers.SimulatedPeer when present."""
-    try:
-        from harness.peers import SimulatedPeer
-    except ImportError:
-        peer: Any = _PrivateSimulatedPeer(behaviours)
-        return peer
+    """A simulated acceptor (harness.peers.SimulatedPeer) on 127.0.0.1 port 0."""
+    from harness.peers import SimulatedPeer
+
     peer = SimulatedPeer("127.0.0.1", 0, behaviour=behaviours[-1], read_timeout=5.0)
     if len(behaviours) > 1:  # one per connection, the last one for every later connection
         peer.queue_behaviours(behaviours[:-1])
     peer.__enter__()
     return peer
-
-
-@dataclass
-class _PeerConnection:
-    index: int
-    behaviour: str
-    packets: list[tuple[str, bytes, float]] = field(default_factory=list)
-    delivered: list[Any] = field(default_factory=list)
-    violations: list[Any] = field(default_factory=list)
-    closed: bool = False
-    error: str | None = None
-
-
-class _PrivateSimulatedPeer:
-    """A minimal stand-in for harness.peers.SimulatedPeer (same attributes): one
-    ``harness.session.Acceptor`` on a loopback socket, served by one background thread, one
-    connection at a time, timers on the real monotonic clock."""
-
-    def __init__(self, behaviours: list[str]) -> None:
-        from harness.session import Acceptor
-
-        self.behaviours = list(behaviours)
-        self.acceptor = Acceptor(uuid.uuid4().bytes_le, behaviours[0], clock=time.monotonic)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.setblocking(False)
-        self.address = self.listener.getsockname()[:2]
-        self.connections: list[_PeerConnection] = []
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._serve, daemon=True, name="wire-case-peer")
-        self._thread.start()
-
-    def _serve(self) -> None:
-        from harness.session import CancelTimer, Close, Deliver, Send, StartTimer, Violation, named_behaviour
-
-        sock: socket.socket | None = None
-        conn: _PeerConnection | None = None
-        timers: dict[str, float] = {}
-        splitter = StreamSplitter()
-        acceptor = self.acceptor
-
-        def perform(actions: list[Any]) -> None:
-            nonlocal sock
-            for act in actions:
-                if conn is None:
-                    return
-                if isinstance(act, Send) and sock is not None:
-                    with self._lock:
-                        conn.packets.append(("s2c", act.data, time.monotonic()))
-                    with contextlib.suppress(OSError):
-                        sock.sendall(act.data)
-                elif isinstance(act, StartTimer):
-                    timers[act.name] = time.monotonic() + act.seconds
-                elif isinstance(act, CancelTimer):
-                    timers.pop(act.name, None)
-                elif isinstance(act, Deliver):
-                    with self._lock:
-                        conn.delivered.append(act.packet)
-                elif isinstance(act, Violation):
-                    with self._lock:
-                        conn.violations.append(act)
-                elif isinstance(act, Close) and sock is not None:
-                    sock.close()
-                    sock = None
-                    conn.closed = True
-
-        while not self._stop.is_set():
-            if sock is None:
-                try:
-                    new, _ = self.listener.accept()
-                except BlockingIOError:
-                    self._stop.wait(0.005)
-                    continue
-                new.setblocking(True)
-                new.settimeout(5.0)
-                sock = new
-                index = len(self.connections)
-                name = self.behaviours[min(index, len(self.behaviours) - 1)]
-                acceptor.behaviour = named_behaviour(name)
-                conn = _PeerConnection(index, name)
-                with self._lock:
-                    self.connections.append(conn)
-                timers.clear()
-                splitter = StreamSplitter()
-                perform(acceptor.connection_made())
-                continue
-            now = time.monotonic()
-            due = sorted((t, n) for n, t in timers.items() if t <= now)
-            for _, name in due:
-                timers.pop(name, None)
-                perform(acceptor.timer_fired(name))
-            if sock is None:
-                continue
-            wait = min([0.02, *[max(0.0, t - now) for t in timers.values()]])
-            ready = selectors.DefaultSelector()
-            ready.register(sock, selectors.EVENT_READ)
-            events = ready.select(wait)
-            ready.close()
-            if not events:
-                continue
-            try:
-                data = sock.recv(65536)
-            except OSError as e:
-                data = b""
-                assert conn is not None
-                conn.error = str(e)
-            if not data:
-                sock.close()
-                sock = None
-                assert conn is not None
-                conn.closed = True
-                perform(acceptor.connection_lost())
-                continue
-            assert conn is not None
-            with contextlib.suppress(packets.PacketError):
-                for chunk in splitter.feed(data):
-                    with self._lock:
-                        conn.packets.append(("c2s", chunk.data, time.monotonic()))
-            perform(acceptor.receive_data(data))
-        if sock is not None:
-            sock.close()
-
-    def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if predicate():
-                return True
-            time.sleep(0.005)
-        return predicate()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(2.0)
-        self.listener.close()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 def _close_peer(peer: Any) -> None:
@@ -289,6 +147,7 @@ class _OutgoingQueueProcessing:
         self.pending: list[tuple[Any, list[Any]]] = []
         self.message_ids: dict[int, int] = {}  # id(Message) -> UserHeader.MessageID
         self.ping = False  # send a Ping Request before connecting (3.1.5.2.2)
+        self.transactional: set[int] = set()  # id(Message) of the messages enqueued under a transaction
         qm.message_position_available_subscribers.append(self.message_position_available)
 
     def initiator(self, queue: Any) -> Any:
@@ -334,12 +193,11 @@ class _OutgoingQueueProcessing:
         [MS-MQMQ] 2.2.19.2)."""
         from construct import Container
 
-        from packets.user import UserHeaderFlags
-
         from harness.model import DeliveryGuarantee
         from harness.session import DeliveryClass, user_message
+        from packets.user import UserHeaderFlags
 
-        if getattr(iMessage, "_wire_delivery", None) == "transactional":
+        if id(iMessage) in self.transactional:
             delivery = DeliveryClass.transactional
         elif iMessage.DeliveryGuarantee is DeliveryGuarantee.Recoverable:
             delivery = DeliveryClass.recoverable
@@ -400,12 +258,12 @@ class _SenderLink:
                 self.current[key] = len(self.connections) - 1
                 todo[:0] = init.connection_made()
             elif isinstance(act, Send):
-                sock = self.socks.get(key)
-                if sock is None:
+                out = self.socks.get(key)
+                if out is None:
                     continue
                 self.connections[self.current[key]].append(("c2s", act.data))
                 try:
-                    sock.sendall(act.data)
+                    out.sendall(act.data)
                 except OSError:
                     self._drop(key)
                     todo[:0] = init.connection_lost()
@@ -524,12 +382,14 @@ class _WireRun:
         self.server_guid = NULL_GUID
         self.message_ids = itertools.count(1)
         self.received_user_messages = 0
+        self._last_packet: bytes | None = None  # the packet the current step's expectations read
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         if self.live is None:
             self.peer = _simulated_peer(self.behaviours)
-            self.address = tuple(self.peer.address[:2])  # type: ignore[assignment]
+            host, port = self.peer.address[:2]
+            self.address = (str(host), int(port))
             if self.case.given["peer"].get("listening") is False:  # its port now refuses connections
                 _close_peer(self.peer)
                 self.peer = None
@@ -600,7 +460,8 @@ class _WireRun:
             Label=str(spec.get("Label", spec["id"])),
         )
         if delivery == "transactional":
-            message._wire_delivery = "transactional"
+            assert self.oqp is not None
+            self.oqp.transactional.add(id(message))
         self.messages[spec["id"]] = message
         queue = self.queues[args["queue"]]
         assert self.oqp is not None
@@ -701,7 +562,9 @@ class _WireRun:
             try:
                 self.client = socket.create_connection(self.address, timeout=CONNECT_TIMEOUT)
             except OSError as e:
-                raise WireCaseError(f"cannot connect to the acceptor at {self.address[0]}:{self.address[1]}: {e}") from e
+                raise WireCaseError(
+                    f"cannot connect to the acceptor at {self.address[0]}:{self.address[1]}: {e}"
+                ) from e
         return self.client
 
     def send(self, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -889,7 +752,7 @@ class _WireRun:
         if expected == "QueueManager.Identifier" and self.qm is not None:
             return normalise(GUID(self.qm.Identifier.bytes_le))
         if isinstance(expected, Mapping) and len(expected) == 1:
-            (k, v), = expected.items()
+            ((k, v),) = expected.items()
             if k in ("not", "any_of"):
                 return {k: [self._resolve(x) for x in v] if k == "any_of" else self._resolve(v)}
         return expected
@@ -1050,7 +913,7 @@ def run_wire_case(case: Case, target: Any, *, step_timeout: float = 10.0) -> Cas
         run.start()
         for index, step in enumerate(case.when):
             where = f"step {index} ({step.action}, line {step.line})"
-            run._last_packet = None  # type: ignore[attr-defined]
+            run._last_packet = None
             result = getattr(run, step.action)(step.args)
             failures = run.check_step(step.action, step.args, step.expect, result)
             if failures:
