@@ -18,9 +18,27 @@ from pipeline_helpers import capture, record_offsets, records, set_caplen
 from standalone import SPARK_HOME, spark_env, standalone_cluster
 
 from harness.cli import main as cli_main
+from harness.peers import InitiatorLink, SimulatedPeer
+from harness.session import Initiator, SessionConfig, user_message
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPLIT = 24 * 1024  # small ranges, so the anomaly capture is read by several tasks
+CLIENT_QM = "{6B1D2C3A-4E5F-4A6B-8C7D-9E0F1A2B3C4D}"
+
+
+def record_loopback(pcap: Path) -> int:
+    """A real exchange on loopback recorded by the simulated peer: the first connection answered
+    with a bad BaseHeader.Signature (the initiator closes and retries), the second one clean."""
+    peer_config = SessionConfig(order_ack_timeout=0.02, maximum_order_ack_delay=0.05)
+    with SimulatedPeer(config=peer_config, record=pcap) as peer:
+        peer.queue_behaviours(["bad-signature", "normal"])
+        initiator = Initiator(CLIENT_QM, peer.identifier, config=SessionConfig(session_retry_connect=0.01))
+        with InitiatorLink(initiator, peer.address, timeout=5.0) as link:
+            for n in range(5):
+                link.send_message(user_message(CLIENT_QM, peer.identifier, b"m%d" % n), "express")
+            assert link.run_until(lambda: len(peer.delivered) == 5, 10.0)
+        assert peer.wait_for(lambda: len(peer.connections) == 2 and all(c.closed for c in peer.connections), 5.0)
+        return int(peer.address[1])
 
 
 def table(out: Path, name: str) -> list[dict[str, Any]]:
@@ -44,8 +62,13 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (bad / "caplen.pcap").write_bytes(bytes(damaged))
     garbage = bytes(random.Random(9).randrange(256) for _ in range(41))
     (bad / "garbage.pcap").write_bytes(data[: offs[50] + 30] + garbage + data[offs[50] + 30 :])
+    loopback = d / "loopback" / "peer.pcap"
+    loopback.parent.mkdir()
+    port = record_loopback(loopback)
     return {
-        "paths": [str(anomalies), str(clean), str(bad)],
+        "paths": [str(anomalies), str(clean), str(bad), str(loopback)],
+        "loopback": str(loopback),
+        "ports": f"1801,{port}",
         "manifest": manifest,
         "clean_manifest": clean_manifest,
         "bad": {"truncated": offs[-3], "badmagic": 0, "caplen": offs[30], "garbage": offs[50]},
@@ -57,7 +80,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def local_run(inputs: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("local") / "out"
     argv = ["pipeline", *inputs["paths"], "--out", str(out), "--master", "local[2]", "--partitions", "4",
-            "--split-size", str(SPLIT), "--quiet"]
+            "--split-size", str(SPLIT), "--ports", inputs["ports"], "--quiet"]
     assert cli_main(argv) == 0
     return out
 
@@ -96,6 +119,19 @@ def test_every_injected_anomaly_is_reported_and_clean_sessions_report_none(
     assert [s["outcome"] for k, s in sessions.items() if k[0] == clean_path] == ["ok"] * 6
 
 
+def test_loopback_capture_from_the_simulated_peer(inputs: dict[str, Any], local_run: Path) -> None:
+    loopback = inputs["loopback"]
+    sessions = sorted((s for s in table(local_run, "sessions") if s["input"] == loopback), key=lambda s: s["first_ts"])
+    violations = [v for v in table(local_run, "violations") if v["input"] == loopback]
+    assert len(sessions) == 2
+    bad, good = sessions
+    assert {v["rule_id"] for v in violations if v["flow"] == bad["flow"]} == {"MQQB-3.1.5.1.2-signature"}
+    assert bad["outcome"] == "violations" and bad["user_messages"] == 0
+    assert good["outcome"] == "ok" and good["user_messages"] == 5
+    assert not [v for v in violations if v["flow"] == good["flow"]]
+    assert good["client_qm"] == CLIENT_QM and good["server_qm"] not in (None, CLIENT_QM)
+
+
 def test_packets_table_holds_every_session_packet(inputs: dict[str, Any], local_run: Path) -> None:
     packets = table(local_run, "packets")
     manifest = inputs["manifest"]
@@ -116,7 +152,7 @@ def test_reconciliation_and_bad_files(inputs: dict[str, Any], local_run: Path) -
     summary = json.loads((local_run / "summary.json").read_text())
     by_input = {r["input"]: r for r in summary["reconciliation"]}
     bad_dir = inputs["bad_dir"]
-    assert len(by_input) == 2 + 4
+    assert len(by_input) == 2 + 4 + 1
     for path, item in by_input.items():
         assert item["balanced"] and item["frames_read"] == item["frames_decoded"] + item["frames_rejected"]
         assert item["frames_read"] == len(records(Path(path))), path
@@ -147,7 +183,7 @@ def test_standalone_cluster_gives_identical_parquet(
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", url, "--conf", "spark.executor.memory=512m",
                str(ROOT / "harness" / "pipeline" / "__main__.py"), *inputs["paths"], "--out", str(out),
-               "--partitions", "3", "--split-size", str(SPLIT // 2), "--quiet"]
+               "--partitions", "3", "--split-size", str(SPLIT // 2), "--ports", inputs["ports"], "--quiet"]
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, done.stderr[-4000:]
     summary = json.loads((out / "summary.json").read_text())
