@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import selectors
 import socket
 import time
 import uuid
@@ -214,125 +213,76 @@ class _OutgoingQueueProcessing:
 
 
 class _SenderLink:
-    """Performs the actions of the reference Initiators over real TCP connections, in the
-    caller's thread; timers on the monotonic clock scaled by ``scale``; records every packet."""
+    """The reference Initiators over real TCP: one ``harness.peers.InitiatorLink`` per Initiator,
+    driven in the caller's thread on one clock, the monotonic clock divided by ``scale`` (so that
+    the 3.1.2 timers run ``scale`` times their durations); what crossed the wire, per connection."""
 
     def __init__(self, address: tuple[str, int], scale: float) -> None:
         self.address = address
         self.scale = scale
         self.t0 = time.monotonic()
-        self.socks: dict[int, socket.socket] = {}
-        self.splitters: dict[int, StreamSplitter] = {}
-        self.timers: dict[tuple[int, str], tuple[float, Any]] = {}
-        self.connections: list[list[tuple[str, bytes]]] = []  # per TCP connection: (direction, packet)
-        self.current: dict[int, int] = {}  # initiator -> index in connections
-        self.acked: set[int] = set()
-        self.violations: list[Any] = []
-        self.closed = 0
-        self.connect_failures = 0
-        self.errors: list[str] = []
+        self.links: dict[int, Any] = {}
 
     def clock(self) -> float:
         return (time.monotonic() - self.t0) / self.scale
 
+    def _link(self, init: Any) -> Any:
+        from harness.peers import InitiatorLink
+
+        link = self.links.get(id(init))
+        if link is None:
+            link = InitiatorLink(init, self.address, timeout=CONNECT_TIMEOUT / self.scale, clock=self.clock)
+            self.links[id(init)] = link
+        return link
+
     def perform(self, init: Any, actions: list[Any]) -> None:
-        from harness.model.enums import ConnectionStatus
-        from harness.session import Acked, CancelTimer, Close, Connect, Send, StartTimer, Violation
-
-        todo = list(actions)
-        while todo:
-            act = todo.pop(0)
-            key = id(init)
-            if isinstance(act, Connect):
-                try:
-                    sock = socket.create_connection(self.address, timeout=CONNECT_TIMEOUT)
-                except OSError as e:
-                    self.connect_failures += 1
-                    self.errors.append(f"connect {self.address}: {e}")
-                    todo[:0] = init.connection_failed(ConnectionStatus.SocketConnectFailure)
-                    continue
-                sock.settimeout(CONNECT_TIMEOUT)
-                self.socks[key] = sock
-                self.splitters[key] = StreamSplitter()
-                self.connections.append([])
-                self.current[key] = len(self.connections) - 1
-                todo[:0] = init.connection_made()
-            elif isinstance(act, Send):
-                out = self.socks.get(key)
-                if out is None:
-                    continue
-                self.connections[self.current[key]].append(("c2s", act.data))
-                try:
-                    out.sendall(act.data)
-                except OSError:
-                    self._drop(key)
-                    todo[:0] = init.connection_lost()
-            elif isinstance(act, Close):
-                self._drop(key)
-            elif isinstance(act, StartTimer):
-                self.timers[(key, act.name)] = (time.monotonic() + act.seconds * self.scale, init)
-            elif isinstance(act, CancelTimer):
-                self.timers.pop((key, act.name), None)
-            elif isinstance(act, Acked):
-                self.acked.update(act.message_ids)
-            elif isinstance(act, Violation):
-                self.violations.append(act)
-
-    def _drop(self, key: int) -> None:
-        sock = self.socks.pop(key, None)
-        if sock is not None:
-            self.closed += 1
-            with contextlib.suppress(OSError):
-                sock.close()
+        """Carry out an Initiator's actions; a connection it asked for is made at once."""
+        link = self._link(init)
+        link.perform(actions)
+        link.step(0.0)
 
     def run_until(self, initiators: list[Any], predicate: Callable[[], bool], timeout: float) -> bool:
-        """Drive sockets and timers until ``predicate()`` or ``timeout`` seconds (bounded)."""
+        """Move bytes and fire timers until ``predicate()`` or ``timeout`` real seconds."""
+        links = [self._link(i) for i in initiators]
         end = time.monotonic() + timeout
-        by_key = {id(i): i for i in initiators}
-        while True:
-            if predicate():
-                return True
-            now = time.monotonic()
-            if now >= end:
-                return False
-            for (key, name), (deadline, init) in sorted(self.timers.items(), key=lambda kv: kv[1][0]):
-                if deadline <= now and (key, name) in self.timers:
-                    del self.timers[(key, name)]
-                    self.perform(init, init.timer_fired(name))
-            if predicate():
-                return True
-            deadlines = [d for d, _ in self.timers.values()]
-            wait = max(0.0, min([end, *deadlines, now + 0.05]) - time.monotonic())
-            socks = {s: k for k, s in self.socks.items()}
-            if not socks:
-                time.sleep(min(wait, 0.01))
-                continue
-            sel = selectors.DefaultSelector()
-            for s in socks:
-                sel.register(s, selectors.EVENT_READ)
-            ready = sel.select(wait)
-            sel.close()
-            for skey, _ in ready:
-                sock = skey.fileobj
-                assert isinstance(sock, socket.socket)
-                key = socks[sock]
-                init = by_key[key]
-                try:
-                    data = sock.recv(65536)
-                except OSError:
-                    data = b""
-                if not data:
-                    self._drop(key)
-                    self.perform(init, init.connection_lost())
-                    continue
-                with contextlib.suppress(packets.PacketError):
-                    for chunk in self.splitters[key].feed(data):
-                        self.connections[self.current[key]].append(("s2c", chunk.data))
-                self.perform(init, init.receive_data(data))
+        while not predicate():
+            if time.monotonic() >= end:
+                return bool(predicate())
+            if not links:
+                time.sleep(0.01)
+            for link in links:
+                link.step(0.01 / len(links))
+        return True
+
+    @property
+    def connections(self) -> list[list[tuple[str, bytes]]]:
+        """Per TCP connection, in order: (direction, packet); a connection starts with the
+        initiator's EstablishConnection request."""
+        out: list[list[tuple[str, bytes]]] = []
+        for link in self.links.values():
+            for direction, data, _ in list(link.packets):
+                if (direction == "c2s" and _kind_of(data) == "EstablishConnection") or not out:
+                    out.append([])
+                out[-1].append((direction, data))
+        return out
+
+    @property
+    def opened(self) -> int:
+        return sum(link.connections for link in self.links.values())
+
+    @property
+    def closed(self) -> int:
+        """Connections that ended (closed by either end)."""
+        return sum(link.connections - int(link.connected) for link in self.links.values())
+
+    @property
+    def acked(self) -> set[int]:
+        return {m for link in self.links.values() for m in link.acked}
 
     def close(self) -> None:
-        for key in list(self.socks):
-            self._drop(key)
+        for link in self.links.values():
+            with contextlib.suppress(Exception):
+                link.close()
 
 
 # ====================================================================== running a case
@@ -537,7 +487,7 @@ class _WireRun:
             n = int(args["connections"])
 
             def pred() -> bool:
-                return len(link.connections) >= n
+                return link.opened >= n
         else:
             n = int(args["closed"])
 
@@ -786,7 +736,7 @@ class _WireRun:
         tp = then.get("peer") or {}
         if tp:
             assert self.link is not None
-            observed: dict[str, Any] = {"connections": len(self.link.connections)}
+            observed: dict[str, Any] = {"connections": self.link.opened}
             observed["max_in_flight"] = _max_in_flight(self.link.connections)
             kinds: dict[str, int] = {}
             for conn in self.link.connections:
