@@ -35,7 +35,8 @@ from harness.session.events import (
 )
 from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.messages import user_message
-from harness.session.rules import RULES, Rule
+from harness.session.observer import Observer
+from harness.session.rules import RULES, Rule, initiator_rules
 
 __all__ = [
     "BEHAVIOURS",
@@ -50,6 +51,7 @@ __all__ = [
     "Deliver",
     "DeliveryClass",
     "Initiator",
+    "Observer",
     "OutgoingMessagePosition",
     "Rule",
     "Send",
@@ -60,6 +62,7 @@ __all__ = [
     "StartTimer",
     "Timer",
     "Violation",
+    "initiator_rules",
     "named_behaviour",
     "user_message",
 ]

@@ -22,7 +22,15 @@ from typing import Literal
 from construct import Container
 
 import packets
-from harness.session.core import SessionEngine, tx_sequence_id
+from harness.session.core import (
+    SessionEngine,
+    TxSequenceChecker,
+    check_cp_request,
+    check_ec_request,
+    check_internal_reserved,
+    check_message_id,
+    tx_sequence_id,
+)
 from harness.session.events import Action, Deliver, Send, SessionConfig, SessionState, Timer
 from harness.session.messages import delivery_of
 from packets import GUID, NULL_GUID, Packet, PacketKind
@@ -105,6 +113,7 @@ class Acceptor(SessionEngine):
     """
 
     role = "acceptor"
+    peer_direction = "c2s"
 
     def __init__(
         self,
@@ -132,6 +141,9 @@ class Acceptor(SessionEngine):
         self._ec_request: Container | None = None
         self._refused = False
         self._order_ack_ordinal = 0
+        self.tx_checker = TxSequenceChecker()  # what the initiators' TransactionHeaders revealed (3.1.1.5)
+        self._session_message_ids: set[tuple[bytes, int]] = set()
+        self._window_reported = False
 
     # -- 3.1.5.10 -------------------------------------------------------------------------------
 
@@ -144,6 +156,8 @@ class Acceptor(SessionEngine):
         self.connections += 1
         self._ec_request = None
         self._refused = False
+        self._session_message_ids = set()
+        self._window_reported = False
         self.LastOrderAckSendTime = self.clock()
         self._stop_timer(Timer.SessionInitialization)
         self._start_timer(Timer.SessionInitialization, self.config.session_initialization)
@@ -175,8 +189,8 @@ class Acceptor(SessionEngine):
             self._wrong_state("MQQB-3.1.5.3-wrong-state", packet, index)
             return
         req = packet.EstablishConnectionHeader
-        if packet.InternalHeader.Flags.CS:
-            self._violation("MQQB-3.1.5.2.3-ec-request", "EstablishConnection request with CS=1", index)
+        for rule_id, evidence in check_ec_request(packet, self.identifier):
+            self._violation(rule_id, evidence, index)
         self.RemoteQMGuid = GUID(req.ClientGuid)
         self._ec_request = packet.headers
         server = GUID(req.ServerGuid)
@@ -210,8 +224,8 @@ class Acceptor(SessionEngine):
             self._close("initiator continued after refusal", "MS-MQQB 3.1.5.3.2")
             return
         cp = packet.ConnectionParametersHeader
-        if packet.InternalHeader.Flags.CS:
-            self._violation("MQQB-3.1.5.3.2-cp-request", "ConnectionParameters request with CS=1", index)
+        for rule_id, evidence in check_cp_request(packet):
+            self._violation(rule_id, evidence, index)
         self.ReceivedWindowSize = max(1, int(cp.WindowSize))
         self.AckWaitTimeout = int(cp.AckTimeout)
         self.RecoverableAckSendTimeout = int(cp.RecoverableAckTimeout)
@@ -233,6 +247,7 @@ class Acceptor(SessionEngine):
             return
         delivery = delivery_of(packet)
         self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
+        self._check_sender(packet, index, delivery.name == "transactional")
         sh = packet.headers.get("SessionHeader")
         if sh is not None:  # 3.1.5.8.4
             self._process_session_header(sh, index)
@@ -253,6 +268,51 @@ class Acceptor(SessionEngine):
             self.duplicates_discarded += 1
         if self.behaviour.session_ack == "normal":
             self._maybe_ack_by_count()
+
+    def _check_sender(self, packet: Packet, index: int, transactional: bool) -> None:
+        """What a UserMessage Packet reveals of how the initiator numbers and sends it: MessageID
+        (3.1.7.1.1), the window (3.1.7.1: UnAckedMessageCount < the WindowSize it announced in its
+        ConnectionParameters request), one transmission per session (3.1.1.4), and its
+        transactional sequence (3.1.1.5, 3.1.7.1.3)."""
+        for rule_id, evidence in check_message_id(packet):
+            self._violation(rule_id, evidence, index)
+        unacked = self.counters.MessageReceivedCount - self._last_ack_sent
+        if unacked > self.ReceivedWindowSize and not self._window_reported:
+            self._window_reported = True
+            self._violation(
+                "MQQB-3.1.7.1-window-exceeded",
+                f"{unacked} UserMessages unacknowledged, the initiator's WindowSize is {self.ReceivedWindowSize}",
+                index,
+            )
+        uh = packet.UserHeader
+        if transactional:
+            for rule_id, evidence in self.tx_checker.check(bytes(self.RemoteQMGuid), packet.TransactionHeader):
+                self._violation(rule_id, evidence, index)
+        else:
+            key = (bytes(uh.SourceQueueManager), int(uh.MessageID))
+            if key in self._session_message_ids:
+                self._violation(
+                    "MQQB-3.1.5.8.1-duplicate", f"MessageID {int(uh.MessageID)} sent twice on this session", index
+                )
+            self._session_message_ids.add(key)
+
+    def _connection_lost(self) -> None:
+        """The initiator closed the transport: inside a packet (3.1.5.1.3), or before OPEN (3.1.5.9)."""
+        if self._splitter.buffered:
+            self._violation(
+                "MQQB-3.1.5.1.3-truncated",
+                f"{self._splitter.buffered} bytes of an unfinished packet when the connection closed",
+                self.packets_received,
+            )
+        b = self.behaviour
+        replies_conform = (
+            b.reply_signature is None
+            and b.reply_version is None
+            and b.garbage_reply is None
+            and b.reply_padding == sp.RESPONSE_PADDING_BYTE
+        )
+        if self.SessionState is not SessionState.OPEN and not self._refused and replies_conform:
+            self._violation("MQQB-3.1.5.9-closed-early", f"closed in SessionState {self.SessionState.value}")
 
     def _remember(self, key: tuple[bytes, int]) -> None:
         """3.1.5.8.2: a MessageIDHistoryEntry for the message (oldest dropped when full)."""
@@ -329,6 +389,9 @@ class Acceptor(SessionEngine):
 
     def _on_SessionAck(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.5: the initiator acknowledges the OrderAcks this acceptor sent."""
+        if self.SessionState == SessionState.OPEN:
+            for rule_id, evidence in check_internal_reserved(packet):
+                self._violation(rule_id, evidence, index)
         super()._on_SessionAck(packet, index)
 
     def _on_OrderAck(self, packet: Packet, index: int) -> None:

@@ -36,11 +36,17 @@ from packets import session as sp
 from packets.base import SIGNATURE, VERSION_NUMBER
 
 __all__ = [
+    "CODEC_RULES",
     "Counters",
     "Finding",
     "SessionEngine",
+    "TxSequenceChecker",
+    "check_cp_request",
     "check_cp_response",
+    "check_ec_request",
     "check_ec_response",
+    "check_internal_reserved",
+    "check_message_id",
     "check_packet",
     "check_session_header",
     "tx_sequence_id",
@@ -63,6 +69,18 @@ def tx_sequence_id(value: Any) -> int:
 # ---------------------------------------------------------------------------------------------
 # Pure checks
 
+# Field rules the codec checks (packets/), by field path, that have a rule id of their own here; any
+# other codec finding is MQQB-3.1.5.1.3-malformed.  Either way the packet is discarded (3.1.5.1.3).
+CODEC_RULES: dict[str, str] = {
+    "InternalHeader.Flags.PT": "MQQB-3.1.5.1.1-unknown-packet",
+    "InternalHeader.Flags.CS": "MQQB-2.2.1-cs-flag",
+    "BaseHeader.TimeToReachQueue": "MQMQ-2.2.19.1-time-to-reach-queue",
+    "ConnectionParametersHeader.RecoverableAckTimeout": "MQQB-2.2.2.1-recoverable-ack-timeout",
+    "ConnectionParametersHeader.AckTimeout": "MQQB-2.2.2.1-ack-timeout",
+    "EstablishConnectionHeader.OperatingSystem.RE": "MQQB-2.2.3.1-operating-system",
+    "TransactionHeader.TxSequenceNumber": "MQMQ-2.2.20.5-tx-number",
+}
+
 
 def check_packet(data: bytes) -> tuple[Packet | None, list[Finding]]:
     """[MS-MQQB] 3.1.5.1: verify the signature (3.1.5.1.2), parse (3.1.5.1.3) and identify
@@ -83,7 +101,9 @@ def check_packet(data: bytes) -> tuple[Packet | None, list[Finding]]:
     except Exception as e:  # the codec promises PacketError only; never let a peer crash us
         return None, [("MQQB-3.1.5.1.3-malformed", f"undecodable: {e}")]
     if packet.violations:
-        return None, [("MQQB-3.1.5.1.3-malformed", "; ".join(str(v) for v in packet.violations[:3]))]
+        first = packet.violations[0]
+        rule_id = CODEC_RULES.get(first.field_path, "MQQB-3.1.5.1.3-malformed")
+        return None, [(rule_id, "; ".join(str(v) for v in packet.violations[:3]))]
     if packet.kind == PacketKind.Unknown:
         pt = packet.headers.get("InternalHeader")
         what = f"InternalHeader.Flags 0x{int(pt.Flags):04X}" if pt is not None else "no InternalHeader"
@@ -114,7 +134,7 @@ def check_ec_response(request: Container | None, response: Packet) -> list[Findi
     requested = GUID(req.ServerGuid)
     must_refuse = not (requested.is_null or requested == GUID(ec.ServerGuid))
     refused = bool(response.InternalHeader.Flags.CS)
-    if refused != must_refuse:
+    if must_refuse and not refused:  # a valid request MAY still be refused by policy (2.2.1 <12>)
         found.append(
             (
                 "MQQB-3.1.5.3.1-refusal",
@@ -123,6 +143,100 @@ def check_ec_response(request: Container | None, response: Packet) -> list[Findi
             )
         )
     return found
+
+
+def check_internal_reserved(packet: Packet) -> list[Finding]:
+    """[MS-MQQB] 2.2.1: InternalHeader.Reserved MUST be zero when sent."""
+    internal = packet.headers.get("InternalHeader")
+    if internal is not None and int(internal.Reserved) != 0:
+        return [("MQQB-2.2.1-reserved", f"InternalHeader.Reserved 0x{int(internal.Reserved):04X}")]
+    return []
+
+
+def check_ec_request(request: Packet, acceptor: GUID | None = None) -> list[Finding]:
+    """An EstablishConnection request ([MS-MQQB] 2.2.3.1, 3.1.5.2.3): CS 0, ClientGuid not GUID_NULL,
+    Reserved 0, and (when the acceptor's identifier is known) ServerGuid that identifier or GUID_NULL."""
+    found = check_internal_reserved(request)
+    ec = request.EstablishConnectionHeader
+    if request.InternalHeader.Flags.CS:
+        found.append(("MQQB-3.1.5.2.3-ec-request", "EstablishConnection request with InternalHeader.Flags.CS=1"))
+    if GUID(ec.ClientGuid).is_null:
+        found.append(("MQQB-2.2.3.1-client-guid", "EstablishConnectionHeader.ClientGuid is GUID_NULL"))
+    server = GUID(ec.ServerGuid)
+    if acceptor is not None and not (server.is_null or server == acceptor):
+        found.append(
+            ("MQQB-2.2.3.1-server-guid", f"EstablishConnectionHeader.ServerGuid {server}, the acceptor is {acceptor}")
+        )
+    if int(ec.Reserved) != 0:
+        found.append(("MQQB-2.2.3.1-reserved", f"EstablishConnectionHeader.Reserved 0x{int(ec.Reserved):04X}"))
+    return found
+
+
+def check_cp_request(request: Packet) -> list[Finding]:
+    """A ConnectionParameters request ([MS-MQQB] 3.1.5.3.2, 2.2.2.1): CS 0, Reserved 0 (the timeout
+    ranges are codec rules: :data:`CODEC_RULES`)."""
+    found = check_internal_reserved(request)
+    if request.InternalHeader.Flags.CS:
+        found.append(("MQQB-3.1.5.3.2-cp-request", "ConnectionParameters request with InternalHeader.Flags.CS=1"))
+    cp = request.ConnectionParametersHeader
+    if int(cp.Reserved) != 0:
+        found.append(("MQQB-2.2.2.1-reserved", f"ConnectionParametersHeader.Reserved 0x{int(cp.Reserved):04X}"))
+    return found
+
+
+def check_message_id(packet: Packet) -> list[Finding]:
+    """[MS-MQQB] 3.1.7.1.1: a sent UserMessage never has UserHeader.MessageID 0."""
+    if int(packet.UserHeader.MessageID) == 0:
+        return [("MQQB-3.1.7.1.1-message-id", "UserHeader.MessageID is 0")]
+    return []
+
+
+class TxSequenceChecker:
+    """What a receiver sees of a sender's transactional sequences ([MS-MQQB] 3.1.1.5, 3.1.7.1.3),
+    per sending queue manager and across sessions: the highest TxSequenceID and, within it, the
+    highest TxSequenceNumber seen (accepted or not).  Only what any conformant sender satisfies is
+    checked: a receiver that meets a sender mid-sequence (it started later) learns before it judges."""
+
+    def __init__(self) -> None:
+        self.seen: dict[bytes, tuple[int, int]] = {}
+
+    def check(self, sender: bytes, th: Container) -> list[Finding]:
+        seq_id = tx_sequence_id(th.TxSequenceID)
+        number, previous = int(th.TxSequenceNumber), int(th.PreviousTxSequenceNumber)
+        found: list[Finding] = []
+        if number == 0:
+            found.append(("MQMQ-2.2.20.5-tx-number", f"TxSequenceNumber 0 in sequence {seq_id:#x}"))
+        elif previous >= number:
+            found.append(
+                ("MQQB-3.1.7.1.3-tx-previous", f"PreviousTxSequenceNumber {previous} >= TxSequenceNumber {number}")
+            )
+        known = self.seen.get(sender)
+        if known is not None:
+            known_id, highest = known
+            if seq_id < known_id:
+                found.append(
+                    ("MQQB-3.1.1.5-prior-sequence", f"TxSequenceID {seq_id:#x} after sequence {known_id:#x} was used")
+                )
+                return found
+            if seq_id > known_id and previous != 0:
+                found.append(
+                    (
+                        "MQQB-3.1.1.5-new-sequence",
+                        f"first message of sequence {seq_id:#x} has PreviousTxSequenceNumber {previous}",
+                    )
+                )
+            elif seq_id == known_id and number > highest and highest < previous < number:
+                found.append(
+                    (
+                        "MQQB-3.1.1.5-tx-sequence",
+                        f"TxSequenceNumber {number} follows {previous}, but the highest sent so far is {highest}",
+                    )
+                )
+            if seq_id == known_id:
+                self.seen[sender] = (seq_id, max(highest, number))
+                return found
+        self.seen[sender] = (seq_id, number)
+        return found
 
 
 def check_cp_response(request: Container | None, response: Packet) -> list[Finding]:
@@ -184,6 +298,14 @@ def check_session_header(
                 f"{highest} but only {recoverable_sent} were sent",
             )
         )
+    elif recoverable_sent == 0 and (base or flags):
+        found.append(
+            (
+                "MQQB-3.1.1.6.1-sender-ack-fields",
+                f"RecoverableMsgAckSeqNumber {base}, RecoverableMsgAckFlags 0x{flags:08X} but no recoverable "
+                f"message was sent to that endpoint",
+            )
+        )
     return found
 
 
@@ -242,6 +364,7 @@ class SessionEngine:
     """
 
     role = "engine"
+    peer_direction = ""  # the direction of the packets this end receives: "c2s" (acceptor) or "s2c" (initiator)
 
     def __init__(self, identifier: GUID | bytes | str, config: SessionConfig | None, clock: Callable[[], float]):
         self.identifier = GUID(identifier)  # QueueManager.Identifier
@@ -259,6 +382,7 @@ class SessionEngine:
         self.violations: list[Violation] = []
         self.packets_received = 0  # python-only: packets taken from this connection's stream
         self._last_ack_received = 0
+        self._last_ack_sent = 0
         self._timers: set[str] = set()
         self._out: list[Action] = []
         self._splitter = StreamSplitter()
@@ -293,7 +417,7 @@ class SessionEngine:
         return frozenset(self._timers)
 
     def _violation(self, rule_id: str, evidence: str, index: int = -1) -> None:
-        v = Violation.of(rule_id, index, evidence, self.role)
+        v = Violation.of(rule_id, index, evidence, self.peer_direction)
         self.violations.append(v)
         self._out.append(v)
 
@@ -307,6 +431,7 @@ class SessionEngine:
         """[MS-MQQB] 3.1.3.2 Session Initialization (the parts every session has)."""
         self.counters = Counters()
         self._last_ack_received = 0
+        self._last_ack_sent = 0  # MessageReceivedCount when this end last sent a SessionHeader
         for name in (Timer.SessionAckWait, Timer.SessionAckSend, Timer.TransactionalAckWait, Timer.OrderAckSend):
             self._stop_timer(name)
         self._start_timer(Timer.SessionCleanup, self.config.session_cleanup)
@@ -353,12 +478,7 @@ class SessionEngine:
             self._violation(rule_id, evidence, index)
             self._close(f"packet {index} discarded: {evidence}", rule(rule_id).section)
             return
-        handler = getattr(self, f"_on_{packet.kind.name}", None)
-        if handler is None:
-            self._violation("MQQB-2.1.1-wrong-direction", f"{packet.kind} not expected by the {self.role}", index)
-            self._close(f"{packet.kind} not expected", "MS-MQQB 2.1.1")
-            return
-        handler(packet, index)
+        getattr(self, f"_on_{packet.kind.name}")(packet, index)
         self._after_packet(index)
 
     def _after_packet(self, index: int) -> None:
@@ -371,9 +491,13 @@ class SessionEngine:
     def connection_lost(self) -> list[Action]:
         """The transport connection closed ([MS-MQQB] 3.1.7.3 Handling a Network Disconnect -> 3.1.5.9)."""
         if self._transport:
+            self._connection_lost()
             self._closing(peer_closed=True)
             self._close_steps()
         return self._take()
+
+    def _connection_lost(self) -> None:
+        """Hook: the peer closed the transport while this end still had it open."""
 
     # -- 3.1.5.5 Receiving a SessionAck Packet (and 3.1.5.8.4) -----------------------------------
 
@@ -450,6 +574,7 @@ class SessionEngine:
         packet = sp.session_ack()
         packet.SessionHeader = sh
         self._send_packet(packet, PacketKind.SessionAck)
+        self._last_ack_sent = self.counters.MessageReceivedCount
         self.counters.acknowledged()
 
     def _session_ack_send_timer(self) -> None:

@@ -169,6 +169,8 @@ class Violation:
 
     ``packet_index`` counts the packets of the session from 0 (both directions, in the order the
     engine or observer saw them); -1 when the violation concerns no packet (a timer, the end).
+    ``direction`` is the direction of the offending packets: "c2s" (sent by the initiator, the
+    client) or "s2c" (sent by the acceptor, the server).
     """
 
     rule_id: str

@@ -70,6 +70,7 @@ class Initiator(SessionEngine):
     """
 
     role = "initiator"
+    peer_direction = "s2c"
 
     def __init__(
         self,

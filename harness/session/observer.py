@@ -1,0 +1,268 @@
+"""The passive observer: checks a recorded two-way MSMQ binary session against the session rules.
+
+Renders, for a third party that only listens, the rules of [MS-MQQB] 3.1.5.1 (signature, format,
+packet type), 3.1.5.2.3/3.1.5.3/3.1.5.4 (the EstablishConnection and ConnectionParameters exchange,
+in order, echoed, CS set exactly when required, 2.2.3.1 response padding), 3.1.5.5 (SessionAck
+counts, 3.1.5.5.5), 3.1.5.6/3.1.5.7 (OrderAck and FinalAck name messages that were sent, in
+order, 3.1.1.6.2), 3.1.5.8 (no UserMessage before OPEN), 3.1.7.1 (the sender's window),
+3.1.7.1.1/3.1.7.1.3/3.1.1.5 (MessageID, transactional sequence numbering) and 3.1.5.9 (a session
+that ends before OPEN, unless a violation already explains it, or inside a packet).  The checks
+are the engines' own (``core.check_*``, ``core.TxSequenceChecker``) and every finding is a rule of
+:data:`harness.session.rules.RULES`.
+
+Feed the client's bytes (initiator -> acceptor) to :meth:`Observer.client_data` and the server's
+to :meth:`Observer.server_data` in capture order, then call :meth:`Observer.end`.
+"""
+
+from __future__ import annotations
+
+from construct import Container
+
+from harness.session.core import (
+    U16,
+    Finding,
+    TxSequenceChecker,
+    check_cp_request,
+    check_cp_response,
+    check_ec_request,
+    check_ec_response,
+    check_internal_reserved,
+    check_message_id,
+    check_packet,
+    check_session_header,
+    tx_sequence_id,
+)
+from harness.session.events import Violation
+from packets import GUID, Packet, PacketError, PacketKind, StreamSplitter
+
+__all__ = ["Observer"]
+
+C2S, S2C = "c2s", "s2c"
+
+# Session phases as the observer sees them (the two ends' SessionState of 3.1.1.3.1 in one word).
+START, EC_SENT, EC_REPLIED, CP_SENT, OPEN = "start", "ec-sent", "ec-replied", "cp-sent", "open"
+
+
+class _Side:
+    """What one endpoint has sent on the session so far ([MS-MQQB] 3.1.1.4 counts, its window)."""
+
+    def __init__(self, direction: str) -> None:
+        self.direction = direction
+        self.splitter = StreamSplitter()
+        self.dead = False  # the stream could not be framed any further
+        self.sent = 0  # UserMessage Packets (incl. OrderAck/FinalAck): MessageSentCount
+        self.recoverable_sent = 0  # RecoverableMessageSentCount
+        self.last_ack = 0  # the last AckSequenceNumber this endpoint sent
+        self.acked_at = 0  # the other end's sent count this endpoint acknowledged last
+        self.window = 0  # WindowSize this endpoint announced (0: none yet)
+        self.window_reported = False
+        self.message_ids: set[tuple[bytes, int]] = set()  # non-transactional, sent on this session
+        self.tx_sent: dict[int, int] = {}  # TxSequenceID -> highest TxSequenceNumber sent
+        self.order_acked: dict[int, int] = {}  # TxSequenceID -> highest number this endpoint OrderAcked
+
+
+class Observer:
+    """Passive checker of one recorded session; ``violations`` lists everything found so far.
+
+    ``acceptor``: the acceptor's QueueManager.Identifier when known (checks the request's
+    ServerGuid, 2.2.3.1).  Packets are numbered from 0 across both directions in feed order.
+    """
+
+    def __init__(self, acceptor: GUID | bytes | str | None = None) -> None:
+        self.acceptor = GUID(acceptor) if acceptor is not None else None
+        self.violations: list[Violation] = []
+        self.packets = 0
+        self.phase = START
+        self.refused = False
+        self.client = _Side(C2S)
+        self.server = _Side(S2C)
+        self._ec_request: Container | None = None
+        self._cp_request: Container | None = None
+        self._tx = TxSequenceChecker()
+        self._ended = False
+
+    # -- feeding -----------------------------------------------------------------------------------
+
+    def client_data(self, data: bytes) -> list[Violation]:
+        """Bytes the initiator sent, in any fragmentation."""
+        return self._feed(self.client, data)
+
+    def server_data(self, data: bytes) -> list[Violation]:
+        """Bytes the acceptor sent, in any fragmentation."""
+        return self._feed(self.server, data)
+
+    def end(self) -> list[Violation]:
+        """The recording ended (both directions closed): unfinished packets, a session never opened."""
+        if self._ended:
+            return []
+        self._ended = True
+        out: list[Violation] = []
+        for side in (self.client, self.server):
+            if not side.dead and side.splitter.buffered:
+                out += self._report(
+                    side,
+                    [
+                        (
+                            "MQQB-3.1.5.1.3-truncated",
+                            f"{side.splitter.buffered} bytes of an unfinished packet at the end",
+                        )
+                    ],
+                    self.packets,
+                )
+        if self.packets and self.phase != OPEN and not self.refused and not self.violations:
+            out += self._report(
+                self.client, [("MQQB-3.1.5.9-closed-early", f"the session ended in phase {self.phase}")]
+            )
+        return out
+
+    def _feed(self, side: _Side, data: bytes) -> list[Violation]:
+        if side.dead or not data:
+            return []
+        out: list[Violation] = []
+        try:
+            chunks = side.splitter.feed(data)
+        except PacketError as e:
+            side.dead = True
+            rule_id = (
+                "MQQB-3.1.5.1.2-signature" if e.field_path == "BaseHeader.Signature" else "MQQB-3.1.5.1.3-malformed"
+            )
+            return self._report(side, [(rule_id, str(e))], self.packets)
+        for chunk in chunks:
+            index = self.packets
+            self.packets += 1
+            packet, findings = check_packet(chunk.data)
+            if packet is None:
+                out += self._report(side, findings, index)
+                continue
+            handler = self._client_packet if side is self.client else self._server_packet
+            out += self._report(side, handler(packet), index)
+        return out
+
+    def _report(self, side: _Side, findings: list[Finding], index: int = -1) -> list[Violation]:
+        found = [Violation.of(rule_id, index, evidence, side.direction) for rule_id, evidence in findings]
+        self.violations += found
+        return found
+
+    # -- the initiator's packets -----------------------------------------------------------------
+
+    def _client_packet(self, packet: Packet) -> list[Finding]:
+        kind = packet.kind
+        if kind is PacketKind.EstablishConnection:
+            if self.phase != START:
+                return [("MQQB-3.1.5.3-wrong-state", f"EstablishConnection request in phase {self.phase}")]
+            self._ec_request = packet.headers
+            self.phase = EC_SENT
+            return check_ec_request(packet, self.acceptor)
+        if kind is PacketKind.ConnectionParameters:
+            if self.phase != EC_REPLIED:
+                return [("MQQB-3.1.5.4-wrong-state", f"ConnectionParameters request in phase {self.phase}")]
+            if self.refused:
+                return [("MQQB-3.1.5.3.2-after-refusal", "ConnectionParameters after a CS=1 response")]
+            self._cp_request = packet.headers
+            self.client.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
+            self.phase = CP_SENT
+            return check_cp_request(packet)
+        return self._session_packet(self.client, self.server, packet)
+
+    # -- the acceptor's packets ------------------------------------------------------------------
+
+    def _server_packet(self, packet: Packet) -> list[Finding]:
+        kind = packet.kind
+        if kind is PacketKind.EstablishConnection:
+            if self.phase != EC_SENT:
+                return [("MQQB-3.1.5.3-wrong-state", f"EstablishConnection response in phase {self.phase}")]
+            self.refused = bool(packet.InternalHeader.Flags.CS)
+            self.phase = EC_REPLIED
+            return check_ec_response(self._ec_request, packet)
+        if kind is PacketKind.ConnectionParameters:
+            if self.phase != CP_SENT:
+                return [("MQQB-3.1.5.4-wrong-state", f"ConnectionParameters response in phase {self.phase}")]
+            self.server.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
+            self.phase = OPEN
+            return check_cp_response(self._cp_request, packet)
+        return self._session_packet(self.server, self.client, packet)
+
+    # -- packets of an open session, either direction ------------------------------------------------
+
+    def _session_packet(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
+        """A SessionAck, OrderAck, FinalAck or UserMessage Packet that ``me`` sent to ``other``."""
+        kind = packet.kind
+        wrong_state = {
+            PacketKind.SessionAck: "MQQB-3.1.5.5-wrong-state",
+            PacketKind.OrderAck: "MQQB-3.1.5.6-wrong-state",
+            PacketKind.FinalAck: "MQQB-3.1.5.7-wrong-state",
+            PacketKind.UserMessage: "MQQB-3.1.5.8-wrong-state",
+        }[kind]
+        if self.phase != OPEN:
+            return [(wrong_state, f"{kind.name} in phase {self.phase}")]
+        if kind is PacketKind.SessionAck:
+            return check_internal_reserved(packet) + self._session_header(me, other, packet.SessionHeader)
+        found: list[Finding] = []
+        me.sent += 1  # every UserMessage Packet counts, OrderAck and FinalAck included (3.1.1.4)
+        if packet.UserHeader.Flags.DM == 1:
+            me.recoverable_sent += 1
+        unacked = me.sent - other.acked_at
+        if me.window and unacked > me.window and not me.window_reported:
+            me.window_reported = True
+            found.append(
+                ("MQQB-3.1.7.1-window-exceeded", f"{unacked} UserMessages unacknowledged, WindowSize {me.window}")
+            )
+        if kind is PacketKind.OrderAck:
+            found += self._order_ack(me, other, packet)
+        elif kind is PacketKind.FinalAck:
+            body = packet.body
+            if body is not None and (bytes(GUID(body.SourceGUID)), int(body.MessageID)) not in other.message_ids:
+                found.append(("MQQB-3.1.5.7-final-ack-unknown", f"FinalAck for MessageID {int(body.MessageID)}"))
+        else:
+            found += self._user_message(me, packet)
+        sh = packet.headers.get("SessionHeader")
+        if sh is not None:
+            found += self._session_header(me, other, sh)
+        return found
+
+    def _user_message(self, me: _Side, packet: Packet) -> list[Finding]:
+        found = check_message_id(packet)
+        uh = packet.UserHeader
+        key = (bytes(GUID(uh.SourceQueueManager)), int(uh.MessageID))
+        th = packet.headers.get("TransactionHeader")
+        if th is not None:
+            found += self._tx.check(bytes(GUID(uh.SourceQueueManager)), th)
+            seq_id = tx_sequence_id(th.TxSequenceID)
+            me.tx_sent[seq_id] = max(me.tx_sent.get(seq_id, 0), int(th.TxSequenceNumber))
+        elif key in me.message_ids:
+            found.append(("MQQB-3.1.5.8.1-duplicate", f"MessageID {key[1]} sent twice on this session"))
+        me.message_ids.add(key)
+        return found
+
+    def _order_ack(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
+        body = packet.body
+        if body is None:
+            return [("MQQB-3.1.5.1.3-malformed", "OrderAck Packet without an OrderAck Body")]
+        seq_id, number = tx_sequence_id(body.TxSequenceID), int(body.TxSequenceNumber)
+        if number > other.tx_sent.get(seq_id, 0):
+            return [("MQQB-3.1.5.6-order-ack-unsent", f"OrderAck for ({seq_id:#x}, {number}) which was never sent")]
+        if number < me.order_acked.get(seq_id, 0):
+            return [
+                (
+                    "MQQB-3.1.1.6.2-order-ack-order",
+                    f"OrderAck for number {number} after {me.order_acked[seq_id]} in sequence {seq_id:#x}",
+                )
+            ]
+        me.order_acked[seq_id] = number
+        return []
+
+    def _session_header(self, me: _Side, other: _Side, sh: Container) -> list[Finding]:
+        """A SessionHeader ``me`` sent acknowledging what ``other`` sent (3.1.5.5, 3.1.5.5.5)."""
+        found = check_session_header(
+            sh,
+            sent=other.sent,
+            recoverable_sent=other.recoverable_sent,
+            received=me.sent,
+            recoverable_received=me.recoverable_sent,
+            last_ack=me.last_ack,
+        )
+        me.last_ack = int(sh.AckSequenceNumber)
+        # the count the header acknowledges, unwrapped against what the other end has sent
+        ack = int(sh.AckSequenceNumber)
+        me.acked_at = max(me.acked_at, other.sent - ((other.sent - ack) % U16))
+        return found
