@@ -53,7 +53,6 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "send": (frozenset({"packet"}), frozenset({"fields", "hex", "count", "delivery", "body", "new_connection"})),
     "receive": (frozenset(), frozenset({"packet", "timeout", "skip", "until"})),
     "pause_queue": (frozenset({"queue"}), frozenset()),
-    "resume_queue": (frozenset({"queue"}), frozenset()),
 }
 _INITIATOR_ACTIONS = {
     "create_outgoing_queue",
@@ -61,7 +60,6 @@ _INITIATOR_ACTIONS = {
     "enqueue",
     "wait_for",
     "pause_queue",
-    "resume_queue",
 }
 _ACCEPTOR_ACTIONS = {"send", "receive", "wait_for"}
 _WAIT_CONDITIONS = ("packet", "acked", "connection_history", "connections", "closed")
@@ -99,8 +97,8 @@ def needs_simulated_peer(case_given: Mapping[str, Any], then: Mapping[str, Any])
     faults = [b for b in behaviours_of(peer) if b != "normal"]
     if faults:
         return f"needs the simulated peer's behaviour {', '.join(faults)}"
-    if peer.get("listening") is False:
-        return "needs the simulated peer not listening"
+    if peer.get("listening") is False or peer.get("silent"):
+        return "needs the simulated peer not listening or silent"
     tp = then.get("peer") or {}
     if "delivered" in tp or "violations" in tp:
         return "checks what the simulated peer delivered and reported"
@@ -202,7 +200,7 @@ def _check_action(
         if message.get("delivery", "express") not in DELIVERY:
             raise lines.error((*path, "message", "delivery"), f"delivery is one of: {', '.join(DELIVERY)}")
         messages.add(message["id"])
-    elif action in ("pause_queue", "resume_queue"):
+    elif action == "pause_queue":
         if queues.get(args["queue"]) != "outgoing":
             raise lines.error((*path, "queue"), f"unknown outgoing queue reference {args['queue']!r}")
     elif action == "wait_for":

@@ -241,3 +241,12 @@ def test_wire_expectations_and_hex_dump() -> None:
     assert wire_matches({"every_byte": 0x5A}, "5a5a") and not wire_matches({"every_byte": 0x5A}, "5a00")
     assert wire_matches({"sent": "X.y"}, 7, lambda path: 7) and not wire_matches({"sent": "X.y"}, 7, lambda path: 8)
     assert wire_matches("11111111-2222-3333-4444-555555555555", "{11111111-2222-3333-4444-555555555555}")
+
+
+def test_the_schema_names_the_model_connection_statuses_and_the_session_behaviours() -> None:
+    from harness.cases.schema import schema
+    from harness.model.enums import ConnectionStatus, OutgoingQueueState
+
+    defs = schema()["$defs"]
+    assert defs["connectionStatus"]["enum"] == [s.value for s in ConnectionStatus]
+    assert set(defs["outgoingState"]["properties"]["State"]["enum"]) == {s.value for s in OutgoingQueueState}

@@ -16,8 +16,9 @@ A wire case (harness.cases.wire, docs/cases.md "Wire cases") checks one side of 
 A case that needs a fault behaviour of the simulated peer, or what only the simulated peer
 records, is ``not_applicable`` against a live target; a wire case against a target that only
 has the [MS-MQDMPR] model (``plugin:``, ``cmd:``) is ``not_applicable`` too, as is a model case
-against ``mqqb://``.  Timers of the reference initiator (3.1.2) run scaled by ``given.peer.timers``
-(default 0.05) so that retry and acknowledgment timeouts take milliseconds.
+against ``mqqb://``.  The reference Initiators run over ``harness.peers.InitiatorLink`` on a clock
+scaled by ``given.peer.timers`` (default 0.05), so that their 3.1.2 timers (retry, acknowledgment,
+session initialization) run a twentieth of their durations.
 """
 
 from __future__ import annotations
@@ -314,6 +315,7 @@ class _WireRun:
         self.scale = float(peer_spec.get("timers", DEFAULT_TIMER_SCALE))
         self.window = int(peer_spec.get("window", DEFAULT_WINDOW))
         self.peer: Any = None
+        self.silent: socket.socket | None = None
         self.address: tuple[str, int] = live if live is not None else ("", 0)
         # initiator side
         self.qm: Any = None
@@ -340,9 +342,14 @@ class _WireRun:
             self.peer = _simulated_peer(self.behaviours)
             host, port = self.peer.address[:2]
             self.address = (str(host), int(port))
-            if self.case.given["peer"].get("listening") is False:  # its port now refuses connections
-                _close_peer(self.peer)
+            peer_spec = self.case.given["peer"]
+            if peer_spec.get("listening") is False or peer_spec.get("silent"):
+                _close_peer(self.peer)  # its port now refuses connections
                 self.peer = None
+            if peer_spec.get("silent"):  # connections are accepted (by the backlog) and never answered
+                self.silent = socket.create_server(("127.0.0.1", 0))
+                host, port = self.silent.getsockname()[:2]
+                self.address = (str(host), int(port))
         if self.side == "initiator":
             from harness.model import QueueManager
             from harness.session import SessionConfig
@@ -362,6 +369,8 @@ class _WireRun:
                 self.client.close()
         if self.peer is not None:
             _close_peer(self.peer)
+        if self.silent is not None:
+            self.silent.close()
 
     def _flush(self) -> None:
         assert self.oqp is not None and self.link is not None
@@ -452,13 +461,10 @@ class _WireRun:
         return None
 
     def pause_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        self.qm.pause_queue(self.queues[args["queue"]])
-        return {}
-
-    def resume_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        self.qm.resume_queue(self.queues[args["queue"]])
-        self._flush()
-        return {}
+        """[MS-MQDMPR] 3.1.4.14 Pause Queue on an OutgoingQueue."""
+        queue = self.queues[args["queue"]]
+        self.qm.pause_queue(queue)
+        return {"State": queue.State.name}
 
     def wait_for(self, args: Mapping[str, Any]) -> dict[str, Any]:
         timeout = min(float(args.get("timeout", 3.0)), MAX_WAIT, self.step_timeout)
