@@ -50,6 +50,10 @@ __all__ = ["PeerConnection", "PeerError", "SimulatedPeer"]
 log = logging.getLogger(__name__)
 
 RECV_SIZE = 1 << 18
+# Acceptor attributes that belong to the queue manager, not the session: the MessageIDHistoryTable
+# ([MS-MQQB] 3.1.1.3), the incoming transactional sequences ([MS-MQDMPR] 3.1.1.5) and what the
+# initiators' TransactionHeaders revealed so far (3.1.1.5).
+QUEUE_MANAGER_STATE = ("MessageIDHistoryTable", "incoming_tx", "tx_checker")
 TICK = 0.25  # longest sleep of the loop: how soon it notices close()
 
 
@@ -158,9 +162,8 @@ class SimulatedPeer:
         self._recorder: PcapRecorder | None = None
         self._report: IO[str] | None = None
         self._address: tuple[str, int] | None = None
-        # Queue manager state shared by every session ([MS-MQQB] 3.1.1.3, [MS-MQDMPR] 3.1.1.5).
-        self._message_id_history: dict[tuple[bytes, int], float] = {}
-        self._incoming_tx: dict[bytes, list[int]] = {}
+        # Holds the queue manager state every session shares ([MS-MQQB] 3.1.1.3, [MS-MQDMPR] 3.1.1.5).
+        self._queue_manager = Acceptor(self.identifier, config=config)
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -341,9 +344,10 @@ class SimulatedPeer:
             conn = PeerConnection(len(self._connections), behaviour.name, client)
             self._connections.append(conn)
         acceptor = Acceptor(self.identifier, behaviour, config=self.config, clock=time.monotonic)
-        # One queue manager behind every connection: its history and sequences outlive a session.
-        acceptor.MessageIDHistoryTable = self._message_id_history
-        acceptor.incoming_tx = self._incoming_tx
+        # One queue manager behind every connection: what outlives a session is shared.
+        for name in QUEUE_MANAGER_STATE:
+            if hasattr(self._queue_manager, name):
+                setattr(acceptor, name, getattr(self._queue_manager, name))
         flow = self._recorder.flow(client, self._address, time.time()) if self._recorder else None
         slot = _Slot(sock, conn, acceptor, flow)
         self._slots[conn.index] = slot

@@ -244,6 +244,15 @@ class NormalSession:
         self.link.close()
 
 
+TRANSPORT_ERRORS = ("read timeout", "receive failed", "send failed")
+
+
+def no_crash(peer: SimulatedPeer) -> None:
+    """Every connection ended by the protocol or the transport, never by an exception in the peer."""
+    errors = [c.error for c in peer.connections if c.error and not c.error.startswith(TRANSPORT_ERRORS)]
+    assert not errors, errors[:3]
+
+
 def still_serves(peer: SimulatedPeer, tag: str = "after") -> None:
     """A new connection gets a whole session: establishment, 3 messages delivered, no violation."""
     s = NormalSession(peer, tag)

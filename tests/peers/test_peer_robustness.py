@@ -23,6 +23,7 @@ from peerkit import (
     bodies,
     cp_request,
     ec_request,
+    no_crash,
     queue_jumper,
     still_serves,
     user_message_bytes,
@@ -45,13 +46,6 @@ def served_throughout(peer: SimulatedPeer) -> Iterator[None]:
     finally:
         session.close()
     still_serves(peer)
-
-
-def no_crash(peer: SimulatedPeer) -> None:
-    """Every connection ended by the protocol, never by an exception in the peer."""
-    transport = ("read timeout", "receive", "send")
-    errors = [c.error for c in peer.connections if c.error and not c.error.startswith(transport)]
-    assert not errors, errors[:3]
 
 
 def wait_closed(peer: SimulatedPeer, count: int, timeout: float = 10.0) -> None:
