@@ -244,16 +244,16 @@ def run_case(
 ) -> CaseResult:
     """Run one case on ``target``; never raises (a target failure is an ``error`` result)."""
     start = time.perf_counter()
+    if info is not None and case.requires:
+        missing = [c for c in case.requires if c not in info.capabilities]
+        if missing:
+            return _result(case, Outcome.not_applicable, start, [], f"target lacks: {', '.join(missing)}")
     if case.wire:  # [MS-MQQB] wire cases run over TCP: harness.cases.targets.wire
         from harness.cases.targets.wire import run_wire_case
 
         return run_wire_case(case, target, step_timeout=step_timeout)
     if getattr(target, "wire_only", False):
         return _result(case, Outcome.not_applicable, start, [], "the target is an [MS-MQQB] endpoint: wire cases only")
-    if info is not None and case.requires:
-        missing = [c for c in case.requires if c not in info.capabilities]
-        if missing:
-            return _result(case, Outcome.not_applicable, start, [], f"target lacks: {', '.join(missing)}")
     where = "setup"
     try:
         _with_timeout(target, step_timeout, target.setup, case.given)
