@@ -171,23 +171,32 @@ def key_fields(packet: Any) -> dict[str, Any]:
 
 
 def _chunks(side: Direction) -> list[tuple[float, int, bytes, bool]]:
-    """(timestamp, stream offset, bytes, follows a gap) of each delivered run, in stream order."""
+    """(timestamp, stream offset, bytes, follows a gap) of each delivered run, in stream order.
+
+    A run is stamped with the capture time at which it became deliverable: a piece that arrived
+    ahead of a missing one is stamped no earlier than the piece that filled the hole."""
     starts = sorted(side.timestamps)
     gap_ends = {g.stream_offset + g.length for g in side.gaps}
     out = []
+    latest = 0.0
     for base, data in side.pieces:
         i = bisect.bisect_left(starts, base)
         cuts = [s for s in starts[i:] if s < base + len(data)]
         if not cuts or cuts[0] != base:
             cuts.insert(0, base)
         for a, b in zip(cuts, [*cuts[1:], base + len(data)], strict=True):
-            out.append((side.timestamps.get(a, 0.0), a, data[a - base : b - base], a in gap_ends))
+            latest = max(latest, side.timestamps.get(a, 0.0))
+            out.append((latest, a, data[a - base : b - base], a in gap_ends))
     return out
 
 
 def _ts_of(starts: list[int], timestamps: dict[int, float], offset: int) -> float:
     i = bisect.bisect_right(starts, offset) - 1
     return timestamps[starts[i]] if i >= 0 else 0.0
+
+
+#: the observer's direction of the packet that broke a rule -> the pipeline's direction names
+_SENDER = {"c2s": "client", "s2c": "server"}
 
 
 def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]:
@@ -237,7 +246,7 @@ def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]
             "server": _endpoint(flow.client.dst, flow.client.dport),
             "rule_id": v.rule_id,
             "section": v.section,
-            "direction": v.direction,
+            "direction": _SENDER.get(v.direction, v.direction),
             "packet_index": v.packet_index,
             "evidence": v.evidence,
         }

@@ -244,6 +244,13 @@ def make_template(kind: str | None, seed: int, n_messages: int) -> _Template:
         if kind == "bad-signature":
             hit.update(direction="server", packet_index=first.packet_index)
         expected = {"rule": first.rule_id, "section": first.section, **hit}
+        # the packet's place among all packets of the session (both directions, in capture order)
+        seen = -1
+        for position, (direction, _data, _kind) in enumerate(script.packets):
+            seen += direction == hit["direction"]
+            if direction == hit["direction"] and seen == hit["packet_index"]:
+                expected["session_index"] = position
+                break
     t = _Template(script, kind, expected)
     t.csums = [[_sum16(data[i : i + MSS]) for i in range(0, len(data), MSS)] for _, data, _ in script.packets]
     return t

@@ -121,16 +121,24 @@ Ordered = list[tuple[str, int, bytes, str]]
 
 
 def _blame(ordered: Ordered, violations: list[dict[str, Any]]) -> dict[str, dict[int, set[str]]]:
-    """direction -> packet index -> rules that packet broke."""
+    """direction -> index of the packet in its direction -> rules that packet broke.
+
+    The observer numbers packets across both directions in capture order and names the sender
+    of the packet that broke the rule; a rule of 3.1.5.1 is pinned on the sender's packet that
+    fails it on its own, a SessionAck rule on the acceptor's SessionAck at (or after) that place."""
     out: dict[str, dict[int, set[str]]] = {"client": {}, "server": {}}
     for v in violations:
-        rule_id, index = v["rule_id"], v["packet_index"]
-        if rule_id in SESSION_ACK_RULES:
-            out["server"].setdefault(index, set()).add(rule_id)
-            continue
-        for direction, i, data, _kind in ordered:
-            if i == index and rule_id in CLOSE_RULES and _breaks(data, rule_id):
-                out[direction].setdefault(index, set()).add(rule_id)
+        rule_id, sender, position = v["rule_id"], v["direction"], v["packet_index"]
+        if rule_id in CLOSE_RULES:
+            for direction, i, data, _kind in ordered:
+                if direction == sender and _breaks(data, rule_id):
+                    out[direction].setdefault(i, set()).add(rule_id)
+                    break
+        elif rule_id in SESSION_ACK_RULES:
+            acks = [(p, i) for p, (d, i, _data, kind) in enumerate(ordered) if d == "server" and kind == "SessionAck"]
+            later = [i for p, i in acks if p >= position] or [i for _p, i in acks[-1:]]
+            if later:
+                out["server"].setdefault(later[0], set()).add(rule_id)
     return out
 
 
