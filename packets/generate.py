@@ -358,18 +358,20 @@ class Shape:
 
 
 def _chained(slots: tuple[Slot, ...]) -> ShapeFunction:
-    """The generated parsers of ``slots``, called in order."""
-    parts = tuple((slot.name, slot.counted, header_function(slot.parser)) for slot in slots)
-
-    def parse(data: bytes, pos: int, headers: Fields) -> tuple[int, int]:
-        counted = 0
-        for name, is_counted, fn in parts:
-            headers[name], after = fn(data, pos, headers)
-            if is_counted:
-                counted += after - pos
-            pos = after
-        return pos, counted
-
+    """A generated function calling the generated parsers of ``slots`` in order (a few lines
+    per header: the header code itself is generated once per header type)."""
+    src = _Source()
+    src.add(0, "def parse(data, pos, headers):")
+    src.add(1, "counted = 0")
+    for slot in slots:
+        fn = src.const(header_function(slot.parser), "parse_" + slot.name)
+        if slot.counted:
+            src.add(1, "start = pos")
+        src.add(1, f"headers[{slot.name!r}], pos = {fn}(data, pos, headers)")
+        if slot.counted:
+            src.add(1, "counted += pos - start")
+    src.add(1, "return pos, counted")
+    parse: ShapeFunction = src.compile("shape " + " ".join(slot.name for slot in slots))["parse"]
     return parse
 
 
@@ -382,10 +384,10 @@ class LayoutParser:
         self.first = slots[0] if slots and slots[0].present is always else None
         self.first_function = header_function(self.first.parser) if self.first is not None else None
         # (BaseHeader.Flags, first header's Flags) as ints -> shape; bounded (cleared when full)
-        self._shapes: dict[tuple[int, int], Shape | None] = {}
+        self._shapes: dict[int, Shape | None] = {}
 
     def shape(self, key_flags: Any, first_flags: Any) -> Shape | None:
-        key = (int(key_flags), int(first_flags))
+        key = int(key_flags) << 32 | int(first_flags)
         try:
             return self._shapes[key]
         except KeyError:
@@ -419,14 +421,11 @@ class LayoutParser:
         if first is not None:
             value, after = self.first_function(data, pos, headers)  # type: ignore[misc]
             headers[first.name] = value
-            flags = value.get("Flags")
-            if flags is not None:
-                key_flags = headers[self.key_header]["Flags"]
-                shape = self._shapes.get((int(key_flags), int(flags)), _UNKNOWN)
-                if shape is _UNKNOWN:
-                    shape = self.shape(key_flags, flags)
-            else:
-                shape = None
+            flags = value["Flags"]
+            key = int(headers[self.key_header]["Flags"]) << 32 | int(flags)
+            shape = self._shapes.get(key, _UNKNOWN)
+            if shape is _UNKNOWN:
+                shape = self.shape(headers[self.key_header]["Flags"], flags)
             if shape is not None:
                 end, counted = shape.parse(data, after, headers)
                 return shape.slots, end, counted + (after - pos if first.counted else 0), shape
