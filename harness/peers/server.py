@@ -219,6 +219,17 @@ class SimulatedPeer:
         except OSError as e:
             listener.close()
             raise PeerError(f"cannot listen on {self.host}:{self.port}: {e.strerror or e}") from e
+        try:
+            if self.record_path is not None:
+                self._recorder = PcapRecorder(self.record_path)
+            if self.report_path is not None:
+                self.report_path.parent.mkdir(parents=True, exist_ok=True)
+                self._report = self.report_path.open("w", encoding="utf-8")
+        except OSError as e:
+            listener.close()
+            if self._recorder is not None:
+                self._recorder.close()
+            raise PeerError(f"cannot write {e.filename}: {e.strerror or e}") from e
         listener.setblocking(False)
         self._listener = listener
         self._address = listener.getsockname()[:2]
@@ -227,11 +238,6 @@ class SimulatedPeer:
         self._sel = selectors.DefaultSelector()
         self._sel.register(listener, selectors.EVENT_READ, "listen")
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
-        if self.record_path is not None:
-            self._recorder = PcapRecorder(self.record_path)
-        if self.report_path is not None:
-            self.report_path.parent.mkdir(parents=True, exist_ok=True)
-            self._report = self.report_path.open("w", encoding="utf-8")
         self._thread = threading.Thread(target=self._run, name=f"SimulatedPeer:{self._address[1]}", daemon=True)
         self._thread.start()
         return self
@@ -260,29 +266,34 @@ class SimulatedPeer:
             pass
 
     def _run(self) -> None:
-        sel = self._sel
-        assert sel is not None
         try:
             while not self._stop.is_set():
-                timeout = max(0.0, min(TICK, self._next_deadline() - time.monotonic()))
-                for key, mask in sel.select(timeout):
-                    if key.data == "listen":
-                        self._accept()
-                    elif key.data == "wake":
-                        self._drain_wake()
-                    else:
-                        slot: _Slot = key.data
-                        if mask & selectors.EVENT_WRITE:
-                            self._guard(slot, self._flush)
-                        if mask & selectors.EVENT_READ and slot.sock.fileno() != -1:
-                            self._guard(slot, self._readable)
-                self._due()
+                try:
+                    self._round()
+                except Exception:  # a fault outside any one connection: log it, keep serving
+                    log.exception("simulated peer loop round failed")
+                    time.sleep(0.01)
                 self._notify()
-        except Exception:  # the loop itself must not die silently
-            log.exception("simulated peer loop failed")
         finally:
             self._shutdown()
             self._notify()
+
+    def _round(self) -> None:
+        sel = self._sel
+        assert sel is not None
+        timeout = max(0.0, min(TICK, self._next_deadline() - time.monotonic()))
+        for key, mask in sel.select(timeout):
+            if key.data == "listen":
+                self._accept()
+            elif key.data == "wake":
+                self._drain_wake()
+            else:
+                slot: _Slot = key.data
+                if mask & selectors.EVENT_WRITE:
+                    self._guard(slot, self._flush)
+                if mask & selectors.EVENT_READ and slot.sock.fileno() != -1:
+                    self._guard(slot, self._readable)
+        self._due()
 
     def _notify(self) -> None:
         with self._cond:
@@ -456,27 +467,29 @@ class SimulatedPeer:
                 self._write_report(slot.conn, act)
 
     def _finish(self, slot: _Slot, by: str, reason: str, closer: str) -> None:
+        """Close the connection and its record; never raises (it is the last resort of ``_guard``)."""
         conn = slot.conn
         if conn.closed:
             return
+        conn.closed = True
+        self._slots.pop(conn.index, None)
+        slot.timers.clear()
         leftover = bytes(slot.unframed) or slot.splitter.remainder()
         if leftover:
             conn.packets.append(("c2s", leftover, time.time()))
         conn.closed_by, conn.close_reason = by, conn.close_reason or reason
         if slot.flow is not None:
-            slot.flow.fin(closer, time.time())
+            try:
+                slot.flow.fin(closer, time.time())
+            except Exception as e:
+                conn.error = conn.error or f"recording failed: {type(e).__name__}: {e}"
         assert self._sel is not None
         with contextlib.suppress(KeyError, ValueError):
             self._sel.unregister(slot.sock)
-        try:
-            if by == "acceptor":
+        if by == "acceptor":
+            with contextlib.suppress(OSError):
                 slot.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         slot.sock.close()
-        slot.timers.clear()
-        self._slots.pop(conn.index, None)
-        conn.closed = True
 
     def _due(self) -> None:
         now = time.monotonic()
@@ -485,7 +498,7 @@ class SimulatedPeer:
                 continue
             if slot.closing:
                 if now >= slot.close_deadline:
-                    slot.conn.error = slot.conn.error or f"{len(slot.out)} bytes unsent at close"
+                    slot.conn.error = slot.conn.error or f"send failed: {len(slot.out)} bytes unsent at close"
                     self._finish(slot, "acceptor", slot.conn.close_reason, closer="s2c")
                 continue
             if slot.splitter.buffered and not slot.unframed and now - slot.last_rx >= self.read_timeout:
