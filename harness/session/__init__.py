@@ -8,7 +8,9 @@ the Send User Message Event 3.1.7.1) as three objects fed events that return act
   ``timer_fired``, ``connection_lost``) drives an [MS-MQDMPR] OutgoingQueue;
 - :class:`Acceptor` (``connection_made``, ``receive_data``, ``timer_fired``, ``connection_lost``)
   with fault-injection :class:`AcceptorBehaviour` selected by name (``BEHAVIOURS``);
-- :class:`Observer` (``client_data``, ``server_data``, ``end``) checks a recorded session passively.
+- :class:`Observer` (``client_data``, ``server_data``, ``end``) checks a recorded session passively;
+- :class:`OutgoingQueueProcessing` attaches the sending side to an [MS-MQDMPR] QueueManager
+  (3.1.7.12 Message Position Available, 3.1.7.11, 3.1.7.16), one Initiator per OutgoingQueue.
 
 Actions: :class:`Send`, :class:`StartTimer`, :class:`CancelTimer`, :class:`Close`, :class:`Deliver`,
 :class:`Acked`, :class:`Violation` (plus :class:`Connect`, :class:`SendPing`).  Rule ids live in
@@ -36,6 +38,7 @@ from harness.session.events import (
 from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.messages import user_message
 from harness.session.observer import Observer
+from harness.session.outgoing import OutgoingQueueProcessing
 from harness.session.rules import RULES, Rule, initiator_rules
 
 __all__ = [
@@ -53,6 +56,7 @@ __all__ = [
     "Initiator",
     "Observer",
     "OutgoingMessagePosition",
+    "OutgoingQueueProcessing",
     "Rule",
     "Send",
     "SendPing",

@@ -33,6 +33,7 @@ from harness.session.events import (
     DeliveryClass,
     SendPing,
     SessionConfig,
+    SessionError,
     SessionState,
     Timer,
 )
@@ -43,13 +44,19 @@ from packets import session as sp
 __all__ = ["Initiator", "OutgoingMessagePosition"]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class OutgoingMessagePosition:
-    """OutgoingMessagePosition ADM element ([MS-MQQB] 3.1.1.3.1.2); ``message_id`` keys it."""
+    """OutgoingMessagePosition ADM element ([MS-MQQB] 3.1.1.3.1.2), with the spec's attribute names.
 
-    message_id: int
+    ``MessagePosition`` is the [MS-MQDMPR] MessagePosition it stands for (None when a message was
+    handed to :meth:`Initiator.send_message` directly).  Python-only: ``message_id`` (the
+    UserHeader.MessageID that keys the OutgoingMessageTable), ``delivery`` (express, recoverable or
+    transactional, from UserHeader.Flags.DM and the TransactionHeader) and ``tx_numbered`` (the
+    TransactionHeader numbers were assigned on a first transmission, kept across sessions).
+    """
+
+    MessagePosition: Any = None
     UserMessage: Container
-    delivery: DeliveryClass
     SequenceNumber: int = 0
     RecoverableSequenceNumber: int = 0
     TxSequenceNumber: int = 0
@@ -57,7 +64,9 @@ class OutgoingMessagePosition:
     ReceivedSessionAck: bool = False
     ReceivedOrderAck: bool = False
     Transmitted: bool = False
-    tx_numbered: bool = False  # python-only: TransactionHeader numbers assigned (kept across sessions)
+    message_id: int = 0
+    delivery: DeliveryClass = DeliveryClass.express
+    tx_numbered: bool = False
 
 
 class Initiator(SessionEngine):
@@ -271,25 +280,46 @@ class Initiator(SessionEngine):
     def send_message(
         self, message: Packet | Mapping[str, Any] | bytes, delivery: DeliveryClass | str = DeliveryClass.express
     ) -> list[Action]:
-        """[MS-MQQB] 3.1.7.12 Message Position Available: connect when ConnectionHistory is empty,
-        add an OutgoingMessagePosition, dispatch (3.1.7.1).  UserHeader.MessageID 0 is replaced by
-        MessageIdOrdinal (3.1.7.1.1); ``last_message_id`` holds the id used."""
+        """A message for this queue without the [MS-MQDMPR] model: what [MS-MQQB] 3.1.7.12 Message
+        Position Available does (connect when ConnectionHistory is empty, add an
+        OutgoingMessagePosition) followed by 3.1.7.16/3.1.7.1 (dispatch, send within the window).
+        :class:`~harness.session.outgoing.OutgoingQueueProcessing` does the same steps through the
+        model.  ``last_message_id`` holds the UserHeader.MessageID used."""
         delivery = DeliveryClass(delivery)
-        headers = prepare_message(message, delivery)
-        uh = headers.UserHeader
+        pos = OutgoingMessagePosition(UserMessage=prepare_message(message, delivery), delivery=delivery)
+        if not self.OutgoingQueueReference.ConnectionHistory:
+            self._start()
+        self.add_outgoing_message_position(pos)
+        self._dispatch.append(pos.message_id)
+        self._send_pending()
+        return self._take()
+
+    def establish_a_protocol_session(self) -> list[Action]:
+        """[MS-MQQB] 3.1.5.2 Establish a Protocol Session (unless one is open or being opened)."""
+        if not self._transport:
+            self._start()
+        return self._take()
+
+    def add_outgoing_message_position(self, pos: OutgoingMessagePosition) -> None:
+        """Add ``pos`` to the OutgoingMessageTable ([MS-MQQB] 3.1.7.12).  A UserHeader.MessageID of
+        0 gets MessageIdOrdinal here, once, rather than at its first transmission (3.1.7.1.1): the
+        table is keyed by it, and retransmissions keep it."""
+        uh = pos.UserMessage.UserHeader
         if not uh.MessageID:
             uh.MessageID = self.MessageIdOrdinal
             self.MessageIdOrdinal += 1
         message_id = int(uh.MessageID)
         if message_id in self.OutgoingMessageTable:
-            from harness.session.events import SessionError
-
             raise SessionError(f"MessageID {message_id} is already in the OutgoingMessageTable")
+        pos.message_id = message_id
         self.last_message_id = message_id
-        if not self.OutgoingQueueReference.ConnectionHistory and not self._transport:
-            self._start()
-        self.OutgoingMessageTable[message_id] = OutgoingMessagePosition(message_id, headers, delivery)
-        self._dispatch.append(message_id)
+        self.OutgoingMessageTable[message_id] = pos
+
+    def send_user_message_event(self, pos: OutgoingMessagePosition) -> list[Action]:
+        """[MS-MQQB] 3.1.7.1 Send User Message Event for ``pos``: it joins this session's dispatch
+        order and goes out now if OutgoingQueueReference.State is Connected and UnAckedMessageCount
+        < WindowSize, else when the session opens or the window has room."""
+        self._dispatch.append(pos.message_id)
         self._send_pending()
         return self._take()
 
