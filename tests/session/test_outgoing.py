@@ -88,7 +88,7 @@ def test_step_5_a_connection_history_entry_means_no_new_connection() -> None:
 
 
 def test_step_6_the_outgoing_message_position_starts_with_flags_false_and_numbers_zero() -> None:
-    qm, q, oqp = setup()
+    qm, q, _oqp = setup()
     m = enqueue(qm, q, b"body", Label="a label", DeliveryGuarantee=DeliveryGuarantee.Recoverable, Priority=5)
     (pos,) = q.OutgoingMessageTable.values()
     assert isinstance(pos, OutgoingMessagePosition)
@@ -99,7 +99,7 @@ def test_step_6_the_outgoing_message_position_starts_with_flags_false_and_number
 
 def test_step_6_the_user_message_is_constructed_from_the_message() -> None:
     """3.1.7.11 / [MS-MQDMPR] 3.1.7.1.30: the UserMessage Packet from the Message's attributes."""
-    qm, q, oqp = setup()
+    qm, q, _oqp = setup()
     enqueue(qm, q, b"body", Label="a label", DeliveryGuarantee=DeliveryGuarantee.Recoverable, Priority=5)
     enqueue(qm, q, b"tx", TransactionIdentifier=7)
     first, second = (packets.parse(packets.build(p.UserMessage)) for p in q.OutgoingMessageTable.values())
@@ -116,7 +116,7 @@ def test_step_6_the_user_message_is_constructed_from_the_message() -> None:
 
 
 def test_step_6_a_private_format_name_addresses_the_destination_queue_manager() -> None:
-    qm, q, oqp = setup("PRIVATE={AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE}\\0000001a")
+    qm, q, _oqp = setup("PRIVATE={AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE}\\0000001a")
     enqueue(qm, q)
     (pos,) = q.OutgoingMessageTable.values()
     uh = packets.parse(packets.build(pos.UserMessage)).UserHeader
@@ -125,13 +125,13 @@ def test_step_6_a_private_format_name_addresses_the_destination_queue_manager() 
 
 
 def test_step_6_a_message_needing_a_security_header_is_refused() -> None:
-    qm, q, oqp = setup()
+    qm, q, _oqp = setup()
     with pytest.raises(SessionError, match="SecurityHeader"):
         enqueue(qm, q, AuthenticationLevel="Sig10")
 
 
 def test_step_7_add_message_to_dispatch_collection_is_raised_with_the_position() -> None:
-    qm, q, oqp = setup()
+    qm, q, _oqp = setup()
     seen: list[tuple[Any, Any]] = []
     qm.send_user_message_subscribers.insert(0, lambda data, position: seen.append((data, position)))
     m = enqueue(qm, q)
