@@ -4,10 +4,11 @@ A wire case (harness.cases.wire, docs/cases.md "Wire cases") checks one side of 
 2.1.1 protocol session:
 
 - ``under_test: initiator``: the embedded reference sends.  The [MS-MQDMPR] model
-  (``harness.model.QueueManager``) raises Message Position Available; [MS-MQQB] 3.1.7.12
-  (Outgoing-queue processing) hands the message to an ``harness.session.Initiator`` per
-  OutgoingQueue, which establishes the session (3.1.5.2-3.1.5.4) and sends (3.1.7.1) over a real
-  TCP connection to the peer: a simulated peer started for the case on port 0 with the case's
+  (``harness.model.QueueManager``) raises Message Position Available;
+  ``harness.session.OutgoingQueueProcessing`` ([MS-MQQB] 3.1.7.12, 3.1.7.11, 3.1.7.16) hands the
+  message to the ``harness.session.Initiator`` of its OutgoingQueue, which establishes the
+  session (3.1.5.2-3.1.5.4) and sends (3.1.7.1) over a real TCP connection to the peer: a
+  simulated peer (``harness.peers.SimulatedPeer``) started for the case on port 0 with the case's
   behaviour, or the live acceptor ``mqqb://host:port`` names.
 - ``under_test: acceptor``: the case is the initiator, on a plain socket: it sends the packets
   the case crafts and checks each reply of the acceptor (3.1.5.3.1, 3.1.5.4.1, 3.1.5.5, 3.1.5.8)
@@ -132,87 +133,6 @@ def _close_peer(peer: Any) -> None:
 
 
 # ====================================================================== the reference sender
-class _OutgoingQueueProcessing:
-    """[MS-MQQB] 3.1.7.12 Message Position Available for the reference sender: subscribed to the
-    model's Message Position Available, hands each available message of an eligible
-    OutgoingQueue to that queue's Initiator (which connects when ConnectionHistory is empty,
-    3.1.5.2, and builds the OutgoingMessagePosition, 3.1.1.3.1.2)."""
-
-    def __init__(self, qm: Any, address: tuple[str, int], config: Any, clock: Callable[[], float]) -> None:
-        self.qm = qm
-        self.address = address
-        self.config = config
-        self.clock = clock
-        self.initiators: dict[int, Any] = {}
-        self.pending: list[tuple[Any, list[Any]]] = []
-        self.message_ids: dict[int, int] = {}  # id(Message) -> UserHeader.MessageID
-        self.ping = False  # send a Ping Request before connecting (3.1.5.2.2)
-        self.transactional: set[int] = set()  # id(Message) of the messages enqueued under a transaction
-        qm.message_position_available_subscribers.append(self.message_position_available)
-
-    def initiator(self, queue: Any) -> Any:
-        from harness.session import Initiator
-
-        init = self.initiators.get(id(queue))
-        if init is None:
-            init = Initiator(
-                GUID(self.qm.Identifier.bytes_le),
-                NULL_GUID,  # direct format names: the acceptor names itself (3.1.5.2.3)
-                outgoing_queue=queue,
-                address=f"{self.address[0]}:{self.address[1]}",
-                ping=self.ping,
-                config=self.config,
-                clock=self.clock,
-            )
-            self.initiators[id(queue)] = init
-        return init
-
-    def message_position_available(self, iQueue: Any, iPosition: Any) -> None:
-        """[MS-MQQB] 3.1.7.12 Message Position Available Event."""
-        from harness.model import OutgoingQueue, OutgoingQueueState
-
-        if not isinstance(iQueue, OutgoingQueue):
-            return
-        if iQueue.Multicast:
-            return
-        if iQueue.State in (OutgoingQueueState.Locked, OutgoingQueueState.OnHold):
-            return
-        name = iQueue.DestinationFormatName.replace(" ", "").upper()
-        if name.startswith(("DIRECT=HTTP:", "DIRECT=HTTPS:")):
-            return
-        init = self.initiator(iQueue)
-        message = iPosition.MessageReference
-        headers, delivery = self.construction_of_a_user_message_packet(message, iQueue.DestinationFormatName)
-        actions = init.send_message(headers, delivery)
-        self.message_ids[id(message)] = init.last_message_id
-        self.pending.append((init, actions))
-
-    def construction_of_a_user_message_packet(self, iMessage: Any, format_name: str) -> tuple[Any, Any]:
-        """[MS-MQQB] 3.1.7.11: the UserMessage Packet of a Message ([MS-MQDMPR] 3.1.7.1.30),
-        addressed by its direct format name (UserHeader.Flags.DQ 0x7, NULL QueueManagerAddress,
-        [MS-MQMQ] 2.2.19.2)."""
-        from construct import Container
-
-        from harness.model import DeliveryGuarantee
-        from harness.session import DeliveryClass, user_message
-        from packets.user import UserHeaderFlags
-
-        if id(iMessage) in self.transactional:
-            delivery = DeliveryClass.transactional
-        elif iMessage.DeliveryGuarantee is DeliveryGuarantee.Recoverable:
-            delivery = DeliveryClass.recoverable
-        else:
-            delivery = DeliveryClass.express
-        headers = user_message(
-            GUID(self.qm.Identifier.bytes_le), NULL_GUID, bytes(iMessage.Body), label=iMessage.Label, delivery=delivery
-        )
-        uh = headers.UserHeader
-        uh.Flags = UserHeaderFlags.make(int(uh.Flags), DQ=0x7)
-        direct = format_name.split("=", 1)[-1] if format_name.upper().startswith("DIRECT=") else format_name
-        uh.DestinationQueue = Container(DirectFormatName=direct)
-        return headers, delivery
-
-
 class _SenderLink:
     """The reference Initiators over real TCP: one ``harness.peers.InitiatorLink`` per Initiator,
     driven in the caller's thread on one clock, the monotonic clock divided by ``scale`` (so that
@@ -320,7 +240,8 @@ class _WireRun:
         # initiator side
         self.qm: Any = None
         self.link: _SenderLink | None = None
-        self.oqp: _OutgoingQueueProcessing | None = None
+        self.oqp: Any = None  # harness.session.OutgoingQueueProcessing
+        self.message_id: dict[str, int] = {}  # case message id -> UserHeader.MessageID
         self.queues: dict[str, Any] = {}
         self.messages: dict[str, Any] = {}  # case id -> Message
         # acceptor side
@@ -356,10 +277,16 @@ class _WireRun:
 
             self.link = _SenderLink(self.address, self.scale)
             self.qm = QueueManager(clock=self.link.clock, id_generator=uuid.uuid4)
-            self.oqp = _OutgoingQueueProcessing(
-                self.qm, self.address, SessionConfig(window_size=self.window), self.link.clock
+            from harness.session import OutgoingQueueProcessing
+
+            host, port = self.address
+            self.oqp = OutgoingQueueProcessing(
+                self.qm,
+                address_of=lambda queue: f"{host}:{port}",  # every destination resolves to the peer
+                config=SessionConfig(window_size=self.window),
+                clock=self.link.clock,
+                ping=bool(self.case.given["peer"].get("ping", False)),
             )
-            self.oqp.ping = bool(self.case.given["peer"].get("ping", False))
 
     def close(self) -> None:
         if self.link is not None:
@@ -373,10 +300,10 @@ class _WireRun:
             self.silent.close()
 
     def _flush(self) -> None:
+        """Perform what the sending side asked for, in order."""
         assert self.oqp is not None and self.link is not None
-        while self.oqp.pending:
-            init, actions = self.oqp.pending.pop(0)
-            self.link.perform(init, actions)
+        for init, action in self.oqp.take():
+            self.link.perform(init, [action])
 
     def _initiators(self) -> list[Any]:
         return list(self.oqp.initiators.values()) if self.oqp is not None else []
@@ -418,29 +345,29 @@ class _WireRun:
             DeliveryGuarantee=DeliveryGuarantee.Express if delivery == "express" else DeliveryGuarantee.Recoverable,
             Label=str(spec.get("Label", spec["id"])),
         )
-        if delivery == "transactional":
-            assert self.oqp is not None
-            self.oqp.transactional.add(id(message))
-        self.messages[spec["id"]] = message
         queue = self.queues[args["queue"]]
+        message.DestinationQueueFormatName = getattr(queue, "DestinationFormatName", "")
+        self.messages[spec["id"]] = message
         assert self.oqp is not None
         before = len(self.oqp.pending)
-        if delivery == "transactional":
+        if delivery == "transactional":  # enqueued under a transaction that is then committed
             tx = f"tx-{spec['id']}"
             self.qm.create_transaction(tx)
+            message.TransactionIdentifier = tx
             status = self.qm.enqueue_message(queue, message, self.qm.TransactionCollection[tx])
             self.qm.transaction_commit(tx)
         else:
             status = self.qm.enqueue_message(queue, message)
-        from harness.session import Connect
+        from harness.session import Connect, SendPing
 
-        new = self.oqp.pending[before:]
+        new = [action for _, action in self.oqp.pending[before:]]
         result: dict[str, Any] = {
             "rStatus": normalise(status),
-            "connection_requested": any(isinstance(a, Connect) for _, acts in new for a in acts),
+            "connection_requested": any(isinstance(a, Connect | SendPing) for a in new),
         }
         pos = self._position(spec["id"])
         if pos is not None:
+            self.message_id[spec["id"]] = pos.message_id
             result["OutgoingMessagePosition"] = _position_state(pos)
         self._flush()
         if hasattr(queue, "ConnectionHistory"):  # after the actions ran (3.1.5.2.3)
@@ -449,15 +376,13 @@ class _WireRun:
         return result
 
     def _position(self, message_id: str) -> Any:
-        assert self.oqp is not None
+        """The OutgoingMessagePosition of a case's message, if one was built."""
         message = self.messages.get(message_id)
-        mid = self.oqp.message_ids.get(id(message)) if message is not None else None
-        if mid is None:
-            return None
         for init in self._initiators():
-            pos = init.OutgoingMessageTable.get(mid)
-            if pos is not None:
-                return pos
+            for pos in init.OutgoingMessageTable.values():
+                mp = pos.MessagePosition
+                if mp is not None and mp.MessageReference is message:
+                    return pos
         return None
 
     def pause_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -482,7 +407,7 @@ class _WireRun:
             wanted = list(args["acked"])
 
             def pred() -> bool:
-                ids = [self.oqp.message_ids.get(id(self.messages[m])) for m in wanted]  # type: ignore[union-attr]
+                ids = [self.message_id.get(m) for m in wanted]
                 return all(i is not None and i in link.acked for i in ids)
         elif "connection_history" in args:
             n = int(args["connection_history"])
@@ -725,7 +650,7 @@ class _WireRun:
                 if not wire_matches(want["ConnectionHistory"], got):
                     failures.append(_Failure(f"outgoing.{qname}.ConnectionHistory", want["ConnectionHistory"], got))
             if "OutgoingMessagePositions" in want:
-                names = {self.oqp.message_ids.get(id(m)): n for n, m in self.messages.items()} if self.oqp else {}
+                names = {mid: n for n, mid in self.message_id.items()}
                 table = list(q.OutgoingMessageTable.values())
                 got_ids = [names.get(p.message_id, str(p.message_id)) for p in table]
                 want_ids = [p["message"] for p in want["OutgoingMessagePositions"]]
