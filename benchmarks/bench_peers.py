@@ -2,16 +2,18 @@
 
 An :class:`harness.session.Initiator` driven by :class:`harness.peers.InitiatorLink` sends express
 UserMessage Packets ([MS-MQQB] 3.1.7.1, window 64, SessionAck by count 3.1.5.8.2/3.1.6.4) over
-loopback TCP to a :class:`harness.peers.SimulatedPeer` (Acceptor in a background thread); the
-clock runs from the first ``send_message`` until the peer has delivered the last message.  The same
-engines paired in memory (no sockets, no threads) give the ceiling the socket edges are measured
-against.  ``python -m benchmarks.bench_peers [--quick]`` prints a table and JSON; ``run(quick)``
-returns the rows.
+loopback TCP to a :class:`harness.peers.SimulatedPeer`; the clock runs from the first
+``send_message`` until the peer has delivered the last message.  The peer runs in a process of its
+own (as ``msmq-harness peer`` does) and, second, in a thread of the sending process, where both
+ends share one interpreter lock.  The same engines paired in memory (no sockets, no threads) give
+the ceiling the socket edges are measured against.  ``python -m benchmarks.bench_peers [--quick]``
+prints the rows as JSON; ``run(quick)`` returns them.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 import time
 from collections import deque
@@ -49,6 +51,46 @@ def loopback_rate(count: int) -> float:
     return count / elapsed
 
 
+def _serve(address: Any, delivered: Any, stop: Any) -> None:
+    """The simulated peer in a process of its own; ``delivered`` mirrors its delivered count."""
+    with SimulatedPeer(identifier=SERVER) as peer:
+        address.send(peer.address)
+        while not stop.is_set():
+            connections = peer.connections
+            delivered.value = sum(len(c.delivered) for c in connections)
+            time.sleep(0.002)
+
+
+def separate_process_rate(count: int) -> float:
+    """Express messages/s with the peer in another process (no shared interpreter lock)."""
+    messages = _messages(count)
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    delivered = ctx.Value("q", 0)
+    stop = ctx.Event()
+    proc = ctx.Process(target=_serve, args=(child, delivered, stop), daemon=True)
+    proc.start()
+    try:
+        if not parent.poll(30.0):
+            raise RuntimeError("the peer process did not start")
+        address = parent.recv()
+        link = InitiatorLink(Initiator(CLIENT, SERVER), address, timeout=10.0)
+        t0 = time.perf_counter()
+        for m in messages:
+            link.send_message(m)
+        ok = link.run_until(lambda: delivered.value >= count, 120.0)
+        elapsed = time.perf_counter() - t0
+        link.close()
+    finally:
+        stop.set()
+        proc.join(10.0)
+        if proc.is_alive():
+            proc.kill()
+    if not ok:
+        raise RuntimeError(f"only {delivered.value} of {count} messages delivered")
+    return count / elapsed
+
+
 def in_memory_rate(count: int) -> float:
     """The same engines with Send.data handed across in memory: the ceiling without sockets."""
     messages = _messages(count)
@@ -77,15 +119,17 @@ def in_memory_rate(count: int) -> float:
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     count = 2_000 if quick else 20_000
-    loopback = loopback_rate(count)
+    same_process = loopback_rate(count)
+    other_process = separate_process_rate(count)
     memory = in_memory_rate(count)
     return [
         {
-            "name": f"express messages, Initiator -> SimulatedPeer, {count:,} messages",
+            "name": f"express messages, Initiator -> SimulatedPeer over loopback TCP, {count:,} messages",
             "unit": "messages/s",
-            "loopback_tcp": loopback,
-            "in_memory": memory,
-            "loopback_vs_in_memory": loopback / memory,
+            "peer_in_own_process": other_process,
+            "peer_in_a_thread": same_process,
+            "engines_in_memory": memory,
+            "own_process_vs_in_memory": other_process / memory,
         }
     ]
 
