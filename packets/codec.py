@@ -229,11 +229,6 @@ def _slot_fast_forms(slot: Slot) -> tuple[Holds, ...]:
     return forms
 
 
-@cache
-def _shape_fast_forms(shape: Shape) -> tuple[Holds, ...]:
-    return tuple(fast_form(check) for check in shape.checks)
-
-
 _base_header_holds = fast_form(base.check_base_header)
 
 
@@ -252,9 +247,8 @@ def _rules_hold(walk: _Walk, kind: PacketKind) -> bool:
             return False
         shape = walk.shape
         if shape is not None:
-            for holds in _shape_fast_forms(shape):
-                if not holds(headers):
-                    return False
+            if not shape.hold(headers):
+                return False
         else:
             for slot in walk.slots:
                 for holds in _slot_fast_forms(slot):

@@ -26,6 +26,7 @@ context, is built by construct instead.
 
 from __future__ import annotations
 
+import codecs
 import functools
 import struct
 from collections.abc import Callable, Mapping
@@ -52,7 +53,7 @@ from packets.fields import (
     decode_utf16,
     encode_utf16z,
 )
-from packets.layout import Slot, always
+from packets.layout import Slot, always, fast_form
 
 __all__ = [
     "HeaderBuilder",
@@ -130,6 +131,7 @@ class _Source:
             "_set_dict": _set_dict,
             "_new_guid": _new_guid,
             "decode_utf16": decode_utf16,
+            "_utf_16_le_decode": codecs.utf_16_le_decode,
             "read_utf16_terminated_at": read_utf16_terminated_at,
             "ListContainer": c.ListContainer,
             "ExplicitError": c.ExplicitError,
@@ -245,7 +247,11 @@ class _Source:
         elif isinstance(sc, Data | Pad | Utf16z):
             start, end = self.take(self.expr(sc.length, scope), indent)
             raw = f"data[{start}:{end}]"
-            self.add(indent, f"{target} = " + (f"decode_utf16({raw})" if isinstance(sc, Utf16z) else raw))
+            if isinstance(sc, Utf16z):  # decode_utf16, inline
+                self.add(indent, f"{target} = _utf_16_le_decode({raw}, 'surrogatepass', True)[0]")
+                self.add(indent, f"if {target}[-1:] == '\\0': {target} = {target}[:-1]")
+            else:
+                self.add(indent, f"{target} = {raw}")
         elif type(sc).__name__ == "Utf16Terminated":
             self.add(indent, f"{target}, pos = read_utf16_terminated_at(data, pos)")
         elif isinstance(sc, c.IfThenElse):
@@ -347,14 +353,25 @@ class Shape:
     ``parse`` decodes all of them in order into the packet's headers with their generated
     parsers (one per header type, so the code generated stays bounded whatever the flags);
     ``slots`` lists them with the first; ``checks`` are every rule of those slots (in slot
-    order), for the caller to map to their fast forms."""
+    order) and ``hold(headers)`` is true when all their fast forms are."""
 
-    __slots__ = ("checks", "parse", "slots")
+    __slots__ = ("checks", "hold", "parse", "slots")
 
     def __init__(self, first: Slot, rest: tuple[Slot, ...]) -> None:
         self.slots = (first, *rest)
         self.checks = tuple(check for slot in self.slots for check in slot.checks)
         self.parse = _chained(rest)
+        self.hold = _all_hold(tuple(fast_form(check) for check in self.checks))
+
+
+def _all_hold(forms: tuple[Callable[[Any], bool], ...]) -> Callable[[Any], bool]:
+    """One generated ``hold(headers)``: the fast forms, in order, joined by ``and``."""
+    src = _Source()
+    names = [src.const(form, "holds") for form in forms]
+    src.add(0, "def hold(headers):")
+    src.add(1, "return " + (" and ".join(f"{name}(headers)" for name in names) or "True"))
+    hold: Callable[[Any], bool] = src.compile("rules")["hold"]
+    return hold
 
 
 def _chained(slots: tuple[Slot, ...]) -> ShapeFunction:
