@@ -14,6 +14,7 @@ Initiator object serves one OutgoingQueue across reconnections.
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -112,6 +113,8 @@ class Initiator(SessionEngine):
         self.final_acks: list[Packet] = []
         self.received: list[Packet] = []
         self._dispatch: deque[int] = deque()
+        self._sent: dict[int, OutgoingMessagePosition] = {}  # sent on this session (SequenceNumber != 0)
+        self._tx_numbers: list[int] = []  # TxSequenceNumbers in the table, sorted
         self._ec_request: Container | None = None
         self._cp_request: Container | None = None
         self._connecting = False
@@ -204,6 +207,7 @@ class Initiator(SessionEngine):
         for pos in self.OutgoingMessageTable.values():
             pos.AwaitingAck = pos.ReceivedSessionAck = pos.ReceivedOrderAck = pos.Transmitted = False
             pos.SequenceNumber = pos.RecoverableSequenceNumber = 0
+        self._sent = {}
         self.RemoteQMGuid = self.target_qm
         self._stop_timer(Timer.SessionInitialization)
         request = sp.establish_connection(
@@ -360,18 +364,15 @@ class Initiator(SessionEngine):
                 th.PreviousTxSequenceNumber = self.OutgoingTxSequenceNumber - 1
                 th.TxSequenceNumber = self.OutgoingTxSequenceNumber
                 pos.TxSequenceNumber = self.OutgoingTxSequenceNumber
+                bisect.insort(self._tx_numbers, pos.TxSequenceNumber)
                 self.UnackedSequence.append(self.OutgoingTxSequenceNumber)
                 self.used_tx_sequence_ids.add(seq_id)
                 self.OutgoingTxSequenceNumber += 1
                 pos.tx_numbered = True
             else:  # a retransmission bridges gaps left by removed messages
-                previous = [
-                    p.TxSequenceNumber
-                    for p in self.OutgoingMessageTable.values()
-                    if p.TxSequenceNumber and p.TxSequenceNumber < pos.TxSequenceNumber
-                ]
-                if previous:
-                    th.PreviousTxSequenceNumber = max(previous)
+                k = bisect.bisect_left(self._tx_numbers, pos.TxSequenceNumber)
+                if k:
+                    th.PreviousTxSequenceNumber = self._tx_numbers[k - 1]
             self._start_if_stopped(Timer.TransactionalAckWait, self._resend_interval())
         c = self.counters
         c.MessageSentCount += 1
@@ -383,6 +384,7 @@ class Initiator(SessionEngine):
         pos.AwaitingAck = True
         self._start_if_stopped(Timer.SessionAckWait, self._ack_wait_seconds())
         self.SessionActive = True
+        self._sent[pos.message_id] = pos
         self._send_packet(headers, PacketKind.UserMessage)
         self.sent_message_ids.add(pos.message_id)
         pos.Transmitted = True
@@ -402,9 +404,7 @@ class Initiator(SessionEngine):
         base, flags = int(sh.RecoverableMsgAckSeqNumber), int(sh.RecoverableMsgAckFlags)
         acked_recoverable = {base + n for n in range(ACK_FLAG_BITS) if flags >> n & 1}
         done: list[int] = []
-        for mid, pos in self.OutgoingMessageTable.items():
-            if pos.SequenceNumber == 0:
-                continue  # not sent on this session
+        for mid, pos in list(self._sent.items()):
             if not pos.ReceivedSessionAck and pos.AwaitingAck and pos.SequenceNumber <= ack:
                 pos.ReceivedSessionAck = True
                 pos.AwaitingAck = False
@@ -423,6 +423,11 @@ class Initiator(SessionEngine):
     def _delete(self, message_ids: list[int], by: str) -> None:
         for mid in message_ids:
             pos = self.OutgoingMessageTable.pop(mid)
+            self._sent.pop(mid, None)
+            if pos.TxSequenceNumber:
+                k = bisect.bisect_left(self._tx_numbers, pos.TxSequenceNumber)
+                if k < len(self._tx_numbers) and self._tx_numbers[k] == pos.TxSequenceNumber:
+                    del self._tx_numbers[k]
             if pos.AwaitingAck and not pos.ReceivedSessionAck:
                 self.UnAckedMessageCount -= 1
         if message_ids:
@@ -431,7 +436,7 @@ class Initiator(SessionEngine):
     def _after_session_ack(self) -> None:
         """3.1.5.5.5: restart the Session Ack Wait Timer while messages await acknowledgment; then
         the window may have room (3.1.7.1)."""
-        if any(p.AwaitingAck for p in self.OutgoingMessageTable.values()):
+        if self.UnAckedMessageCount > 0:  # a message AwaitingAck
             self._stop_timer(Timer.SessionAckWait)
             self._start_timer(Timer.SessionAckWait, self._ack_wait_seconds())
         self._send_pending()
@@ -471,7 +476,7 @@ class Initiator(SessionEngine):
                     if pos.ReceivedSessionAck:
                         done.append(mid)
             self._delete(done, "OrderAck")
-            if not any(p.TxSequenceNumber for p in self.OutgoingMessageTable.values()):
+            if not self._tx_numbers:
                 self.OutgoingTxSequenceID += 1  # Ordinal + 1
                 self.OutgoingTxSequenceNumber = 1
                 self.LastAckSeqNo = 0

@@ -8,7 +8,6 @@ and the UserHeader.MessageID assignment of [MS-MQQB] 3.1.7.1.1.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -82,11 +81,26 @@ def _headers(message: Packet | Mapping[str, Any] | bytes) -> Container:
     raise SessionError(f"send_message takes packet headers, a Packet or bytes, not {type(message).__name__}")
 
 
+def _copy(value: Any) -> Any:
+    """A private copy of packet headers: containers and lists are copied, the leaves (int, str,
+    bytes, GUID and BitFlags, all immutable) are shared; bytearrays are copied."""
+    if isinstance(value, dict):
+        out = type(value)()
+        for k, v in value.items():
+            out[k] = _copy(v)
+        return out
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    if isinstance(value, bytearray):
+        return bytearray(value)
+    return value
+
+
 def prepare_message(message: Packet | Mapping[str, Any] | bytes, delivery: DeliveryClass) -> Container:
     """A private copy of ``message`` whose headers say ``delivery``: DM, TH and a TransactionHeader
     (sequence fields are filled when it is sent, 3.1.7.1.3), no piggy-backed SessionHeader (the
     sender fills one when it sends, 3.1.7.1.3), PacketSize recomputed."""
-    headers = copy.deepcopy(_headers(message))
+    headers = _copy(_headers(message))
     if "UserHeader" not in headers or headers.get("UserHeader") is None:
         raise SessionError("send_message: the packet has no UserHeader (not a UserMessage Packet)")
     bh = dict(headers.get("BaseHeader") or {})

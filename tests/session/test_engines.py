@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from sessionloop import Fragmenter, Wire
@@ -239,3 +240,17 @@ def test_random_bytes_never_raise_in_the_acceptor(chunks: list[bytes], prefix: b
             assert not isinstance(act, Send) or act.data
     a.timer_fired(Timer.SessionAckSend)
     a.connection_lost()
+
+
+@pytest.mark.parametrize("behaviour", ["normal", "close-after-500"])
+def test_ten_thousand_express_and_a_thousand_transactional_exactly_once(behaviour: str) -> None:
+    """Issue acceptance 1 in memory: none lost or duplicated, the transactional ones in order, also
+    when the acceptor closes the connection after every 500 packets it receives."""
+    w = pair(behaviour)
+    load(w, 10_000, 1_000)
+    w.finish(max_steps=5_000)
+    check_exactly_once(w, 10_000, 1_000)
+    assert not w.violations
+    if behaviour != "normal":
+        assert w.connections > 20
+        assert [c.section for _, c in w.closes] == ["MS-MQQB 3.1.5.9"] * len(w.closes)
