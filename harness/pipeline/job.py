@@ -224,6 +224,12 @@ def spark_session(master: str | None, partitions: int, app: str = "msmq-harness 
     return spark
 
 
+_STAGES = {
+    "partitionBy": "read ranges, decode frames",
+    "collect": "reassemble, decode packets, observe, write Parquet",
+}
+
+
 class _Progress:
     """Tasks done per Spark stage on the terminal (rich), polled from the status tracker."""
 
@@ -258,7 +264,8 @@ class _Progress:
                     if info is None:
                         continue
                     if stage_id not in bars:
-                        bars[stage_id] = progress.add_task(f"stage {stage_id} {info.name[:40]}", total=info.numTasks)
+                        what = _STAGES.get(info.name.split(" ", 1)[0], info.name.split(" ", 1)[0])
+                        bars[stage_id] = progress.add_task(f"stage {stage_id}: {what}", total=info.numTasks)
                     progress.update(bars[stage_id], completed=info.numCompletedTasks)
             for stage_id, bar in bars.items():
                 info = tracker.getStageInfo(stage_id)
