@@ -11,7 +11,7 @@ from peerkit import CLIENT, FAST, RawClient, bodies, cp_request, ec_request, no_
 
 from harness.capture.streams import capture_streams
 from harness.model.enums import ConnectionStatus
-from harness.peers import InitiatorLink, PeerError, SimulatedPeer
+from harness.peers import InitiatorLink, LinkError, PeerError, SimulatedPeer, parse_address
 from harness.session import Initiator, user_message
 
 
@@ -99,3 +99,11 @@ def test_ipv6_loopback_session_is_served_and_recorded(tmp_path: Path) -> None:
     assert client.flow.count("::1") == 2 or "[::1]" in client.name
     assert b"".join(d for _, d in client.pieces) == b"".join(d for x, d, _ in peer.connections[0].packets if x == "c2s")
     assert b"".join(d for _, d in server.pieces) == b"".join(d for x, d, _ in peer.connections[0].packets if x == "s2c")
+
+
+def test_link_addresses() -> None:
+    assert parse_address(("127.0.0.1", 1801)) == ("127.0.0.1", 1801)
+    assert parse_address("mqqb://127.0.0.1:1801") == ("127.0.0.1", 1801)
+    assert parse_address("[::1]:1801") == ("::1", 1801)
+    with pytest.raises(LinkError):
+        parse_address("mqqb://host-without-port")

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from peerkit import CLIENT, FAST
 
 from harness.cli import main
@@ -55,3 +56,9 @@ def test_peer_refuses_a_non_loopback_address() -> None:
 
 def test_peer_rejects_an_unknown_behaviour() -> None:
     assert main(["peer", "--listen", "127.0.0.1:0", "--behaviour", "no-such", "--duration", "0"]) == 2
+
+
+def test_peer_lists_its_behaviours(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["peer", "--listen", "127.0.0.1:0", "--list-behaviours"]) == 0
+    names = capsys.readouterr().out.split()
+    assert {"normal", "refuse", "garbage-reply", "close-after-<N>"} <= set(names)
