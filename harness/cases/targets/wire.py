@@ -254,7 +254,9 @@ class _WireRun:
         self.client_guid = GUID(uuid.uuid4().bytes_le)
         self.server_guid = NULL_GUID
         self.message_ids = itertools.count(1)
-        self.received_user_messages = 0
+        self.received_user_messages = 0  # UserMessage Packets (OrderAcks and FinalAcks too) from the acceptor
+        self.user_messages_sent = 0
+        self.tx_number = 0  # TxSequenceNumber of the last transactional message sent (TxSequenceID 1)
         self._last_packet: bytes | None = None  # the packet the current step's expectations read
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -456,6 +458,7 @@ class _WireRun:
                 self.client.close()
             self.client, self.client_closed, self.inbox = None, False, []
             self.splitter = StreamSplitter()
+            self.user_messages_sent = self.received_user_messages = self.tx_number = 0  # a new session
         sock = self._connect()
         kind = args["packet"]
         for _ in range(int(args.get("count", 1))):
@@ -471,7 +474,7 @@ class _WireRun:
                 elif kind == "SessionAck":
                     headers = sp.session_ack(
                         ack_sequence_number=self.received_user_messages % 0x10000,
-                        user_msg_sequence_number=self._sent_count() % 0x10000,
+                        user_msg_sequence_number=self.user_messages_sent % 0x10000,
                     )
                 else:
                     delivery = DeliveryClass(args.get("delivery", "express"))
@@ -487,8 +490,9 @@ class _WireRun:
                     if delivery is DeliveryClass.transactional:
                         th = headers.TransactionHeader
                         th.TxSequenceID = {"Ordinal": 1, "TimeStamp": 0x10}
-                        th.TxSequenceNumber = self._tx_number = getattr(self, "_tx_number", 0) + 1
-                        th.PreviousTxSequenceNumber = self._tx_number - 1
+                        self.tx_number += 1
+                        th.TxSequenceNumber = self.tx_number
+                        th.PreviousTxSequenceNumber = self.tx_number - 1
                 for path, value in (args.get("fields") or {}).items():
                     if isinstance(value, Mapping) and set(value) == {"received"}:
                         value = self.received_value(str(value["received"]))
@@ -496,16 +500,13 @@ class _WireRun:
                 data = packets.build(headers)
                 self.sent[kind] = headers
                 if kind == "UserMessage":
-                    self._user_messages_sent = self._sent_count() + 1
+                    self.user_messages_sent += 1
             try:
                 sock.sendall(data)
             except OSError:
                 self.client_closed = True
                 return {"sent": False}
         return {"sent": True}
-
-    def _sent_count(self) -> int:
-        return int(getattr(self, "_user_messages_sent", 0))
 
     def _read_packet(self, timeout: float) -> tuple[bytes | None, bool]:
         """The next whole packet from the acceptor: (packet, closed)."""
@@ -563,7 +564,7 @@ class _WireRun:
                 continue
             self._last_packet = data
             self.received[kind] = data
-            if kind == "UserMessage":
+            if kind in ("UserMessage", "OrderAck", "FinalAck"):  # counted alike ([MS-MQQB] 3.1.1.4)
                 self.received_user_messages += 1
             if kind == "EstablishConnection":
                 with contextlib.suppress(Exception):
@@ -611,7 +612,7 @@ class _WireRun:
         if action == "receive" and not any(k in expect for k in ("closed", "timed_out")):
             expect = {"closed": False, "timed_out": False, **expect}
         flat = _flatten(result)
-        raw: bytes | None = getattr(self, "_last_packet", None) if action in ("receive", "wait_for") else None
+        raw = self._last_packet if action in ("receive", "wait_for") else None
         packet = packets.parse(raw, strict=False) if raw else None
         for key, expected in expect.items():
             if key in flat:
