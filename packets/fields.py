@@ -599,12 +599,20 @@ def header_parser(name: str, header: c.Construct) -> HeaderParser:
     return HeaderParser(name, header)
 
 
+def reads_own_fields(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Mark a Default's computed value as reading only fields of its own header, with
+    ``ctx.get(name)``: a generated builder may then compute it from those fields (the values
+    built before it, the given ones after it) instead of leaving the header to construct."""
+    fn.reads_own_fields = True  # type: ignore[attr-defined]
+    return fn
+
+
 # A tiny helper for headers whose length field is derived from a string when left out.
 def utf16z_bytes(key: str) -> Callable[[Any], int]:
     """Byte length (with NUL) of the string field ``key`` — a default for its length field."""
-    return lambda ctx: len(encode_utf16z(ctx.get(key) or ""))
+    return reads_own_fields(lambda ctx: len(encode_utf16z(ctx.get(key) or "")))
 
 
 def utf16z_chars(key: str) -> Callable[[Any], int]:
     """Character count (with NUL) of the string field ``key`` — a default for its length field."""
-    return lambda ctx: len(encode_utf16z(ctx.get(key) or "")) // 2
+    return reads_own_fields(lambda ctx: len(encode_utf16z(ctx.get(key) or "")) // 2)

@@ -509,12 +509,18 @@ class _BuildSource(_Source):
         if self.track_pos:
             self.add(indent, f"pos += {length}")
 
-    def default(self, sc: c.Construct, value: str, indent: int) -> c.Construct:
-        """Lines replacing a None ``value`` by the Default's value; returns the inner piece."""
+    def default(self, sc: c.Construct, value: str, indent: int, context: str | None = None) -> c.Construct:
+        """Lines replacing a None ``value`` by the Default's value; returns the inner piece.
+
+        ``context`` is an expression for what construct's context holds at this field (the
+        header's given fields, those built before it, this one None): a computed default marked
+        ``reads_own_fields`` is called with it; any other computed default raises NeedsContext."""
         while isinstance(sc, c.Renamed | c.Default):
             if isinstance(sc, c.Default):
                 dflt = sc.value
-                if callable(dflt) and not isinstance(dflt, cexpr.ExprMixin):
+                if callable(dflt) and getattr(dflt, "reads_own_fields", False) and context is not None:
+                    self.add(indent, f"if {value} is None: {value} = {self.const(dflt, 'computed')}({context})")
+                elif callable(dflt) and not isinstance(dflt, cexpr.ExprMixin):
                     self.add(indent, f"if {value} is None: raise NeedsContext({sc.name!r})")
                 elif isinstance(dflt, int | bytes) and not isinstance(dflt, bool):
                     self.add(indent, f"if {value} is None: {value} = {self.const(dflt, 'dflt')}")
@@ -560,7 +566,8 @@ class _BuildSource(_Source):
             value = self.var("v")
             getter = f"{obj}.get({sub.name!r})" if sub.flagbuildnone else f"{obj}[{sub.name!r}]"
             self.add(indent, f"{value} = {getter}")
-            piece = self.default(sub, value, indent)
+            context = "{" + ", ".join([f"**{obj}", *(f"{n!r}: {v}" for n, v in names), f"{sub.name!r}: None"]) + "}"
+            piece = self.default(sub, value, indent, context)
             fmt = self.fixed_build(piece)
             if fmt is not None:
                 self.convert(piece, value, indent)

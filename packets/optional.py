@@ -29,6 +29,7 @@ from packets.fields import (
     encode_utf16z,
     header_parser,
     pad4,
+    reads_own_fields,
 )
 from packets.layout import fast_form_of
 from packets.user import MQFFormatNameElement, TxSequenceID, flag
@@ -193,7 +194,7 @@ SecurityData = Header(
 
 
 def _security_size(item: str) -> Any:
-    return lambda ctx: len((ctx.get("SecurityData") or {}).get(item) or b"")
+    return reads_own_fields(lambda ctx: len((ctx.get("SecurityData") or {}).get(item) or b""))
 
 
 SecurityHeader = Header(
@@ -299,6 +300,7 @@ SOAP_BODY_SECTION_ID = 0x0384
 
 
 def _wchars_of(key: str) -> Any:
+    @reads_own_fields
     def count(ctx: Any) -> int:
         text = ctx.get(key)
         return 0 if text is None else len(encode_utf16z(text)) // 2

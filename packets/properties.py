@@ -28,6 +28,7 @@ from packets.fields import (
     Utf16z,
     encode_utf16z,
     header_parser,
+    reads_own_fields,
 )
 from packets.layout import fast_form_of
 from packets.user import is_valid_message_class
@@ -98,13 +99,14 @@ ALLOWED_BY_PRIVACY_LEVEL = {
 }
 
 
+@reads_own_fields
 def _label_length(ctx: Any) -> int:
     label = ctx.get("Label")
     return 0 if label is None else len(encode_utf16z(label)) // 2
 
 
 def _size_of(key: str) -> Any:
-    return lambda ctx: len(ctx.get(key) or b"")
+    return reads_own_fields(lambda ctx: len(ctx.get(key) or b""))
 
 
 MessagePropertiesHeader = Header(
