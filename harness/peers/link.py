@@ -20,8 +20,10 @@ import selectors
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from harness.peers.recorder import PcapRecorder, TcpFlow
 from harness.session import (
     Acked,
     CancelTimer,
@@ -66,7 +68,8 @@ class InitiatorLink:
     packet), ``acked`` (MessageIDs), ``delivered`` (packets the acceptor sent that the engine
     delivered), ``violations`` (the acceptor's rule breaks the engine saw), ``closes``,
     ``connections`` (how many were opened) and ``pings`` (Ping datagrams the engine asked for;
-    this link does not send them).
+    this link does not send them).  ``record`` writes every connection as a pcap with TCP framing
+    (:class:`harness.peers.recorder.PcapRecorder`).
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class InitiatorLink:
         *,
         timeout: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        record: str | Path | None = None,
     ) -> None:
         self.initiator = initiator
         self.address = parse_address(address)
@@ -97,6 +101,8 @@ class InitiatorLink:
         self._splitter = StreamSplitter()
         self._connect_pending = False
         self._closed = False
+        self._recorder = PcapRecorder(record) if record is not None else None
+        self._flow: TcpFlow | None = None
 
     # -- engine events --------------------------------------------------------------------------
 
@@ -116,8 +122,11 @@ class InitiatorLink:
         for act in actions:
             if isinstance(act, Send):
                 if self._sock is not None:
+                    ts = time.time()
                     self._out += act.data
-                    self.packets.append(("c2s", act.data, time.time()))
+                    self.packets.append(("c2s", act.data, ts))
+                    if self._flow is not None:
+                        self._flow.data("c2s", act.data, ts)
             elif isinstance(act, StartTimer):
                 self.timers[act.name] = now + act.seconds
             elif isinstance(act, CancelTimer):
@@ -125,7 +134,7 @@ class InitiatorLink:
             elif isinstance(act, Close):
                 self.closes.append(act)
                 self._flush(block=True)
-                self._drop()
+                self._drop("c2s")
             elif isinstance(act, Connect):
                 self._connect_pending = True
             elif isinstance(act, Acked):
@@ -153,15 +162,21 @@ class InitiatorLink:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setblocking(False)
         self._sock = sock
+        if self._recorder is not None:
+            local, remote = sock.getsockname()[:2], sock.getpeername()[:2]
+            self._flow = self._recorder.flow(local, remote, time.time())
         self._sel.register(sock, selectors.EVENT_READ)
         self._out.clear()
         self._splitter = StreamSplitter()
         self.connections += 1
         self.perform(self.initiator.connection_made())
 
-    def _drop(self) -> None:
+    def _drop(self, closer: str = "c2s") -> None:
         if self._sock is None:
             return
+        if self._flow is not None:
+            self._flow.fin(closer, time.time())
+            self._flow = None
         self._sel.unregister(self._sock)
         self._sock.close()
         self._sock = None
@@ -192,7 +207,7 @@ class InitiatorLink:
         """The acceptor closed the connection (or it broke): [MS-MQQB] 3.1.7.3."""
         if self._sock is None:
             return
-        self._drop()
+        self._drop("s2c")
         self.perform(self.initiator.connection_lost())
 
     def _read(self) -> None:
@@ -210,6 +225,8 @@ class InitiatorLink:
             self._lost()
             return
         ts = time.time()
+        if self._flow is not None:
+            self._flow.data("s2c", data, ts)
         try:
             for piece in self._splitter.feed(data):
                 self.packets.append(("s2c", piece.data, ts))
@@ -257,10 +274,14 @@ class InitiatorLink:
 
     def close(self) -> None:
         """Close the socket without telling the engine (the test or case is over)."""
+        if self._closed:
+            return
         self._flush(block=True)
         self._drop()
         self._closed = True
         self._sel.close()
+        if self._recorder is not None:
+            self._recorder.close()
 
     def __enter__(self) -> InitiatorLink:
         return self

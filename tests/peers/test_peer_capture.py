@@ -143,3 +143,24 @@ def test_observer_finds_what_the_peer_reported_in_a_faulty_run(tmp_path: Path) -
         expected = {(v.rule_id, v.section) for v in conn.violations}
         observed = {(v.rule_id, v.section) for v in found[conn.client[1]]}
         assert expected and expected <= observed, (conn.index, expected, observed)
+
+
+def test_link_and_peer_recordings_agree_on_every_connection(tmp_path: Path) -> None:
+    peer_pcap, link_pcap = tmp_path / "peer.pcap", tmp_path / "link.pcap"
+    with SimulatedPeer(behaviour="close-after-50", config=PEER_CONFIG, record=peer_pcap) as peer:
+        initiator = Initiator(CLIENT, peer.identifier, config=SessionConfig(session_retry_connect=0.01))
+        with InitiatorLink(initiator, peer.address, record=link_pcap) as link:
+            for n in range(100):  # the peer acknowledges every 32 and closes after 50 packets
+                link.send_message(user_message(CLIENT, peer.identifier, b"r%d" % n))
+            assert link.run_until(lambda: len(peer.delivered) == 100, 10.0)
+        assert peer.wait_for(lambda: all(c.closed for c in peer.connections), 5.0)
+    port = peer.address[1]
+    by_peer = {s.name: b"".join(d for _, d in s.pieces) for s in capture_streams(peer_pcap, {port})}
+    by_link = {s.name: b"".join(d for _, d in s.pieces) for s in capture_streams(link_pcap, {port})}
+    assert list(by_link) == list(by_peer)
+    assert len(by_peer) == 2 * len(peer.connections) >= 4  # the peer closed and the link reconnected
+    for name, peer_bytes in by_peer.items():
+        # each end records what it wrote and what it read: a connection the acceptor closed may
+        # leave bytes written by one end and never read by the other
+        written, read = (by_link[name], peer_bytes) if name.endswith("client") else (peer_bytes, by_link[name])
+        assert written.startswith(read) and read, name
