@@ -232,7 +232,8 @@ class _WireRun:
         peer_spec = case.given["peer"]
         self.side = peer_spec["under_test"]
         self.behaviours = behaviours_of(peer_spec)
-        self.scale = float(peer_spec.get("timers", DEFAULT_TIMER_SCALE))
+        # a live acceptor gets the spec's timer durations unless the case scales them
+        self.scale = float(peer_spec.get("timers", DEFAULT_TIMER_SCALE if live is None else 1.0))
         self.window = int(peer_spec.get("window", DEFAULT_WINDOW))
         self.peer: Any = None
         self.silent: socket.socket | None = None
