@@ -164,3 +164,17 @@ def test_link_and_peer_recordings_agree_on_every_connection(tmp_path: Path) -> N
         # leave bytes written by one end and never read by the other
         written, read = (by_link[name], peer_bytes) if name.endswith("client") else (peer_bytes, by_link[name])
         assert written.startswith(read) and read, name
+
+
+def test_observer_finds_the_acceptor_fault_the_link_saw(tmp_path: Path) -> None:
+    pcap = tmp_path / "bad-padding.pcap"
+    with SimulatedPeer(behaviour="bad-padding", config=PEER_CONFIG, record=pcap) as peer:
+        initiator = Initiator(CLIENT, peer.identifier, config=SessionConfig(session_retry_connect=0.01))
+        with InitiatorLink(initiator, peer.address) as link:
+            link.send_message(user_message(CLIENT, peer.identifier, b"p"))
+            assert link.run_until(lambda: len(peer.delivered) == 1, 5.0)
+        assert peer.wait_for(lambda: all(c.closed for c in peer.connections), 5.0)
+    assert [v.rule_id for v in link.violations] == ["MQQB-2.2.3.1-response-padding"]
+    assert peer.violations == []  # the initiator did nothing wrong
+    (observed,) = observe(pcap, peer.address[1]).values()
+    assert [v.rule_id for v in observed] == ["MQQB-2.2.3.1-response-padding"]
