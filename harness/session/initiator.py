@@ -119,6 +119,7 @@ class Initiator(SessionEngine):
         self._cp_request: Container | None = None
         self._connecting = False
         self._failure_recorded = False
+        self._ping_sent = False  # a Ping Request went out for the session being created (2.2.3.1 SE)
         self._ping_cookie = 0
         self._acked: list[int] = []
         self._acked_by = "SessionAck"
@@ -152,9 +153,11 @@ class Initiator(SessionEngine):
         self._connecting = True
         if self.ping and not retry:
             self._ping_cookie = (self._ping_cookie + 1) & 0xFFFFFFFF
+            self._ping_sent = True
             self._out.append(SendPing(packets.build_ping(sp.ping(self._ping_cookie, self.identifier))))
             self._start_timer(Timer.PingResponse, self.config.ping_response)
         else:
+            self._ping_sent = False
             self._out.append(Connect(self.RemoteQMAddress))
 
     def ping_response(self, datagram: bytes) -> list[Action]:
@@ -211,7 +214,7 @@ class Initiator(SessionEngine):
         self.RemoteQMGuid = self.target_qm
         self._stop_timer(Timer.SessionInitialization)
         request = sp.establish_connection(
-            self.identifier, self.RemoteQMGuid, int(self.clock() * 1000) & 0xFFFFFFFF, ping_sent=self.ping
+            self.identifier, self.RemoteQMGuid, int(self.clock() * 1000) & 0xFFFFFFFF, ping_sent=self._ping_sent
         )
         self._ec_request = request
         self._send_packet(request, PacketKind.EstablishConnection)

@@ -254,3 +254,23 @@ def test_ten_thousand_express_and_a_thousand_transactional_exactly_once(behaviou
     if behaviour != "normal":
         assert w.connections > 20
         assert [c.section for _, c in w.closes] == ["MS-MQQB 3.1.5.9"] * len(w.closes)
+
+
+def test_ec_request_se_says_whether_a_ping_was_sent_for_this_session() -> None:
+    """[MS-MQQB] 2.2.3.1 OperatingSystem.SE: 0 when a Ping Request was sent while creating the
+    session (3.1.5.2.2), 1 otherwise, e.g. on a retry after a ping failure (3.1.6.1)."""
+    import packets
+    from harness.session import Connect, SendPing
+    from packets import session as sp
+
+    init = Initiator(INI, ACC, ping=True)
+    actions = init.send_message(user_message(INI, ACC, b"x"))
+    ping = next(a for a in actions if isinstance(a, SendPing))
+    reply = sp.ping(packets.parse_ping(ping.data).headers.Ping.Cookie, ACC)
+    assert any(isinstance(a, Connect) for a in init.ping_response(packets.build_ping(reply)))
+    ec = next(a for a in init.connection_made() if isinstance(a, Send))
+    assert packets.parse(ec.data).EstablishConnectionHeader.OperatingSystem.SE == 0
+    init.connection_lost()
+    assert any(isinstance(a, Connect) for a in init.timer_fired(Timer.SessionRetryConnect))
+    ec = next(a for a in init.connection_made() if isinstance(a, Send))
+    assert packets.parse(ec.data).EstablishConnectionHeader.OperatingSystem.SE == 1
