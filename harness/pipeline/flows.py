@@ -329,9 +329,37 @@ def flow_rows(
     flows = reassemble(((ts, seg) for _off, ts, seg in ordered), ports)
     out: dict[str, list[dict[str, Any]]] = {"packets": [], "sessions": [], "violations": []}
     for flow in flows.values():
-        for table, rows in analyse_flow(input_name, flow).items():
+        try:
+            tables = analyse_flow(input_name, flow)
+        except Exception as e:  # one connection that breaks a decoder must not stop the others
+            problem = f"analysis failed: {type(e).__name__}: {e}"
+            tables = {"sessions": [_failed_session(input_name, flow, problem)]}
+        for table, rows in tables.items():
             out[table].extend(rows)
     return out
+
+
+def _failed_session(input_name: str, flow: Flow, problem: str) -> dict[str, Any]:
+    c, s = flow.client, flow.server
+    row: dict[str, Any] = {name: None for name in _SESSION_COLUMNS}
+    row.update(
+        input=input_name,
+        flow=flow.id,
+        client=_endpoint(c.src, c.sport),
+        server=_endpoint(c.dst, c.dport),
+        first_ts=flow.first_ts,
+        last_ts=flow.last_ts,
+        segments=c.segments + s.segments,
+        outcome="error",
+        problems=[problem],
+    )
+    return row
+
+
+_SESSION_COLUMNS = (
+    "client_qm", "server_qm", "packets_client", "packets_server", "user_messages", "session_acks", "order_acks",
+    "final_acks", "gaps", "gap_bytes", "retransmitted_bytes", "closed", "violations",
+)
 
 
 def process_local(
