@@ -186,14 +186,14 @@ class InitiatorLink:
         sock = self._sock
         if sock is None:
             return
-        deadline = self.clock() + self.timeout
+        deadline = time.monotonic() + self.timeout
         while self._out:
             try:
                 n = sock.send(self._out)
             except (BlockingIOError, InterruptedError):
-                if not block or self.clock() > deadline:
+                if not block or time.monotonic() > deadline:
                     break
-                select.select([], [sock], [], min(0.05, max(0.0, deadline - self.clock())))
+                select.select([], [sock], [], min(0.05, max(0.0, deadline - time.monotonic())))
                 continue
             except OSError:
                 self._lost()
@@ -263,10 +263,11 @@ class InitiatorLink:
         return min(self.timers.values()) - self.clock()
 
     def run_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
-        """Drive the session until ``predicate()`` holds or ``timeout`` seconds pass; its last value."""
-        deadline = self.clock() + timeout
+        """Drive the session until ``predicate()`` holds or ``timeout`` real seconds pass; its last value.
+        (The engine's timers run on ``clock``, which a caller may scale.)"""
+        deadline = time.monotonic() + timeout
         while not predicate():
-            left = deadline - self.clock()
+            left = deadline - time.monotonic()
             if left <= 0:
                 return bool(predicate())
             self.step(min(left, 0.05))
