@@ -204,13 +204,16 @@ def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]
     from harness.session import Observer
 
     reports: dict[str, StreamReport] = {}
+    chunks: dict[str, list[tuple[float, int, bytes, bool]]] = {}
     packet_rows: list[dict[str, Any]] = []
     for direction, side in (("client", flow.client), ("server", flow.server)):
         gaps = [(g.stream_offset, g.length) for g in side.gaps]
         report = decode_pieces(f"{flow.id} {direction}", side.pieces, gaps)
         report.problems.extend(f"{p.reason} at stream offset {p.stream_offset}" for p in side.problems)
         reports[direction] = report
-        starts = sorted(side.timestamps)
+        runs = chunks[direction] = _chunks(side)
+        starts = [off for _ts, off, _data, _gap in runs]
+        stamps = {off: ts for ts, off, _data, _gap in runs}
         for item in report.packets:
             row = {
                 "input": input_name,
@@ -218,7 +221,7 @@ def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]
                 "direction": direction,
                 "index": item.index,
                 "stream_offset": item.offset,
-                "timestamp": _ts_of(starts, side.timestamps, item.offset + len(item.data) - 1),
+                "timestamp": _ts_of(starts, stamps, item.offset + len(item.data) - 1),
                 "kind": item.packet.kind.name,
                 "size": len(item.data),
                 "problems": [str(v) for v in item.packet.violations],
@@ -228,8 +231,8 @@ def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]
 
     # replay both directions into the observer in capture order, up to the first gap
     observer = Observer()
-    events = [(ts, 0, off, data, gap, "client") for ts, off, data, gap in _chunks(flow.client)]
-    events += [(ts, 1, off, data, gap, "server") for ts, off, data, gap in _chunks(flow.server)]
+    events = [(ts, 0, off, data, gap, "client") for ts, off, data, gap in chunks["client"]]
+    events += [(ts, 1, off, data, gap, "server") for ts, off, data, gap in chunks["server"]]
     events.sort(key=lambda e: (e[0], e[1], e[2]))
     any_gap = bool(flow.client.gaps or flow.server.gaps)
     found: list[Any] = []

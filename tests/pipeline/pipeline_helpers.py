@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+from scapy.layers.l2 import Ether  # noqa: F401  (frames read back as Ethernet)
+from scapy.utils import PcapNgWriter, rdpcap
 
 from harness.capture.pcapfile import Record, iter_records
 from harness.cli import main as cli_main
@@ -57,6 +59,14 @@ def record_loopback(pcap: Path) -> int:
         return int(peer.address[1])
 
 
+def write_pcapng(src: Path, dst: Path) -> None:
+    """The same frames as a pcapng file (Section Header, Interface Description, Enhanced Packet Blocks)."""
+    writer = PcapNgWriter(str(dst))
+    for frame in rdpcap(str(src)):
+        writer.write(frame)
+    writer.close()
+
+
 def table(out: Path, name: str) -> list[dict[str, Any]]:
     rows = pq.read_table(out / name).to_pylist()
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
@@ -78,11 +88,14 @@ def make_inputs(d: Path) -> dict[str, Any]:
     (bad / "caplen.pcap").write_bytes(bytes(damaged))
     garbage = bytes(random.Random(9).randrange(256) for _ in range(41))
     (bad / "garbage.pcap").write_bytes(data[: offs[50] + 30] + garbage + data[offs[50] + 30 :])
+    pcapng = d / "clean.pcapng"
+    write_pcapng(clean, pcapng)
     loopback = d / "loopback" / "peer.pcap"
     loopback.parent.mkdir()
     port = record_loopback(loopback)
     return {
-        "paths": [str(anomalies), str(clean), str(bad), str(loopback)],
+        "paths": [str(anomalies), str(clean), str(bad), str(loopback), str(pcapng)],
+        "pcapng": str(pcapng),
         "loopback": str(loopback),
         "ports": f"1801,{port}",
         "manifest": manifest,

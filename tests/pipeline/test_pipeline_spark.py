@@ -39,9 +39,13 @@ def check_anomalies(inputs: dict[str, Any], local_run: Path) -> None:
     for flow in clean_flows:
         assert sessions[(anomalies_path, flow)]["outcome"] == "ok"
     assert len([s for s in sessions if s[0] == anomalies_path]) == manifest["sessions"]
-    clean_path = inputs["paths"][1]
-    assert not [v for v in violations if v["input"] == clean_path]
-    assert [s["outcome"] for k, s in sessions.items() if k[0] == clean_path] == ["ok"] * 6
+    for clean_path in (inputs["paths"][1], inputs["pcapng"]):  # the same frames, as pcap and as pcapng
+        assert not [v for v in violations if v["input"] == clean_path]
+        assert [s["outcome"] for k, s in sessions.items() if k[0] == clean_path] == ["ok"] * 6
+    flows = {k[1]: s for k, s in sessions.items() if k[0] == inputs["paths"][1]}
+    for (path, flow), s in sessions.items():
+        if path == inputs["pcapng"]:
+            assert s["user_messages"] == flows[flow]["user_messages"] and s["segments"] == flows[flow]["segments"]
 
 
 def check_loopback(inputs: dict[str, Any], local_run: Path) -> None:
@@ -78,7 +82,7 @@ def check_reconciliation(inputs: dict[str, Any], local_run: Path) -> None:
     summary = json.loads((local_run / "summary.json").read_text())
     by_input = {r["input"]: r for r in summary["reconciliation"]}
     bad_dir = inputs["bad_dir"]
-    assert len(by_input) == 2 + 4 + 1
+    assert len(by_input) == 2 + 4 + 1 + 1
     for path, item in by_input.items():
         assert item["balanced"] and item["frames_read"] == item["frames_decoded"] + item["frames_rejected"]
         assert item["frames_read"] == len(records(Path(path))), path
