@@ -4,6 +4,8 @@ Synthetic captures with a manifest of injected anomalies (:mod:`harness.pipeline
 reading of pcap/pcapng files by byte ranges (:mod:`harness.pipeline.splits`), the per-flow work
 the executors run -- TCP reassembly ([MS-MQQB] 2.1.1: MSMQ sessions on TCP 1801), decoding by
 [MS-MQMQ] 2.2.19.1 BaseHeader.PacketSize with ``packets.parse(strict=False)`` and the passive
-session observer of [MS-MQQB] 3.1 (:mod:`harness.pipeline.flows`) -- and the PySpark job
-(:mod:`harness.pipeline.job`) that writes Parquet tables of packets, sessions and violations.
+session observer of [MS-MQQB] 3.1 (:mod:`harness.pipeline.flows`) -- the PySpark job
+(:mod:`harness.pipeline.job`) that writes Parquet tables of packets, sessions and violations, and
+the wire case replaying a captured session (:mod:`harness.pipeline.tocase`).  The subcommands
+``synth``, ``pipeline`` and ``capture-to-case`` are in :mod:`harness.pipeline.cli`.
 """

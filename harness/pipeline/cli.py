@@ -98,7 +98,12 @@ def add_subcommands(sub: Any) -> None:
     synth.add_argument("--seed", type=int, default=0)
     synth.add_argument("--messages", type=int, default=8, help="UserMessages per session (about)")
     synth.add_argument("--manifest", metavar="FILE", help="default: <out>.json")
-    synth.add_argument("--kinds", metavar="K1,K2", help="anomaly kinds to inject, in turn")
+    synth.add_argument(
+        "--kinds",
+        metavar="K1,K2",
+        help="anomaly kinds to inject, in turn (default all: bad-signature, packet-size, sequence-gap, "
+        "ack-beyond-sent, out-of-order, retransmission, overlap, missing-segment)",
+    )
     synth.set_defaults(func=cmd_synth)
 
     pipe = sub.add_parser("pipeline", help="decode and check captures with Spark, write Parquet tables")
