@@ -47,6 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 MIN_SPLIT = 1 << 20
 #: capture bytes per shuffle partition (a partition's connections are held in memory together)
 SHUFFLE_BYTES = 64 << 20
+#: segments a read task holds before handing its per-connection lists on
+FLUSH_SEGMENTS = 20_000
 TABLES = ("packets", "sessions", "violations")
 
 #: column name -> Spark SQL type, in order, for each table
@@ -116,12 +118,26 @@ class PipelineError(Exception):
 
 
 def read_task(splits: Iterable[Split], ports: frozenset[int]) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """One task: the segments of its ranges keyed by connection, then one stats record per range."""
+    """One task: the segments of its ranges grouped by connection (a list per connection, handed
+    on every :data:`FLUSH_SEGMENTS` segments so memory stays bounded), then one stats record per
+    range."""
+    ids: dict[tuple[str, int, str, int], str] = {}
     for split in splits:
         counts = FrameCounts(split.path)
         result = SplitResult(split)
+        pending: dict[tuple[str, ...], list[Any]] = {}
+        held = 0
         for offset, ts, seg in segments_of(read_split(split, result), counts, ports):
-            yield ("f", split.path, flow_id(seg)), (offset, ts, seg)
+            who = (seg.src, seg.sport, seg.dst, seg.dport)
+            fid = ids.get(who)
+            if fid is None:
+                fid = ids[who] = flow_id(seg)
+            pending.setdefault(("f", split.path, fid), []).append((offset, ts, seg))
+            held += 1
+            if held >= FLUSH_SEGMENTS:
+                yield from pending.items()
+                pending, held = {}, 0
+        yield from pending.items()
         counts.problems.extend(str(p) for p in result.problems)
         stats = {
             "counts": counts,
@@ -169,7 +185,7 @@ def analyse_partition(
         if key[0] == "s":
             yield "stats", value
         else:
-            groups.setdefault(key, []).append(value)
+            groups.setdefault(key, []).extend(value)
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
     for key in sorted(groups):
         for table, rows in flow_rows(key[1], groups.pop(key), ports).items():
