@@ -9,8 +9,10 @@ timestamps close together) and then confirms it by walking :data:`CONFIRM` furth
 starting where the previous record ends; it reads from there up to the boundary the next range
 starts at (found by the same search), so the last record may end beyond the range.  Each task
 reports where its first record started and where its last one ended, so the driver can check
-that the ranges chain exactly.  A pcapng file
-(draft-ietf-opsawg-pcapng) is read whole by one task: interface blocks may appear anywhere.
+that the ranges chain exactly.  A pcapng file (draft-ietf-opsawg-pcapng) is cut the same way at
+block boundaries (a known block type whose leading and trailing Block Total Length agree, confirmed
+by the blocks that follow) when its Interface Description Blocks directly follow the Section
+Header Block; otherwise it is read whole by one task.
 Bad input is reported per file with its byte offset (:class:`~harness.capture.pcapfile.CaptureProblem`)
 and the rest is still read.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from harness.capture.pcapfile import (
+    MAX_BLOCK,
     MAX_CAPLEN,
     MAX_WIRELEN,
     RESYNC_TS_WINDOW,
@@ -55,6 +58,7 @@ __all__ = [
 CONFIRM = 16
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
 _REC = {"<": struct.Struct("<IIII"), ">": struct.Struct(">IIII")}
+_U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
 
 
 class SplitError(Exception):
@@ -67,6 +71,7 @@ class InputFile:
     size: int
     format: str = "pcap"  #: "pcap", "pcapng" or "bad" (the file header could not be read)
     problem: str = ""  #: why the header could not be read (with its offset)
+    splittable: bool = True  #: can be read in byte ranges
 
 
 @dataclass(frozen=True)
@@ -131,18 +136,24 @@ def describe(path: str) -> InputFile:
     with open(path, "rb") as f:
         head = read_header(f)
     if isinstance(head, CaptureProblem):
-        return InputFile(path, size, "bad", str(head._replace(path=path)))
-    return InputFile(path, size, head.format)
+        return InputFile(path, size, "bad", str(head._replace(path=path)), splittable=False)
+    return InputFile(path, size, head.format, splittable=_splittable(head))
+
+
+def _splittable(header: PcapHeader) -> bool:
+    """Classic pcap always; pcapng when its interfaces are declared right after the Section Header
+    Block (a range starting later must know every interface its packets name)."""
+    return header.format == "pcap" or bool(header.interfaces)
 
 
 def plan_tasks(files: list[InputFile], split_size: int, tasks: int) -> list[list[Split]]:
-    """Cut classic pcap files larger than ``split_size`` into ranges and pack everything into at
+    """Cut splittable files larger than ``split_size`` into ranges and pack everything into at
     least ``tasks`` task lists of about equal bytes (largest first onto the lightest task)."""
     if split_size <= 0:
         raise SplitError("split size must be positive")
     pieces: list[Split] = []
     for f in files:
-        if f.format == "pcap" and f.size > split_size:
+        if f.splittable and f.size > split_size:
             n = -(-f.size // split_size)
             step = -(-f.size // n)
             pieces.extend(Split(f.path, s, min(s + step, f.size), i) for i, s in enumerate(range(0, f.size, step)))
@@ -180,10 +191,33 @@ def _confirm(buf: bytes, p: int, header: PcapHeader, at_eof: bool) -> bool:
     return True
 
 
+def _confirm_blocks(buf: bytes, p: int, header: PcapHeader, at_eof: bool) -> bool:
+    """Do :data:`CONFIRM` pcapng blocks follow each other from ``p``, each with its leading and
+    trailing Block Total Length equal (or the chain run to the end of the file)?"""
+    unpack = _U32[header.byteorder].unpack_from
+    q = p
+    for _ in range(CONFIRM):
+        if q + 12 > len(buf):
+            return at_eof
+        blen = unpack(buf, q + 4)[0]
+        if blen < 12 or blen % 4 or blen > MAX_BLOCK:
+            return False
+        if q + blen > len(buf):
+            return at_eof
+        if unpack(buf, q + blen - 4)[0] != blen:
+            return False
+        q += blen
+    return True
+
+
 def find_split_start(f: BinaryIO, start: int, end: int, header: PcapHeader, size: int) -> int | None:
-    """File offset of the first confirmed record boundary in [start, end) of an open file, or None."""
-    limit = min(header.snaplen, MAX_CAPLEN) if header.snaplen else MAX_CAPLEN
-    window = (CONFIRM + 2) * (16 + limit)
+    """File offset of the first confirmed record (pcap) or block (pcapng) boundary in [start, end)
+    of an open file, or None."""
+    if header.format == "pcapng":
+        window, confirm = (CONFIRM + 2) * MAX_BLOCK, _confirm_blocks
+    else:
+        limit = min(header.snaplen, MAX_CAPLEN) if header.snaplen else MAX_CAPLEN
+        window, confirm = (CONFIRM + 2) * (16 + limit), _confirm
     pos = start
     while pos < end:
         f.seek(pos)
@@ -195,7 +229,7 @@ def find_split_start(f: BinaryIO, start: int, end: int, header: PcapHeader, size
             q = find_record_boundary(buf[p:], header, at_eof=at_eof)
             if q is None or p + q >= scan_limit:
                 break
-            if _confirm(buf, p + q, header, at_eof):
+            if confirm(buf, p + q, header, at_eof):
                 return pos + p + q
             p += q + 1
         if at_eof:
@@ -219,7 +253,7 @@ def read_split(split: Split, result: SplitResult | None = None) -> Iterator[Reco
             if split.start == 0:
                 result.problems.append(header._replace(path=split.path))
             return
-        splittable = header.format == "pcap"
+        splittable = _splittable(header)
         stop = find_split_start(f, split.end, size, header, size) if splittable and split.end < size else None
         if split.start == 0:
             f.seek(0)
@@ -237,7 +271,8 @@ def read_split(split: Split, result: SplitResult | None = None) -> Iterator[Reco
             if result.first is None:
                 result.first = item.offset
             result.records += 1
-            result.next = item.offset + 16 + len(item.data)
+            if header.format == "pcap":  # a pcapng block's end is not in the Record
+                result.next = item.offset + 16 + len(item.data)
             yield item
 
 

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import capture, record_offsets, records, set_caplen
+from pipeline_helpers import capture, record_offsets, records, set_caplen, write_pcapng
 
 from harness.pipeline.splits import (
     InputFile,
@@ -138,3 +138,21 @@ def test_bad_input_is_reported_with_its_offset_and_the_rest_is_read(tmp_path: Pa
 def test_plan_rejects_a_zero_split_size() -> None:
     with pytest.raises(SplitError):
         plan_tasks([InputFile("x", 10)], 0, 2)
+
+
+def test_pcapng_is_cut_at_block_boundaries_and_gives_the_sequential_records(tmp_path: Path) -> None:
+    pcap, _ = capture(tmp_path, sessions=12, rate=0.5)
+    path = tmp_path / "c.pcapng"
+    write_pcapng(pcap, path)
+    info = describe(str(path))
+    assert info.format == "pcapng" and info.splittable
+    expected = records(path)
+    assert [data for _, _, data in expected] == [data for _, _, data in records(pcap)]
+    size = path.stat().st_size
+    rng = random.Random(11)
+    for _ in range(60):
+        cuts = sorted({rng.randrange(1, size) for _ in range(rng.randrange(1, 10))})
+        got, results = read_in_ranges(path, cuts)
+        assert got == expected, f"cuts {cuts}"
+        assert not [p for r in results for p in r.problems]
+    assert len(plan_tasks([info], size // 4 + 1, 4)) == 4
