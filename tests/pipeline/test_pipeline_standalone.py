@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +25,15 @@ def test_standalone_cluster_gives_identical_parquet_to_local2(tmp_path: Path) ->
         cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", url, "--conf", "spark.executor.memory=512m",
                str(ROOT / "harness" / "pipeline" / "__main__.py"), *inputs["paths"], "--out", str(out),
                "--partitions", "3", "--split-size", str(SPLIT // 2), "--ports", inputs["ports"], "--quiet"]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
-        assert done.returncode == 0, done.stderr[-4000:]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            _stdout, stderr = proc.communicate(timeout=240)
+        finally:
+            if proc.poll() is None:  # the driver and its JVM, never left behind
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=15)
+        assert proc.returncode == 0, stderr[-4000:]
     summary = json.loads((out / "summary.json").read_text())
     local_summary = json.loads((local / "summary.json").read_text())
     assert summary["master"] == url and local_summary["master"] == "local[2]"
