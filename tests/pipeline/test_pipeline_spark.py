@@ -3,11 +3,15 @@ the simulated peer on loopback and damaged files through ``msmq-harness pipeline
 
 from __future__ import annotations
 
+import io
 import json
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 from pipeline_helpers import CLIENT_QM, local_run, make_inputs, records, table
+
+from harness.cli import main as cli_main
 
 
 def check_anomalies(inputs: dict[str, Any], local_run: Path) -> None:
@@ -76,6 +80,18 @@ def check_packets(inputs: dict[str, Any], local_run: Path) -> None:
     assert um and all(p["message_id"] and p["source_qm"] and p["delivery"] for p in um)
     assert [p for p in mine if p["kind"] == "UserMessage" and p["problems"]]  # the PacketSize anomaly
     assert all(p["timestamp"] > 1.6e9 for p in mine)
+    # the packets are those ``msmq-harness decode`` finds in the same capture
+    with redirect_stdout(io.StringIO()) as text:
+        assert cli_main(["decode", "--json", anomalies_path]) == 0
+    decoded = [json.loads(line) for line in text.getvalue().splitlines() if line.strip()]
+    by_decode = sorted(
+        (r["stream"], r["index"], r["offset"], r["kind"], bool(r.get("violations")))
+        for r in decoded if "kind" in r and "index" in r
+    )
+    by_pipeline = sorted(
+        (f"{p['flow']} {p['direction']}", p["index"], p["stream_offset"], p["kind"], bool(p["problems"])) for p in mine
+    )
+    assert by_pipeline == by_decode
 
 
 def check_reconciliation(inputs: dict[str, Any], local_run: Path) -> None:
