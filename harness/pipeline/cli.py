@@ -53,6 +53,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
             ports=ports,
             split_size=args.split_size,
             progress=not args.quiet,
+            join_files=args.join_files,
         )
     except PipelineError as e:
         print(f"msmq-harness pipeline: {e}", file=sys.stderr)
@@ -114,6 +115,9 @@ def add_subcommands(sub: Any) -> None:
     pipe.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
     pipe.add_argument("--split-size", type=int, default=0, metavar="BYTES", help="byte range per task")
     pipe.add_argument("--quiet", action="store_true", help="no progress display")
+    pipe.add_argument(
+        "--join-files", action="store_true", help="the inputs, in order, are one capture cut into files (rotated)"
+    )
     pipe.add_argument("--fail-on-violation", action="store_true", help="exit 1 when any rule is broken")
     pipe.set_defaults(func=cmd_pipeline)
 

@@ -117,10 +117,13 @@ class PipelineError(Exception):
 # executor side (module-level functions: pickled by reference, imported on the executors)
 
 
-def read_task(splits: Iterable[Split], ports: frozenset[int]) -> Iterator[tuple[tuple[str, ...], Any]]:
+def read_task(
+    splits: Iterable[Split], ports: frozenset[int], order: dict[str, int] | None = None
+) -> Iterator[tuple[tuple[str, ...], Any]]:
     """One task: the segments of its ranges grouped by connection (a list per connection, handed
     on every :data:`FLUSH_SEGMENTS` segments so memory stays bounded), then one stats record per
-    range."""
+    range.  With ``order`` (input path -> position) the inputs are one capture cut into files:
+    connections are keyed by 5-tuple alone and segments ordered by (file position, offset)."""
     ids: dict[tuple[str, int, str, int], str] = {}
     for split in splits:
         counts = FrameCounts(split.path)
@@ -132,7 +135,10 @@ def read_task(splits: Iterable[Split], ports: frozenset[int]) -> Iterator[tuple[
             fid = ids.get(who)
             if fid is None:
                 fid = ids[who] = flow_id(seg)
-            pending.setdefault(("f", split.path, fid), []).append((offset, ts, seg))
+            if order is None:
+                pending.setdefault(("f", split.path, fid), []).append((offset, ts, seg))
+            else:
+                pending.setdefault(("f", "", fid), []).append(((order[split.path], offset), ts, seg))
             held += 1
             if held >= FLUSH_SEGMENTS:
                 yield from pending.items()
@@ -175,7 +181,11 @@ def write_part(rows: list[dict[str, Any]], table: str, out: str, index: int) -> 
 
 
 def analyse_partition(
-    index: int, part: Iterable[tuple[tuple[str, ...], Any]], ports: frozenset[int], out: str
+    index: int,
+    part: Iterable[tuple[tuple[str, ...], Any]],
+    ports: frozenset[int],
+    out: str,
+    inputs: list[str] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """One shuffle partition: every connection in it analysed, the rows written as Parquet, and the
     counts for the summary (rows per table, violations per rule and per peer, session outcomes)
@@ -188,7 +198,11 @@ def analyse_partition(
             groups.setdefault(key, []).extend(value)
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
     for key in sorted(groups):
-        for table, rows in flow_rows(key[1], groups.pop(key), ports).items():
+        segments = groups.pop(key)
+        name = key[1]
+        if not name and inputs:  # joined inputs: named after the file holding the first segment
+            name = inputs[min(s[0] for s in segments)[0]]
+        for table, rows in flow_rows(name, segments, ports).items():
             tables[table].extend(rows)
     counts: Counter[tuple[str, str]] = Counter()
     for table, rows in tables.items():
@@ -317,8 +331,12 @@ def run_pipeline(
     split_size: int = 0,
     progress: bool = True,
     spark: Any = None,
+    join_files: bool = False,
 ) -> dict[str, Any]:
-    """Run the job; returns the summary also written to ``out/summary.json``."""
+    """Run the job; returns the summary also written to ``out/summary.json``.
+
+    ``join_files``: the inputs, in the order given, are one capture cut into files (a rotated
+    capture), so a TCP connection may continue from one file into the next."""
     started = time.monotonic()
     try:
         paths = expand_inputs(inputs)
@@ -331,7 +349,7 @@ def run_pipeline(
     if own:
         spark = spark_session(master, partitions)
     try:
-        return _run(spark, paths, files, out, partitions, ports, split_size, progress, started)
+        return _run(spark, paths, files, out, partitions, ports, split_size, progress, started, join_files)
     finally:
         if own:
             spark.stop()
@@ -347,6 +365,7 @@ def _run(
     split_size: int,
     progress: bool,
     started: float,
+    join_files: bool = False,
 ) -> dict[str, Any]:
     sc = spark.sparkContext
     tasks = partitions or 2 * sc.defaultParallelism
@@ -354,17 +373,18 @@ def _run(
     split_size = split_size or max(MIN_SPLIT, -(-total // tasks))
     plan = plan_tasks(files, split_size, tasks)
     bad = {f.path: f.problem for f in files if f.format == "bad"}
+    order = {p: i for i, p in enumerate(paths)} if join_files else None
 
     def read(part: Iterable[list[Split]]) -> Iterator[tuple[tuple[str, ...], Any]]:
         for splits in part:
-            yield from read_task(splits, ports)
+            yield from read_task(splits, ports, order)
 
     for table in TABLES:
         shutil.rmtree(out / table, ignore_errors=True)
     target = str(out.resolve())
 
     def analyse(index: int, part: Iterable[tuple[tuple[str, ...], Any]]) -> Iterator[tuple[str, Any]]:
-        return analyse_partition(index, part, ports, target)
+        return analyse_partition(index, part, ports, target, paths)
 
     shuffle = max(tasks, -(-total // SHUFFLE_BYTES))
     with _Progress(sc, progress):
@@ -386,6 +406,7 @@ def _run(
         "master": sc.master,
         "tasks": len(plan),
         "split_size": split_size,
+        "joined_files": join_files,
         "inputs": len(paths),
         "bytes": sum(f.size for f in files),
         "frames_read": sum(r["frames_read"] for r in reconciliation),
