@@ -49,7 +49,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "peer", help="run a simulated remote queue manager (acceptor) that checks whoever connects"
     )
-    p.add_argument("--listen", required=True, type=_listen_address, metavar="HOST:PORT", help="e.g. 127.0.0.1:1801")
+    p.add_argument("--listen", type=_listen_address, metavar="HOST:PORT", help="e.g. 127.0.0.1:1801")
     p.add_argument("--behaviour", default="normal", metavar="NAME", help="acceptor behaviour (see --list-behaviours)")
     p.add_argument("--record", metavar="FILE.pcap", help="write the traffic as a pcap with TCP framing")
     p.add_argument("--report", metavar="FILE.jsonl", help="write each initiator violation as a JSON line")
@@ -74,6 +74,9 @@ def cmd_peer(args: argparse.Namespace) -> int:
             print(name)
         print("close-after-<N>\nwindow-<N>")
         return 0
+    if args.listen is None:
+        print("msmq-harness peer: --listen HOST:PORT is required", file=sys.stderr)
+        return 2
     host, port = args.listen
     if not args.allow_non_loopback and not is_loopback(host):
         print(
