@@ -55,6 +55,7 @@ RECV_SIZE = 1 << 18
 # initiators' TransactionHeaders revealed so far (3.1.1.5).
 QUEUE_MANAGER_STATE = ("MessageIDHistoryTable", "incoming_tx", "tx_checker")
 TICK = 0.25  # longest sleep of the loop: how soon it notices close()
+READS_PER_SECOND = 20  # a slow reader (AcceptorBehaviour.read_rate) reads this often, read_rate / 20 bytes each
 
 
 class PeerError(Exception):
@@ -113,6 +114,7 @@ class _Slot:
         self.closing = False  # the acceptor closed: flush what is queued, then close
         self.close_deadline = 0.0
         self.mask = 0
+        self.read_resume = 0.0  # a slow reader reads again at this time (0: not paused)
 
 
 class SimulatedPeer:
@@ -314,7 +316,10 @@ class SimulatedPeer:
                 deadline = min(deadline, min(slot.timers.values()))
             if slot.closing:
                 deadline = min(deadline, slot.close_deadline)
-            elif slot.splitter.buffered:
+                continue
+            if slot.read_resume:
+                deadline = min(deadline, slot.read_resume)
+            if slot.splitter.buffered:
                 deadline = min(deadline, slot.last_rx + self.read_timeout)
         return deadline
 
@@ -354,6 +359,9 @@ class SimulatedPeer:
             behaviour = self._queued.popleft() if self._queued else self._behaviour
             conn = PeerConnection(len(self._connections), behaviour.name, client)
             self._connections.append(conn)
+        if behaviour.receive_buffer is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, behaviour.receive_buffer)
         acceptor = Acceptor(self.identifier, behaviour, config=self.config, clock=time.monotonic)
         # One queue manager behind every connection: what outlives a session is shared.
         for name in QUEUE_MANAGER_STATE:
@@ -367,8 +375,11 @@ class SimulatedPeer:
         self._guard(slot, lambda s: self._perform(s, s.acceptor.connection_made()))
 
     def _readable(self, slot: _Slot) -> None:
+        rate = slot.acceptor.behaviour.read_rate
+        if rate is not None and time.monotonic() < slot.read_resume:
+            return
         try:
-            data = slot.sock.recv(RECV_SIZE)
+            data = slot.sock.recv(RECV_SIZE if rate is None else max(1, rate // READS_PER_SECOND))
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
@@ -380,6 +391,9 @@ class SimulatedPeer:
             return
         now, ts = time.monotonic(), time.time()
         slot.last_rx = now
+        if rate is not None:  # a slow reader: no more reading until the rate allows it
+            slot.read_resume = now + len(data) / rate
+            self._set_mask(slot)
         if slot.flow is not None:
             slot.flow.data("c2s", data, ts)
         self._keep_packets(slot, data, ts)
@@ -441,12 +455,27 @@ class SimulatedPeer:
         if not slot.out and slot.closing:
             self._finish(slot, "acceptor", slot.conn.close_reason, closer="s2c")
             return
-        mask = (0 if slot.closing else selectors.EVENT_READ) | (selectors.EVENT_WRITE if slot.out else 0)
+        self._set_mask(slot)
+
+    def _set_mask(self, slot: _Slot) -> None:
+        """Watch a connection for writing while output is queued, for reading unless it is closing
+        or a slow reader's pause runs (then the selector times out at ``read_resume``)."""
+        assert self._sel is not None
+        reading = not slot.closing and slot.read_resume <= time.monotonic()
+        mask = (selectors.EVENT_READ if reading else 0) | (selectors.EVENT_WRITE if slot.out else 0)
         if mask == 0:
+            if slot.read_resume > time.monotonic():
+                # nothing to watch during the pause: unregister until _due resumes reading
+                if slot.mask:
+                    self._sel.unregister(slot.sock)
+                    slot.mask = 0
+                return
             mask = selectors.EVENT_READ
-        if mask != slot.mask:
-            slot.mask = mask
+        if slot.mask == 0:
+            self._sel.register(slot.sock, mask, slot)
+        elif mask != slot.mask:
             self._sel.modify(slot.sock, mask, slot)
+        slot.mask = mask
 
     def _lost(self, slot: _Slot, by: str, reason: str) -> None:
         """The transport connection went away under the acceptor ([MS-MQQB] 3.1.7.3)."""
@@ -501,6 +530,9 @@ class SimulatedPeer:
                     slot.conn.error = slot.conn.error or f"send failed: {len(slot.out)} bytes unsent at close"
                     self._finish(slot, "acceptor", slot.conn.close_reason, closer="s2c")
                 continue
+            if slot.read_resume and now >= slot.read_resume:  # a slow reader's pause is over
+                slot.read_resume = 0.0
+                self._set_mask(slot)
             if slot.splitter.buffered and not slot.unframed and now - slot.last_rx >= self.read_timeout:
                 reason = (
                     f"read timeout: {slot.splitter.buffered} bytes of an incomplete packet, "

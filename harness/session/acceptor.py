@@ -58,6 +58,11 @@ class AcceptorBehaviour:
     order_ack: send OrderAcks (3.1.6.9) at all.
     window_size: WindowSize advertised in the CP response and every SessionHeader.
     garbage_reply: answer the EstablishConnection request with these bytes instead of a packet.
+    read_rate: a slow reader: the peer reads at most this many bytes per second from each
+        connection (in bursts of ``read_rate // 20`` bytes, 20 a second) and keeps a receive buffer
+        of ``receive_buffer`` bytes, so that a fast sender meets TCP back-pressure and every
+        acknowledgment comes as late as the reading lets it (the session engine is unchanged:
+        the transport, harness.peers.server, does the pacing).
     """
 
     name: str = "normal"
@@ -71,7 +76,12 @@ class AcceptorBehaviour:
     order_ack: bool = True
     window_size: int | None = None
     garbage_reply: bytes | None = None
+    read_rate: int | None = None
+    receive_buffer: int | None = None
 
+
+SLOW_READER_RATE = 5000  # bytes per second of the behaviour "slow-reader"
+SLOW_READER_BUFFER = 4096  # SO_RCVBUF of a slow reader's connections (the kernel may round it up)
 
 BEHAVIOURS: dict[str, AcceptorBehaviour] = {
     b.name: b
@@ -87,20 +97,25 @@ BEHAVIOURS: dict[str, AcceptorBehaviour] = {
         AcceptorBehaviour("missing-order-ack", order_ack=False),
         AcceptorBehaviour("window-1", window_size=1),
         AcceptorBehaviour("garbage-reply", garbage_reply=bytes(range(256)) * 2),
+        AcceptorBehaviour("slow-reader", read_rate=SLOW_READER_RATE, receive_buffer=SLOW_READER_BUFFER),
     )
 }
 
 
 def named_behaviour(name: str) -> AcceptorBehaviour:
-    """A named behaviour; ``close-after-<N>`` and ``window-<N>`` take any N."""
+    """A named behaviour; ``close-after-<N>``, ``window-<N>`` and ``slow-reader-<N>`` (N bytes per
+    second, N > 0) take any N."""
     if name in BEHAVIOURS:
         return BEHAVIOURS[name]
-    m = re.fullmatch(r"(close-after|window)-(\d+)", name)
+    m = re.fullmatch(r"(close-after|window|slow-reader)-(\d+)", name)
     if m:
         n = int(m.group(2))
         if m.group(1) == "close-after":
             return AcceptorBehaviour(name, close_after_packets=n)
-        return AcceptorBehaviour(name, window_size=n)
+        if m.group(1) == "slow-reader" and n > 0:
+            return AcceptorBehaviour(name, read_rate=n, receive_buffer=SLOW_READER_BUFFER)
+        if m.group(1) == "window":
+            return AcceptorBehaviour(name, window_size=n)
     raise KeyError(f"unknown acceptor behaviour {name!r}; known: {', '.join(sorted(BEHAVIOURS))}")
 
 
