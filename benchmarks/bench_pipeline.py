@@ -10,8 +10,13 @@ ConnectionParameters, UserMessages and acknowledgments, [MS-MQQB] 3.1, over TCP 
 - scapy: ``rdpcap`` with the MSMQ scapy layers bound to TCP 1801 (every frame dissected down to its
   MSMQ layers), on the first ``SCAPY_FRAMES`` frames (scapy is slow; its rate is per frame).
 
-Sizes: ``BENCH_PIPELINE_FRAMES`` (default 100,000; 20,000 with --quick) and
-``BENCH_PIPELINE_SCAPY_FRAMES`` (default 20,000; 5,000 with --quick).
+Sizes: ``BENCH_PIPELINE_FRAMES`` (default 1,600,000 frames, which carry more than 1,000,000 MSMQ
+packets; 20,000 with --quick) and ``BENCH_PIPELINE_SCAPY_FRAMES`` (default 20,000; 5,000 with --quick).
+
+Driver memory: ``msmq-harness pipeline --master local[2]`` in a subprocess on a capture of
+``BENCH_PIPELINE_BIG_BYTES`` (default 2,000,000,000; 50,000,000 with --quick; 0 skips it), with the
+resident memory of the driver (its Python process and the Spark driver JVM it starts) and of the
+whole process tree (with the Python workers) sampled from /proc every 0.1 s.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ def _head(src: Path, dst: Path, frames: int) -> None:
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    frames = int(os.environ.get("BENCH_PIPELINE_FRAMES", 20_000 if quick else 100_000))
+    frames = int(os.environ.get("BENCH_PIPELINE_FRAMES", 20_000 if quick else 1_600_000))
     scapy_frames = int(os.environ.get("BENCH_PIPELINE_SCAPY_FRAMES", 5_000 if quick else 20_000))
     folder = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     try:
@@ -86,7 +91,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         layers = sum(1 for p in dissected for _ in _msmq_layers(p))
         scapy_s = time.perf_counter() - t
         scapy_rate = len(dissected) / scapy_s
-        return [
+        rows = [
             {
                 "name": f"synth capture ({records:,} frames, {size / 1e6:.0f} MB)",
                 "unit": "frames/s",
@@ -107,6 +112,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "pipeline_local2": summary["packets"] / spark_s,
                 "one_process": msmq_packets / local_s,
                 "scapy_rdpcap": layers / scapy_s,
+                "msmq_packets": summary["packets"],
             },
             {
                 "name": "wall time",
@@ -117,8 +123,72 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "scapy_frames": len(dissected),
             },
         ]
+        big = int(os.environ.get("BENCH_PIPELINE_BIG_BYTES", 50_000_000 if quick else 2_000_000_000))
+        if big:
+            rows.append(_driver_memory(folder, big))
+        return rows
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+BYTES_PER_SESSION = 10_050  # synth's sessions, on average, in a classic pcap file
+
+
+def _tree(root: int) -> dict[int, tuple[str, int]]:
+    """pid -> (command name, resident bytes) of ``root`` and its descendants, from /proc."""
+    found: dict[int, tuple[str, int]] = {}
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[str, int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        rss = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
+        info[int(entry.name)] = (fields.get("Name", "").strip(), rss)
+        children.setdefault(int(fields.get("PPid", "0").strip()), []).append(int(entry.name))
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        if pid in info:
+            found[pid] = info[pid]
+            stack.extend(children.get(pid, []))
+    return found
+
+
+def _driver_memory(folder: Path, size: int) -> dict[str, Any]:
+    """Peak resident memory of the pipeline's driver on a capture of about ``size`` bytes."""
+    import subprocess
+    import sys
+
+    from harness.pipeline.synth import synthesize
+
+    path = folder / "big.pcap"
+    synthesize(path, max(1, size // BYTES_PER_SESSION), 0.02, seed=12, manifest=folder / "big.json")
+    actual = path.stat().st_size
+    cmd = [sys.executable, "-m", "harness.pipeline", str(path), "--out", str(folder / "big-out"),
+           "--master", "local[2]", "--quiet"]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    driver = tree = 0
+    while proc.poll() is None:
+        procs = _tree(proc.pid)
+        own = sum(rss for pid, (name, rss) in procs.items() if pid == proc.pid or name == "java")
+        driver, tree = max(driver, own), max(tree, sum(rss for _, rss in procs.values()))
+        time.sleep(0.1)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}")
+    return {
+        "name": f"driver memory, {actual / 1e9:.2f} GB capture on local[2]",
+        "unit": "MiB (limit 2048)",
+        "driver_peak": round(driver / 2**20),
+        "process_tree_peak": round(tree / 2**20),
+        "wall_s": round(elapsed, 1),
+    }
 
 
 def _msmq_layers(pkt: Any) -> Any:
