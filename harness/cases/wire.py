@@ -99,6 +99,8 @@ def needs_simulated_peer(case_given: Mapping[str, Any], then: Mapping[str, Any])
         return f"needs the simulated peer's behaviour {', '.join(faults)}"
     if peer.get("listening") is False or peer.get("silent"):
         return "needs the simulated peer not listening or silent"
+    if peer.get("ping"):  # [MS-MQQB] 2.1.2: an acceptor MAY listen for Ping Requests, on a port of its choice
+        return "needs the simulated peer's Ping listener"
     tp = then.get("peer") or {}
     if "delivered" in tp or "violations" in tp:
         return "checks what the simulated peer delivered and reported"

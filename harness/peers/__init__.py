@@ -4,7 +4,8 @@ Renders the transport of [MS-MQQB] 2.1.1 for both ends of a protocol session:
 
 - :class:`SimulatedPeer`: a simulated remote queue manager (one :class:`harness.session.Acceptor`
   per connection, with fault-injection behaviours) that validates whoever connects to it and
-  writes a per-connection conformance report and a pcap of the traffic;
+  writes a per-connection conformance report and a pcap of the traffic, and answers Ping
+  Requests on a UDP port of its own ([MS-MQQB] 2.1.2, 3.1.7.7);
 - :class:`InitiatorLink`: drives a :class:`harness.session.Initiator` against any acceptor
   (the simulated peer, or a live queue manager at ``mqqb://host:port``);
 - :class:`PcapRecorder`: the pcap writer with TCP framing both use.
@@ -12,7 +13,7 @@ Renders the transport of [MS-MQQB] 2.1.1 for both ends of a protocol session:
 
 from harness.peers.link import InitiatorLink, LinkError, parse_address
 from harness.peers.recorder import PcapRecorder, TcpFlow
-from harness.peers.server import PeerConnection, PeerError, SimulatedPeer
+from harness.peers.server import PeerConnection, PeerError, PingExchange, SimulatedPeer
 
 __all__ = [
     "InitiatorLink",
@@ -20,6 +21,7 @@ __all__ = [
     "PcapRecorder",
     "PeerConnection",
     "PeerError",
+    "PingExchange",
     "SimulatedPeer",
     "TcpFlow",
     "parse_address",

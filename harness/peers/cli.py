@@ -58,6 +58,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--read-timeout", type=float, default=10.0, metavar="S", help="close a connection stalled mid-packet"
     )
+    p.add_argument(
+        "--ping-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="UDP port answering Ping Requests ([MS-MQQB] 2.1.2 names 3527; default 0: an ephemeral one; -1: none)",
+    )
     p.add_argument("--identifier", metavar="GUID", help="QueueManager.Identifier of the simulated queue manager")
     p.add_argument("--allow-non-loopback", action="store_true", help="listen on an address that is not loopback")
     p.add_argument("--list-behaviours", action="store_true", help="print the behaviour names and stop")
@@ -72,7 +79,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
     if args.list_behaviours:
         for name in sorted(BEHAVIOURS):
             print(name)
-        print("close-after-<N>\nwindow-<N>")
+        print("close-after-<N>\nwindow-<N>\nslow-reader-<N>")
         return 0
     if args.listen is None:
         print("msmq-harness peer: --listen HOST:PORT is required", file=sys.stderr)
@@ -98,11 +105,15 @@ def cmd_peer(args: argparse.Namespace) -> int:
             report=args.report,
             read_timeout=args.read_timeout,
             max_connections=args.max_connections,
+            ping_port=None if args.ping_port < 0 else args.ping_port,
         )
         with peer:
             h, p = peer.address
             shown = f"[{h}]:{p}" if ":" in h else f"{h}:{p}"
-            print(f"listening on {shown} as {peer.identifier}, behaviour {peer.behaviour.name}", flush=True)
+            pinged = ""
+            if peer.ping_port is not None:
+                pinged = f", pings on UDP port {peer.ping_address[1]}"
+            print(f"listening on {shown} as {peer.identifier}, behaviour {peer.behaviour.name}{pinged}", flush=True)
             with contextlib.suppress(KeyboardInterrupt):
                 stop.wait(args.duration)
     except (PeerError, ValueError) as e:

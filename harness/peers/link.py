@@ -6,6 +6,11 @@ engine as SocketConnectFailure), ``Send`` writes one packet, ``Close`` ends the 
 (3.1.5.9), a connection closed by the acceptor is the engine's ``connection_lost`` (3.1.7.3), and
 the timers of 3.1.2 run on ``time.monotonic``.  Everything runs in the caller's thread.
 
+Ping ([MS-MQQB] 2.1.2, 3.1.5.2.2): a ``SendPing`` action goes out as a UDP datagram to the
+acceptor's ping address (by default UDP port 3527 of the acceptor's host, as 2.1.2 says), from an
+ephemeral port the link keeps listening on; each datagram that comes back is handed to the
+engine's ``ping_response`` (3.1.7.8), which starts the connection or records PingFailure.
+
 Transport: a plain non-blocking ``socket`` with ``packets.StreamSplitter`` framing, not scapy's
 ``StreamSocket``.  ``StreamSocket.recv`` peeks a buffer, dissects all of it with the ``MSMQ``
 layer and consumes what it dissected, so when one read holds a whole packet and the start of the
@@ -38,6 +43,7 @@ from harness.session import (
     Violation,
 )
 from packets import Packet, PacketError, StreamSplitter
+from packets.session import PING_PORT
 
 __all__ = ["InitiatorLink", "LinkError"]
 
@@ -67,9 +73,9 @@ class InitiatorLink:
     the predicate holds.  Kept: ``packets`` ((direction "c2s"/"s2c", bytes, wall-clock time) per
     packet), ``acked`` (MessageIDs), ``delivered`` (packets the acceptor sent that the engine
     delivered), ``violations`` (the acceptor's rule breaks the engine saw), ``closes``,
-    ``connections`` (how many were opened) and ``pings`` (Ping datagrams the engine asked for;
-    this link does not send them).  ``record`` writes every connection as a pcap with TCP framing
-    (:class:`harness.peers.recorder.PcapRecorder`).
+    ``connections`` (how many were opened), ``pings`` (the Ping Requests sent, to
+    ``ping_address``) and ``ping_responses`` (the datagrams that came back).  ``record`` writes
+    every connection as a pcap with TCP framing (:class:`harness.peers.recorder.PcapRecorder`).
     """
 
     def __init__(
@@ -80,9 +86,11 @@ class InitiatorLink:
         timeout: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
         record: str | Path | None = None,
+        ping_address: tuple[str, int] | str | None = None,
     ) -> None:
         self.initiator = initiator
         self.address = parse_address(address)
+        self.ping_address = parse_address(ping_address) if ping_address is not None else (self.address[0], PING_PORT)
         self.timeout = timeout
         self.clock = clock
         initiator.clock = clock
@@ -92,6 +100,9 @@ class InitiatorLink:
         self.violations: list[Violation] = []
         self.closes: list[Close] = []
         self.pings: list[bytes] = []
+        self.ping_responses: list[bytes] = []
+        self.ping_errors: list[str] = []
+        self._udp: socket.socket | None = None
         self.connections = 0
         self.connect_errors: list[str] = []
         self.timers: dict[str, float] = {}
@@ -145,6 +156,7 @@ class InitiatorLink:
                 self.violations.append(act)
             elif isinstance(act, SendPing):
                 self.pings.append(act.data)
+                self._send_ping(act.data)
         self._flush()
 
     # -- transport ------------------------------------------------------------------------------
@@ -170,6 +182,36 @@ class InitiatorLink:
         self._splitter = StreamSplitter()
         self.connections += 1
         self.perform(self.initiator.connection_made())
+
+    def _send_ping(self, data: bytes) -> None:
+        """[MS-MQQB] 2.1.2: the Ping Request to the acceptor's ping port, from a UDP port this link
+        listens on for the Ping Response.  A datagram that cannot be sent is a ping without a
+        response: the engine's Ping Response Timer decides (3.1.6.8)."""
+        if self._closed:
+            return
+        try:
+            if self._udp is None:
+                family = socket.AF_INET6 if ":" in self.ping_address[0] else socket.AF_INET
+                self._udp = socket.socket(family, socket.SOCK_DGRAM)
+                self._udp.setblocking(False)
+                self._sel.register(self._udp, selectors.EVENT_READ)
+            self._udp.sendto(data, self.ping_address)
+        except OSError as e:
+            self.ping_errors.append(str(e))
+
+    def _read_ping(self) -> None:
+        """Datagrams on the ping port: each goes to the engine's ``ping_response`` (3.1.7.8)."""
+        assert self._udp is not None
+        for _ in range(16):
+            try:
+                data = self._udp.recv(2048)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:  # e.g. ICMP port unreachable for the request
+                self.ping_errors.append(str(e))
+                continue
+            self.ping_responses.append(data)
+            self.perform(self.initiator.ping_response(data))
 
     def _drop(self, closer: str = "c2s") -> None:
         if self._sock is None:
@@ -247,10 +289,13 @@ class InitiatorLink:
             raise LinkError("the link is closed")
         if self._connect_pending:
             self._connect()
-        if self._sock is None:
+        if self._sock is None and self._udp is None:
             time.sleep(max(0.0, min(wait, self._until_next_timer())))
         else:
             for key, mask in self._sel.select(max(0.0, min(wait, self._until_next_timer()))):
+                if key.fileobj is self._udp and self._udp is not None:
+                    self._read_ping()
+                    continue
                 if mask & selectors.EVENT_WRITE:
                     self._flush()
                 if mask & selectors.EVENT_READ and key.fileobj is self._sock:
@@ -280,6 +325,10 @@ class InitiatorLink:
         self._flush(block=True)
         self._drop()
         self._closed = True
+        if self._udp is not None:
+            self._sel.unregister(self._udp)
+            self._udp.close()
+            self._udp = None
         self._sel.close()
         if self._recorder is not None:
             self._recorder.close()
@@ -289,4 +338,3 @@ class InitiatorLink:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -12,6 +12,12 @@ stalls inside a packet is closed after ``read_timeout`` seconds; anything a clie
 error while handling it, ends that connection only.  Every packet in both directions and every
 delivered message is kept per connection; violations go to ``report`` as JSON lines and the
 traffic to ``record`` as a pcap with TCP framing (:mod:`harness.peers.recorder`).
+
+The peer also listens for Ping Requests ([MS-MQQB] 2.1.2) on a UDP port of its own (``ping_port``,
+0 for an ephemeral one; 2.1.2 names 3527) and answers each as 3.1.7.7 Receive Ping Request says
+(:func:`harness.session.ping_response`), with the behaviour the next connection would get: RF set
+for ``refuse`` and ``ping-refuse``, no answer for ``ping-silent``.  Every request and its response
+is kept in ``pings``.
 """
 
 from __future__ import annotations
@@ -42,10 +48,11 @@ from harness.session import (
     StartTimer,
     Violation,
     named_behaviour,
+    ping_response,
 )
 from packets import GUID, Packet, PacketError, StreamSplitter
 
-__all__ = ["PeerConnection", "PeerError", "SimulatedPeer"]
+__all__ = ["PeerConnection", "PeerError", "PingExchange", "SimulatedPeer"]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +105,19 @@ class PeerConnection:
     close_reason: str = ""
 
 
+@dataclass(frozen=True)
+class PingExchange:
+    """One Ping Request the peer received ([MS-MQQB] 2.1.2): where from, the datagram, the Ping
+    Response sent back (None when none was: a silent behaviour or not a Ping Packet), and the
+    behaviour that answered."""
+
+    client: tuple[str, int]
+    request: bytes
+    response: bytes | None
+    behaviour: str
+    time: float
+
+
 class _Slot:
     """The loop's private state for one connection."""
 
@@ -138,8 +158,10 @@ class SimulatedPeer:
         read_timeout: float = 10.0,
         max_connections: int = 256,
         config: SessionConfig | None = None,
+        ping_port: int | None = 0,
     ) -> None:
         self.host, self.port = host, port
+        self.ping_port = ping_port  # None: no Ping listener
         self._behaviour = _behaviour(behaviour)
         self.identifier = GUID(identifier) if identifier is not None else GUID(uuid.uuid4())
         if self.identifier.is_null:
@@ -164,6 +186,9 @@ class SimulatedPeer:
         self._recorder: PcapRecorder | None = None
         self._report: IO[str] | None = None
         self._address: tuple[str, int] | None = None
+        self._ping_sock: socket.socket | None = None
+        self._ping_address: tuple[str, int] | None = None
+        self._pings: list[PingExchange] = []
         # Holds the queue manager state every session shares ([MS-MQQB] 3.1.1.3, [MS-MQDMPR] 3.1.1.5).
         self._queue_manager = Acceptor(self.identifier, config=config)
 
@@ -174,6 +199,19 @@ class SimulatedPeer:
         if self._address is None:
             raise PeerError("the peer is not started")
         return self._address
+
+    @property
+    def ping_address(self) -> tuple[str, int]:
+        """The UDP address the peer answers Ping Requests on ([MS-MQQB] 2.1.2)."""
+        if self._ping_address is None:
+            why = "is not started" if self._address is None else "does not listen for pings"
+            raise PeerError(f"the peer {why}")
+        return self._ping_address
+
+    @property
+    def pings(self) -> list[PingExchange]:
+        with self._lock:
+            return list(self._pings)
 
     @property
     def behaviour(self) -> AcceptorBehaviour:
@@ -232,6 +270,22 @@ class SimulatedPeer:
             if self._recorder is not None:
                 self._recorder.close()
             raise PeerError(f"cannot write {e.filename}: {e.strerror or e}") from e
+        if self.ping_port is not None:
+            pinger = socket.socket(family, socket.SOCK_DGRAM)
+            try:
+                pinger.bind((self.host, self.ping_port))
+            except OSError as e:
+                pinger.close()
+                listener.close()
+                if self._recorder is not None:
+                    self._recorder.close()
+                if self._report is not None:
+                    self._report.close()
+                where = f"UDP {self.host}:{self.ping_port}"
+                raise PeerError(f"cannot listen for pings on {where}: {e.strerror or e}") from e
+            pinger.setblocking(False)
+            self._ping_sock = pinger
+            self._ping_address = pinger.getsockname()[:2]
         listener.setblocking(False)
         self._listener = listener
         self._address = listener.getsockname()[:2]
@@ -239,6 +293,8 @@ class SimulatedPeer:
         self._wake_r.setblocking(False)
         self._sel = selectors.DefaultSelector()
         self._sel.register(listener, selectors.EVENT_READ, "listen")
+        if self._ping_sock is not None:
+            self._sel.register(self._ping_sock, selectors.EVENT_READ, "ping")
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
         self._thread = threading.Thread(target=self._run, name=f"SimulatedPeer:{self._address[1]}", daemon=True)
         self._thread.start()
@@ -287,6 +343,8 @@ class SimulatedPeer:
         for key, mask in sel.select(timeout):
             if key.data == "listen":
                 self._accept()
+            elif key.data == "ping":
+                self._answer_pings()
             elif key.data == "wake":
                 self._drain_wake()
             else:
@@ -349,6 +407,33 @@ class SimulatedPeer:
                 sock.close()
                 continue
             self._open(sock, client[:2])
+
+    def _answer_pings(self) -> None:
+        """[MS-MQQB] 3.1.7.7 Receive Ping Request for every datagram waiting; the Ping Response goes
+        to the request's source address and port (2.1.2)."""
+        assert self._ping_sock is not None
+        for _ in range(64):  # bounded: the TCP connections get their turn
+            try:
+                data, source = self._ping_sock.recvfrom(2048)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:  # e.g. an ICMP error for an earlier response
+                log.debug("ping socket: %s", e)
+                continue
+            with self._lock:
+                behaviour = self._queued[0] if self._queued else self._behaviour
+            try:
+                response = ping_response(data, self.identifier, behaviour)
+            except Exception:
+                log.debug("ping request from %s failed", source, exc_info=True)
+                response = None
+            with self._lock:  # kept before it goes out: whoever got the response finds it here
+                self._pings.append(PingExchange(source[:2], data, response, behaviour.name, time.time()))
+            if response is not None:
+                try:
+                    self._ping_sock.sendto(response, source)
+                except OSError as e:
+                    log.debug("ping response to %s failed: %s", source, e)
 
     def _open(self, sock: socket.socket, client: tuple[str, int]) -> None:
         assert self._sel is not None and self._address is not None
@@ -562,7 +647,7 @@ class SimulatedPeer:
     def _shutdown(self) -> None:
         for slot in list(self._slots.values()):
             self._finish(slot, "stopped", "the peer stopped", closer="s2c")
-        for s in (self._listener, self._wake_r, self._wake_w):
+        for s in (self._listener, self._ping_sock, self._wake_r, self._wake_w):
             if s is not None:
                 s.close()
         if self._sel is not None:

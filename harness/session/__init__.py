@@ -17,7 +17,7 @@ Actions: :class:`Send`, :class:`StartTimer`, :class:`CancelTimer`, :class:`Close
 :mod:`harness.session.rules`.  No sockets, clocks (injected), threads or files.
 """
 
-from harness.session.acceptor import BEHAVIOURS, Acceptor, AcceptorBehaviour, named_behaviour
+from harness.session.acceptor import BEHAVIOURS, Acceptor, AcceptorBehaviour, named_behaviour, ping_response
 from harness.session.events import (
     Acked,
     Action,
@@ -68,5 +68,6 @@ __all__ = [
     "Violation",
     "initiator_rules",
     "named_behaviour",
+    "ping_response",
     "user_message",
 ]

@@ -6,7 +6,8 @@ EstablishConnection Request Packet, 3.1.5.4.1 Receiving a ConnectionParameters R
 Processing, 3.1.5.8.4 SessionHeader Processing, 3.1.5.8.6 Transactional Message Processing,
 3.1.5.8.7 Recoverable Message Processing), the Session Ack Send Timer (3.1.2.5, 3.1.6.4), the
 Order Ack Send Timer (3.1.2.7, 3.1.6.9) with 3.1.7.17 Send Transactional Acknowledgment (OrderAck
-only), and the rules of 3.1.5.1 and "any packet in the wrong state closes the session".  One
+only), 3.1.7.7 Receive Ping Request (the Ping Response of 2.1.2 / 2.2.7), and the rules of 3.1.5.1
+and "any packet in the wrong state closes the session".  One
 Acceptor object is one queue manager's listening side: queue-manager state (the
 MessageIDHistoryTable of 3.1.1.3, the incoming transactional sequences) outlives each connection;
 ``connection_made`` starts a new session.
@@ -36,7 +37,7 @@ from harness.session.messages import delivery_of
 from packets import GUID, NULL_GUID, Packet, PacketKind
 from packets import session as sp
 
-__all__ = ["BEHAVIOURS", "Acceptor", "AcceptorBehaviour", "named_behaviour"]
+__all__ = ["BEHAVIOURS", "Acceptor", "AcceptorBehaviour", "named_behaviour", "ping_response"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,9 @@ class AcceptorBehaviour:
         of ``receive_buffer`` bytes, so that a fast sender meets TCP back-pressure and every
         acknowledgment comes as late as the reading lets it (the session engine is unchanged:
         the transport, harness.peers.server, does the pacing).
+    ping: how Ping Requests ([MS-MQQB] 2.1.2) are answered (3.1.7.7): "answer" (RF set only when
+        ``refuse`` is), "refuse" (RF set: the acceptor will not accept a connection) or "silent"
+        (no Ping Response at all).  Only Ping Requests: the TCP session is served as usual.
     """
 
     name: str = "normal"
@@ -78,6 +82,7 @@ class AcceptorBehaviour:
     garbage_reply: bytes | None = None
     read_rate: int | None = None
     receive_buffer: int | None = None
+    ping: Literal["answer", "refuse", "silent"] = "answer"
 
 
 SLOW_READER_RATE = 5000  # bytes per second of the behaviour "slow-reader"
@@ -98,6 +103,8 @@ BEHAVIOURS: dict[str, AcceptorBehaviour] = {
         AcceptorBehaviour("window-1", window_size=1),
         AcceptorBehaviour("garbage-reply", garbage_reply=bytes(range(256)) * 2),
         AcceptorBehaviour("slow-reader", read_rate=SLOW_READER_RATE, receive_buffer=SLOW_READER_BUFFER),
+        AcceptorBehaviour("ping-refuse", ping="refuse"),
+        AcceptorBehaviour("ping-silent", ping="silent"),
     )
 }
 
@@ -117,6 +124,26 @@ def named_behaviour(name: str) -> AcceptorBehaviour:
         if m.group(1) == "window":
             return AcceptorBehaviour(name, window_size=n)
     raise KeyError(f"unknown acceptor behaviour {name!r}; known: {', '.join(sorted(BEHAVIOURS))}")
+
+
+def ping_response(datagram: bytes, identifier: GUID, behaviour: AcceptorBehaviour | None = None) -> bytes | None:
+    """[MS-MQQB] 3.1.7.7 Receive Ping Request: the Ping Response datagram to send back to the
+    request's source address and port (2.1.2), or None when there is none to send: a datagram that
+    is no Ping Packet (2.2.7) or whose Signature is not 0x5548 is ignored, and a "silent" behaviour
+    never answers.  Response.Flags.RF is set when the acceptor will not accept a connection,
+    Flags.RC and Cookie are the request's, QMGuid is QueueManager.Identifier."""
+    behaviour = behaviour or AcceptorBehaviour()
+    if behaviour.ping == "silent":
+        return None
+    try:
+        request = packets.parse_ping(datagram, strict=False)
+    except packets.PacketError:
+        return None
+    ping = request.headers.get("Ping")
+    if ping is None or ping.Signature != sp.PING_SIGNATURE:
+        return None
+    refuse = behaviour.refuse or behaviour.ping == "refuse"
+    return packets.build_ping(sp.ping(ping.Cookie, identifier, rc=bool(ping.Flags.RC), rf=refuse))
 
 
 class Acceptor(SessionEngine):
@@ -159,6 +186,10 @@ class Acceptor(SessionEngine):
         self.tx_checker = TxSequenceChecker()  # what the initiators' TransactionHeaders revealed (3.1.1.5)
         self._session_message_ids: set[tuple[bytes, int]] = set()
         self._window_reported = False
+
+    def ping_request(self, datagram: bytes) -> bytes | None:
+        """[MS-MQQB] 3.1.7.7 Receive Ping Request (see :func:`ping_response`)."""
+        return ping_response(datagram, self.identifier, self.behaviour)
 
     # -- 3.1.5.10 -------------------------------------------------------------------------------
 

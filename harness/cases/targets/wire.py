@@ -138,8 +138,9 @@ class _SenderLink:
     driven in the caller's thread on one clock, the monotonic clock divided by ``scale`` (so that
     the 3.1.2 timers run ``scale`` times their durations); what crossed the wire, per connection."""
 
-    def __init__(self, address: tuple[str, int], scale: float) -> None:
+    def __init__(self, address: tuple[str, int], scale: float, ping_address: tuple[str, int] | None = None) -> None:
         self.address = address
+        self.ping_address = ping_address  # None: UDP port 3527 of the acceptor's host ([MS-MQQB] 2.1.2)
         self.scale = scale
         self.t0 = time.monotonic()
         self.links: dict[int, Any] = {}
@@ -152,7 +153,13 @@ class _SenderLink:
 
         link = self.links.get(id(init))
         if link is None:
-            link = InitiatorLink(init, self.address, timeout=CONNECT_TIMEOUT / self.scale, clock=self.clock)
+            link = InitiatorLink(
+                init,
+                self.address,
+                timeout=CONNECT_TIMEOUT / self.scale,
+                clock=self.clock,
+                ping_address=self.ping_address,
+            )
             self.links[id(init)] = link
         return link
 
@@ -238,6 +245,7 @@ class _WireRun:
         self.peer: Any = None
         self.silent: socket.socket | None = None
         self.address: tuple[str, int] = live if live is not None else ("", 0)
+        self.ping_address: tuple[str, int] | None = None  # the simulated peer's UDP ping port
         # initiator side
         self.qm: Any = None
         self.link: _SenderLink | None = None
@@ -266,6 +274,7 @@ class _WireRun:
             self.peer = _simulated_peer(self.behaviours)
             host, port = self.peer.address[:2]
             self.address = (str(host), int(port))
+            self.ping_address = self.peer.ping_address
             peer_spec = self.case.given["peer"]
             if peer_spec.get("listening") is False or peer_spec.get("silent"):
                 _close_peer(self.peer)  # its port now refuses connections
@@ -278,7 +287,7 @@ class _WireRun:
             from harness.model import QueueManager
             from harness.session import SessionConfig
 
-            self.link = _SenderLink(self.address, self.scale)
+            self.link = _SenderLink(self.address, self.scale, self.ping_address)
             self.qm = QueueManager(clock=self.link.clock, id_generator=uuid.uuid4)
             from harness.session import OutgoingQueueProcessing
 
@@ -671,6 +680,8 @@ class _WireRun:
             assert self.link is not None
             observed: dict[str, Any] = {"connections": self.link.opened}
             observed["max_in_flight"] = _max_in_flight(self.link.connections)
+            observed["pings"] = sum(len(link.pings) for link in self.link.links.values())
+            observed["ping_responses"] = sum(len(link.ping_responses) for link in self.link.links.values())
             kinds: dict[str, int] = {}
             for conn in self.link.connections:
                 for d, data in conn:
@@ -680,7 +691,7 @@ class _WireRun:
                 conns = list(self.peer.connections)
                 observed["delivered"] = [str(p.MessagePropertiesHeader.Label) for c in conns for p in c.delivered]
                 observed["violations"] = [v.rule_id for c in conns for v in c.violations]
-            for key in ("connections", "max_in_flight", "delivered", "violations"):
+            for key in ("connections", "max_in_flight", "pings", "ping_responses", "delivered", "violations"):
                 if key in tp and not wire_matches(tp[key], observed.get(key), present=key in observed):
                     failures.append(_Failure(f"peer.{key}", tp[key], observed.get(key, "<absent>")))
             for kind, want_n in (tp.get("sent") or {}).items():
