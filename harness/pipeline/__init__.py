@@ -1,7 +1,8 @@
 """harness.pipeline: MSMQ captures at scale.
 
 Synthetic captures with a manifest of injected anomalies (:mod:`harness.pipeline.synth`), splittable
-reading of pcap/pcapng files by byte ranges (:mod:`harness.pipeline.splits`), the per-flow work
+reading of pcap/pcapng files by byte ranges (:mod:`harness.pipeline.splits`), inputs on other file
+systems listed and read through Spark's Hadoop layer (:mod:`harness.pipeline.hadoop`), the per-flow work
 the executors run -- TCP reassembly ([MS-MQQB] 2.1.1: MSMQ sessions on TCP 1801), decoding by
 [MS-MQMQ] 2.2.19.1 BaseHeader.PacketSize with ``packets.parse(strict=False)`` and the passive
 session observer of [MS-MQQB] 3.1 (:mod:`harness.pipeline.flows`) -- the PySpark job

@@ -54,6 +54,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
             split_size=args.split_size,
             progress=not args.quiet,
             join_files=args.join_files,
+            hadoop=args.via_hadoop,
         )
     except PipelineError as e:
         print(f"msmq-harness pipeline: {e}", file=sys.stderr)
@@ -108,7 +109,9 @@ def add_subcommands(sub: Any) -> None:
     synth.set_defaults(func=cmd_synth)
 
     pipe = sub.add_parser("pipeline", help="decode and check captures with Spark, write Parquet tables")
-    pipe.add_argument("inputs", nargs="+", metavar="INPUT", help="pcap/pcapng files, folders or globs")
+    pipe.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="pcap/pcapng files, folders or globs (paths, file:, hdfs://, s3a://...)"
+    )
     pipe.add_argument("--out", required=True, metavar="DIR")
     pipe.add_argument("--master", metavar="URL", help="default local[*] (or what spark-submit sets)")
     pipe.add_argument("--partitions", type=int, default=0, metavar="N", help="tasks (default: 2 per core)")
@@ -117,6 +120,12 @@ def add_subcommands(sub: Any) -> None:
     pipe.add_argument("--quiet", action="store_true", help="no progress display")
     pipe.add_argument(
         "--join-files", action="store_true", help="the inputs, in order, are one capture cut into files (rotated)"
+    )
+    pipe.add_argument(
+        "--via-hadoop",
+        action="store_true",
+        help="read every input through Spark's Hadoop layer, local paths as file: URIs (as hdfs://, s3a://, ... "
+        "inputs always are)",
     )
     pipe.add_argument("--fail-on-violation", action="store_true", help="exit 1 when any rule is broken")
     pipe.set_defaults(func=cmd_pipeline)

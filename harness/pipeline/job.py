@@ -2,9 +2,11 @@
 [MS-MQQB] 3.1 rule violations out.
 
 Stages: the driver lists the inputs and plans tasks (:func:`harness.pipeline.splits.plan_tasks`:
-large classic pcap files cut into byte ranges, small files packed); each task reads its ranges and
-decodes frames to TCP segments on the MSMQ ports ([MS-MQQB] 2.1.1); the segments are shuffled by
-TCP connection (input file and bidirectional 5-tuple); each connection is reassembled, decoded
+large classic pcap files cut into byte ranges, small files packed); each task reads its ranges
+(inputs on other file systems -- ``hdfs://``, ``s3a://``, ... -- are listed through the Hadoop
+FileSystem API and read whole by ``binaryFiles``, :mod:`harness.pipeline.hadoop`) and decodes
+frames to TCP segments on the MSMQ ports ([MS-MQQB] 2.1.1); the segments are shuffled by TCP
+connection (input file and bidirectional 5-tuple); each connection is reassembled, decoded
 by [MS-MQMQ] 2.2.19.1 BaseHeader.PacketSize with ``packets.parse(strict=False)`` and checked by
 the passive session observer (:func:`harness.pipeline.flows.flow_rows`, the functions of
 ``msmq-harness decode``), and each shuffle partition writes its rows with pyarrow as one Parquet
@@ -30,13 +32,16 @@ from typing import Any
 
 from harness.capture.pcapfile import CaptureProblem
 from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, flow_id, flow_rows, segments_of
+from harness.pipeline.hadoop import input_spec, list_inputs
 from harness.pipeline.splits import (
+    InputFile,
     Split,
     SplitError,
     SplitResult,
     check_chaining,
     describe,
     expand_inputs,
+    is_local,
     plan_tasks,
     read_split,
 )
@@ -118,19 +123,20 @@ class PipelineError(Exception):
 
 
 def read_task(
-    splits: Iterable[Split], ports: frozenset[int], order: dict[str, int] | None = None
+    splits: Iterable[Split], ports: frozenset[int], order: dict[str, int] | None = None, data: bytes | None = None
 ) -> Iterator[tuple[tuple[str, ...], Any]]:
     """One task: the segments of its ranges grouped by connection (a list per connection, handed
     on every :data:`FLUSH_SEGMENTS` segments so memory stays bounded), then one stats record per
     range.  With ``order`` (input path -> position) the inputs are one capture cut into files:
-    connections are keyed by 5-tuple alone and segments ordered by (file position, offset)."""
+    connections are keyed by 5-tuple alone and segments ordered by (file position, offset).
+    With ``data`` the one split is a whole file whose bytes Spark read."""
     ids: dict[tuple[str, int, str, int], str] = {}
     for split in splits:
         counts = FrameCounts(split.path)
         result = SplitResult(split)
         pending: dict[tuple[str, ...], list[Any]] = {}
         held = 0
-        for offset, ts, seg in segments_of(read_split(split, result), counts, ports):
+        for offset, ts, seg in segments_of(read_split(split, result, data), counts, ports):
             who = (seg.src, seg.sport, seg.dst, seg.dport)
             fid = ids.get(who)
             if fid is None:
@@ -155,6 +161,14 @@ def read_task(
             "had_problems": bool(result.problems),
         }
         yield ("s", split.path, str(split.start)), stats
+
+
+def read_files(
+    part: Iterable[tuple[str, bytes]], ports: frozenset[int], order: dict[str, int] | None = None
+) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """A ``binaryFiles`` task: each (path, whole file) record read as one range."""
+    for path, data in part:
+        yield from read_task([Split(path, 0, max(len(data), 1), 0)], ports, order, data)
 
 
 def _arrow_schema(table: str) -> Any:
@@ -315,6 +329,10 @@ def _reconcile(stats: list[dict[str, Any]], inputs: list[str], bad: dict[str, st
         results.append(r)
     for problem in check_chaining(results):
         by_input[problem.path].problems.append(str(problem))
+    read = {s["counts"].input for s in stats}
+    for path in inputs:
+        if path not in read:
+            by_input[path].problems.append(f"{path}@0: not read (no task returned this input)")
     for path, reason in bad.items():
         if reason not in by_input[path].problems:
             by_input[path].problems.append(reason)
@@ -332,33 +350,52 @@ def run_pipeline(
     progress: bool = True,
     spark: Any = None,
     join_files: bool = False,
+    hadoop: bool = False,
 ) -> dict[str, Any]:
     """Run the job; returns the summary also written to ``out/summary.json``.
 
     ``join_files``: the inputs, in the order given, are one capture cut into files (a rotated
-    capture), so a TCP connection may continue from one file into the next."""
+    capture), so a TCP connection may continue from one file into the next.  Inputs with a URI
+    scheme other than ``file`` are read through Spark's Hadoop layer; ``hadoop`` reads every input
+    that way (local paths as ``file:`` URIs)."""
     started = time.monotonic()
-    try:
-        paths = expand_inputs(inputs)
-        files = [describe(p) for p in paths]
-    except (SplitError, OSError) as e:
-        raise PipelineError(str(e)) from e
+    inputs = list(inputs)
+    through_hadoop = hadoop or not all(is_local(raw) for raw in inputs)
+    if not through_hadoop:
+        files = _list(None, inputs, False)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     own = spark is None
     if own:
         spark = spark_session(master, partitions)
     try:
-        return _run(spark, paths, files, out, partitions, ports, split_size, progress, started, join_files)
+        if through_hadoop:
+            files = _list(spark, inputs, hadoop)
+        out.mkdir(parents=True, exist_ok=True)
+        return _run(spark, files, out, partitions, ports, split_size, progress, started, join_files)
     finally:
         if own:
             spark.stop()
 
 
+def _list(spark: Any, inputs: list[str], hadoop: bool) -> list[InputFile]:
+    """Every input file, in the order of the inputs, duplicates dropped."""
+    seen: dict[str, InputFile] = {}
+    try:
+        for raw in inputs:
+            if hadoop or not is_local(raw):
+                found = list_inputs(spark, [raw])
+            else:
+                found = [describe(p) for p in expand_inputs([raw])]
+            for f in found:
+                seen.setdefault(f.path, f)
+    except (SplitError, OSError) as e:
+        raise PipelineError(str(e)) from e
+    return list(seen.values())
+
+
 def _run(
     spark: Any,
-    paths: list[str],
-    files: list[Any],
+    files: list[InputFile],
     out: Path,
     partitions: int,
     ports: frozenset[int],
@@ -368,16 +405,22 @@ def _run(
     join_files: bool = False,
 ) -> dict[str, Any]:
     sc = spark.sparkContext
+    paths = [f.path for f in files]
+    local = [f for f in files if f.format != "unread"]
+    remote = [f.path for f in files if f.format == "unread"]
     tasks = partitions or 2 * sc.defaultParallelism
     total = sum(f.size for f in files)
     split_size = split_size or max(MIN_SPLIT, -(-total // tasks))
-    plan = plan_tasks(files, split_size, tasks)
+    plan = plan_tasks(local, split_size, tasks) if local else []
     bad = {f.path: f.problem for f in files if f.format == "bad"}
     order = {p: i for i, p in enumerate(paths)} if join_files else None
 
     def read(part: Iterable[list[Split]]) -> Iterator[tuple[tuple[str, ...], Any]]:
         for splits in part:
             yield from read_task(splits, ports, order)
+
+    def read_whole(part: Iterable[tuple[str, bytes]]) -> Iterator[tuple[tuple[str, ...], Any]]:
+        return read_files(part, ports, order)
 
     for table in TABLES:
         shutil.rmtree(out / table, ignore_errors=True)
@@ -388,7 +431,12 @@ def _run(
 
     shuffle = max(tasks, -(-total // SHUFFLE_BYTES))
     with _Progress(sc, progress):
-        keyed = sc.parallelize(plan, len(plan)).mapPartitions(read)
+        sources = []
+        if plan:
+            sources.append(sc.parallelize(plan, len(plan)).mapPartitions(read))
+        if remote:
+            sources.append(sc.binaryFiles(input_spec(remote), min(tasks, len(remote))).mapPartitions(read_whole))
+        keyed = sources[0] if len(sources) == 1 else sc.union(sources)
         tallies: Counter[tuple[str, str]] = Counter()
         stats: list[dict[str, Any]] = []
         for kind, value in keyed.partitionBy(shuffle).mapPartitionsWithIndex(analyse).collect():
@@ -404,7 +452,8 @@ def _run(
     summary = {
         "out": str(out),
         "master": sc.master,
-        "tasks": len(plan),
+        "tasks": keyed.getNumPartitions(),
+        "hadoop_inputs": len(remote),
         "split_size": split_size,
         "joined_files": join_files,
         "inputs": len(paths),

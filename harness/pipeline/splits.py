@@ -20,7 +20,9 @@ and the rest is still read.
 from __future__ import annotations
 
 import glob
+import io
 import os
+import re
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -50,8 +52,10 @@ __all__ = [
     "describe",
     "expand_inputs",
     "find_split_start",
+    "is_local",
     "plan_tasks",
     "read_split",
+    "scheme_of",
 ]
 
 #: Record headers walked after a candidate boundary to confirm it (when the file has that many).
@@ -69,7 +73,9 @@ class SplitError(Exception):
 class InputFile:
     path: str
     size: int
-    format: str = "pcap"  #: "pcap", "pcapng" or "bad" (the file header could not be read)
+    #: "pcap", "pcapng", "bad" (the file header could not be read) or "unread" (a file read through
+    #: Spark's Hadoop layer, whose header the task reading it checks)
+    format: str = "pcap"
     problem: str = ""  #: why the header could not be read (with its offset)
     splittable: bool = True  #: can be read in byte ranges
 
@@ -99,11 +105,29 @@ class SplitResult:
     problems: list[CaptureProblem] = field(default_factory=list)
 
 
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/")
+
+
+def scheme_of(path: str) -> str:
+    """The URI scheme of an input (``hdfs``, ``s3a``, ``file``, ...), or "" for a plain path."""
+    m = _SCHEME.match(path)
+    return m.group(1).lower() if m else ""
+
+
+def is_local(path: str) -> bool:
+    """A plain path or a ``file:`` URI (read with the operating system's file calls)."""
+    return scheme_of(path) in ("", "file")
+
+
 def _local(path: str) -> str:
-    if path.startswith("file://"):
-        return path[len("file://") :]
-    if "://" in path:
-        raise SplitError(f"{path}: only local files (or file:// URLs) can be read")
+    if scheme_of(path) == "file":
+        rest = path[len("file:") :]
+        if rest.startswith("//"):  # file:///x, or file://localhost/x
+            rest = rest[2:]
+            rest = rest[rest.index("/") :] if "/" in rest else "/"
+        return rest
+    if not is_local(path):
+        raise SplitError(f"{path}: not a local path (read it through Spark's Hadoop layer)")
     return path
 
 
@@ -238,16 +262,17 @@ def find_split_start(f: BinaryIO, start: int, end: int, header: PcapHeader, size
     return None
 
 
-def read_split(split: Split, result: SplitResult | None = None) -> Iterator[Record]:
-    """The records of the split (problems go to ``result.problems``).
+def read_split(split: Split, result: SplitResult | None = None, data: bytes | None = None) -> Iterator[Record]:
+    """The records of the split (problems go to ``result.problems``), read from the file
+    ``split.path`` or, given ``data``, from those bytes (the whole file, read by Spark).
 
     A range owns the records from the first confirmed boundary at or after its start up to the
     first confirmed boundary at or after its end -- the boundary the next range starts at, found by
     the same deterministic search -- so consecutive ranges neither lose nor repeat a record.
     """
     result = result if result is not None else SplitResult(split)
-    size = os.path.getsize(split.path)
-    with open(split.path, "rb") as f:
+    size = os.path.getsize(split.path) if data is None else len(data)
+    with open(split.path, "rb") if data is None else io.BytesIO(data) as f:
         header = read_header(f)
         if isinstance(header, CaptureProblem):
             if split.start == 0:

@@ -85,7 +85,11 @@ def test_expand_inputs_folders_globs_and_missing(tmp_path: Path) -> None:
     ]
     with pytest.raises(SplitError, match="no such file"):
         expand_inputs([str(tmp_path / "missing.pcap")])
-    with pytest.raises(SplitError, match="only local files"):
+    assert expand_inputs([f"file://{tmp_path}/a.pcap", f"file:{tmp_path}/sub"]) == [
+        str(tmp_path / "a.pcap"),
+        str(tmp_path / "sub" / "c.cap"),
+    ]
+    with pytest.raises(SplitError, match=r"^hdfs://nn/x\.pcap: not a local path"):  # read through Spark's Hadoop layer
         expand_inputs(["hdfs://nn/x.pcap"])
 
 
