@@ -38,6 +38,7 @@ def test_hadoop_route_gives_the_tables_of_the_local_route_for_a_folder_and_a_glo
     offs = record_offsets(clean)
     garbage = bytes(random.Random(2).randrange(256) for _ in range(37))
     (folder / "odd [1].pcap").write_bytes(data[: offs[20] + 30] + garbage + data[offs[20] + 30 : offs[-2] + 9])
+    (folder / "badmagic.pcap").write_bytes(b"\xde\xad\xbe\xef" + data[4:])
     inputs = [str(folder), str(tmp_path / "clean-*.pcap")]
     common = ["--master", "local[2]", "--partitions", "3", "--quiet"]
     local_out, hadoop_out = tmp_path / "local", tmp_path / "hadoop"
@@ -50,9 +51,9 @@ def test_hadoop_route_gives_the_tables_of_the_local_route_for_a_folder_and_a_glo
         assert renamed(hadoop_rows) == sorted(json.dumps(r, sort_keys=True) for r in local_rows), name
     local_summary = json.loads((local_out / "summary.json").read_text())
     hadoop_summary = json.loads((hadoop_out / "summary.json").read_text())
-    assert local_summary["inputs"] == hadoop_summary["inputs"] == 5
+    assert local_summary["inputs"] == hadoop_summary["inputs"] == 6
     assert anomalies.stat().st_size > 4 * 8192  # so the local route read it in several byte ranges
-    assert hadoop_summary["hadoop_inputs"] == 5 and local_summary["hadoop_inputs"] == 0
+    assert hadoop_summary["hadoop_inputs"] == 6 and local_summary["hadoop_inputs"] == 0
     for key in ("frames_read", "packets", "sessions", "violations", "violations_by_rule", "session_outcomes"):
         assert hadoop_summary[key] == local_summary[key], key
     hadoop_rec = [
@@ -61,10 +62,13 @@ def test_hadoop_route_gives_the_tables_of_the_local_route_for_a_folder_and_a_glo
     ]
     assert hadoop_rec == local_summary["reconciliation"]
     assert [r["input"] for r in local_summary["reconciliation"]] == [
-        str(folder / "anomalies.pcap"), str(folder / "odd [1].pcap"), str(folder / "sub" / "anomalies.pcapng"),
+        str(folder / "anomalies.pcap"), str(folder / "badmagic.pcap"), str(folder / "odd [1].pcap"),
+        str(folder / "sub" / "anomalies.pcapng"),
         str(tmp_path / "clean-1.pcap"), str(tmp_path / "clean-2.pcap"),
     ]
-    damaged = hadoop_summary["reconciliation"][1]
+    badmagic = hadoop_summary["reconciliation"][1]
+    assert badmagic["frames_read"] == 0 and badmagic["problems"][0].startswith(f"file:{folder}/badmagic.pcap@0: ")
+    damaged = hadoop_summary["reconciliation"][2]
     assert damaged["problems"] and damaged["problems"][0].startswith(f"file:{folder}/odd [1].pcap@{offs[20]}: ")
     assert damaged["frames_read"] >= len(offs) - 4
     flagged = {(v["input"], v["flow"]) for v in table(hadoop_out, "violations")}
