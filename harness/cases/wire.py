@@ -53,6 +53,7 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "send": (frozenset({"packet"}), frozenset({"fields", "hex", "count", "delivery", "body", "new_connection"})),
     "receive": (frozenset(), frozenset({"packet", "timeout", "skip", "until"})),
     "pause_queue": (frozenset({"queue"}), frozenset()),
+    "ping": (frozenset(), frozenset({"Cookie", "RC", "Signature", "timeout"})),
 }
 _INITIATOR_ACTIONS = {
     "create_outgoing_queue",
@@ -61,7 +62,7 @@ _INITIATOR_ACTIONS = {
     "wait_for",
     "pause_queue",
 }
-_ACCEPTOR_ACTIONS = {"send", "receive", "wait_for"}
+_ACCEPTOR_ACTIONS = {"send", "receive", "wait_for", "ping"}
 _WAIT_CONDITIONS = ("packet", "acked", "connection_history", "connections", "closed")
 PACKET_KINDS = (
     "EstablishConnection",
@@ -317,7 +318,11 @@ def _strip_kind(path: str, kind: str) -> str:
 def field_value(packet: Any, path: str) -> tuple[bool, Any]:
     """(present, value) of a field of a decoded packet (``packets.Packet``) by spec path;
     a leading packet kind (``EstablishConnection.``) is allowed; flag sub-fields by name."""
-    path = _strip_kind(path, packet.kind.name)
+    stripped = _strip_kind(path, packet.kind.name)
+    head = path.partition(".")[0]
+    if stripped != path and stripped.partition(".")[0] not in packet.headers and head in packet.headers:
+        stripped = path  # the kind names a header too (Ping.Cookie of a Ping Packet)
+    path = stripped
     obj: Any = packet.headers
     for part in path.split("."):
         if part == "body" and getattr(packet, "body", None) is not None and obj is packet.headers:

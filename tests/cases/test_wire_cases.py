@@ -93,7 +93,7 @@ def test_acceptor_cases_give_the_same_outcome_against_a_live_simulated_peer(wire
     simulated = run(acceptor, "reference")
     with SimulatedPeer() as peer:
         host, port = peer.address
-        live = run(acceptor, f"mqqb://{host}:{port}")
+        live = run(acceptor, f"mqqb://{host}:{port}?ping={peer.ping_address[1]}")
     assert _outcomes(live) == _outcomes(simulated)
     assert set(_outcomes(live).values()) == {"passed"}
 
@@ -128,7 +128,7 @@ def test_a_broken_acceptor_fails_the_relevant_acceptor_cases(
     acceptor = [c for c in wire_cases if c.given["peer"]["under_test"] == "acceptor"]
     with SimulatedPeer(behaviour=behaviour) as peer:
         host, port = peer.address
-        result = run(acceptor, f"mqqb://{host}:{port}")
+        result = run(acceptor, f"mqqb://{host}:{port}?ping={peer.ping_address[1]}")
     by_id = {r.case_id: r for r in result.results}
     failed = by_id[case_id]
     assert failed.outcome is Outcome.failed

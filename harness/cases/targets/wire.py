@@ -64,16 +64,31 @@ class WireCaseError(Exception):
 
 # ===================================================================================== targets
 def parse_mqqb_address(spec: str) -> tuple[str, int]:
-    """``mqqb://host:port`` (host may be ``[::1]``) -> (host, port)."""
-    rest = spec.removeprefix("mqqb://").rstrip("/")
+    """``mqqb://host:port`` (host may be ``[::1]``; a ``?ping=PORT`` query is ignored) -> (host, port)."""
+    rest = spec.removeprefix("mqqb://").partition("?")[0].rstrip("/")
     host, sep, port = rest.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise ValueError(f"{spec!r}: expected mqqb://host:port")
     return host.strip("[]"), int(port)
 
 
+def parse_ping_port(spec: str) -> int | None:
+    """The UDP port of ``mqqb://host:port?ping=PORT`` (where the acceptor listens for Ping
+    Requests, [MS-MQQB] 2.1.2; 3527 for MSMQ), None without the query."""
+    query = spec.partition("?")[2]
+    for item in query.split("&") if query else []:
+        key, _, value = item.partition("=")
+        if key == "ping":
+            if not value.isdigit() or not 0 < int(value) < 65536:
+                raise ValueError(f"{spec!r}: ping=PORT takes a UDP port number")
+            return int(value)
+        raise ValueError(f"{spec!r}: unknown query {key!r} (expected ping=PORT)")
+    return None
+
+
 class LiveWireTarget:
-    """``--target mqqb://host:port``: a live [MS-MQQB] acceptor, for wire cases only."""
+    """``--target mqqb://host:port[?ping=PORT]``: a live [MS-MQQB] acceptor, for wire cases only;
+    ``ping=PORT`` names the UDP port it answers Ping Requests on ([MS-MQQB] 2.1.2)."""
 
     wire_only = True
     handles_timeout = True
@@ -81,6 +96,8 @@ class LiveWireTarget:
     def __init__(self, spec: str) -> None:
         self.spec = spec
         self.wire_address = parse_mqqb_address(spec)
+        port = parse_ping_port(spec)
+        self.ping_address = (self.wire_address[0], port) if port is not None else None
 
     def hello(self) -> TargetInfo:
         return TargetInfo(name=self.spec, events=[], capabilities=["wire"])
@@ -106,6 +123,10 @@ def wire_applicability(case: Case, target: Any) -> tuple[str, tuple[str, int] | 
     live = getattr(target, "wire_address", None)
     if live is not None:
         why = needs_simulated_peer(case.given, case.then)
+        if not why and getattr(target, "ping_address", None) is None and any(s.action == "ping" for s in case.when):
+            # [MS-MQQB] 2.1.2: an acceptor MAY listen for Ping Requests, on a port of its own
+            why = "pings the acceptor, and the target names no UDP ping port (mqqb://host:port?ping=PORT)"
+            return why, None
         return (f"{why}; the target is a live peer" if why else ""), tuple(live)
     if type(target) is ReferenceTarget:
         return "", None
@@ -267,6 +288,7 @@ class _WireRun:
         self.user_messages_sent = 0
         self.tx_number = 0  # TxSequenceNumber of the last transactional message sent (TxSequenceID 1)
         self._last_packet: bytes | None = None  # the packet the current step's expectations read
+        self._last_ping: bytes | None = None  # the Ping Response of the last ping step
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -581,6 +603,36 @@ class _WireRun:
                     self.server_guid = GUID(packets.parse(data, strict=False).EstablishConnectionHeader.ServerGuid)
             return {"closed": False, "timed_out": False, "kind": kind}
 
+    def ping(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """[MS-MQQB] 2.1.2: a Ping Request (2.2.7, fields as 3.1.7.6 sets them: QMGuid the case's
+        client GUID, ``Cookie``, ``RC``; ``Signature`` to send a wrong one) from a UDP port of its
+        own to the acceptor's ping port; the Ping Response is the packet the step's expectations
+        read (``Ping.Cookie``, ``Ping.Flags.RF``, ...).  Returns ``answered``."""
+        if self.ping_address is None:
+            raise WireCaseError("the acceptor has no known ping port")
+        timeout = min(float(args.get("timeout", 2.0)), MAX_WAIT, self.step_timeout)
+        request = sp.ping(int(args.get("Cookie", 1)), self.client_guid, rc=bool(args.get("RC", 0)))
+        if "Signature" in args:
+            request.Signature = int(args["Signature"])
+        data = packets.build_ping(request)
+        self.sent["Ping"] = request
+        host = self.ping_address[0]
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.sendto(data, self.ping_address)
+            end = time.monotonic() + timeout
+            while (left := end - time.monotonic()) > 0:
+                udp.settimeout(left)
+                try:
+                    reply = udp.recv(2048)
+                except TimeoutError:
+                    break
+                except OSError:  # e.g. ICMP port unreachable: no response
+                    break
+                self._last_ping = reply
+                return {"answered": True}
+        self._last_ping = None
+        return {"answered": False}
+
     def received_value(self, path: str) -> Any:
         """A field of the last packet of its kind received from the acceptor (``Kind.Header.Field``)."""
         kind, _, rest = path.partition(".")
@@ -607,6 +659,8 @@ class _WireRun:
         headers = self.sent.get(kind)
         if headers is None:
             return None
+        if kind == "Ping":  # a UDP Ping Packet (2.2.7): its one header is named Ping too
+            return field_value(packets.parse_ping(packets.build_ping(headers), strict=False), path)[1]
         packet = packets.parse(packets.build(headers), strict=False)
         return field_value(packet, rest)[1]
 
@@ -621,13 +675,17 @@ class _WireRun:
             expect = {"satisfied": True, **expect}
         if action == "receive" and not any(k in expect for k in ("closed", "timed_out")):
             expect = {"closed": False, "timed_out": False, **expect}
+        if action == "ping" and "answered" not in expect:
+            expect = {"answered": True, **expect}
         flat = _flatten(result)
         raw = self._last_packet if action in ("receive", "wait_for") else None
         packet = packets.parse(raw, strict=False) if raw else None
+        if action == "ping" and self._last_ping is not None:
+            raw, packet = self._last_ping, packets.parse_ping(self._last_ping, strict=False)
         for key, expected in expect.items():
             if key in flat:
                 present, observed = True, flat[key]
-            elif packet is not None and key not in ("satisfied", "closed", "timed_out", "kind"):
+            elif packet is not None and key not in ("satisfied", "closed", "timed_out", "kind", "answered"):
                 present, observed = field_value(packet, key)
             else:
                 present, observed = False, None
@@ -802,6 +860,8 @@ def run_wire_case(case: Case, target: Any, *, step_timeout: float = 10.0) -> Cas
     if why:
         return _result(case, Outcome.not_applicable, start, [], why)
     run = _WireRun(case, live, step_timeout)
+    if live is not None:
+        run.ping_address = getattr(target, "ping_address", None)
     where = "setup"
     try:
         run.start()
