@@ -216,19 +216,7 @@ def step_section(case: Case, event: str, requirement: str = "") -> str:
 
 
 def _result(case: Case, outcome: Outcome, start: float, failures: list[StepFailure], detail: str) -> CaseResult:
-    return CaseResult(
-        case_id=case.full_id,
-        title=case.title,
-        sections=case.sections,
-        level=str(case.level),
-        outcome=outcome,
-        duration=time.perf_counter() - start,
-        failures=failures,
-        detail=detail,
-        source=case.source,
-        line=case.line,
-        tags=list(case.tags),
-    )
+    return CaseResult.of(case, outcome, time.perf_counter() - start, failures, detail)
 
 
 def _crash(exc: BaseException) -> str:

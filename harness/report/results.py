@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.cases.model import Case
 
 __all__ = ["CaseResult", "Outcome", "RunResult", "StepFailure"]
 
@@ -52,6 +55,23 @@ class CaseResult:
     source: str = ""
     line: int = 0
     tags: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, case: Case, outcome: Outcome, duration: float, failures: list[StepFailure], detail: str) -> CaseResult:
+        """The result of ``case`` (one variant) with its identity taken from the case."""
+        return cls(
+            case_id=case.full_id,
+            title=case.title,
+            sections=case.sections,
+            level=str(case.level),
+            outcome=outcome,
+            duration=duration,
+            failures=failures,
+            detail=detail,
+            source=case.source,
+            line=case.line,
+            tags=list(case.tags),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
