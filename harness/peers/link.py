@@ -1,8 +1,11 @@
 """A live-peer client: drives the sans-IO :class:`harness.session.Initiator` over a real TCP socket.
 
 Renders the transport side of [MS-MQQB] 2.1.1 (one TCP connection per protocol session) for the
-initiator: the ``Connect`` action opens the connection (3.1.5.2; a failure is reported to the
-engine as SocketConnectFailure), ``Send`` writes one packet, ``Close`` ends the connection
+initiator: the ``Connect`` action opens the connection (3.1.5.2): first 3.1.5.2.1 Resolve Host
+Address, ``socket.getaddrinfo`` on the destinationHostName of the action's address (the link's own
+address when the action names none), a name that resolves to no address being the engine's
+``resolve_host_address_failed`` (DnsFailure); then the TCP connect, a failure of which is reported
+to the engine as SocketConnectFailure; ``Send`` writes one packet, ``Close`` ends the connection
 (3.1.5.9), a connection closed by the acceptor is the engine's ``connection_lost`` (3.1.7.3), and
 the timers of 3.1.2 run on ``time.monotonic``.  Everything runs in the caller's thread.
 
@@ -42,6 +45,7 @@ from harness.session import (
     StartTimer,
     Violation,
 )
+from harness.session.initiator import destination_host_name
 from packets import Packet, PacketError, StreamSplitter
 from packets.session import PING_PORT
 
@@ -105,6 +109,8 @@ class InitiatorLink:
         self._udp: socket.socket | None = None
         self.connections = 0
         self.connect_errors: list[str] = []
+        self.resolve_errors: list[str] = []
+        self._connect_to = ""  # the address of the pending Connect action
         self.timers: dict[str, float] = {}
         self._sock: socket.socket | None = None
         self._sel = selectors.DefaultSelector()
@@ -148,6 +154,7 @@ class InitiatorLink:
                 self._drop("c2s")
             elif isinstance(act, Connect):
                 self._connect_pending = True
+                self._connect_to = act.address
             elif isinstance(act, Acked):
                 self.acked.extend(act.message_ids)
             elif isinstance(act, Deliver):
@@ -165,8 +172,11 @@ class InitiatorLink:
         self._connect_pending = False
         if self._closed:
             return
+        target = self._resolve_host_address(self._connect_to)
+        if target is None:
+            return
         try:
-            sock = socket.create_connection(self.address, timeout=self.timeout)
+            sock = socket.create_connection(target, timeout=self.timeout)
         except OSError as e:
             self.connect_errors.append(str(e))
             self.perform(self.initiator.connection_failed())
@@ -182,6 +192,28 @@ class InitiatorLink:
         self._splitter = StreamSplitter()
         self.connections += 1
         self.perform(self.initiator.connection_made())
+
+    def _resolve_host_address(self, address: str) -> tuple[str, int] | None:
+        """[MS-MQQB] 3.1.5.2.1: resolve destinationHostName to addresses usable by TCP (2.1.1); the
+        port is the address's own or the link's.  None when it resolves to none: the engine has been
+        told (``resolve_host_address_failed``)."""
+        host, port = self.address
+        if address:
+            text = address.removeprefix("mqqb://").rstrip("/")
+            host = destination_host_name(address)
+            if host != text.strip("[]"):  # the address names a port too
+                port = int(text.rpartition(":")[2])
+        try:
+            resolved = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as e:  # socket.gaierror is an OSError
+            resolved, error = [], str(e)
+        else:
+            error = f"{host!r} resolved to no address"
+        if not resolved:
+            self.resolve_errors.append(error)
+            self.perform(self.initiator.resolve_host_address_failed())
+            return None
+        return host, port
 
     def _send_ping(self, data: bytes) -> None:
         """[MS-MQQB] 2.1.2: the Ping Request to the acceptor's ping port, from a UDP port this link

@@ -1,15 +1,16 @@
 """The initiator end of an MSMQ binary session (sans-IO): establishment, sending, acknowledgments.
 
-Renders [MS-MQQB] 3.1.5.2 Establish a Protocol Session (3.1.5.2.2 Ping Mechanism, optional;
-3.1.5.2.3 Sending an EstablishConnection Request Packet), 3.1.5.3.2 Receiving an EstablishConnection
-Response, 3.1.5.4.2 Receiving a ConnectionParameters Response, 3.1.3.2 Session Initialization,
-3.1.7.12 Message Position Available, 3.1.7.1 Send User Message Event (3.1.7.1.1 MessageID,
-3.1.7.1.3 Updating the UserMessage Packet: 3.1.1.4 session and 3.1.1.5 transactional sequences),
-3.1.5.5 Receiving a SessionAck Packet (3.1.5.5.1-3.1.5.5.5), 3.1.5.6 Receiving an OrderAck
-Packet, 3.1.5.7 Receiving a FinalAck Packet, the timers 3.1.6.1 (retry connect), 3.1.6.3 (Session
-Ack Wait), 3.1.6.5 (Transactional Ack Wait), 3.1.6.6 (Session Initialization), and 3.1.5.9 Closing a
-Session with its ConnectionHistory entries on the [MS-MQDMPR] 3.1.1.3 OutgoingQueue.  One
-Initiator object serves one OutgoingQueue across reconnections.
+Renders [MS-MQQB] 3.1.5.2 Establish a Protocol Session (3.1.5.2.1 Resolve Host Address,
+3.1.5.2.2 Ping Mechanism, optional; 3.1.5.2.3 Sending an EstablishConnection Request Packet),
+3.1.5.3.2 Receiving an EstablishConnection Response, 3.1.5.4.2 Receiving a ConnectionParameters
+Response, 3.1.3.2 Session Initialization, 3.1.7.12 Message Position Available, 3.1.7.1 Send User
+Message Event (3.1.7.1.1 MessageID, 3.1.7.1.3 Updating the UserMessage Packet: 3.1.1.4 session and
+3.1.1.5 transactional sequences), 3.1.5.5 Receiving a SessionAck Packet (3.1.5.5.1-3.1.5.5.5),
+3.1.5.6 Receiving an OrderAck Packet, 3.1.5.7 Receiving a FinalAck Packet, the timers 3.1.6.1
+(retry connect), 3.1.6.3 (Session Ack Wait), 3.1.6.5 (Transactional Ack Wait), 3.1.6.6 (Session
+Initialization), and 3.1.5.9 Closing a Session with its ConnectionHistory entries on the
+[MS-MQDMPR] 3.1.1.3 OutgoingQueue.  One Initiator object serves one OutgoingQueue across
+reconnections.
 """
 
 from __future__ import annotations
@@ -42,7 +43,21 @@ from harness.session.messages import prepare_message
 from packets import GUID, NULL_GUID, Packet, PacketKind
 from packets import session as sp
 
-__all__ = ["Initiator", "OutgoingMessagePosition"]
+__all__ = ["MQ_ERROR_RESOLVE_ADDRESS", "Initiator", "OutgoingMessagePosition", "destination_host_name"]
+
+MQ_ERROR_RESOLVE_ADDRESS = 0xC00E0099  # the HRESULT of a DnsFailure ConnectionHistory entry
+
+
+def destination_host_name(address: str) -> str:
+    """destinationHostName ([MS-MQQB] 3.1.5.2.1) of a RemoteQMAddress: ``host``, ``host:port``,
+    ``[v6]:port`` or ``mqqb://host:port`` give ``host`` (an IPv6 literal without its brackets)."""
+    text = address.removeprefix("mqqb://").rstrip("/")
+    if text.startswith("["):
+        return text[1:].partition("]")[0]
+    host, sep, port = text.rpartition(":")
+    if sep and port.isdigit() and ":" not in host:
+        return host
+    return text
 
 
 @dataclass(kw_only=True)
@@ -73,10 +88,11 @@ class OutgoingMessagePosition:
 class Initiator(SessionEngine):
     """The initiator: connects, establishes the session, sends UserMessages within the window.
 
-    Events: ``start()``, ``ping_response(datagram)``, ``connection_made()``,
-    ``connection_failed(status)``, ``receive_data(bytes)``, ``send_message(message, delivery)``,
-    ``timer_fired(name)``, ``connection_lost()``; each returns actions.  Messages leave the
-    OutgoingMessageTable through :class:`Acked` actions carrying their UserHeader.MessageID.
+    Events: ``start()``, ``ping_response(datagram)``, ``resolve_host_address_failed(error)``,
+    ``connection_made()``, ``connection_failed(status)``, ``receive_data(bytes)``,
+    ``send_message(message, delivery)``, ``timer_fired(name)``, ``connection_lost()``; each returns
+    actions.  Messages leave the OutgoingMessageTable through :class:`Acked` actions carrying their
+    UserHeader.MessageID.
     """
 
     role = "initiator"
@@ -141,9 +157,15 @@ class Initiator(SessionEngine):
 
     # -- 3.1.5.2 Establish a Protocol Session ------------------------------------------------------
 
+    @property
+    def destinationHostName(self) -> str:
+        """[MS-MQQB] 3.1.5.2.1: the host name the wrapper resolves (the host of RemoteQMAddress)."""
+        return destination_host_name(self.RemoteQMAddress)
+
     def start(self, retry: bool = False) -> list[Action]:
-        """[MS-MQQB] 3.1.5.2: resolve (the address is given), ping (3.1.5.2.2, unless skipped or a
-        retry), then ask the wrapper to connect; EC goes out on ``connection_made``."""
+        """[MS-MQQB] 3.1.5.2: ping (3.1.5.2.2, unless skipped or a retry), then ask the wrapper to
+        connect; the wrapper resolves :attr:`destinationHostName` (3.1.5.2.1) and reports a failure
+        with ``resolve_host_address_failed``; EC goes out on ``connection_made``."""
         self._start(retry)
         return self._take()
 
@@ -187,6 +209,20 @@ class Initiator(SessionEngine):
         if self.OutgoingMessageTable:
             self._start_timer(Timer.SessionRetryConnect, self.config.session_retry_connect)
             self.SessionState = SessionState.WAITING_RECONNECT
+
+    def resolve_host_address_failed(self, error: int = MQ_ERROR_RESOLVE_ADDRESS) -> list[Action]:
+        """[MS-MQQB] 3.1.5.2.1 Resolve Host Address: destinationHostName resolved to no address, so
+        the session cannot be established.  3.1.5.2: a ConnectionHistory entry whose Status describes
+        the error, DnsFailure ([MS-MQDMPR] 3.1.1.3), Error an HRESULT, AddressList RemoteQMAddress.
+        3.1.5.2.1's failure steps: with the OutgoingMessageTable not empty and the OutgoingQueue not
+        OnHold, start the Session Retry Connect Timer (3.1.2.3) and set State to NeedValidation."""
+        self._connecting = False
+        self._history(ConnectionStatus.DnsFailure, error)
+        if self.OutgoingMessageTable and self.OutgoingQueueReference.State is not OutgoingQueueState.OnHold:
+            self._start_timer(Timer.SessionRetryConnect, self.config.session_retry_connect)
+            self.SessionState = SessionState.WAITING_RECONNECT
+            self.OutgoingQueueReference.State = OutgoingQueueState.NeedValidation
+        return self._take()
 
     def connection_failed(self, status: ConnectionStatus = ConnectionStatus.SocketConnectFailure) -> list[Action]:
         """The transport could not connect: 3.1.5.2's history entry and a retry (3.1.2.3)."""

@@ -154,6 +154,14 @@ def _close_peer(peer: Any) -> None:
 
 
 # ====================================================================== the reference sender
+def _unresolvable(queue: Any) -> str:
+    """The machine of ``queue``'s direct format name when it lies under the reserved ``.invalid``
+    top-level domain (RFC 6761: never resolves), else "": every other destination resolves to the peer."""
+    kind, _, rest = (getattr(queue, "DestinationFormatName", "") or "").partition("=")
+    machine = rest.split(":", 1)[-1].split("\\", 1)[0] if kind.strip().upper() == "DIRECT" else ""
+    return machine if machine.lower().rstrip(".").endswith(".invalid") else ""
+
+
 class _SenderLink:
     """The reference Initiators over real TCP: one ``harness.peers.InitiatorLink`` per Initiator,
     driven in the caller's thread on one clock, the monotonic clock divided by ``scale`` (so that
@@ -316,7 +324,7 @@ class _WireRun:
             host, port = self.address
             self.oqp = OutgoingQueueProcessing(
                 self.qm,
-                address_of=lambda queue: f"{host}:{port}",  # every destination resolves to the peer
+                address_of=lambda queue: f"{_unresolvable(queue) or host}:{port}",
                 config=SessionConfig(window_size=self.window),
                 clock=self.link.clock,
                 ping=bool(self.case.given["peer"].get("ping", False)),
