@@ -96,48 +96,86 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 1 if problems or not frames else 0
 
 
+# Exit codes of `msmq-harness run` (docs/cases.md, "Exit codes"), as pytest's
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING_RAN = 0, 1, 2, 5
+
+
+def _writable(path: str) -> str:
+    """"" when a report can be written to ``path``, else why not (checked before any case runs)."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        existed = target.exists()
+        with target.open("a", encoding="utf-8"):
+            pass
+        if not existed:
+            target.unlink()
+    except OSError as e:
+        return f"{path}: {e.strerror or e}"
+    return ""
+
+
+def _usage_error(message: str) -> int:
+    print(f"msmq-harness run: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import harness.cases.targets  # noqa: F401  (registers the reference target's pseudo-events)
     from harness.cases.loader import CaseError, load_paths
-    from harness.cases.runner import load_known_failures, run, select
+    from harness.cases.runner import ConfigurationError, load_known_failures, run, select
     from harness.report import html, json_report, junit, terminal
 
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        return _usage_error(f"no such file or folder: {', '.join(missing)}")
     try:
         cases = load_paths(args.paths or [CASES])
+        cases = select(cases, keyword=args.k, sections=args.spec or ())
+        known = load_known_failures(args.known_failures) if args.known_failures else set()
     except CaseError as e:
-        print(f"msmq-harness run: {e}", file=sys.stderr)
-        return 2
-    cases = select(cases, keyword=args.k, sections=args.spec or (), strict=args.strict)
+        return _usage_error(str(e))
+    except ValueError as e:  # a bad -k expression
+        return _usage_error(str(e))
+    except OSError as e:
+        return _usage_error(f"--known-failures {args.known_failures}: {e.strerror or e}")
     if args.dry_run:
         for case in cases:
-            sections = ", ".join(case.sections)
-            print(f"{case.full_id}  [{case.level}]  {sections}")
-            for ref in case.spec:
-                if ref.text:
-                    print(f"    {ref.section}: {ref.text}")
+            print(f"{case.full_id}  [{case.level}]  {', '.join(case.sections)}")
+            for rid in case.requirements:
+                print(f"    {rid}")
         print(f"{len(cases)} cases selected")
-        return 0
-    known = load_known_failures(args.known_failures) if args.known_failures else set()
-    with terminal.Progress(len(cases)) as progress:
-        result = run(
-            cases,
-            args.target,
-            workers=args.n,
-            step_timeout=args.step_timeout,
-            known_failures=known,
-            progress=progress.advance,
-        )
+        return EXIT_OK if cases else EXIT_NOTHING_RAN
+    writers = ((args.junit, junit.write_junit), (args.json, json_report.write_json), (args.html, html.write_html))
+    unwritable = [why for path, _ in writers if path for why in [_writable(path)] if why]
+    if unwritable:
+        return _usage_error("cannot write the report " + "; ".join(unwritable))
+    try:
+        with terminal.Progress(len(cases)) as progress:
+            result = run(
+                cases,
+                args.target,
+                workers=args.n,
+                step_timeout=args.step_timeout,
+                known_failures=known,
+                strict=args.strict,
+                progress=progress.advance,
+            )
+    except ConfigurationError as e:
+        return _usage_error(str(e))
     terminal.print_summary(result)
     written = []
-    writers = ((args.junit, junit.write_junit), (args.json, json_report.write_json), (args.html, html.write_html))
     for path, writer in writers:
         if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
             writer(result, path)
             written.append(str(path))
     if written:
         print("reports: " + ", ".join(written))
-    return 0 if result.ok else 1
+    if not result.ran:
+        why = "no case selected" if not cases else f"none of the {len(cases)} selected cases ran on this target"
+        print(f"msmq-harness run: nothing ran: {why}", file=sys.stderr)
+        return EXIT_NOTHING_RAN
+    return EXIT_OK if result.ok else EXIT_FAILED
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
@@ -158,13 +196,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="msmq-harness", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run_p = sub.add_parser("run", help="run conformance cases against a target")
+    run_p = sub.add_parser(
+        "run",
+        help="run conformance cases against a target",
+        description="Run conformance cases against a target. Exit status: 0 all passed (non_strict allowed "
+        "unless --strict), 1 failures, 2 usage or configuration error before any case ran, 5 nothing ran.",
+    )
     run_p.add_argument("paths", nargs="*", metavar="PATH", help="case files or folders (default: cases/)")
     run_p.add_argument("--target", default="reference", help="reference | plugin:pkg.mod:Class | cmd:'<command>'")
     run_p.add_argument("-k", metavar="EXPR", help="select cases by id, title and tags (pytest -k syntax)")
     run_p.add_argument("--spec", action="append", metavar="SECTION", help="select by spec section prefix")
     run_p.add_argument("-n", type=int, default=1, metavar="N", help="worker processes")
-    run_p.add_argument("--strict", action="store_true", help="also run the SHOULD-level cases")
+    run_p.add_argument(
+        "--strict", action="store_true", help="non_strict outcomes (SHOULD, MAY, interpretations) fail the run"
+    )
     run_p.add_argument("--dry-run", action="store_true", help="list the selected cases and stop")
     run_p.add_argument("--known-failures", metavar="FILE", help="case ids the target is known to fail")
     run_p.add_argument("--step-timeout", type=float, default=10.0, metavar="S")

@@ -11,9 +11,10 @@ the value, expected and observed, and the spec section.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from harness.cases.grading import unwrap
 from harness.report.results import StepFailure
 
 __all__ = ["THEN_STEP", "compare_result", "compare_then", "describe", "matches", "values_equal"]
@@ -41,8 +42,10 @@ def values_equal(expected: Any, observed: Any) -> bool:
 def matches(expected: Any, observed: Any = _MISSING) -> bool:
     """Whether ``observed`` (``_MISSING`` when the value is absent) satisfies ``expected``.
 
-    ``null`` expects the value absent or null; ``{absent: true}`` expects it absent (or null).
+    ``null`` expects the value absent or null; ``{absent: true}`` expects it absent (or null);
+    ``{is: X}`` is the literal X; a ``requirement`` annotation (harness.cases.grading) is ignored.
     """
+    expected = unwrap(expected)
     present = observed is not _MISSING and observed is not None
     if isinstance(expected, Mapping) and set(expected) == {"any_of"}:
         return any(matches(e, observed) for e in expected["any_of"])
@@ -58,32 +61,45 @@ def describe(value: Any = _MISSING) -> Any:
     return "<absent>" if value is _MISSING else value
 
 
+Grader = Callable[[StepFailure, Any], StepFailure]
+
+
+def _as_is(failure: StepFailure, expected: Any) -> StepFailure:
+    return failure
+
+
 def compare_result(
-    index: int, event: str, expect: Mapping[str, Any], result: Mapping[str, Any], section: str
+    index: int,
+    event: str,
+    expect: Mapping[str, Any],
+    result: Mapping[str, Any],
+    section: str,
+    grader: Grader = _as_is,
 ) -> list[StepFailure]:
-    """A step's ``expect`` against the values the event returned."""
+    """A step's ``expect`` against the values the event returned; ``grader`` attributes each
+    failure to its requirement (harness.cases.grading.graded)."""
     failures = []
     for name, expected in expect.items():
         observed = result.get(name, _MISSING)
         if not matches(expected, observed):
-            failures.append(
-                StepFailure(
-                    step=index,
-                    event=event,
-                    field=name,
-                    expected=expected,
-                    observed=describe(observed),
-                    section=section,
-                    message=(
-                        f"step {index} ({event}): {name} expected {_show(expected)}, "
-                        f"observed {_show(describe(observed))}"
-                    ),
-                )
+            failure = StepFailure(
+                step=index,
+                event=event,
+                field=name,
+                expected=unwrap(expected),
+                observed=describe(observed),
+                section=section,
+                message=(
+                    f"step {index} ({event}): {name} expected {_show(expected)}, "
+                    f"observed {_show(describe(observed))}"
+                ),
             )
+            failures.append(grader(failure, expected))
     return failures
 
 
 def _show(value: Any) -> str:
+    value = unwrap(value)
     if isinstance(value, Mapping) and set(value) == {"any_of"}:
         return "any of " + ", ".join(map(str, value["any_of"]))
     if isinstance(value, Mapping) and set(value) == {"absent"}:
@@ -92,26 +108,27 @@ def _show(value: Any) -> str:
 
 
 def _position_label(entry: Mapping[str, Any]) -> str:
-    state = entry.get("State")
+    state = unwrap(entry.get("State"))
     return f"{entry.get('message')}:{state}" if state is not None else str(entry.get("message"))
 
 
-def compare_then(then: Mapping[str, Any], observed: Mapping[str, Any], section: str) -> list[StepFailure]:
+def compare_then(
+    then: Mapping[str, Any], observed: Mapping[str, Any], section: str, grader: Grader = _as_is
+) -> list[StepFailure]:
     """``then`` against ``observe()``: positions exactly and in order, cursors by listed attributes."""
     failures: list[StepFailure] = []
 
     def fail(field: str, expected: Any, got: Any) -> None:
-        failures.append(
-            StepFailure(
-                step=THEN_STEP,
-                event="then",
-                field=field,
-                expected=expected,
-                observed=got,
-                section=section,
-                message=f"then: {field} expected {_show(expected)}, observed {_show(got)}",
-            )
+        failure = StepFailure(
+            step=THEN_STEP,
+            event="then",
+            field=field,
+            expected=unwrap(expected),
+            observed=got,
+            section=section,
+            message=f"then: {field} expected {_show(expected)}, observed {_show(got)}",
         )
+        failures.append(grader(failure, expected))
 
     obs_queues: Mapping[str, Any] = observed.get("queues") or {}
     for qname, want in (then.get("queues") or {}).items():

@@ -10,11 +10,12 @@ requirement's.  Output is a text table or JSON.
 from __future__ import annotations
 
 import json
+import textwrap
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.cases.loader import Requirement
-from harness.cases.model import Case
+from harness.cases.model import Case, Requirement
 
 __all__ = ["Citation", "CoverageReport", "CoverageRow", "coverage", "render_coverage"]
 
@@ -65,8 +66,12 @@ class CoverageReport:
                 {
                     "id": row.requirement.id,
                     "section": row.requirement.section,
-                    "level": row.requirement.level,
-                    "text": row.requirement.text,
+                    "level": str(row.requirement.level),
+                    "quote": row.requirement.quote,
+                    "note": row.requirement.note,
+                    "alternatives": [
+                        {"name": a.name, "reading": a.reading} for a in row.requirement.alternatives
+                    ],
                     "cases": row.cases,
                 }
                 for row in self.rows
@@ -89,6 +94,10 @@ def coverage(requirements: list[Requirement], cases: list[Case]) -> CoverageRepo
     unknown: dict[tuple[str, str], Citation] = {}
     mismatched: dict[tuple[str, str], Citation] = {}
     for case in cases:
+        for rid in case.requirements:  # cited by a step or an expectation: covered too
+            row = by_id.get(rid)
+            if row is not None and case.id not in row.cases:
+                row.cases.append(case.id)
         for ref in case.spec:
             if not ref.requirement:
                 continue
@@ -109,25 +118,24 @@ def _where(c: Citation) -> str:
 
 
 def render_coverage(report: CoverageReport, as_json: bool = False) -> str:
-    """A text table (requirement, level, section, case count, case ids) and the problems; or JSON."""
+    """Each requirement (id, level, section, its cases) with the spec's sentence under it and,
+    for an interpretation, the readings it allows; then the totals and the problems; or JSON."""
     if as_json:
         return json.dumps(report.to_dict(), indent=2)
-    header = ("requirement", "level", "section", "cases", "case ids")
-    rows = [
-        (r.requirement.id, r.requirement.level, r.requirement.section, str(len(r.cases)), ", ".join(r.cases) or "-")
-        for r in report.rows
-    ]
-    widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header[:-1])]
-
-    def fmt(cells: tuple[str, ...]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)) + "  " + cells[-1]
-
-    out = [fmt(header), fmt((*tuple("-" * w for w in widths), "-" * len(header[-1])))]
-    out += [fmt(row) for row in rows]
+    out: list[str] = []
+    for row in report.rows:
+        r = row.requirement
+        cases = f"{len(row.cases)} case{'s' if len(row.cases) != 1 else ''}"
+        out.append(f"{r.id}  [{r.level}]  {r.section}  {cases}: {', '.join(row.cases) or '-'}")
+        out.extend(textwrap.wrap(f"\u201c{r.quote}\u201d", 100, initial_indent="    ", subsequent_indent="     "))
+        for alt in r.alternatives:
+            out.extend(textwrap.wrap(f"- {alt.name}: {alt.reading}", 100, initial_indent="      ", subsequent_indent="        "))
     total = len(report.rows)
     pct = 100.0 * report.covered_count / total if total else 100.0
+    levels = Counter(str(row.requirement.level) for row in report.rows)
     out.append("")
-    out.append(f"{report.covered_count}/{total} requirements have cases ({pct:.1f}%)")
+    out.append(f"{report.covered_count}/{total} requirements have cases ({pct:.1f}%); "
+               + ", ".join(f"{n} {lv}" for lv, n in sorted(levels.items())))
     if report.uncovered:
         out.append("without cases: " + ", ".join(r.id for r in report.uncovered))
     for c in report.unknown:

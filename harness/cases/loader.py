@@ -12,16 +12,17 @@ cases/requirements.yaml, the list of spec requirements the cases cite.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.cases.grading import annotations
 from harness.cases.matrix import check_placeholders, expand
-from harness.cases.model import Case, Level, SpecRef, Step
+from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
 from harness.cases.schema import (
     CaseError,
     Lines,
@@ -41,6 +42,7 @@ __all__ = [
     "load_paths",
     "load_requirements",
     "load_text",
+    "requirements_for",
 ]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
@@ -110,7 +112,7 @@ def _documents(text: str, file: str) -> list[tuple[Any, Lines]]:
 
 
 # ------------------------------------------------------------------------------------ cases
-def _build(doc: dict[str, Any], lines: Lines, variant: dict[str, Any]) -> Case:
+def _build(doc: dict[str, Any], lines: Lines, variant: dict[str, Any], known: Mapping[str, Requirement]) -> Case:
     steps = []
     for i, s in enumerate(doc["when"]):
         steps.append(
@@ -127,8 +129,7 @@ def _build(doc: dict[str, Any], lines: Lines, variant: dict[str, Any]) -> Case:
     return Case(
         id=doc["id"],
         title=doc["title"],
-        spec=[SpecRef(r["section"], r.get("requirement", ""), r.get("text", "")) for r in doc["spec"]],
-        level=Level(doc.get("level", "MUST")),
+        spec=[SpecRef(r["section"], r["requirement"]) for r in doc["spec"]],
         tags=list(doc.get("tags") or []),
         given=doc.get("given") or {},
         when=steps,
@@ -137,10 +138,40 @@ def _build(doc: dict[str, Any], lines: Lines, variant: dict[str, Any]) -> Case:
         requires=list(doc.get("requires") or []),
         source=lines.file,
         line=lines.line(()),
+        requirements=_cited(doc, lines, known),
     )
 
 
-def _cases(doc: Any, lines: Lines, events: Collection[str]) -> list[Case]:
+def _cited(doc: dict[str, Any], lines: Lines, known: Mapping[str, Requirement]) -> dict[str, Requirement]:
+    """The requirements a case cites, resolved; an unknown id or a section that is not the
+    requirement's own is a CaseError at its line."""
+    cited: list[tuple[PathT, str]] = []
+    for j, ref in enumerate(doc["spec"]):
+        cited.append((("spec", j, "requirement"), ref["requirement"]))
+    for i, step in enumerate(doc["when"]):
+        if "requirement" in step:
+            cited.append((("when", i, "requirement"), step["requirement"]))
+        cited.extend(annotations(step.get("expect"), ("when", i, "expect")))
+    cited.extend(annotations(doc.get("then"), ("then",)))
+    out: dict[str, Requirement] = {}
+    for path, rid in cited:
+        req = known.get(rid)
+        if req is None:
+            close = difflib.get_close_matches(rid, list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            where = f"cases/{REQUIREMENTS_FILE}" if not known else f"the {len(known)} requirements of {REQUIREMENTS_FILE}"
+            raise lines.error(path, f"unknown requirement {rid!r}: not among {where}{hint}")
+        out[rid] = req
+    for j, ref in enumerate(doc["spec"]):
+        req = out[ref["requirement"]]
+        if ref["section"] != req.section:
+            raise lines.error(
+                ("spec", j, "section"), f"{ref['section']!r} is not the section of {req.id} ({req.section})"
+            )
+    return out
+
+
+def _cases(doc: Any, lines: Lines, events: Collection[str], known: Mapping[str, Requirement]) -> list[Case]:
     if not isinstance(doc, dict):
         validate(doc, lines)  # reports "expected a mapping"
     if "matrix" in doc:
@@ -150,16 +181,27 @@ def _cases(doc: Any, lines: Lines, events: Collection[str]) -> list[Case]:
     for values, variant_doc, variant_lines in expand(doc, lines):
         validate(variant_doc, variant_lines)
         check_case(variant_doc, variant_lines, events)
-        cases.append(_build(variant_doc, variant_lines, values))
+        cases.append(_build(variant_doc, variant_lines, values, known))
     return cases
 
 
-def load_text(text: str, file: str = "<string>", *, events: Collection[str] = ()) -> list[Case]:
-    """The cases of a YAML text (``file`` names it in errors); ``events``: extra known events."""
+def load_text(
+    text: str,
+    file: str = "<string>",
+    *,
+    events: Collection[str] = (),
+    requirements: Mapping[str, Requirement] | None = None,
+) -> list[Case]:
+    """The cases of a YAML text (``file`` names it in errors); ``events``: extra known events.
+
+    Cited requirement ids resolve against ``requirements``, by default the requirements.yaml
+    found beside ``file`` or in a folder above it, else the bundled cases/requirements.yaml.
+    """
+    known = requirements if requirements is not None else requirements_for(file)
     cases: list[Case] = []
     first: dict[str, Case] = {}
     for doc, lines in _documents(text, file):
-        for case in _cases(doc, lines, events):
+        for case in _cases(doc, lines, events, known):
             _check_unique(case, first)
             cases.append(case)
     return cases
@@ -177,14 +219,16 @@ def _duplicate(case: Case, earlier: Case) -> CaseError:
     return CaseError(case.source, case.line, "id", f"duplicate case id {case.id!r} (first defined at {where})")
 
 
-def load_file(path: str | Path, *, events: Collection[str] = ()) -> list[Case]:
+def load_file(
+    path: str | Path, *, events: Collection[str] = (), requirements: Mapping[str, Requirement] | None = None
+) -> list[Case]:
     """The cases of one file, matrix variants expanded, validated; raises CaseError."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise CaseError(str(path), 1, "", f"cannot read: {exc}") from None
-    return load_text(text, str(path), events=events)
+    return load_text(text, str(path), events=events, requirements=requirements)
 
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
@@ -219,22 +263,38 @@ def load_paths(paths: Iterable[str | Path], *, events: Collection[str] = ()) -> 
 
 
 # ----------------------------------------------------------------------------- requirements
-@dataclass
-class Requirement:
-    """One spec requirement the corpus checks (cases/requirements.yaml)."""
+BUNDLED_REQUIREMENTS = Path(__file__).resolve().parents[2] / "cases" / REQUIREMENTS_FILE
+_LOADED: dict[tuple[str, int], dict[str, Requirement]] = {}
 
-    id: str
-    section: str
-    text: str
-    level: str = "MUST"
+
+def requirements_for(file: str | Path) -> dict[str, Requirement]:
+    """The requirements that the cases of ``file`` cite, by id: the requirements.yaml beside
+    it or in the nearest folder above it, else the bundled cases/requirements.yaml (none: {})."""
+    here = Path(file).resolve().parent
+    found = next((d / REQUIREMENTS_FILE for d in (here, *here.parents) if (d / REQUIREMENTS_FILE).is_file()), None)
+    if found is None:
+        found = BUNDLED_REQUIREMENTS if BUNDLED_REQUIREMENTS.is_file() else None
+    if found is None:
+        return {}
+    key = (str(found), found.stat().st_mtime_ns)
+    if key not in _LOADED:
+        _LOADED[key] = {r.id: r for r in load_requirements(found)}
+    return _LOADED[key]
 
 
 _REQ_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SECTION = re.compile(r"^MS-[A-Z0-9]+ [0-9]+(\.[0-9]+)*$")
+_REQ_KEYS = ("id", "section", "level", "quote", "note", "alternatives", "text")
+_LEVELS = ", ".join(str(lv) for lv in Level)
 
 
 def load_requirements(path: str | Path) -> list[Requirement]:
-    """cases/requirements.yaml: a list of {id, section, text, level (MUST|SHOULD|MAY, default MUST)}."""
+    """cases/requirements.yaml: a list of {id, section, level, quote, note?, alternatives?}.
+
+    ``quote`` is the spec's own sentence; ``level`` one of MUST, SHOULD, MAY, interpretation
+    (default MUST); an ``interpretation`` lists at least two ``alternatives`` ({name, reading}),
+    the readings a conformant implementation may take, and no other level has any.
+    """
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -249,25 +309,59 @@ def load_requirements(path: str | Path) -> list[Requirement]:
     out: list[Requirement] = []
     seen: dict[str, int] = {}
     for i, item in enumerate(data):
-        if not isinstance(item, dict):
-            raise lines.error((i,), "wrong type: expected a mapping {id, section, text, level}")
-        for key in item:
-            if key not in ("id", "section", "text", "level"):
-                raise lines.error((i, key), f"unknown key {key!r}; expected one of: id, section, text, level")
-        for key in ("id", "section", "text"):
-            if key not in item:
-                raise CaseError(file, lines.line((i,)), f"[{i}].{key}", f"missing required key {key!r}")
-            if not isinstance(item[key], str):
-                raise lines.error((i, key), f"wrong type: expected a string, got {item[key]!r}")
-        if not _REQ_ID.match(item["id"]):
-            raise lines.error((i, "id"), f"{item['id']!r} does not match the pattern {_REQ_ID.pattern!r}")
-        if not _SECTION.match(item["section"]):
-            raise lines.error((i, "section"), f"{item['section']!r} does not match the pattern {_SECTION.pattern!r}")
-        level = item.get("level", "MUST")
-        if level not in ("MUST", "SHOULD", "MAY"):
-            raise lines.error((i, "level"), f"{level!r} is not one of: MUST, SHOULD, MAY")
-        if item["id"] in seen:
-            raise lines.error((i, "id"), f"duplicate requirement id {item['id']!r} (first at line {seen[item['id']]})")
-        seen[item["id"]] = lines.line((i,))
-        out.append(Requirement(item["id"], item["section"], item["text"], level))
+        out.append(_requirement(item, i, lines, seen))
     return out
+
+
+def _requirement(item: Any, i: int, lines: Lines, seen: dict[str, int]) -> Requirement:
+    if not isinstance(item, dict):
+        raise lines.error((i,), "wrong type: expected a mapping {id, section, level, quote}")
+    if "text" in item and "quote" not in item:
+        item = {**item, "quote": item["text"]}
+    for key in item:
+        if key not in _REQ_KEYS:
+            raise lines.error((i, key), f"unknown key {key!r}; expected one of: {', '.join(_REQ_KEYS)}")
+    for key in ("id", "section", "quote"):
+        if key not in item:
+            raise CaseError(lines.file, lines.line((i,)), f"[{i}].{key}", f"missing required key {key!r}")
+    for key in ("id", "section", "quote", "note"):
+        if key in item and not (isinstance(item[key], str) and item[key].strip()):
+            raise lines.error((i, key), f"wrong type: expected a non-empty string, got {item[key]!r}")
+    if not _REQ_ID.match(item["id"]):
+        raise lines.error((i, "id"), f"{item['id']!r} does not match the pattern {_REQ_ID.pattern!r}")
+    if not _SECTION.match(item["section"]):
+        raise lines.error((i, "section"), f"{item['section']!r} does not match the pattern {_SECTION.pattern!r}")
+    try:
+        level = Level(item.get("level", "MUST"))
+    except ValueError:
+        raise lines.error((i, "level"), f"{item.get('level')!r} is not one of: {_LEVELS}") from None
+    alternatives = _alternatives(item.get("alternatives"), i, lines)
+    if level is Level.interpretation and len(alternatives) < 2:
+        raise lines.error((i, "level"), "an interpretation names at least two alternatives (the readings it allows)")
+    if level is not Level.interpretation and alternatives:
+        raise lines.error((i, "alternatives"), f"only an interpretation has alternatives; this one is {level}")
+    if item["id"] in seen:
+        raise lines.error((i, "id"), f"duplicate requirement id {item['id']!r} (first at line {seen[item['id']]})")
+    seen[item["id"]] = lines.line((i,))
+    return Requirement(
+        item["id"], item["section"], item["quote"].strip(), level, (item.get("note") or "").strip(),
+        alternatives, lines.line((i,)),
+    )
+
+
+def _alternatives(value: Any, i: int, lines: Lines) -> tuple[Alternative, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise lines.error((i, "alternatives"), "wrong type: expected a list of {name, reading}")
+    out = []
+    for j, alt in enumerate(value):
+        if not (isinstance(alt, dict) and set(alt) == {"name", "reading"}):
+            raise lines.error((i, "alternatives", j), "expected a mapping with exactly the keys name, reading")
+        if not all(isinstance(v, str) and v.strip() for v in alt.values()):
+            raise lines.error((i, "alternatives", j), "name and reading are non-empty strings")
+        out.append(Alternative(alt["name"], alt["reading"].strip()))
+    names = [a.name for a in out]
+    if len(set(names)) != len(names):
+        raise lines.error((i, "alternatives"), f"alternative names repeat: {names}")
+    return tuple(out)

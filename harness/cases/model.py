@@ -12,15 +12,48 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Case", "Level", "SpecRef", "Step"]
+__all__ = ["Alternative", "Case", "Level", "Requirement", "SpecRef", "Step"]
 
 
 class Level(StrEnum):
-    """The requirement level of what a case checks (RFC 2119 words as the specs use them)."""
+    """The level of a requirement (cases/requirements.yaml), strongest first.
+
+    MUST, SHOULD and MAY are the RFC 2119 words as the specs use them; ``interpretation`` is a
+    requirement where the spec is silent or contradicts itself: it names the readings a
+    conformant implementation may take, and a difference from the one a case checks is never a
+    MUST failure.
+    """
 
     MUST = "MUST"
     SHOULD = "SHOULD"
     MAY = "MAY"
+    interpretation = "interpretation"
+
+    @property
+    def strict(self) -> bool:
+        """A difference at this level is a failure (MUST), not a non-strict finding."""
+        return self is Level.MUST
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One reading of an ``interpretation`` requirement a conformant implementation may take."""
+
+    name: str
+    reading: str
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One spec requirement the corpus checks: the spec's own sentence, its section and level."""
+
+    id: str
+    section: str
+    quote: str  # the spec's sentence(s), verbatim
+    level: Level = Level.MUST
+    note: str = ""  # what the cases check, in the harness's words
+    alternatives: tuple[Alternative, ...] = ()
+    line: int = 0  # line of the entry in its file
 
 
 @dataclass(frozen=True)
@@ -29,7 +62,6 @@ class SpecRef:
 
     section: str
     requirement: str = ""  # id in cases/requirements.yaml
-    text: str = ""  # the requirement, paraphrased or quoted
 
     @property
     def document(self) -> str:
@@ -60,7 +92,6 @@ class Case:
     id: str
     title: str
     spec: list[SpecRef]
-    level: Level = Level.MUST
     tags: list[str] = field(default_factory=list)
     given: dict[str, Any] = field(default_factory=dict)
     when: list[Step] = field(default_factory=list)
@@ -69,6 +100,14 @@ class Case:
     requires: list[str] = field(default_factory=list)  # capabilities a target must have
     source: str = ""
     line: int = 0
+    # every requirement the case cites (spec refs, steps, expectations, then), by id
+    requirements: dict[str, Requirement] = field(default_factory=dict)
+
+    @property
+    def level(self) -> Level:
+        """The strongest level among the requirements the case cites (MUST when none is known)."""
+        levels = [r.level for r in self.requirements.values()]
+        return min(levels, key=list(Level).index) if levels else Level.MUST
 
     @property
     def sections(self) -> list[str]:

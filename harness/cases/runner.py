@@ -1,14 +1,16 @@
 """Running conformance cases against a target: selection, steps, checks, timeouts, workers.
 
-Renders the runner of docs/cases.md and issue 4: :func:`select` picks cases by a pytest-like
-``-k`` expression over id, title and tags, by spec section prefix, and by requirement level
-(MUST by default, MUST and SHOULD when strict; MAY only when ``-k`` selects them);
-:func:`run_case` builds the case's ``given`` on a target, raises each step's spec event, checks
-its ``expect``/``expect_error`` and then the ``then`` state (harness.cases.compare), and never
-raises: a target that errs, crashes or hangs past the step timeout makes that case an ``error``;
-:func:`run` runs a list of cases in this process or in worker processes (each with its own
-target), in case order, and turns the cases listed in a known-failures file into ``xfail`` and
-``xpass``.
+Renders the runner of docs/cases.md: :func:`select` picks cases by a pytest-like ``-k``
+expression over id, title and tags and by spec section prefix; :func:`run_case` builds the
+case's ``given`` on a target, raises each step's spec event, checks its ``expect``/
+``expect_error`` and then the ``then`` state (harness.cases.compare), grades each difference by
+the level of the requirement it breaks (harness.cases.grading), and never raises: a target that
+errs, crashes or hangs past the step timeout makes that case an ``error``, an event the target
+declared it does not implement makes it ``unsupported``; :func:`run` opens the target once
+(:func:`open_target`: a target that cannot be made or does not answer hello is a
+:class:`ConfigurationError`, before any case runs), runs the cases in this process or in worker
+processes (each with its own target), in case order, and turns the cases listed in a
+known-failures file into ``xfail`` and ``xpass``.
 """
 
 from __future__ import annotations
@@ -28,14 +30,18 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from harness.cases.compare import compare_result, compare_then
-from harness.cases.model import Case, Level
+from harness.cases.grading import case_outcome, graded
+from harness.cases.model import Case
 from harness.cases.target import Target, TargetError, TargetInfo
 from harness.cases.targets import make_target
 from harness.cases.targets.reference import event_section
 from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
 
 __all__ = [
+    "ConfigurationError",
     "StepTimeout",
+    "applicability",
+    "open_target",
     "apply_known_failures",
     "load_known_failures",
     "run",
@@ -124,24 +130,15 @@ def _section_matches(prefix: str, section: str) -> bool:
     return section == prefix or section.startswith(prefix + ".")
 
 
-def select(
-    cases: list[Case], *, keyword: str | None = None, sections: Sequence[str] = (), strict: bool = False
-) -> list[Case]:
-    """The cases a run executes, in their order (see the module docstring)."""
+def select(cases: list[Case], *, keyword: str | None = None, sections: Sequence[str] = ()) -> list[Case]:
+    """The cases a run executes, in their order; a bad ``keyword`` raises ValueError."""
     expr = _KeywordExpr(keyword) if keyword else None
     out = []
     for case in cases:
         if sections and not any(_section_matches(p, s) for p in sections for s in case.sections):
             continue
-        hit = expr is None or expr.matches([case.full_id, case.title, *case.tags])
-        if not hit:
-            continue
-        level = Level(case.level)
-        if level is Level.SHOULD and not strict:
-            continue
-        if level is Level.MAY and expr is None:
-            continue
-        out.append(case)
+        if expr is None or expr.matches([case.full_id, case.title, *case.tags]):
+            out.append(case)
     return out
 
 
@@ -227,15 +224,44 @@ def _crash(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
+def unsupported_by(case: Case, info: TargetInfo | None) -> list[str]:
+    """The events or actions of ``case`` that the target's hello does not list (a target that
+    lists none implements all)."""
+    if info is None or not info.events or case.wire:  # wire actions: harness.cases.targets.wire
+        return []
+    return list(dict.fromkeys(s.event for s in case.when if s.event not in info.events))
+
+
+def applicability(case: Case, info: TargetInfo | None) -> tuple[Outcome, str] | None:
+    """``(unsupported | not_applicable, reason)`` when the case cannot run on the target."""
+    if info is None:
+        return None
+    missing = [c for c in case.requires if c not in info.capabilities]
+    if missing:
+        return Outcome.not_applicable, f"target lacks: {', '.join(missing)}"
+    absent = unsupported_by(case, info)
+    if absent:
+        return Outcome.unsupported, f"the target does not implement: {', '.join(absent)}"
+    return None
+
+
+def _finish(case: Case, start: float, failures: list[StepFailure]) -> CaseResult:
+    outcome = Outcome(case_outcome(failures))
+    return _result(case, outcome, start, failures, "\n".join(f.message for f in failures))
+
+
 def run_case(
     case: Case, target: Target, *, step_timeout: float = 10.0, info: TargetInfo | None = None
 ) -> CaseResult:
-    """Run one case on ``target``; never raises (a target failure is an ``error`` result)."""
+    """Run one case on ``target``; never raises (a target failure is an ``error`` result).
+
+    The case stops at the first step with a difference; its outcome is the worst grade among
+    that step's differences (harness.cases.grading).
+    """
     start = time.perf_counter()
-    if info is not None and case.requires:
-        missing = [c for c in case.requires if c not in info.capabilities]
-        if missing:
-            return _result(case, Outcome.not_applicable, start, [], f"target lacks: {', '.join(missing)}")
+    excluded = applicability(case, info)
+    if excluded is not None:
+        return _result(case, excluded[0], start, [], excluded[1])
     if case.wire:  # [MS-MQQB] wire cases run over TCP: harness.cases.targets.wire
         from harness.cases.targets.wire import run_wire_case
 
@@ -247,10 +273,12 @@ def run_case(
         _with_timeout(target, step_timeout, target.setup, case.given)
         for index, step in enumerate(case.when):
             where = f"step {index} ({step.event}, line {step.line})" if step.line else f"step {index} ({step.event})"
-            section = step_section(case, step.event, getattr(step, "requirement", ""))
+            section = step_section(case, step.event, step.requirement)
             try:
                 result = _with_timeout(target, step_timeout, target.event, step.event, step.args)
             except TargetError as e:
+                if e.kind == "Unsupported" and step.expect_error != "Unsupported":
+                    return _result(case, Outcome.unsupported, start, [], f"{where}: {e.message}")
                 if e.kind == "Error" and step.expect_error != "Error":
                     raise
                 if step.expect_error == e.kind:
@@ -265,7 +293,7 @@ def run_case(
                     section=section,
                     message=f"{where}: expected {expected}, the target reported {e.kind}: {e.message}",
                 )
-                return _result(case, Outcome.failed, start, [failure], failure.message)
+                return _finish(case, start, [graded(case, step, failure)])
             if not isinstance(result, dict):
                 raise TargetError("Error", f"event returned {type(result).__name__}, not a mapping")
             if step.expect_error:
@@ -278,11 +306,13 @@ def run_case(
                     section=section,
                     message=f"{where}: expected {step.expect_error}, the event returned {result}",
                 )
-                return _result(case, Outcome.failed, start, [failure], failure.message)
+                return _finish(case, start, [graded(case, step, failure)])
             if step.expect:
-                failures = compare_result(index, step.event, step.expect, result, section)
+                failures = compare_result(
+                    index, step.event, step.expect, result, section, lambda f, e, s=step: graded(case, s, f, e)
+                )
                 if failures:
-                    return _result(case, Outcome.failed, start, failures, "\n".join(f.message for f in failures))
+                    return _finish(case, start, failures)
         then = case.then or {}
         queues = list(then.get("queues") or {})
         cursors = list(then.get("cursors") or {})
@@ -290,9 +320,9 @@ def run_case(
             where = "then"
             observed = _with_timeout(target, step_timeout, target.observe, queues, cursors)
             section = case.spec[0].section if case.spec else ""
-            failures = compare_then(then, observed, section)
+            failures = compare_then(then, observed, section, lambda f, e: graded(case, None, f, e))
             if failures:
-                return _result(case, Outcome.failed, start, failures, "\n".join(f.message for f in failures))
+                return _finish(case, start, failures)
     except StepTimeout:
         return _result(case, Outcome.error, start, [], f"{where}: timed out after {step_timeout:g} s")
     except Exception as e:
@@ -322,40 +352,48 @@ def apply_known_failures(result: CaseResult, case: Case, known: Collection[str])
     return result
 
 
-def _open_target(target_spec: str, step_timeout: float) -> tuple[Target | None, TargetInfo | None, str]:
+class ConfigurationError(Exception):
+    """The run cannot start: the target cannot be made or does not answer hello."""
+
+
+def open_target(target_spec: str, step_timeout: float) -> tuple[Target, TargetInfo]:
+    """The target of ``target_spec`` after its hello; ConfigurationError when either fails."""
     try:
         target = make_target(target_spec, timeout=step_timeout)
     except Exception as e:
-        return None, None, f"cannot make target {target_spec!r}: {_crash(e)}"
+        raise ConfigurationError(f"cannot make target {target_spec!r}: {_crash(e)}") from None
     try:
-        info = target.hello()
-    except Exception as e:  # the cases then report what is wrong, one by one
-        return target, None, f"hello: {_crash(e)}"
-    return target, info, ""
+        info = _with_timeout(target, step_timeout, target.hello)
+    except BaseException as e:
+        with contextlib.suppress(Exception):
+            target.close()
+        what = f"no answer within {step_timeout:g} s" if isinstance(e, StepTimeout) else _crash(e)
+        raise ConfigurationError(f"target {target_spec!r} did not answer hello: {what}") from None
+    return target, info
 
 
-def _iter_serial(cases: list[Case], target_spec: str, step_timeout: float) -> Generator[CaseResult, None, None]:
-    target, info, problem = _open_target(target_spec, step_timeout)
+def _iter_serial(
+    cases: list[Case], target: Target, info: TargetInfo, step_timeout: float
+) -> Generator[CaseResult, None, None]:
     try:
         for case in cases:
-            if target is None:
-                yield _result(case, Outcome.error, time.perf_counter(), [], problem)
-            else:
-                yield run_case(case, target, step_timeout=step_timeout, info=info)
+            yield run_case(case, target, step_timeout=step_timeout, info=info)
     finally:
-        if target is not None:
-            with contextlib.suppress(Exception):
-                target.close()
+        with contextlib.suppress(Exception):
+            target.close()
 
 
 _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(target_spec: str, step_timeout: float) -> None:
-    target, info, problem = _open_target(target_spec, step_timeout)
-    _WORKER.update(target=target, info=info, problem=problem, step_timeout=step_timeout)
-    if target is not None:
-        multiprocessing.util.Finalize(None, target.close, exitpriority=10)
+    try:
+        target, info = open_target(target_spec, step_timeout)
+    except ConfigurationError as e:  # it answered in the parent: report it per case
+        _WORKER.update(target=None, problem=str(e))
+        return
+    _WORKER.update(target=target, info=info, problem="", step_timeout=step_timeout)
+    multiprocessing.util.Finalize(None, target.close, exitpriority=10)
 
 
 def _worker_run(case: Case) -> CaseResult:
@@ -391,19 +429,26 @@ def run(
     workers: int = 1,
     step_timeout: float = 10.0,
     known_failures: Collection[str] = (),
+    strict: bool = False,
     progress: Callable[[CaseResult], None] | None = None,
 ) -> RunResult:
     """Run ``cases`` on the target ``target_spec`` (make_target); results in the cases' order.
 
-    ``workers > 1`` runs them in that many processes, each with its own target.
+    The target is opened and greeted first: ConfigurationError, before any case runs, when it
+    cannot be.  ``workers > 1`` runs the cases in that many processes, each with its own target.
+    ``strict`` makes non_strict outcomes fail the run.
     """
     start = time.perf_counter()
     known = set(known_failures)
+    target, info = open_target(target_spec, step_timeout)
+    results: Generator[CaseResult, None, None]
     if workers > 1 and len(cases) > 1:
+        with contextlib.suppress(Exception):
+            target.close()
         results = _iter_parallel(cases, target_spec, step_timeout, min(workers, len(cases)))
     else:
-        results = _iter_serial(cases, target_spec, step_timeout)
-    out = RunResult(target=target_spec)
+        results = _iter_serial(cases, target, info, step_timeout)
+    out = RunResult(target=target_spec, strict=strict)
     for case, result in zip(cases, results, strict=False):
         result = apply_known_failures(result, case, known)
         out.results.append(result)

@@ -1,13 +1,15 @@
 """The JSON report of a conformance run: one record per case, for tools and dashboards.
 
 Renders a :class:`~harness.report.results.RunResult` in the shape of ``RunResult.to_dict()``
-(``target``, ``duration``, ``counts``, ``results``: one record per case variant with
-``case_id``, ``title``, ``sections``, ``level``, ``outcome``, ``duration``, ``failures`` (each
-``step``, ``event``, ``field``, ``expected``, ``observed``, ``section``, ``message``,
-``evidence``), ``detail``, ``source``, ``line``, ``tags``) plus the run's metadata: ``format``
-(:data:`FORMAT`), ``generated`` (UTC, ISO 8601), ``harness_version``, ``python``, ``host``,
-``ok`` and ``by_section`` (spec section -> outcome counts, sorted by document and section
-number), and whatever ``metadata`` the caller adds.  Values JSON cannot hold (bytes, sets,
+(``target``, ``strict``, ``duration``, ``counts``, ``by_requirement`` (requirement id ->
+outcome counts, a difference counted once under the requirement it broke), ``results``: one
+record per case variant with ``case_id``, ``title``, ``sections``, ``level``, ``outcome``,
+``duration``, ``failures`` (each ``step``, ``event``, ``field``, ``expected``, ``observed``,
+``section``, ``message``, ``evidence``, ``requirement``, ``level``), ``detail``, ``source``,
+``line``, ``tags``, ``requirements``) plus the run's metadata: ``format`` (:data:`FORMAT`),
+``generated`` (UTC, ISO 8601), ``harness_version``, ``python``, ``host``, ``ok`` and
+``by_section`` (spec section -> outcome counts, a case counted once per section, sorted by
+document and section number), and whatever ``metadata`` the caller adds.  Values JSON cannot hold (bytes, sets,
 enumerations) are written as hex, sorted lists and their string.  :func:`read_json` reads a
 report back into a RunResult.
 """
@@ -89,4 +91,6 @@ def read_json(path: str | os.PathLike[str]) -> RunResult:
         fields["outcome"] = Outcome(fields["outcome"])
         fields["failures"] = [StepFailure(**f) for f in fields.get("failures", [])]
         results.append(CaseResult(**fields))
-    return RunResult(target=data["target"], results=results, duration=data.get("duration", 0.0))
+    return RunResult(
+        target=data["target"], results=results, duration=data.get("duration", 0.0), strict=data.get("strict", False)
+    )

@@ -1,9 +1,13 @@
-"""Results of a conformance run, grouped by spec section for the reports.
+"""Results of a conformance run, grouped by requirement and spec section for the reports.
 
-Outcomes follow the usual test vocabulary plus the conformance-specific ones: a case a target is
-known to fail (``xfail``), a known failure that now passes (``xpass``, which fails the run), and
-a case that does not apply to the target (``not_applicable``, e.g. a wire case that needs a
-fault behaviour only the simulated peer has).
+Outcomes, worst first (docs/cases.md, "Outcomes"): ``error`` (a harness or setup problem, or a
+target that crashed, hung or answered nonsense), ``failed`` (a MUST broken), ``xpass`` (listed as
+a known failure, but passed: fails the run), ``non_strict`` (a SHOULD, a MAY or an
+interpretation the spec does not settle, answered differently: a failure only under
+``--strict``), ``xfail`` (failed, and listed in ``--known-failures``), ``unsupported`` (the
+target declared it does not implement an event or action the case raises), ``not_applicable``
+(with its reason, e.g. a wire case that needs a fault behaviour only the simulated peer has) and
+``passed``.  A failure counts once, under the requirement and the section it broke.
 """
 
 from __future__ import annotations
@@ -16,16 +20,41 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness.cases.model import Case
 
-__all__ = ["CaseResult", "Outcome", "RunResult", "StepFailure"]
+__all__ = ["SEVERITY", "CaseResult", "Outcome", "RunResult", "StepFailure"]
 
 
 class Outcome(StrEnum):
     passed = "passed"
-    failed = "failed"
-    error = "error"  # the target crashed, hung or answered nonsense
+    failed = "failed"  # a MUST broken
+    non_strict = "non_strict"  # a SHOULD, MAY or interpretation answered differently
+    error = "error"  # a harness or setup problem; the target crashed, hung or answered nonsense
     xfail = "xfail"  # failed, and listed in --known-failures
     xpass = "xpass"  # listed in --known-failures, but passed
+    unsupported = "unsupported"  # the target declared it does not implement what the case raises
     not_applicable = "not_applicable"
+
+    def bad(self, strict: bool = False) -> bool:
+        """Whether this outcome fails a run (non_strict only under ``--strict``)."""
+        return self in _BAD or (strict and self is Outcome.non_strict)
+
+    @property
+    def ran(self) -> bool:
+        """Whether the case ran against the target (not excluded before its first step)."""
+        return self not in (Outcome.unsupported, Outcome.not_applicable)
+
+
+_BAD = frozenset({Outcome.failed, Outcome.error, Outcome.xpass})
+# worst first: the order of the reports' summaries
+SEVERITY = (
+    Outcome.error,
+    Outcome.failed,
+    Outcome.xpass,
+    Outcome.non_strict,
+    Outcome.xfail,
+    Outcome.unsupported,
+    Outcome.not_applicable,
+    Outcome.passed,
+)
 
 
 @dataclass
@@ -40,6 +69,8 @@ class StepFailure:
     section: str
     message: str = ""
     evidence: str = ""  # e.g. a hex dump with the field marked, for wire cases
+    requirement: str = ""  # the requirement id the expectation checks (harness.cases.grading)
+    level: str = "MUST"  # that requirement's level: MUST, SHOULD, MAY or interpretation
 
 
 @dataclass
@@ -55,6 +86,7 @@ class CaseResult:
     source: str = ""
     line: int = 0
     tags: list[str] = field(default_factory=list)
+    requirements: list[str] = field(default_factory=list)  # the ids the case cites
 
     @classmethod
     def of(cls, case: Case, outcome: Outcome, duration: float, failures: list[StepFailure], detail: str) -> CaseResult:
@@ -71,7 +103,18 @@ class CaseResult:
             source=case.source,
             line=case.line,
             tags=list(case.tags),
+            requirements=list(case.requirements) or [r.requirement for r in case.spec if r.requirement],
         )
+
+    def counted_sections(self) -> list[str]:
+        """The sections this result counts under (see RunResult.by_section), each once."""
+        broken = [f.section for f in self.failures if f.section]
+        return list(dict.fromkeys(broken or self.sections))
+
+    def counted_requirements(self) -> list[str]:
+        """The requirements this result counts under (see RunResult.by_requirement), each once."""
+        broken = [f.requirement for f in self.failures if f.requirement]
+        return list(dict.fromkeys(broken or self.requirements))
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -84,27 +127,48 @@ class RunResult:
     target: str
     results: list[CaseResult] = field(default_factory=list)
     duration: float = 0.0
+    strict: bool = False  # non_strict outcomes fail the run (--strict)
 
     def counts(self) -> Counter[str]:
         return Counter(str(r.outcome) for r in self.results)
 
     @property
     def ok(self) -> bool:
-        bad = {Outcome.failed, Outcome.error, Outcome.xpass}
-        return not any(r.outcome in bad for r in self.results)
+        """No case failed, erred or passed unexpectedly (nor, under ``strict``, was non_strict)."""
+        return not any(r.outcome.bad(self.strict) for r in self.results)
+
+    @property
+    def ran(self) -> int:
+        """How many cases ran against the target (not unsupported or not applicable)."""
+        return sum(1 for r in self.results if r.outcome.ran)
 
     def by_section(self) -> dict[str, Counter[str]]:
-        """Spec section -> outcome counts (a case counts under every section it cites)."""
+        """Spec section -> outcome counts, each case counted once per section.
+
+        A case with differences counts under the sections of the requirements it broke; any
+        other case under each distinct section it cites.
+        """
         table: dict[str, Counter[str]] = {}
         for r in self.results:
-            for section in r.sections:
+            for section in r.counted_sections():
                 table.setdefault(section, Counter())[str(r.outcome)] += 1
+        return dict(sorted(table.items()))
+
+    def by_requirement(self) -> dict[str, Counter[str]]:
+        """Requirement id -> outcome counts: a difference counts under the requirement it
+        broke, once per case; a case without differences under each requirement it cites."""
+        table: dict[str, Counter[str]] = {}
+        for r in self.results:
+            for req in r.counted_requirements():
+                table.setdefault(req, Counter())[str(r.outcome)] += 1
         return dict(sorted(table.items()))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "target": self.target,
+            "strict": self.strict,
             "duration": self.duration,
             "counts": dict(self.counts()),
+            "by_requirement": {k: dict(v) for k, v in self.by_requirement().items()},
             "results": [r.to_dict() for r in self.results],
         }

@@ -2,8 +2,8 @@
 
 :func:`print_summary` renders a :class:`~harness.report.results.RunResult` for a person at a
 terminal: the target, the outcome counts and the duration; every failed, errored or
-unexpectedly passing case with the spec section, the value checked, the expected and the
-observed value; and the conformance table (spec section by outcome, grouped by document and
+unexpectedly passing case, then every non-strict one, with the section and the requirement
+(id and level) the difference breaks, the value checked, the expected and the observed value; and the conformance table (spec section by outcome, grouped by document and
 sorted by section number).  On a terminal it uses rich (colors, boxed tables); into a file or a
 pipe it writes plain text.  :class:`Progress` is a rich progress bar fed one
 :class:`~harness.report.results.CaseResult` at a time (``run(..., progress=p.advance)``); it
@@ -22,7 +22,7 @@ from collections import Counter
 from types import TracebackType
 from typing import IO, Any
 
-from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
+from harness.report.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure
 
 __all__ = [
     "BAD_OUTCOMES",
@@ -34,12 +34,15 @@ __all__ = [
     "format_value",
     "print_summary",
     "render_summary",
+    "requirement_tag",
+    "verdict",
     "section_key",
     "sections_by_document",
 ]
 
-OUTCOMES: tuple[str, ...] = tuple(str(o) for o in Outcome)  # the order of every table's columns
+OUTCOMES: tuple[str, ...] = tuple(str(o) for o in SEVERITY)  # every table's columns, worst first
 BAD_OUTCOMES = frozenset({Outcome.failed, Outcome.error, Outcome.xpass})
+SHOWN_OUTCOMES = BAD_OUTCOMES | {Outcome.non_strict}  # listed with their differences
 DOCUMENTS: tuple[str, ...] = ("MS-MQDMPR", "MS-MQQB", "MS-MQMQ")  # the order of documents in tables
 
 _STYLES = {
@@ -48,8 +51,11 @@ _STYLES = {
     "error": "bold magenta",
     "xfail": "yellow",
     "xpass": "bold red",
+    "non_strict": "yellow",
+    "unsupported": "cyan",
     "not_applicable": "dim",
 }
+_NON_STRICT_NOTE = "a SHOULD, MAY or interpretation answered differently: a failure only under --strict"
 
 
 # ================================================================================ helpers
@@ -86,12 +92,27 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+def requirement_tag(failure: StepFailure) -> str:
+    """``MS-MQDMPR 3.1.7.3.2 [DMPR-3.1.7.3.2-FWD-END, MUST]``: where a difference counts."""
+    tag = ", ".join(x for x in (failure.requirement, failure.level) if x)
+    return " ".join(x for x in (failure.section, f"[{tag}]" if tag else "") if x)
+
+
 def failure_line(failure: StepFailure) -> str:
-    """``MS-MQDMPR 3.1.7.3.2: step 0 (seek_...): rMessagePosition expected "m2", observed "m3"``."""
+    """``MS-MQDMPR 3.1.7.3.2 [DMPR-..., MUST]: step 0 (seek_...): rMessagePosition expected "m2",
+    observed "m3"``."""
     where = "then" if failure.step < 0 else f"step {failure.step} ({failure.event})"
     expected, observed = format_value(failure.expected), format_value(failure.observed)
     text = f"{where}: {failure.field} expected {expected}, observed {observed}"
-    return f"{failure.section}: {text}" if failure.section else text
+    tag = requirement_tag(failure)
+    return f"{tag}: {text}" if tag else text
+
+
+def verdict(run: RunResult) -> str:
+    """PASSED, FAILED or NOTHING RAN (no case ran against the target)."""
+    if not run.ran:
+        return "NOTHING RAN"
+    return "PASSED" if run.ok else "FAILED"
 
 
 def case_headline(result: CaseResult) -> str:
@@ -110,6 +131,18 @@ def _is_tty(file: IO[str]) -> bool:
         return False
 
 
+def _listed(run: RunResult) -> list[tuple[str, list[CaseResult]]]:
+    """The groups of results the summary lists with their differences: failures, non-strict."""
+    groups = []
+    bad = [r for r in run.results if r.outcome in BAD_OUTCOMES or (run.strict and r.outcome is Outcome.non_strict)]
+    if bad:
+        groups.append(("Failures", bad))
+    soft = [r for r in run.results if r.outcome is Outcome.non_strict and not run.strict]
+    if soft:
+        groups.append((f"Non-strict ({_NON_STRICT_NOTE})", soft))
+    return groups
+
+
 def _count_line(counts: Counter[str]) -> str:
     return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
 
@@ -124,10 +157,9 @@ def render_summary(run: RunResult) -> str:
         f"{total} cases in {run.duration:.2f} s: {_count_line(counts) or 'nothing run'}",
         "",
     ]
-    bad = [r for r in run.results if r.outcome in BAD_OUTCOMES]
-    if bad:
-        lines.append("Failures:")
-        for r in bad:
+    for title, shown in _listed(run):
+        lines.append(f"{title}:")
+        for r in shown:
             lines.append(f"  {str(r.outcome).upper()} {r.case_id}" + (f"  ({r.source}:{r.line})" if r.source else ""))
             if r.failures:
                 lines.extend(f"      {failure_line(f)}" for f in r.failures)
@@ -145,7 +177,7 @@ def render_summary(run: RunResult) -> str:
                 cells = "  ".join(f"{row[o]:>{max(len(o), 5)}}" for o in OUTCOMES)
                 lines.append(f"{section:<{width}}  {cells}")
         lines.append("")
-    lines.append(("PASSED" if run.ok else "FAILED") + f": {_count_line(counts) or 'no cases'}")
+    lines.append(verdict(run) + f": {_count_line(counts) or 'no cases'}" + (" (strict)" if run.strict else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -172,10 +204,9 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
         summary.append(", " if i else "")
         summary.append(f"{counts[outcome]} {outcome}", style=_STYLES[outcome])
     console.print(summary)
-    bad = [r for r in run.results if r.outcome in BAD_OUTCOMES]
-    if bad:
-        console.rule("Failures")
-        for r in bad:
+    for title, shown in _listed(run):
+        console.rule(title)
+        for r in shown:
             head = Text(f"{str(r.outcome).upper()} ", style=_STYLES[str(r.outcome)])
             head.append(r.case_id, style="bold")
             if r.source:
@@ -183,7 +214,7 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
             console.print(head)
             for f in r.failures:
                 line = Text("    ")
-                line.append(f.section or "-", style="cyan")
+                line.append(requirement_tag(f) or "-", style="cyan")
                 line.append(f"  {'then' if f.step < 0 else f'step {f.step} ({f.event})'}: {f.field} ")
                 line.append("expected ", style="dim")
                 line.append(format_value(f.expected), style="green")
@@ -206,8 +237,9 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
                 cells = [Text(str(row[o]), style=_STYLES[o] if row[o] else "dim") for o in OUTCOMES]
                 grid.add_row(section, *cells)
         console.print(grid)
-    verdict = Text("PASSED" if run.ok else "FAILED", style="bold green" if run.ok else "bold red")
-    console.print(Text.assemble(verdict, f": {_count_line(counts) or 'no cases'}"))
+    word = verdict(run)
+    head = Text(word, style="bold green" if word == "PASSED" else "bold red")
+    console.print(Text.assemble(head, f": {_count_line(counts) or 'no cases'}" + (" (strict)" if run.strict else "")))
 
 
 # ================================================================================ progress
