@@ -15,14 +15,17 @@ the package is not installed.
   ``spec_<document>_<number>`` with the ``MS-`` prefix dropped and dots as underscores:
   MS-MQDMPR 3.1.7.3.2 gives ``spec_mqdmpr``, ``spec_mqdmpr_3``, ... ``spec_mqdmpr_3_1_7_3_2``, so
   ``-m spec_mqdmpr_3_1_7`` selects what ``--spec "MS-MQDMPR 3.1.7"`` selects; also
-  ``msmq_must``/``msmq_should``/``msmq_may``.  They are registered as they are made, so
-  ``--strict-markers`` accepts them.
-- Levels as ``msmq-harness run`` selects them: SHOULD cases only with ``--msmq-strict``, MAY
-  cases only when ``-k`` is given; the others are deselected.
-- Outcomes: passed; failed (the report gives each failure's section, value, expected and
-  observed); error (the target crashed, hung or erred: reported as an error at setup);
-  ``not_applicable`` is a skip; a case listed in ``--msmq-known-failures`` that fails is an
-  xfail, and one that passes fails as "XPASS(strict)".
+  ``msmq_must``/``msmq_should``/``msmq_may``/``msmq_interpretation`` (the strongest level the
+  case cites).  They are registered as they are made, so ``--strict-markers`` accepts them.
+- A target that cannot be made or does not answer hello stops the session at once (exit 2),
+  before any case runs, as ``msmq-harness run`` does.
+- Outcomes: passed; failed (a MUST broken: the report gives each difference's section,
+  requirement and level, value, expected and observed); non_strict (a SHOULD, MAY or
+  interpretation answered differently) passes with a :class:`NonStrictWarning`, and fails under
+  ``--msmq-strict``; error (the target crashed, hung or erred: reported as an error at setup);
+  ``unsupported`` and ``not_applicable`` are skips with their reason; a case listed in
+  ``--msmq-known-failures`` that fails is an xfail, and one that passes fails as
+  "XPASS(strict)".
 
 Ordinary tests are untouched: the plugin only collects YAML under a ``cases`` folder and only
 acts on its own items.
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,10 +45,19 @@ import pytest
 from harness.report.results import CaseResult, Outcome
 from harness.report.terminal import case_headline, failure_line, format_value
 
-__all__ = ["CaseFile", "CaseItem", "spec_markers"]
+__all__ = ["CaseFile", "CaseItem", "NonStrictWarning", "spec_markers"]
 
 _STATE = pytest.StashKey["_Session"]()
-_LEVEL_MARKERS = {"MUST": "msmq_must", "SHOULD": "msmq_should", "MAY": "msmq_may"}
+_LEVEL_MARKERS = {
+    "MUST": "msmq_must",
+    "SHOULD": "msmq_should",
+    "MAY": "msmq_may",
+    "interpretation": "msmq_interpretation",
+}
+
+
+class NonStrictWarning(pytest.PytestWarning):
+    """A case whose SHOULD, MAY or interpretation expectation the target answered differently."""
 _CASE_SUFFIXES = (".yaml", ".yml")
 _REQUIREMENTS = "requirements.yaml"
 
@@ -62,7 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--msmq-strict",
         action="store_true",
         default=False,
-        help="also run the SHOULD-level cases (MUST only by default)",
+        help="non_strict outcomes (SHOULD, MAY, interpretations answered differently) fail",
     )
     group.addoption(
         "--msmq-known-failures",
@@ -109,7 +122,6 @@ class _Session:
         self.config = config
         self.target: Any = None
         self.info: Any = None
-        self.problem = ""
         self.opened = False
         self.registered: set[str] = set()
         self._known: set[str] | None = None
@@ -118,19 +130,15 @@ class _Session:
         if self.opened:
             return
         self.opened = True
-        from harness.cases.targets import make_target
+
+        from harness.cases.runner import ConfigurationError, open_target
 
         spec = self.config.getoption("msmq_target")
         timeout = self.config.getoption("msmq_step_timeout")
         try:
-            self.target = make_target(spec, timeout=timeout)
-        except Exception as e:
-            self.problem = f"cannot make target {spec!r}: {type(e).__name__}: {e}"
-            return
-        try:
-            self.info = self.target.hello()
-        except Exception as e:
-            self.problem = f"target {spec!r} failed hello: {type(e).__name__}: {e}"
+            self.target, self.info = open_target(spec, timeout)
+        except ConfigurationError as e:
+            pytest.exit(f"msmq-harness: {e}", returncode=2)
 
     @property
     def events(self) -> list[str]:
@@ -232,22 +240,9 @@ class CaseItem(pytest.Item):
         state = _state(self.config)
         state.open()
         timeout = self.config.getoption("msmq_step_timeout")
-        if state.target is None:
-            result = CaseResult(
-                case_id=self.case.full_id,
-                title=self.case.title,
-                sections=list(self.case.sections),
-                level=str(self.case.level),
-                outcome=Outcome.error,
-                detail=state.problem,
-                source=self.case.source,
-                line=self.case.line,
-                tags=list(self.case.tags),
-            )
-        else:
-            start = time.perf_counter()
-            result = run_case(self.case, state.target, step_timeout=timeout, info=state.info)
-            result.duration = result.duration or time.perf_counter() - start
+        start = time.perf_counter()
+        result = run_case(self.case, state.target, step_timeout=timeout, info=state.info)
+        result.duration = result.duration or time.perf_counter() - start
         result = apply_known_failures(result, self.case, state.known_failures)
         self.result = result
         self.user_properties.append(("outcome", str(result.outcome)))
@@ -259,8 +254,12 @@ class CaseItem(pytest.Item):
         assert result is not None
         if result.outcome is Outcome.passed:
             return
-        if result.outcome is Outcome.not_applicable:
-            pytest.skip(f"not applicable: {result.detail}" if result.detail else "not applicable")
+        if result.outcome in (Outcome.not_applicable, Outcome.unsupported):
+            what = str(result.outcome).replace("_", " ")
+            pytest.skip(f"{what}: {result.detail}" if result.detail else what)
+        if result.outcome is Outcome.non_strict and not self.config.getoption("msmq_strict"):
+            warnings.warn(NonStrictWarning(render_failure(result, case_headline(result))), stacklevel=1)
+            return
         if result.outcome is Outcome.xfail:
             pytest.xfail("known failure")
         if result.outcome is Outcome.xpass:
@@ -299,8 +298,9 @@ def render_failure(result: CaseResult, headline: str) -> str:
         lines.append(f"  case file: {result.source}:{result.line}")
     lines.append(f"  spec: {', '.join(result.sections) or '-'}   level: {result.level}")
     for f in result.failures:
-        lines.append(f"  FAILED {failure_line(f)}")
+        lines.append(f"  {'FAILED' if f.level == 'MUST' else 'NON-STRICT'} {failure_line(f)}")
         lines.append(f"      section:  {f.section or '-'}")
+        lines.append(f"      requirement: {f.requirement or '-'} ({f.level})")
         lines.append(f"      value:    {f.field}")
         lines.append(f"      expected: {format_value(f.expected)}")
         lines.append(f"      observed: {format_value(f.observed)}")
@@ -311,22 +311,3 @@ def render_failure(result: CaseResult, headline: str) -> str:
     if detail and not result.failures:
         lines.append(f"  {str(result.outcome).upper()}: " + detail.replace("\n", "\n    "))
     return "\n".join(line for line in lines if line)
-
-
-# ================================================================================ selection
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect SHOULD cases unless --msmq-strict and MAY cases unless -k (as runner.select does)."""
-    strict = config.getoption("msmq_strict")
-    keyword = bool(config.getoption("keyword", ""))
-    keep: list[pytest.Item] = []
-    dropped: list[pytest.Item] = []
-    for item in items:
-        if isinstance(item, CaseItem):
-            level = str(item.case.level)
-            if (level == "SHOULD" and not strict) or (level == "MAY" and not keyword):
-                dropped.append(item)
-                continue
-        keep.append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep

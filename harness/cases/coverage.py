@@ -129,7 +129,8 @@ def render_coverage(report: CoverageReport, as_json: bool = False) -> str:
         out.append(f"{r.id}  [{r.level}]  {r.section}  {cases}: {', '.join(row.cases) or '-'}")
         out.extend(textwrap.wrap(f"\u201c{r.quote}\u201d", 100, initial_indent="    ", subsequent_indent="     "))
         for alt in r.alternatives:
-            out.extend(textwrap.wrap(f"- {alt.name}: {alt.reading}", 100, initial_indent="      ", subsequent_indent="        "))
+            text = f"- {alt.name}: {alt.reading}"
+            out.extend(textwrap.wrap(text, 100, initial_indent="      ", subsequent_indent="        "))
     total = len(report.rows)
     pct = 100.0 * report.covered_count / total if total else 100.0
     levels = Counter(str(row.requirement.level) for row in report.rows)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from harness.cases.model import Case, Step
     from harness.report.results import StepFailure
 
-__all__ = ["ANNOTATION", "annotations", "attribute", "case_outcome", "grade", "graded", "unwrap"]
+__all__ = ["ANNOTATION", "attribute", "case_outcome", "grade", "graded", "requirement_annotations", "unwrap"]
 
 ANNOTATION = "requirement"  # the key that attributes an expectation to a requirement
 
@@ -62,10 +62,7 @@ def attribute(case: Case, step: Step | None, expected: Any = None) -> tuple[str,
     """
     req = annotation(expected)
     if not req:
-        if step is None:
-            req = str((case.then or {}).get(ANNOTATION) or "")
-        else:
-            req = step.requirement
+        req = str((case.then or {}).get(ANNOTATION) or "") if step is None else step.requirement
     if not req and case.spec:
         section = _event_section(case, step) if step is not None else ""
         ref = next((r for r in case.spec if section and r.section == section), case.spec[0])
@@ -107,14 +104,16 @@ def case_outcome(failures: Iterable[StepFailure]) -> str:
     return "non_strict" if grades else "passed"
 
 
-def annotations(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+def requirement_annotations(
+    value: Any, path: tuple[str | int, ...] = ()
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """Every ``requirement`` annotation inside an ``expect``/``then`` tree, with its path."""
     if isinstance(value, Mapping):
         for key, item in value.items():
             if key == ANNOTATION and isinstance(item, str):
                 yield (*path, key), item
             else:
-                yield from annotations(item, (*path, key))
+                yield from requirement_annotations(item, (*path, key))
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from annotations(item, (*path, i))
+            yield from requirement_annotations(item, (*path, i))

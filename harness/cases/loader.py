@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from harness.cases.grading import annotations
+from harness.cases.grading import requirement_annotations
 from harness.cases.matrix import check_placeholders, expand
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
 from harness.cases.schema import (
@@ -151,15 +151,15 @@ def _cited(doc: dict[str, Any], lines: Lines, known: Mapping[str, Requirement]) 
     for i, step in enumerate(doc["when"]):
         if "requirement" in step:
             cited.append((("when", i, "requirement"), step["requirement"]))
-        cited.extend(annotations(step.get("expect"), ("when", i, "expect")))
-    cited.extend(annotations(doc.get("then"), ("then",)))
+        cited.extend(requirement_annotations(step.get("expect"), ("when", i, "expect")))
+    cited.extend(requirement_annotations(doc.get("then"), ("then",)))
     out: dict[str, Requirement] = {}
     for path, rid in cited:
         req = known.get(rid)
         if req is None:
             close = difflib.get_close_matches(rid, list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            where = f"cases/{REQUIREMENTS_FILE}" if not known else f"the {len(known)} requirements of {REQUIREMENTS_FILE}"
+            where = f"the {len(known)} requirements of {REQUIREMENTS_FILE}" if known else f"cases/{REQUIREMENTS_FILE}"
             raise lines.error(path, f"unknown requirement {rid!r}: not among {where}{hint}")
         out[rid] = req
     for j, ref in enumerate(doc["spec"]):

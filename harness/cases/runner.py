@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from harness.cases.compare import compare_result, compare_then
 from harness.cases.grading import case_outcome, graded
-from harness.cases.model import Case
+from harness.cases.model import Case, Step
 from harness.cases.target import Target, TargetError, TargetInfo
 from harness.cases.targets import make_target
 from harness.cases.targets.reference import event_section
@@ -41,9 +41,9 @@ __all__ = [
     "ConfigurationError",
     "StepTimeout",
     "applicability",
-    "open_target",
     "apply_known_failures",
     "load_known_failures",
+    "open_target",
     "run",
     "run_case",
     "select",
@@ -245,6 +245,13 @@ def applicability(case: Case, info: TargetInfo | None) -> tuple[Outcome, str] | 
     return None
 
 
+def _grader(case: Case, step: Step | None) -> Callable[[StepFailure, Any], StepFailure]:
+    def grader(failure: StepFailure, expected: Any) -> StepFailure:
+        return graded(case, step, failure, expected)
+
+    return grader
+
+
 def _finish(case: Case, start: float, failures: list[StepFailure]) -> CaseResult:
     outcome = Outcome(case_outcome(failures))
     return _result(case, outcome, start, failures, "\n".join(f.message for f in failures))
@@ -308,9 +315,7 @@ def run_case(
                 )
                 return _finish(case, start, [graded(case, step, failure)])
             if step.expect:
-                failures = compare_result(
-                    index, step.event, step.expect, result, section, lambda f, e, s=step: graded(case, s, f, e)
-                )
+                failures = compare_result(index, step.event, step.expect, result, section, _grader(case, step))
                 if failures:
                     return _finish(case, start, failures)
         then = case.then or {}
@@ -320,7 +325,7 @@ def run_case(
             where = "then"
             observed = _with_timeout(target, step_timeout, target.observe, queues, cursors)
             section = case.spec[0].section if case.spec else ""
-            failures = compare_then(then, observed, section, lambda f, e: graded(case, None, f, e))
+            failures = compare_then(then, observed, section, _grader(case, None))
             if failures:
                 return _finish(case, start, failures)
     except StepTimeout:

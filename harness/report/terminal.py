@@ -3,8 +3,9 @@
 :func:`print_summary` renders a :class:`~harness.report.results.RunResult` for a person at a
 terminal: the target, the outcome counts and the duration; every failed, errored or
 unexpectedly passing case, then every non-strict one, with the section and the requirement
-(id and level) the difference breaks, the value checked, the expected and the observed value; and the conformance table (spec section by outcome, grouped by document and
-sorted by section number).  On a terminal it uses rich (colors, boxed tables); into a file or a
+(id and level) the difference breaks, the value checked, the expected and the observed value;
+and the conformance table (spec section by outcome, grouped by document and sorted by section
+number).  On a terminal it uses rich (colors, boxed tables); into a file or a
 pipe it writes plain text.  :class:`Progress` is a rich progress bar fed one
 :class:`~harness.report.results.CaseResult` at a time (``run(..., progress=p.advance)``); it
 is silent when its output is not a terminal.
@@ -35,9 +36,9 @@ __all__ = [
     "print_summary",
     "render_summary",
     "requirement_tag",
-    "verdict",
     "section_key",
     "sections_by_document",
+    "verdict",
 ]
 
 OUTCOMES: tuple[str, ...] = tuple(str(o) for o in SEVERITY)  # every table's columns, worst first
