@@ -7,12 +7,15 @@ image is fetched), so that it can be archived by a CI and opened anywhere:
 - a header with the target, the verdict, the totals per outcome and the duration;
 - the conformance matrix, ``<table id="conformance-matrix">``: one row per spec section,
   grouped by document (MS-MQDMPR, MS-MQQB, MS-MQMQ, in one ``<tbody data-document=...>``
-  each) and sorted numerically by section number, one column per outcome (passed, failed,
-  error, xfail, xpass, not_applicable) and the total, cells colored by outcome; a case counts
-  under every section it cites; each row links to that section's cases;
-- the cases, grouped by section, each with an outcome badge; every failure shows its section,
-  the step and value, the expected and the observed value, and the evidence (pre-formatted)
-  when there is some; an error shows the target's detail.
+  each) and sorted numerically by section number, one column per outcome (worst first:
+  error, failed, xpass, non_strict, xfail, unsupported, not_applicable, passed) and the total,
+  cells colored by outcome; a case counts once per section: under the sections of the
+  requirements it broke, else under each section it cites; each row links to that section's
+  cases;
+- the cases, grouped by section, each with an outcome badge; every difference shows its
+  section, the requirement it breaks with its level, the step and value, the expected and the
+  observed value, and the evidence (pre-formatted) when there is some; an error shows the
+  target's detail.
 
 Every text taken from the run is escaped (``html.escape``).  The script marks the document
 ``class="js"`` once it has run and adds a filter that shows only the cases that did not pass.
@@ -28,7 +31,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
-from harness.report.terminal import BAD_OUTCOMES, OUTCOMES, format_value, sections_by_document
+from harness.report.terminal import (
+    BAD_OUTCOMES,
+    OUTCOMES,
+    SHOWN_OUTCOMES,
+    format_value,
+    sections_by_document,
+    verdict,
+)
 
 __all__ = ["render_html", "section_anchor", "write_html"]
 
@@ -43,7 +53,8 @@ def escape(text: str) -> str:
 
 _CSS = """
 :root { --passed:#1a7f37; --failed:#cf222e; --error:#8250df; --xfail:#9a6700; --xpass:#bc4c00;
-  --not_applicable:#6e7781; --bg:#ffffff; --fg:#1f2328; --muted:#656d76; --line:#d0d7de; }
+  --not_applicable:#6e7781; --non_strict:#9a6700; --unsupported:#0969da;
+  --bg:#ffffff; --fg:#1f2328; --muted:#656d76; --line:#d0d7de; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg);
   background: var(--bg); margin: 0 auto; padding: 1.5em 2em 4em; max-width: 1200px; }
@@ -70,6 +81,8 @@ td.c-error:not(.zero) { background: #fbefff; color: var(--error); font-weight: 7
 td.c-xfail:not(.zero) { background: #fff8c5; color: var(--xfail); }
 td.c-xpass:not(.zero) { background: #fff1e5; color: var(--xpass); font-weight: 700; }
 td.c-not_applicable:not(.zero) { background: #f6f8fa; color: var(--not_applicable); }
+td.c-non_strict:not(.zero) { background: #fff8c5; color: var(--non_strict); }
+td.c-unsupported:not(.zero) { background: #ddf4ff; color: var(--unsupported); }
 tr.row-bad th[scope=row] { border-left: 4px solid var(--failed); }
 tr.row-ok th[scope=row] { border-left: 4px solid var(--passed); }
 tr.row-warn th[scope=row] { border-left: 4px solid var(--xfail); }
@@ -78,6 +91,8 @@ tr.row-warn th[scope=row] { border-left: 4px solid var(--xfail); }
 .b-passed { background: var(--passed); } .b-failed { background: var(--failed); }
 .b-error { background: var(--error); } .b-xfail { background: var(--xfail); }
 .b-xpass { background: var(--xpass); } .b-not_applicable { background: var(--not_applicable); }
+.b-non_strict { background: var(--non_strict); } .b-unsupported { background: var(--unsupported); }
+.failure.soft { border-left-color: var(--non_strict); background: #fffbeb; }
 ul.cases { list-style: none; padding: 0; margin: 0; }
 ul.cases > li { border-top: 1px solid #eaeef2; padding: .3em 0; }
 .case .title { color: var(--muted); } .case .where, .case .dur { color: var(--muted); font-size: 12px; }
@@ -120,6 +135,7 @@ def _failure(f: StepFailure) -> str:
     where = "then (final state)" if f.step < 0 else f"step {f.step}: {f.event}"
     rows = [
         f"<tr><th>section</th><td>{escape(f.section or '-')}</td></tr>",
+        f"<tr><th>requirement</th><td>{escape(f.requirement or '-')} ({escape(f.level)})</td></tr>",
         f"<tr><th>where</th><td>{escape(where)}</td></tr>",
         f"<tr><th>value</th><td><code>{escape(f.field)}</code></td></tr>",
         f'<tr class="expected"><th>expected</th><td>{_value(f.expected)}</td></tr>',
@@ -128,12 +144,13 @@ def _failure(f: StepFailure) -> str:
     if f.message:
         rows.append(f"<tr><th>message</th><td>{escape(f.message)}</td></tr>")
     evidence = f'<pre class="evidence">{escape(f.evidence)}</pre>' if f.evidence else ""
-    return f'<div class="failure"><table>{"".join(rows)}</table>{evidence}</div>'
+    soft = " soft" if f.level != "MUST" else ""
+    return f'<div class="failure{soft}"><table>{"".join(rows)}</table>{evidence}</div>'
 
 
 def _case(result: CaseResult) -> str:
     outcome = str(result.outcome)
-    good = result.outcome not in BAD_OUTCOMES
+    good = result.outcome not in SHOWN_OUTCOMES
     where = f'<span class="where">{escape(result.source)}:{result.line}</span>' if result.source else ""
     parts = [
         f'<li class="case o-{outcome}{" good" if good else ""}" data-outcome="{outcome}">',
@@ -152,7 +169,7 @@ def _case(result: CaseResult) -> str:
 def _row_class(counts: Counter[str]) -> str:
     if any(counts[str(o)] for o in BAD_OUTCOMES):
         return "row-bad"
-    if counts[str(Outcome.xfail)]:
+    if counts[str(Outcome.xfail)] or counts[str(Outcome.non_strict)]:
         return "row-warn"
     return "row-ok"
 
@@ -195,7 +212,7 @@ def render_html(run: RunResult, *, title: str = "MSMQ conformance report") -> st
     counts = run.counts()
     by_section: dict[str, list[CaseResult]] = {}
     for result in run.results:
-        for section in result.sections or [_UNSPECIFIED]:
+        for section in result.counted_sections() or [_UNSPECIFIED]:
             by_section.setdefault(section, []).append(result)
     anchors: dict[str, str] = {}
     for section in by_section:
@@ -211,11 +228,14 @@ def render_html(run: RunResult, *, title: str = "MSMQ conformance report") -> st
         for o in OUTCOMES
     )
     generated = datetime.now(UTC).isoformat(timespec="seconds")
-    verdict = '<span class="verdict pass">PASSED</span>' if run.ok else '<span class="verdict fail">FAILED</span>'
+    word = verdict(run)
+    verdict_html = f'<span class="verdict {"pass" if word == "PASSED" else "fail"}">{word}</span>'
+    if run.strict:
+        verdict_html += " <small>(strict: non_strict outcomes fail the run)</small>"
     sections_html = []
     for section in ordered:
         results = by_section[section]
-        clean = all(r.outcome not in BAD_OUTCOMES for r in results)
+        clean = all(r.outcome not in SHOWN_OUTCOMES for r in results)
         sections_html.append(
             f'<section class="cases-of{" clean" if clean else ""}" id="{anchors[section]}">'
             f"<h3>{escape(section)} <small>({len(results)} case{'s' if len(results) != 1 else ''})</small></h3>"
@@ -232,7 +252,7 @@ def render_html(run: RunResult, *, title: str = "MSMQ conformance report") -> st
 <body>
 <header>
 <h1>{escape(title)}</h1>
-{verdict}
+{verdict_html}
 <dl class="meta">
 <dt>target</dt><dd><code id="target">{escape(run.target)}</code></dd>
 <dt>cases</dt><dd id="total-cases">{len(run.results)}</dd>
@@ -243,7 +263,9 @@ def render_html(run: RunResult, *, title: str = "MSMQ conformance report") -> st
 </header>
 <main>
 <h2>Conformance matrix</h2>
-<p>Cases by spec section and outcome; a case counts under every section it cites.</p>
+<p>Cases by spec section and outcome; a case counts once per section: under the sections of the
+requirements it broke, else under each section it cites. <i>non_strict</i>: a SHOULD, a MAY or an
+interpretation the spec does not settle, answered differently (a failure only under --strict).</p>
 {_matrix(run, anchors)}
 <h2>Cases</h2>
 <div class="filters" hidden>show: <button type="button" data-filter="all">all cases</button><button

@@ -7,9 +7,13 @@ MS-MQQB, MS-MQMQ, by each case's first section) and one ``<testcase>`` per case 
 ``time`` its duration.  A failed case has a ``<failure>`` whose ``message`` is the first
 failure's section with the expected and the observed value and whose text lists every failure;
 a case the target errored on has an ``<error>``; a known failure that passed (xpass) is a
-``<failure>`` too.  A known failure (xfail) is ``<skipped message="known failure">``, a case that
-does not apply to the target ``<skipped message="not applicable: ...">``.  Properties: the
-target on each suite; the spec sections, the level and the case file on each case.
+``<failure>`` too, and so is a non_strict case in a ``--strict`` run.  A non_strict case of
+an ordinary run passes, with its differences in ``<system-out>`` and the property
+``outcome=non_strict``.  A known failure (xfail) is ``<skipped message="known failure">``, a
+case that does not apply to the target ``<skipped message="not applicable: ...">``, one whose
+events the target does not implement ``<skipped message="unsupported: ...">``.  Properties: the
+target on each suite; the spec sections, the requirements, the level, the outcome and the case
+file on each case.
 Characters XML 1.0 cannot carry are written as ``\\xNN``.
 """
 
@@ -38,7 +42,7 @@ def _document(result: CaseResult) -> str:
     return result.sections[0].partition(" ")[0] if result.sections else "unspecified"
 
 
-def _testcase(result: CaseResult) -> ET.Element:
+def _testcase(result: CaseResult, strict: bool = False) -> ET.Element:
     element = ET.Element(
         "testcase",
         classname=_clean(result.sections[0] if result.sections else "unspecified"),
@@ -51,7 +55,10 @@ def _testcase(result: CaseResult) -> ET.Element:
     props = ET.SubElement(element, "properties")
     for section in result.sections:
         ET.SubElement(props, "property", name="spec", value=_clean(section))
+    for requirement in result.requirements:
+        ET.SubElement(props, "property", name="requirement", value=_clean(requirement))
     ET.SubElement(props, "property", name="level", value=_clean(result.level))
+    ET.SubElement(props, "property", name="outcome", value=str(result.outcome))
     if result.title:
         ET.SubElement(props, "property", name="title", value=_clean(result.title))
     text = "\n".join(failure_line(f) for f in result.failures)
@@ -62,8 +69,11 @@ def _testcase(result: CaseResult) -> ET.Element:
         if f.evidence:
             text += f"\n--- evidence ({f.field}) ---\n{f.evidence}"
     outcome = result.outcome
-    if outcome is Outcome.failed:
-        ET.SubElement(element, "failure", message=_clean(case_headline(result)), type="conformance").text = _clean(text)
+    if outcome is Outcome.failed or (outcome is Outcome.non_strict and strict):
+        kind = "conformance" if outcome is Outcome.failed else "non_strict"
+        ET.SubElement(element, "failure", message=_clean(case_headline(result)), type=kind).text = _clean(text)
+    elif outcome is Outcome.non_strict:
+        ET.SubElement(element, "system-out").text = _clean("non_strict (a failure only under --strict)\n" + text)
     elif outcome is Outcome.error:
         ET.SubElement(element, "error", message=_clean(case_headline(result)), type="target-error").text = _clean(text)
     elif outcome is Outcome.xpass:
@@ -71,21 +81,29 @@ def _testcase(result: CaseResult) -> ET.Element:
         ET.SubElement(element, "failure", message=message, type="xpass").text = _clean(text or message)
     elif outcome is Outcome.xfail:
         ET.SubElement(element, "skipped", message="known failure", type="xfail").text = _clean(text)
-    elif outcome is Outcome.not_applicable:
-        message = f"not applicable: {detail}" if detail else "not applicable"
-        ET.SubElement(element, "skipped", message=_clean(message), type="not_applicable")
+    elif outcome in (Outcome.not_applicable, Outcome.unsupported):
+        what = str(outcome).replace("_", " ")
+        message = f"{what}: {detail}" if detail else what
+        ET.SubElement(element, "skipped", message=_clean(message), type=str(outcome))
     return element
 
 
-def _testsuite(name: str, target: str, results: list[CaseResult], timestamp: str) -> ET.Element:
+_SKIPPED = (Outcome.xfail, Outcome.not_applicable, Outcome.unsupported)
+
+
+def _failures(outcomes: list[Outcome], strict: bool) -> int:
+    return sum(o in (Outcome.failed, Outcome.xpass) or (strict and o is Outcome.non_strict) for o in outcomes)
+
+
+def _testsuite(name: str, target: str, results: list[CaseResult], timestamp: str, strict: bool = False) -> ET.Element:
     outcomes = [r.outcome for r in results]
     suite = ET.Element(
         "testsuite",
         name=_clean(name),
         tests=str(len(results)),
-        failures=str(sum(o in (Outcome.failed, Outcome.xpass) for o in outcomes)),
+        failures=str(_failures(outcomes, strict)),
         errors=str(outcomes.count(Outcome.error)),
-        skipped=str(sum(o in (Outcome.xfail, Outcome.not_applicable) for o in outcomes)),
+        skipped=str(sum(o in _SKIPPED for o in outcomes)),
         time=f"{sum(r.duration for r in results):.6f}",
         timestamp=timestamp,
         hostname=_clean(socket.gethostname()),
@@ -95,21 +113,21 @@ def _testsuite(name: str, target: str, results: list[CaseResult], timestamp: str
     for section in sorted({s for r in results for s in r.sections}, key=section_key):
         ET.SubElement(props, "property", name="spec", value=_clean(section))
     for result in results:
-        suite.append(_testcase(result))
+        suite.append(_testcase(result, strict))
     return suite
 
 
 def to_element(run: RunResult, *, per_document: bool = False, name: str = "msmq-harness") -> ET.Element:
     """The ``<testsuites>`` element of ``run``."""
     timestamp = datetime.now(UTC).isoformat(timespec="seconds")
-    counts = run.counts()
+    outcomes = [r.outcome for r in run.results]
     root = ET.Element(
         "testsuites",
         name=_clean(name),
         tests=str(len(run.results)),
-        failures=str(counts[str(Outcome.failed)] + counts[str(Outcome.xpass)]),
-        errors=str(counts[str(Outcome.error)]),
-        skipped=str(counts[str(Outcome.xfail)] + counts[str(Outcome.not_applicable)]),
+        failures=str(_failures(outcomes, run.strict)),
+        errors=str(outcomes.count(Outcome.error)),
+        skipped=str(sum(o in _SKIPPED for o in outcomes)),
         time=f"{run.duration:.6f}",
     )
     if per_document:
@@ -118,9 +136,9 @@ def to_element(run: RunResult, *, per_document: bool = False, name: str = "msmq-
             groups.setdefault(_document(result), []).append(result)
         order = sorted(groups, key=lambda d: (DOCUMENTS.index(d) if d in DOCUMENTS else len(DOCUMENTS), d))
         for document in order:
-            root.append(_testsuite(f"{name} {document}", run.target, groups[document], timestamp))
+            root.append(_testsuite(f"{name} {document}", run.target, groups[document], timestamp, run.strict))
     else:
-        root.append(_testsuite(name, run.target, run.results, timestamp))
+        root.append(_testsuite(name, run.target, run.results, timestamp, run.strict))
     return root
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "BAD_OUTCOMES",
     "DOCUMENTS",
     "OUTCOMES",
+    "SHOWN_OUTCOMES",
     "Progress",
     "case_headline",
     "failure_line",
