@@ -100,6 +100,15 @@ class LiveWireTarget:
         self.ping_address = (self.wire_address[0], port) if port is not None else None
 
     def hello(self) -> TargetInfo:
+        """The target's hello: one TCP connection to the acceptor, opened and closed, so that an
+        address where nothing listens is a configuration error before any case, not a failure."""
+        import socket
+
+        try:
+            socket.create_connection(self.wire_address, timeout=5.0).close()
+        except OSError as e:
+            host, port = self.wire_address
+            raise TargetError("Error", f"nothing accepts TCP connections at {host}:{port}: {e.strerror or e}") from None
         return TargetInfo(name=self.spec, events=[], capabilities=["wire"])
 
     def setup(self, given: dict[str, Any]) -> None:
