@@ -323,7 +323,7 @@ def test_exit_5_when_every_wire_case_is_not_applicable(capsys: pytest.CaptureFix
             "-k",
             "fault.refuse or fault.bad-reply-header",
             "--target",
-            f"mqqb://127.0.0.1:{peer.port}",
+            f"mqqb://127.0.0.1:{peer.address[1]}",
         ]
         assert main(argv) == 5
     out = capsys.readouterr().out
