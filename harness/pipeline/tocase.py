@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -189,17 +190,7 @@ def capture_to_case(
             steps.append(_receive_reply(kind))
         if kind == "UserMessage":
             sent_user_messages += 1
-    spec: dict[str, dict[str, str]] = {}
-    for v in violations:
-        rule = RULES.get(v["rule_id"])
-        if rule is not None:
-            spec.setdefault(rule.id, {"section": rule.section, "text": rule.text})
-    if not spec:
-        spec["_"] = {
-            "section": "MS-MQQB 3.1.5.3.1",
-            "text": "The acceptor answers the EstablishConnection request, and then the ConnectionParameters "
-            "request (3.1.5.4.1), as the spec demands.",
-        }
+    spec = _spec_refs(RULES[v["rule_id"]].section for v in violations if v["rule_id"] in RULES)
     peer: dict[str, Any] = {"under_test": "acceptor"}
     if behaviour:
         peer["behaviour"] = behaviour
@@ -209,11 +200,40 @@ def capture_to_case(
     return {
         "id": case_id or "capture." + re.sub(r"[^A-Za-z0-9]+", "-", flow).strip("-").lower(),
         "title": title,
-        "spec": list(spec.values()),
+        "spec": spec,
         "tags": ["mqqb", "capture"],
         "given": {"peer": peer},
         "when": steps,
     }
+
+
+_DEFAULT_SECTION = "MS-MQQB 3.1.5.3.1"  # the acceptor answers the EstablishConnection request
+
+
+def _spec_refs(sections: Iterable[str]) -> list[dict[str, str]]:
+    """The case's ``spec``: for each section a broken rule states, the first requirement of
+    cases/requirements.yaml under that section or the nearest enclosing one; when no rule was
+    broken (or none maps), the acceptor's answer to the EstablishConnection request."""
+    from harness.cases.loader import BUNDLED_REQUIREMENTS, requirements_for
+
+    known = list(requirements_for(BUNDLED_REQUIREMENTS).values())
+
+    def requirement_of(section: str) -> Any:
+        while section:
+            found = next((r for r in known if r.section == section), None)
+            if found is not None:
+                return found
+            document, _, number = section.partition(" ")
+            number = number.rpartition(".")[0]
+            section = f"{document} {number}" if number else ""
+        return None
+
+    refs: dict[str, dict[str, str]] = {}
+    for section in [*sections, _DEFAULT_SECTION]:
+        req = requirement_of(section)
+        if req is not None and (not refs or section != _DEFAULT_SECTION):
+            refs.setdefault(req.id, {"section": req.section, "requirement": req.id})
+    return list(refs.values())
 
 
 def write_case(case: dict[str, Any], out: str | Path) -> None:
