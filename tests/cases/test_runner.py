@@ -1,6 +1,8 @@
 """The runner (harness.cases.runner, harness.cases.compare): every comparison rule of
-docs/cases.md, failures naming step, field, expected, observed and spec section, known
-failures, selection by -k/section/level, and workers giving the same outcomes as one process."""
+docs/cases.md, failures naming step, field, expected, observed, spec section and the requirement
+they break with its level (failed for a MUST, non_strict otherwise), unsupported events, known
+failures, selection by -k/section (every level selected), a target that cannot be opened, and
+workers giving the same outcomes as one process."""
 
 from __future__ import annotations
 
@@ -10,16 +12,79 @@ import pytest
 
 from harness.cases.compare import compare_then, matches, values_equal
 from harness.cases.loader import load_text
-from harness.cases.model import Case, Level, SpecRef, Step
+from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
 from harness.cases.runner import (
+    ConfigurationError,
     load_known_failures,
     run,
     run_case,
     select,
     step_section,
 )
+from harness.cases.target import TargetInfo
 from harness.cases.targets import ReferenceTarget
-from harness.report.results import Outcome
+from harness.report.results import CaseResult, Outcome
+
+READINGS = (Alternative("absent", "the value is absent"), Alternative("any", "the value may be anything"))
+
+
+def requirement(rid: str, section: str, quote: str, level: Level = Level.MUST) -> Requirement:
+    return Requirement(rid, section, quote, level, alternatives=READINGS if level is Level.interpretation else ())
+
+
+# The requirements the cases of these tests cite: the spec's sentences, verbatim.
+REQUIREMENTS = {
+    r.id: r
+    for r in (
+        requirement(
+            "R-seek",
+            "MS-MQDMPR 3.1.7.3.2",
+            "If iIterator is equivalent to the StartMessagePosition ADM element instance defined for "
+            "iQueue.MessagePositionList: Set iIterator to iQueue.MessagePositionList.Head",
+        ),
+        requirement("R-dequeue", "MS-MQDMPR 3.1.7.1.10", "Set rMessage to iPosition.MessageReference."),
+        requirement(
+            "R-dequeue-undefined",
+            "MS-MQDMPR 3.1.7.1.10",
+            "rMessage: A reference to the Message (section 3.1.1.12) ADM element instance that was dequeued. "
+            "This value is undefined if rStatus is not MQ_OK.",
+            Level.interpretation,
+        ),
+        requirement(
+            "R-purge",
+            "MS-MQDMPR 3.1.7.1.7",
+            "If iMessagePosition.State is not Available: Set iMessagePosition.State to PurgePending.",
+        ),
+        requirement(
+            "R-peek-waiting",
+            "MS-MQDMPR 3.2.7.2",
+            "If rMessagePosition returned from the Seek Available Message Position event is equivalent to "
+            "iQueue.MessagePositionList.End: Set the CursorState ADM attribute of the Cursor ADM element instance "
+            "to WaitPeek. Set rStatus to Waiting.",
+        ),
+        requirement(
+            "R-peek-position",
+            "MS-MQDMPR 3.2.7.2",
+            "rPosition: A reference to the MessagePosition (section 3.1.1.11) ADM element instance that contains "
+            "the returned message. This value is undefined if rStatus is not set to Succeeded.",
+            Level.interpretation,
+        ),
+        requirement(
+            "R-timer",
+            "MS-MQDMPR 3.1.6.3",
+            "Generate a Waiting Message Read Timer Stop (section 3.1.7.3.5) event with the following arguments: "
+            "iReader := iReader iStatus := set to MQ_ERROR_IO_TIMEOUT (0xC00E001B).",
+        ),
+        requirement(
+            "R-srmp-access",
+            "MS-MQDMPR 3.1.7.1.3.1",
+            "If messages can be sent to this queue using the Message Queuing (MSMQ): SOAP Reliable Messaging "
+            "Protocol (SRMP) [MC-MQSRM], MQSEC_WRITE_MESSAGE SHOULD be added (bitwise ORed) to the current value "
+            "of WorldAccess, and AnonymousAccess SHOULD be set to MQSEC_WRITE_MESSAGE.",
+            Level.SHOULD,
+        ),
+    )
+}
 
 BASE = """
 id: t.seek.skips-locked
@@ -62,8 +127,8 @@ then:
 """
 
 
-def load(text: str) -> list[Case]:
-    return load_text(text, "test.yaml")
+def load(text: str, requirements: dict[str, Requirement] | None = None) -> list[Case]:
+    return load_text(text, "test.yaml", requirements=REQUIREMENTS if requirements is None else requirements)
 
 
 def one(text: str) -> Case:
@@ -71,7 +136,7 @@ def one(text: str) -> Case:
     return case
 
 
-def run_one(text: str, **kw: object) -> tuple[Case, object]:
+def run_one(text: str, **kw: object) -> tuple[Case, CaseResult]:
     case = one(text)
     return case, run_case(case, ReferenceTarget(), **kw)  # type: ignore[arg-type]
 
@@ -111,24 +176,24 @@ def test_absent_value_matches_only_absent_or_null() -> None:
 
 def test_a_correct_case_passes() -> None:
     case, result = run_one(BASE)
-    assert result.outcome is Outcome.passed, result.detail  # type: ignore[attr-defined]
-    assert result.case_id == case.full_id and result.sections == case.sections  # type: ignore[attr-defined]
+    assert result.outcome is Outcome.passed, result.detail
+    assert result.case_id == case.full_id and result.sections == case.sections
 
 
 def test_expect_failure_names_step_field_expected_observed_and_section() -> None:
     _, result = run_one(BASE.replace("expect: {rMessagePosition: m2}", "expect: {rMessagePosition: m3}"))
-    assert result.outcome is Outcome.failed  # type: ignore[attr-defined]
-    [f] = result.failures  # type: ignore[attr-defined]
+    assert result.outcome is Outcome.failed
+    [f] = result.failures
     assert (f.step, f.event, f.field, f.expected, f.observed) == (
         0, "seek_available_message_position", "rMessagePosition", "m3", "m2")
-    assert f.section == "MS-MQDMPR 3.1.7.3.2"
-    assert "expected m3" in result.detail and "observed m2" in result.detail  # type: ignore[attr-defined]
+    assert (f.section, f.requirement, f.level) == ("MS-MQDMPR 3.1.7.3.2", "R-seek", "MUST")
+    assert "expected m3" in result.detail and "observed m2" in result.detail
 
 
 def test_failure_section_is_the_one_defining_the_event_else_the_first() -> None:
     _, result = run_one(BASE.replace("rMessage: m2", "rMessage: m3"))
-    [f] = result.failures  # type: ignore[attr-defined]
-    assert (f.step, f.field, f.section) == (1, "rMessage", "MS-MQDMPR 3.1.7.1.10")
+    [f] = result.failures
+    assert (f.step, f.field, f.section, f.requirement) == (1, "rMessage", "MS-MQDMPR 3.1.7.1.10", "R-dequeue")
     case = one(BASE)
     assert step_section(case, "purge_queue") == "MS-MQDMPR 3.1.7.3.2"  # not cited: the first
     assert step_section(case, "purge_queue", "R-dequeue") == "MS-MQDMPR 3.1.7.1.10"
@@ -136,51 +201,51 @@ def test_failure_section_is_the_one_defining_the_event_else_the_first() -> None:
 
 def test_any_of_and_absent_failures() -> None:
     _, result = run_one(BASE.replace("[MQ_OK, MQ_ERROR_IO_TIMEOUT]", "[MQ_ERROR_IO_TIMEOUT]"))
-    [f] = result.failures  # type: ignore[attr-defined]
+    [f] = result.failures
     assert (f.field, f.expected, f.observed) == ("rStatus", {"any_of": ["MQ_ERROR_IO_TIMEOUT"]}, "MQ_OK")
     _, result = run_one(BASE.replace("rMessage: m2", "rMessage: {absent: true}"))
-    [f] = result.failures  # type: ignore[attr-defined]
+    [f] = result.failures
     assert (f.field, f.observed) == ("rMessage", "m2")
     _, result = run_one(BASE.replace("rPending: {absent: true}", "rPending: read1"))
-    [f] = result.failures  # type: ignore[attr-defined]
+    [f] = result.failures
     assert (f.field, f.observed) == ("rPending", "<absent>")
 
 
 def test_then_positions_must_match_exactly_in_order() -> None:
     missing = BASE.replace("      - {message: m3, State: Available, Priority: 1}\n", "")
     _, result = run_one(missing)
-    [f] = result.failures  # type: ignore[attr-defined]
+    [f] = result.failures
     assert (f.step, f.event, f.field) == (-1, "then", "queues.q")
     assert f.expected == ["m1:Locked"] and f.observed == ["m1:Locked", "m3:Available"]
-    assert f.section == "MS-MQDMPR 3.1.7.3.2"
+    assert (f.section, f.requirement, f.level) == ("MS-MQDMPR 3.1.7.3.2", "R-seek", "MUST")  # the first reference
     swapped = BASE.replace(
         "      - {message: m1, State: Locked}\n      - {message: m3, State: Available, Priority: 1}\n",
         "      - {message: m3, State: Available}\n      - {message: m1, State: Locked}\n",
     )
     _, result = run_one(swapped)
-    assert [f.field for f in result.failures] == ["queues.q"]  # type: ignore[attr-defined]
+    assert [f.field for f in result.failures] == ["queues.q"]
     extra = BASE.replace("      - {message: m1, State: Locked}\n", "      - {message: m1, State: Locked}\n" * 1
                          + "      - {message: m2, State: Deleted}\n")
     _, result = run_one(extra)
-    assert [f.field for f in result.failures] == ["queues.q"]  # type: ignore[attr-defined]
+    assert [f.field for f in result.failures] == ["queues.q"]
 
 
 def test_then_position_attributes() -> None:
     _, result = run_one(BASE.replace("{message: m1, State: Locked}", "{message: m1, State: Available}"))
-    [f] = result.failures  # type: ignore[attr-defined]
+    [f] = result.failures
     assert (f.field, f.expected, f.observed) == ("queues.q[0].State", "Available", "Locked")
     _, result = run_one(BASE.replace("Priority: 1}\n    q", "Priority: 2}\n    q").replace(
         "State: Available, Priority: 1}", "State: Available, Priority: 2}"))
-    [f] = result.failures  # type: ignore[attr-defined]
+    [f] = result.failures
     assert (f.field, f.expected, f.observed) == ("queues.q[1].Priority", 2, 1)
 
 
 def test_then_cursor_listed_attributes_only() -> None:
     _, result = run_one(BASE.replace("{CursorState: Unread, MessagePositionReference: Start}", "{CursorState: Read}"))
-    [f] = result.failures  # type: ignore[attr-defined]
+    [f] = result.failures
     assert (f.field, f.expected, f.observed) == ("cursors.c.CursorState", "Read", "Unread")
     _, result = run_one(BASE.replace("MessagePositionReference: Start", "MessagePositionReference: m1"))
-    [f] = result.failures  # type: ignore[attr-defined]
+    [f] = result.failures
     assert (f.field, f.expected, f.observed) == ("cursors.c.MessagePositionReference", "m1", "Start")
 
 
@@ -192,7 +257,7 @@ def test_compare_then_unknown_queue_and_cursor() -> None:
 CURSOR_UB = """
 id: t.cursor.peek-in-waitpeek
 title: Get Message For Peek has no branch for WaitPeek
-spec: [{section: MS-MQDMPR 3.2.7.2}]
+spec: [{section: MS-MQDMPR 3.2.7.2, requirement: R-peek-waiting}]
 given:
   queues: [{name: q}]
   open: [{name: h, queue: q}]
@@ -212,7 +277,7 @@ then:
 
 def test_expect_error_passes_on_that_error() -> None:
     _, result = run_one(CURSOR_UB)
-    assert result.outcome is Outcome.passed, result.detail  # type: ignore[attr-defined]
+    assert result.outcome is Outcome.passed, result.detail
 
 
 def test_expect_error_fails_when_the_event_returns() -> None:
@@ -220,24 +285,39 @@ def test_expect_error_fails_when_the_event_returns() -> None:
         "expect: {rStatus: Waiting, rPosition: {absent: true}}", "expect_error: UndefinedBehaviour"
     )
     _, result = run_one(text)
-    [f] = result.failures  # type: ignore[attr-defined]
+    [f] = result.failures
     assert (f.step, f.field, f.expected, f.observed) == (0, "error", "UndefinedBehaviour", {"rStatus": "Waiting"})
-    assert f.section == "MS-MQDMPR 3.2.7.2"
+    assert (f.section, f.requirement, f.level) == ("MS-MQDMPR 3.2.7.2", "R-peek-waiting", "MUST")
 
 
 def test_an_unexpected_undefined_behaviour_fails_the_step() -> None:
     text = CURSOR_UB.replace("    expect_error: UndefinedBehaviour\n", "")
     _, result = run_one(text)
-    assert result.outcome is Outcome.failed  # type: ignore[attr-defined]
-    [f] = result.failures  # type: ignore[attr-defined]
-    assert (f.step, f.field, f.expected, f.observed) == (1, "error", "no error", "UndefinedBehaviour")
-
-
-def test_an_event_the_target_lacks_fails_the_case() -> None:
-    case = Case("t.x", "x", [SpecRef("MS-MQDMPR 3.1.7.1.9")], when=[Step("no_such_event")])
-    result = run_case(case, ReferenceTarget())
     assert result.outcome is Outcome.failed
-    assert result.failures[0].observed == "Unsupported"
+    [f] = result.failures
+    assert (f.step, f.field, f.expected, f.observed) == (1, "error", "no error", "UndefinedBehaviour")
+    assert f.requirement == "R-peek-waiting"
+
+
+def test_an_event_the_target_does_not_implement_is_unsupported() -> None:
+    case = Case("t.x", "x", [SpecRef("MS-MQDMPR 3.1.7.1.9")], when=[Step("purge_queue"), Step("no_such_event")],
+                given={"queues": [{"name": "q"}]})
+    case.when[0].args = {"iQueue": "q"}
+    # the target answers Unsupported when the step comes
+    result = run_case(case, ReferenceTarget())
+    assert (result.outcome, result.failures) == (Outcome.unsupported, [])
+    assert "step 1 (no_such_event)" in result.detail and "no event 'no_such_event'" in result.detail
+    # a hello that lists the target's events: unsupported before any step runs
+    info = TargetInfo("partial", ["purge_queue", "dequeue_message"])
+    result = run_case(case, ReferenceTarget(), info=info)
+    assert result.outcome is Outcome.unsupported
+    assert result.detail == "the target does not implement: no_such_event"
+    assert not result.outcome.bad(strict=True)
+    # a hello listing no events implements them all: the step runs, and fails at the target
+    assert run_case(case, ReferenceTarget(), info=TargetInfo("all")).detail.startswith("step 1")
+    # a step that expects Unsupported passes on it
+    case.when[1].expect_error = "Unsupported"
+    assert run_case(case, ReferenceTarget()).outcome is Outcome.passed
 
 
 def test_bad_given_is_an_error_not_a_failure() -> None:
@@ -251,7 +331,7 @@ def test_bad_given_is_an_error_not_a_failure() -> None:
 TIMEOUTS = """
 id: t.wait.timeout
 title: A blocked receive times out when the clock passes its timeout
-spec: [{section: MS-MQDMPR 3.1.6.3}]
+spec: [{section: MS-MQDMPR 3.1.6.3, requirement: R-timer}]
 given:
   queues: [{name: q}]
   open: [{name: h, queue: q}]
@@ -287,7 +367,121 @@ then:
 
 def test_clock_and_blocked_reads() -> None:
     _, result = run_one(TIMEOUTS)
-    assert result.outcome is Outcome.passed, result.detail  # type: ignore[attr-defined]
+    assert result.outcome is Outcome.passed, result.detail
+
+
+# --------------------------------------------------------------------------------- grading
+# The reference answers the second step with rStatus MQ_ERROR_IO_TIMEOUT and no rMessage.
+UNDEFINED = """
+id: t.dequeue.empty
+title: A dequeue from an empty queue times out without a message
+spec:
+  - {section: MS-MQDMPR 3.1.7.1.10, requirement: R-dequeue}
+given:
+  queues: [{name: q, messages: [{id: m1}]}]
+  open: [{name: h, queue: q, access: ReceiveAccess}]
+when:
+  - event: dequeue_message
+    args: {iQueueDesc: h, iTimeout: 0}
+    expect: {rStatus: MQ_OK, rMessage: m1}
+  - event: dequeue_message
+    args: {iQueueDesc: h, iTimeout: 0}
+    expect:
+      rStatus: MQ_ERROR_IO_TIMEOUT
+      rMessage: {absent: true, requirement: R-dequeue-undefined}
+then:
+  queues: {q: []}
+"""
+
+
+def test_a_difference_from_an_interpretation_is_non_strict() -> None:
+    _, result = run_one(UNDEFINED)
+    assert result.outcome is Outcome.passed, result.detail
+    _, result = run_one(UNDEFINED.replace("{absent: true, requirement:", "{is: m1, requirement:"))
+    assert result.outcome is Outcome.non_strict
+    [f] = result.failures
+    assert (f.step, f.field, f.expected, f.observed) == (1, "rMessage", "m1", "<absent>")  # the annotation unwrapped
+    assert (f.section, f.requirement, f.level) == ("MS-MQDMPR 3.1.7.1.10", "R-dequeue-undefined", "interpretation")
+    assert "expected m1, observed <absent>" in result.detail
+    assert not result.outcome.bad() and result.outcome.bad(strict=True)
+
+
+def test_any_of_accepts_every_reading() -> None:
+    text = UNDEFINED.replace("{absent: true, requirement:", "{any_of: [m1, {absent: true}], requirement:")
+    assert run_one(text)[1].outcome is Outcome.passed
+    text = UNDEFINED.replace("{absent: true, requirement:", "{any_of: [m1], requirement:")
+    assert run_one(text)[1].outcome is Outcome.non_strict
+
+
+def test_a_step_with_a_must_and_an_interpretation_difference_fails() -> None:
+    text = UNDEFINED.replace("rStatus: MQ_ERROR_IO_TIMEOUT", "rStatus: MQ_OK").replace(
+        "{absent: true, requirement:", "{is: m1, requirement:"
+    )
+    _, result = run_one(text)
+    assert result.outcome is Outcome.failed  # the worst grade of the step's differences
+    assert [(f.field, f.requirement, f.level) for f in result.failures] == [
+        ("rStatus", "R-dequeue", "MUST"),
+        ("rMessage", "R-dequeue-undefined", "interpretation"),
+    ]
+
+
+def test_a_case_stops_at_its_first_step_with_a_difference() -> None:
+    text = UNDEFINED.replace("{absent: true, requirement:", "{is: m1, requirement:").replace(
+        "queues: {q: []}", "queues: {q: [{message: m1}]}"
+    )
+    _, result = run_one(text)
+    assert result.outcome is Outcome.non_strict  # then, a MUST difference, is not reached
+    assert [f.step for f in result.failures] == [1]
+
+
+@pytest.mark.parametrize(
+    ("level", "outcome"),
+    [
+        (Level.MUST, Outcome.failed),
+        (Level.SHOULD, Outcome.non_strict),
+        (Level.MAY, Outcome.non_strict),
+        (Level.interpretation, Outcome.non_strict),
+    ],
+)
+def test_the_level_of_the_requirement_grades_the_difference(level: Level, outcome: Outcome) -> None:
+    """The same difference, attributed to a requirement of each level (the step's ``requirement``)."""
+    graded_by = requirement("R-graded", "MS-MQDMPR 3.1.7.1.10", REQUIREMENTS["R-dequeue"].quote, level)
+    text = UNDEFINED.replace("    expect: {rStatus: MQ_OK, rMessage: m1}\n",
+                             "    requirement: R-graded\n    expect: {rStatus: MQ_ERROR_IO_TIMEOUT, rMessage: m1}\n")
+    [case] = load(text, {**REQUIREMENTS, "R-graded": graded_by})
+    assert case.when[0].requirement == "R-graded"
+    result = run_case(case, ReferenceTarget())
+    assert result.outcome is outcome
+    [f] = result.failures
+    assert (f.step, f.field, f.requirement, f.level) == (0, "rStatus", "R-graded", str(level))
+
+
+def test_then_is_graded_by_its_own_requirement_else_the_first_reference() -> None:
+    text = UNDEFINED.replace("queues: {q: []}", "queues: {q: [{message: m1}]}")
+    _, result = run_one(text)
+    [f] = result.failures
+    assert (f.step, f.field, f.requirement, f.level, result.outcome) == (-1, "queues.q", "R-dequeue", "MUST",
+                                                                         Outcome.failed)
+    _, result = run_one(text.replace("then:\n", "then:\n  requirement: R-dequeue-undefined\n"))
+    [f] = result.failures
+    assert (f.requirement, f.level, result.outcome) == ("R-dequeue-undefined", "interpretation", Outcome.non_strict)
+    # an attribute's own annotation comes first
+    text = BASE.replace("{message: m3, State: Available, Priority: 1}",
+                        "{message: m3, State: Available, Priority: {is: 2, requirement: R-purge}}")
+    dequeue = "  - {section: MS-MQDMPR 3.1.7.1.10, requirement: R-dequeue}\n"
+    _, result = run_one(text.replace(dequeue, dequeue + "  - {section: MS-MQDMPR 3.1.7.1.7, requirement: R-purge}\n"))
+    [f] = result.failures
+    assert (f.field, f.expected, f.observed) == ("queues.q[1].Priority", 2, 1)
+    assert (f.section, f.requirement) == ("MS-MQDMPR 3.1.7.1.7", "R-purge")
+
+
+BAD_STEP = "when:\n  - event: advance_clock\n    args: {seconds: not-a-number}\n"
+
+
+def test_an_error_is_not_graded() -> None:
+    _, result = run_one(UNDEFINED.replace("when:\n", BAD_STEP))
+    assert (result.outcome, result.failures) == (Outcome.error, [])
+    assert "step 0 (advance_clock" in result.detail
 
 
 # ----------------------------------------------------------------------- known failures
@@ -305,6 +499,15 @@ def test_known_failures_become_xfail_and_xpass(tmp_path: Path) -> None:
     assert run([bad], "reference", known_failures=known).ok
 
 
+def test_a_non_strict_case_fails_only_a_strict_run() -> None:
+    case = one(UNDEFINED.replace("{absent: true, requirement:", "{is: m1, requirement:"))
+    result = run([case], "reference")
+    assert [r.outcome for r in result.results] == [Outcome.non_strict]
+    assert result.ok and not result.strict
+    strict = run([case], "reference", strict=True)
+    assert strict.strict and not strict.ok
+
+
 def test_known_failure_by_id_covers_every_variant() -> None:
     text = BASE.replace("rMessage: m2", 'rMessage: "${want}"') + "matrix:\n  want: [m2, m3]\n"
     cases = load(text)
@@ -317,7 +520,9 @@ def test_known_failure_by_id_covers_every_variant() -> None:
 # ------------------------------------------------------------------------------ selection
 def _cases_for_select() -> list[Case]:
     def c(cid: str, section: str, level: Level, tags: list[str], title: str = "t") -> Case:
-        return Case(cid, title, [SpecRef(section)], level=level, tags=tags, when=[Step("purge_queue")])
+        req = requirement(f"R-{cid}", section, "quote", level)
+        return Case(cid, title, [SpecRef(section, req.id)], tags=tags, when=[Step("purge_queue")],
+                    requirements={req.id: req})
 
     return [
         c("dmpr.seek.a", "MS-MQDMPR 3.1.7.3.2", Level.MUST, ["seek"]),
@@ -332,17 +537,17 @@ def ids(cases: list[Case]) -> list[str]:
     return [c.id for c in cases]
 
 
-def test_select_by_level() -> None:
+def test_every_level_is_selected() -> None:
     cases = _cases_for_select()
-    assert ids(select(cases)) == ["dmpr.seek.a", "dmpr.cursor.c", "dmpr.enqueue.e"]
-    assert ids(select(cases, strict=True)) == ["dmpr.seek.a", "dmpr.seek.b", "dmpr.cursor.c", "dmpr.enqueue.e"]
-    assert ids(select(cases, keyword="dmpr.cursor.d")) == ["dmpr.cursor.d"]  # MAY only through -k
+    assert [c.level for c in cases] == [Level.MUST, Level.SHOULD, Level.MUST, Level.MAY, Level.MUST]
+    assert select(cases) == cases  # a SHOULD or MAY case runs too: a difference is non_strict, not a failure
+    assert ids(select(cases, keyword="dmpr.cursor.d")) == ["dmpr.cursor.d"]
 
 
 def test_select_by_keyword_expression() -> None:
     cases = _cases_for_select()
-    assert ids(select(cases, keyword="seek")) == ["dmpr.seek.a", "dmpr.enqueue.e"]  # id or tag
-    assert ids(select(cases, keyword="seek and not enqueue")) == ["dmpr.seek.a"]
+    assert ids(select(cases, keyword="seek")) == ["dmpr.seek.a", "dmpr.seek.b", "dmpr.enqueue.e"]  # id or tag
+    assert ids(select(cases, keyword="seek and not enqueue")) == ["dmpr.seek.a", "dmpr.seek.b"]
     assert ids(select(cases, keyword="PEEK or enqueue")) == ["dmpr.cursor.c", "dmpr.enqueue.e"]  # title
     assert ids(select(cases, keyword="(cursor or enqueue) and not seek")) == ["dmpr.cursor.c", "dmpr.cursor.d"]
     with pytest.raises(ValueError):
@@ -351,16 +556,18 @@ def test_select_by_keyword_expression() -> None:
 
 def test_select_by_section_prefix() -> None:
     cases = _cases_for_select()
-    assert ids(select(cases, sections=["MS-MQDMPR 3.1.7"])) == ["dmpr.seek.a", "dmpr.enqueue.e"]
-    assert ids(select(cases, sections=["MS-MQDMPR 3.2.7.2"], strict=True)) == ["dmpr.cursor.c"]  # not 3.2.7.20
-    assert ids(select(cases, sections=["3.2.7", "3.1.7.1"])) == ["dmpr.cursor.c", "dmpr.enqueue.e"]
+    assert ids(select(cases, sections=["MS-MQDMPR 3.1.7"])) == ["dmpr.seek.a", "dmpr.seek.b", "dmpr.enqueue.e"]
+    assert ids(select(cases, sections=["MS-MQDMPR 3.2.7.2"])) == ["dmpr.cursor.c"]  # not 3.2.7.20
+    assert ids(select(cases, sections=["3.2.7", "3.1.7.1"])) == ["dmpr.cursor.c", "dmpr.cursor.d", "dmpr.enqueue.e"]
 
 
 # -------------------------------------------------------------------------------- workers
 def _variety() -> list[Case]:
     cases = load(BASE + "---\n" + CURSOR_UB + "---\n" + TIMEOUTS)
     cases += load(BASE.replace("t.seek.skips-locked", "t.fails").replace("rMessage: m2", "rMessage: m1"))
+    cases += load(UNDEFINED.replace("{absent: true, requirement:", "{is: m1, requirement:"))
     cases += [Case("t.unsupported", "x", [SpecRef("MS-MQDMPR 3.1.7.1.9")], when=[Step("no_such_event")])]
+    cases += load(UNDEFINED.replace("t.dequeue.empty", "t.error").replace("when:\n", BAD_STEP))
     return cases * 3
 
 
@@ -371,10 +578,28 @@ def test_workers_give_the_same_outcomes_in_case_order() -> None:
     parallel = run(cases, "reference", workers=2, progress=lambda r: seen.append(r.case_id))
     assert [r.case_id for r in parallel.results] == [c.full_id for c in cases] == seen
     assert [(r.outcome, r.failures) for r in parallel.results] == [(r.outcome, r.failures) for r in serial.results]
-    assert serial.counts() == {"passed": 9, "failed": 6}
+    assert serial.counts() == {"passed": 9, "failed": 3, "non_strict": 3, "unsupported": 3, "error": 3}
 
 
-def test_a_bad_target_spec_errors_every_case() -> None:
-    result = run(load(BASE), "plugin:no.such.module:Nope")
-    assert [r.outcome for r in result.results] == [Outcome.error]
-    assert "no.such.module" in result.results[0].detail
+class _NoHello:
+    """A target class whose hello fails."""
+
+    def hello(self) -> TargetInfo:
+        raise RuntimeError("no hello today")
+
+    def setup(self, given: dict[str, object]) -> None:
+        raise AssertionError("no case runs")
+
+    event = observe = setup
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_target_that_cannot_be_opened_stops_the_run_before_any_case() -> None:
+    seen: list[CaseResult] = []
+    with pytest.raises(ConfigurationError, match=r"cannot make target 'plugin:no\.such\.module:Nope': ModuleNotFound"):
+        run(load(BASE), "plugin:no.such.module:Nope", progress=seen.append)
+    with pytest.raises(ConfigurationError, match="did not answer hello: RuntimeError: no hello today"):
+        run(load(BASE) * 2, f"plugin:{__name__}:_NoHello", workers=2, progress=seen.append)
+    assert seen == []
