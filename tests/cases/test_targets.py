@@ -1,7 +1,8 @@
 """Targets (harness.cases.targets): the reference model's naming conventions, plugin targets
 (a QueueManager subclass, a Target class that crashes or hangs), cmd targets over real
-subprocesses (a hanging or crashing adapter fails only its case), and the reference adapter
-giving the same outcomes through the JSON-lines protocol as the embedded reference."""
+subprocesses (a hanging or crashing adapter fails only its case, an adapter that cannot start
+stops the run, an event it does not implement is unsupported), and the reference adapter giving
+the same outcomes through the JSON-lines protocol as the embedded reference."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from typing import Any
 import pytest
 
 from harness.cases.loader import load_text
-from harness.cases.model import Case, SpecRef, Step
-from harness.cases.runner import run, run_case
+from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
+from harness.cases.runner import ConfigurationError, run, run_case
 from harness.cases.target import Target, TargetError, TargetInfo
 from harness.cases.targets import CommandTarget, PluginTarget, ReferenceTarget, make_target
 from harness.model import MessagePosition, QueueManager, SeekDirection
@@ -25,6 +26,50 @@ from harness.report.results import Outcome
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ADAPTER = f"cmd:{sys.executable} {ROOT / 'examples' / 'reference_adapter.py'}"
+
+# The requirements the cases of these tests cite: the spec's sentences, verbatim.
+REQUIREMENTS = {
+    r.id: r
+    for r in (
+        Requirement(
+            "T-SEEK-HEAD",
+            "MS-MQDMPR 3.1.7.3.2",
+            "If iIterator is equivalent to the StartMessagePosition ADM element instance defined for "
+            "iQueue.MessagePositionList: Set iIterator to iQueue.MessagePositionList.Head",
+        ),
+        Requirement(
+            "T-PEEK-WAITING",
+            "MS-MQDMPR 3.2.7.2",
+            "If rMessagePosition returned from the Seek Available Message Position event is equivalent to "
+            "iQueue.MessagePositionList.End: Set the CursorState ADM attribute of the Cursor ADM element instance "
+            "to WaitPeek. Set rStatus to Waiting.",
+        ),
+        Requirement("T-DEQUEUE", "MS-MQDMPR 3.1.7.1.10", "Set rMessage to iPosition.MessageReference."),
+        Requirement(
+            "T-PURGE",
+            "MS-MQDMPR 3.1.7.1.7",
+            "If iMessagePosition.State is not Available: Set iMessagePosition.State to PurgePending.",
+        ),
+        Requirement(
+            "T-TIMER",
+            "MS-MQDMPR 3.1.6.3",
+            "Generate a Waiting Message Read Timer Stop (section 3.1.7.3.5) event with the following arguments: "
+            "iReader := iReader iStatus := set to MQ_ERROR_IO_TIMEOUT (0xC00E001B).",
+        ),
+        Requirement(
+            "T-PEEK-POSITION",
+            "MS-MQDMPR 3.2.7.2",
+            "rPosition: A reference to the MessagePosition (section 3.1.1.11) ADM element instance that contains "
+            "the returned message. This value is undefined if rStatus is not set to Succeeded.",
+            Level.interpretation,
+            alternatives=(Alternative("absent", "no rPosition"), Alternative("any", "any value")),
+        ),
+    )
+}
+
+
+def load(text: str, file: str) -> list[Case]:
+    return load_text(text, file, requirements=REQUIREMENTS)
 
 GIVEN: dict[str, Any] = {
     "queues": [
@@ -195,7 +240,7 @@ class CrashingTarget:
 SEEK = """
 id: t.seek
 title: A forward seek skips Locked positions
-spec: [{section: MS-MQDMPR 3.1.7.3.2}]
+spec: [{section: MS-MQDMPR 3.1.7.3.2, requirement: T-SEEK-HEAD}]
 given:
   queues: [{name: q, messages: [{id: m1}, {id: m2}]}]
   transactions: [t1]
@@ -208,16 +253,18 @@ when:
 
 
 def _case(cid: str, event: str) -> Case:
-    return Case(cid, cid, [SpecRef("MS-MQDMPR 3.1.7.1.7")], given={"queues": [{"name": "q"}]},
-                when=[Step(event, {"iQueue": "q"} if event == "purge_queue" else {})])
+    return Case(cid, cid, [SpecRef("MS-MQDMPR 3.1.7.1.7", "T-PURGE")], given={"queues": [{"name": "q"}]},
+                when=[Step(event, {"iQueue": "q"} if event == "purge_queue" else {})],
+                requirements={"T-PURGE": REQUIREMENTS["T-PURGE"]})
 
 
 def test_a_queue_manager_subclass_plugin_runs_behind_the_reference_target() -> None:
-    cases = load_text(SEEK, "seek.yaml")
+    cases = load(SEEK, "seek.yaml")
     assert run(cases, "reference").results[0].outcome is Outcome.passed
     broken = run(cases, f"plugin:{__name__}:SkipNothingQueueManager").results[0]
     assert broken.outcome is Outcome.failed
     assert (broken.failures[0].expected, broken.failures[0].observed) == ("m2", "m1")
+    assert (broken.failures[0].requirement, broken.failures[0].level) == ("T-SEEK-HEAD", "MUST")
 
 
 def test_a_crashing_or_hanging_plugin_fails_only_its_case() -> None:
@@ -230,7 +277,7 @@ def test_a_crashing_or_hanging_plugin_fails_only_its_case() -> None:
 
 
 def test_a_hanging_queue_manager_plugin_times_out() -> None:
-    cases = [_case("hang", "purge_queue"), *load_text(SEEK, "seek.yaml")]
+    cases = [_case("hang", "purge_queue"), *load(SEEK, "seek.yaml")]
     result = run(cases, f"plugin:{__name__}:HangingQueueManager", step_timeout=0.3)
     assert [r.outcome for r in result.results] == [Outcome.error, Outcome.passed]
     assert "step 0 (purge_queue): timed out after 0.3 s" in result.results[0].detail
@@ -263,8 +310,10 @@ FAKE_ADAPTER = textwrap.dedent("""
             continue
         if op == "event" and req["event"] == "ub":
             reply = {"ok": False, "kind": "UndefinedBehaviour", "error": "no branch"}
+        elif op == "event" and req["event"] == "partial":
+            reply = {"ok": False, "kind": "Unsupported", "error": "not in this build"}
         elif op == "hello":
-            reply = {"ok": True, "name": "fake", "events": ["purge_queue"]}
+            reply = {"ok": True, "name": "fake", "events": ["purge_queue", "hang", "crash", "garbage", "ub", "partial"]}
         elif op == "observe":
             reply = {"ok": True, "queues": {q: [] for q in req["queues"]}, "cursors": {}}
         else:
@@ -281,24 +330,27 @@ def fake_adapter(tmp_path: Path) -> str:
 
 
 def test_a_hanging_or_crashing_adapter_fails_only_its_case(fake_adapter: str) -> None:
-    names = ["a", "hang", "b", "crash", "garbage", "c"]
-    cases = [_case(n, n if n in ("hang", "crash", "garbage") else "purge_queue") for n in names]
+    names = ["a", "hang", "b", "crash", "garbage", "c", "partial", "unlisted"]
+    cases = [_case(n, "purge_queue" if n in ("a", "b", "c") else n) for n in names]
     start = time.monotonic()
     result = run(cases, fake_adapter, step_timeout=1.0)
     assert time.monotonic() - start < 30
     outcomes = {r.case_id: r.outcome for r in result.results}
     assert outcomes == {"a": Outcome.passed, "hang": Outcome.error, "b": Outcome.passed,
-                        "crash": Outcome.error, "garbage": Outcome.error, "c": Outcome.passed}
+                        "crash": Outcome.error, "garbage": Outcome.error, "c": Outcome.passed,
+                        "partial": Outcome.unsupported, "unlisted": Outcome.unsupported}
     details = {r.case_id: r.detail for r in result.results}
     assert "no reply within 1 s" in details["hang"]
     assert "exit status 3" in details["crash"] and "crashing on purpose" in details["crash"]
     assert "not JSON" in details["garbage"]
+    assert "not in this build" in details["partial"]  # the adapter answered Unsupported
+    assert details["unlisted"] == "the target does not implement: unlisted"  # its hello does not list it
 
 
 def test_adapter_error_replies_are_target_errors(fake_adapter: str) -> None:
     target = make_target(fake_adapter, timeout=5)
     try:
-        assert target.hello() == TargetInfo("fake", ["purge_queue"], [])
+        assert target.hello() == TargetInfo("fake", ["purge_queue", "hang", "crash", "garbage", "ub", "partial"], [])
         target.setup({})
         with pytest.raises(TargetError) as e:
             target.event("ub", {})
@@ -308,16 +360,24 @@ def test_adapter_error_replies_are_target_errors(fake_adapter: str) -> None:
         target.close()
 
 
-def test_an_adapter_that_cannot_start_errors_each_case() -> None:
-    result = run([_case("a", "purge_queue")], "cmd:/nonexistent/adapter --flag")
-    assert result.results[0].outcome is Outcome.error
-    assert "cannot start" in result.results[0].detail
+def test_an_adapter_that_cannot_start_stops_the_run(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        run([_case("a", "purge_queue")], "cmd:/nonexistent/adapter --flag")
+    assert "cannot start" in str(info.value) and "/nonexistent/adapter" in str(info.value)
+    mute = tmp_path / "mute.py"
+    mute.write_text("import sys, time\nsys.stdin.readline()\ntime.sleep(600)\n")
+    start = time.monotonic()
+    with pytest.raises(ConfigurationError, match="did not answer hello"):
+        run([_case("a", "purge_queue")] * 2, f"cmd:{sys.executable} {mute}", step_timeout=1.0, workers=2)
+    assert time.monotonic() - start < 30
 
 
 CORPUS = SEEK + """---
 id: t.cursor
 title: Cursor peeks, receives and an undefined branch
-spec: [{section: MS-MQDMPR 3.2.7.2}, {section: MS-MQDMPR 3.1.7.1.10}]
+spec:
+  - {section: MS-MQDMPR 3.2.7.2, requirement: T-PEEK-WAITING}
+  - {section: MS-MQDMPR 3.1.7.1.10, requirement: T-DEQUEUE}
 given:
   queues: [{name: q, messages: [{id: m1, Priority: 1}, {id: m2, Priority: 6, Body: b}]}]
   open: [{name: h, queue: q}]
@@ -334,7 +394,7 @@ when:
     expect: {rStatus: MQ_OK, rMessage: m1}
   - event: get_message_for_peek
     args: {cursor: c}
-    expect: {rStatus: Waiting}
+    expect: {rStatus: Waiting, rPosition: {absent: true, requirement: T-PEEK-POSITION}}
   - event: get_message_for_peek
     args: {cursor: c}
     expect_error: UndefinedBehaviour
@@ -344,7 +404,7 @@ then:
 ---
 id: t.wrong
 title: A case the reference fails
-spec: [{section: MS-MQDMPR 3.1.7.1.7}]
+spec: [{section: MS-MQDMPR 3.1.7.1.7, requirement: T-PURGE}]
 given:
   queues: [{name: q, messages: [{id: m1}, {id: m2}]}]
   transactions: [t1]
@@ -357,7 +417,7 @@ then:
 ---
 id: t.timer
 title: A blocked peek ends when its timer fires
-spec: [{section: MS-MQDMPR 3.1.6.3}]
+spec: [{section: MS-MQDMPR 3.1.6.3, requirement: T-TIMER}]
 given:
   queues: [{name: q}]
   open: [{name: h, queue: q, access: PeekAccess}]
@@ -371,21 +431,33 @@ when:
   - event: read_result
     args: {iReader: read1}
     expect: {rStatus: MQ_ERROR_IO_TIMEOUT}
+---
+id: t.non-strict
+title: The reference reads an undefined rPosition as absent
+spec: [{section: MS-MQDMPR 3.2.7.2, requirement: T-PEEK-POSITION}]
+given:
+  queues: [{name: q}]
+  open: [{name: h, queue: q}]
+  cursors: [{name: c, open: h}]
+when:
+  - event: get_message_for_peek
+    args: {cursor: c}
+    expect: {rPosition: End}
 """
 
 
 def test_reference_and_the_reference_adapter_give_identical_outcomes() -> None:
-    cases = load_text(CORPUS, "corpus.yaml")
+    cases = load(CORPUS, "corpus.yaml")
     embedded = run(cases, "reference")
     through_cmd = run(cases, ADAPTER, step_timeout=20)
     assert [r.outcome for r in embedded.results] == [
-        Outcome.passed, Outcome.passed, Outcome.failed, Outcome.passed]
+        Outcome.passed, Outcome.passed, Outcome.failed, Outcome.passed, Outcome.non_strict]
     assert [(r.case_id, r.outcome, r.failures) for r in through_cmd.results] == [
         (r.case_id, r.outcome, r.failures) for r in embedded.results]
 
 
 def test_cmd_targets_in_workers() -> None:
-    cases = load_text(CORPUS, "corpus.yaml") * 2
+    cases = load(CORPUS, "corpus.yaml") * 2
     parallel = run(cases, ADAPTER, workers=2, step_timeout=20)
     assert [r.outcome for r in parallel.results] == [r.outcome for r in run(cases, "reference").results]
 
