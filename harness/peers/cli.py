@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["add_parser", "cmd_peer", "is_loopback"]
+__all__ = ["add_parser", "cmd_peer", "is_loopback", "list_behaviours"]
 
 
 def is_loopback(host: str) -> bool:
@@ -44,6 +44,35 @@ def _listen_address(text: str) -> tuple[str, int]:
     return host.strip("[]"), number
 
 
+def _time_scale(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time scale (a number > 0)")
+    return value
+
+
+def list_behaviours() -> list[str]:
+    """One line per behaviour: name, family (fault or boundary), what it does, the sections that
+    make a boundary behaviour legal; then the parametrised families."""
+    from harness.session import BEHAVIOURS
+
+    width = max(len(n) for n in BEHAVIOURS)
+    lines = []
+    for name, b in BEHAVIOURS.items():
+        family = "boundary" if b.boundary else ("normal" if name == "normal" else "fault")
+        legal = f" [{', '.join(b.sections)}]" if b.sections else ""
+        lines.append(f"{name:<{width}}  {family:<8}  {b.summary}{legal}")
+    lines += [
+        f"{'close-after-<N>':<{width}}  {'fault':<8}  closes after N packets",
+        f"{'window-<N>':<{width}}  {'fault':<8}  advertises WindowSize N",
+        f"{'slow-reader-<N>':<{width}}  {'fault':<8}  reads N bytes per second",
+    ]
+    return lines
+
+
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``peer`` on the ``msmq-harness`` subcommand parser."""
     p: argparse.ArgumentParser = sub.add_parser(
@@ -66,20 +95,25 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="UDP port answering Ping Requests ([MS-MQQB] 2.1.2 names 3527; default 0: an ephemeral one; -1: none)",
     )
     p.add_argument("--identifier", metavar="GUID", help="QueueManager.Identifier of the simulated queue manager")
+    p.add_argument(
+        "--time-scale",
+        type=_time_scale,
+        default=1.0,
+        metavar="S",
+        help="run the [MS-MQQB] 3.1.2 timers S times their durations (default 1; e.g. 0.05 with "
+        "--target mqqb://HOST:PORT?scale=0.05)",
+    )
     p.add_argument("--allow-non-loopback", action="store_true", help="listen on an address that is not loopback")
-    p.add_argument("--list-behaviours", action="store_true", help="print the behaviour names and stop")
+    p.add_argument("--list-behaviours", action="store_true", help="print the behaviours (fault and boundary) and stop")
     p.set_defaults(func=cmd_peer)
     return p
 
 
 def cmd_peer(args: argparse.Namespace) -> int:
     from harness.peers.server import PeerError, SimulatedPeer
-    from harness.session import BEHAVIOURS
 
     if args.list_behaviours:
-        for name in sorted(BEHAVIOURS):
-            print(name)
-        print("close-after-<N>\nwindow-<N>\nslow-reader-<N>")
+        print("\n".join(list_behaviours()))
         return 0
     if args.listen is None:
         print("msmq-harness peer: --listen HOST:PORT is required", file=sys.stderr)
@@ -106,6 +140,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
             read_timeout=args.read_timeout,
             max_connections=args.max_connections,
             ping_port=None if args.ping_port < 0 else args.ping_port,
+            time_scale=args.time_scale,
         )
         with peer:
             h, p = peer.address
@@ -113,7 +148,11 @@ def cmd_peer(args: argparse.Namespace) -> int:
             pinged = ""
             if peer.ping_port is not None:
                 pinged = f", pings on UDP port {peer.ping_address[1]}"
-            print(f"listening on {shown} as {peer.identifier}, behaviour {peer.behaviour.name}{pinged}", flush=True)
+            scaled = f", timers x{peer.time_scale:g}" if peer.time_scale != 1 else ""
+            print(
+                f"listening on {shown} as {peer.identifier}, behaviour {peer.behaviour.name}{pinged}{scaled}",
+                flush=True,
+            )
             with contextlib.suppress(KeyboardInterrupt):
                 stop.wait(args.duration)
     except (PeerError, ValueError) as e:

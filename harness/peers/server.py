@@ -5,7 +5,10 @@ Handling an Incoming Transport Connection around the sans-IO :class:`harness.ses
 which does everything the spec says an acceptor does (3.1.5.3.1, 3.1.5.4.1, 3.1.5.8, the timers of
 3.1.2/3.1.6) and reports every initiator rule break as a ``Violation``.  One background thread runs
 a ``selectors`` loop over the listening socket and every connection; each connection gets its own
-Acceptor (with the behaviour chosen for it), its timers run on ``time.monotonic``, and the queue
+Acceptor (with the behaviour chosen for it), its timers run on ``time.monotonic`` (``time_scale``
+times their durations: 0.05 runs the 3.1.2 timers a twentieth of theirs, for tests and for a
+live ``mqqb://...?scale=0.05`` target), its CURRENT_TIME for message expiration ([MS-MQMQ]
+2.2.19.1) is ``time.time`` (never scaled: SentTime is wall-clock time), and the queue
 manager state of [MS-MQQB] 3.1.1.3 that outlives a session (MessageIDHistoryTable, the incoming
 transactional sequences of [MS-MQDMPR] 3.1.1.5) is shared by all of them.  A connection that
 stalls inside a packet is closed after ``read_timeout`` seconds; anything a client sends, and any
@@ -140,7 +143,8 @@ class _Slot:
 class SimulatedPeer:
     """A loopback TCP server hosting one :class:`Acceptor` per connection (see the module docstring).
 
-    Use as a context manager: ``with SimulatedPeer() as peer: ... peer.address``.  ``behaviour``
+    Use as a context manager: ``with SimulatedPeer() as peer: ... peer.address``.  ``time_scale``
+    multiplies the durations of the Acceptors' [MS-MQQB] 3.1.2 timers (1: the real ones).  ``behaviour``
     (settable) applies to connections accepted later; ``queue_behaviours([...])`` sets the
     behaviours of the next connections one by one.  ``max_connections`` bounds the connections
     served at once (more are accepted and closed at once, counted in ``rejected``).
@@ -159,7 +163,11 @@ class SimulatedPeer:
         max_connections: int = 256,
         config: SessionConfig | None = None,
         ping_port: int | None = 0,
+        time_scale: float = 1.0,
     ) -> None:
+        if not time_scale > 0:
+            raise PeerError(f"time scale {time_scale!r} is not a positive number")
+        self.time_scale = float(time_scale)
         self.host, self.port = host, port
         self.ping_port = ping_port  # None: no Ping listener
         self._behaviour = _behaviour(behaviour)
@@ -314,6 +322,11 @@ class SimulatedPeer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _session_clock(self) -> float:
+        """The sessions' clock: monotonic seconds divided by the time scale, so that durations the
+        Acceptor measures (MaximumOrderAckDelay, 3.1.5.8.6) scale like its timers."""
+        return time.monotonic() / self.time_scale
+
     # -- the loop -------------------------------------------------------------------------------
 
     def _wake(self) -> None:
@@ -447,7 +460,9 @@ class SimulatedPeer:
         if behaviour.receive_buffer is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, behaviour.receive_buffer)
-        acceptor = Acceptor(self.identifier, behaviour, config=self.config, clock=time.monotonic)
+        acceptor = Acceptor(
+            self.identifier, behaviour, config=self.config, clock=self._session_clock, wall_clock=time.time
+        )
         # One queue manager behind every connection: what outlives a session is shared.
         for name in QUEUE_MANAGER_STATE:
             if hasattr(self._queue_manager, name):
@@ -457,7 +472,7 @@ class SimulatedPeer:
         self._slots[conn.index] = slot
         slot.mask = selectors.EVENT_READ
         self._sel.register(sock, slot.mask, slot)
-        self._guard(slot, lambda s: self._perform(s, s.acceptor.connection_made()))
+        self._guard(slot, lambda s: self._perform(s, s.acceptor.connection_made(client[0])))
 
     def _readable(self, slot: _Slot) -> None:
         rate = slot.acceptor.behaviour.read_rate
@@ -506,7 +521,7 @@ class SimulatedPeer:
                 if slot.flow is not None:
                     slot.flow.data("s2c", act.data, ts)
             elif isinstance(act, StartTimer):
-                slot.timers[act.name] = now + act.seconds
+                slot.timers[act.name] = now + act.seconds * self.time_scale
             elif isinstance(act, CancelTimer):
                 slot.timers.pop(act.name, None)
             elif isinstance(act, Deliver):

@@ -7,17 +7,26 @@ the Send User Message Event 3.1.7.1) as three objects fed events that return act
 - :class:`Initiator` (``start``, ``connection_made``, ``receive_data``, ``send_message``,
   ``timer_fired``, ``connection_lost``) drives an [MS-MQDMPR] OutgoingQueue;
 - :class:`Acceptor` (``connection_made``, ``receive_data``, ``timer_fired``, ``connection_lost``)
-  with fault-injection :class:`AcceptorBehaviour` selected by name (``BEHAVIOURS``);
+  with fault and boundary-conformant :class:`AcceptorBehaviour` selected by name (``BEHAVIOURS``);
 - :class:`Observer` (``client_data``, ``server_data``, ``end``) checks a recorded session passively;
 - :class:`OutgoingQueueProcessing` attaches the sending side to an [MS-MQDMPR] QueueManager
   (3.1.7.12 Message Position Available, 3.1.7.11, 3.1.7.16), one Initiator per OutgoingQueue.
 
 Actions: :class:`Send`, :class:`StartTimer`, :class:`CancelTimer`, :class:`Close`, :class:`Deliver`,
 :class:`Acked`, :class:`Violation` (plus :class:`Connect`, :class:`SendPing`).  Rule ids live in
-:mod:`harness.session.rules`.  No sockets, clocks (injected), threads or files.
+:mod:`harness.session.rules`, with whether the spec closes the session on each (``closes_session``):
+every violation is reported, the session is closed only where its rule says so.
+No sockets, clocks (injected), threads or files.
 """
 
-from harness.session.acceptor import BEHAVIOURS, Acceptor, AcceptorBehaviour, named_behaviour, ping_response
+from harness.session.acceptor import (
+    BEHAVIOURS,
+    Acceptor,
+    AcceptorBehaviour,
+    boundary_behaviours,
+    named_behaviour,
+    ping_response,
+)
 from harness.session.events import (
     Acked,
     Action,
@@ -39,7 +48,7 @@ from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.messages import user_message
 from harness.session.observer import Observer
 from harness.session.outgoing import OutgoingQueueProcessing
-from harness.session.rules import RULES, Rule, initiator_rules
+from harness.session.rules import RULES, Rule, closing_rules, initiator_rules
 
 __all__ = [
     "BEHAVIOURS",
@@ -66,6 +75,8 @@ __all__ = [
     "StartTimer",
     "Timer",
     "Violation",
+    "boundary_behaviours",
+    "closing_rules",
     "initiator_rules",
     "named_behaviour",
     "ping_response",

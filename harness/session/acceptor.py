@@ -30,6 +30,8 @@ from harness.session.core import (
     check_ec_request,
     check_internal_reserved,
     check_message_id,
+    current_time,
+    time_to_be_received_elapsed,
     tx_sequence_id,
 )
 from harness.session.events import Action, Deliver, Send, SessionConfig, SessionState, Timer
@@ -37,12 +39,25 @@ from harness.session.messages import delivery_of
 from packets import GUID, NULL_GUID, Packet, PacketKind
 from packets import session as sp
 
-__all__ = ["BEHAVIOURS", "Acceptor", "AcceptorBehaviour", "named_behaviour", "ping_response"]
+__all__ = [
+    "BEHAVIOURS",
+    "LONGEST_TIMER",
+    "Acceptor",
+    "AcceptorBehaviour",
+    "boundary_behaviours",
+    "named_behaviour",
+    "ping_response",
+]
 
 
 @dataclass(frozen=True)
 class AcceptorBehaviour:
-    """Fault-injection knobs of a simulated acceptor; ``BEHAVIOURS`` names the usual ones.
+    r"""How a simulated acceptor behaves; ``BEHAVIOURS`` names the usual ones.
+
+    Two families: fault behaviours (the peer breaks or strains a rule, to check the initiator's
+    reaction) and boundary-conformant ones (``boundary`` True: every choice is legal, each at an
+    extreme the spec allows; ``sections`` name the sections that make it legal).  ``summary`` is the
+    one line ``msmq-harness peer --list-behaviours`` prints.
 
     refuse: answer every EstablishConnection with CS=1 ([MS-MQQB] 3.1.5.3.1).
     close_after_packets: close the connection after receiving this many packets on it.  A pending
@@ -53,9 +68,12 @@ class AcceptorBehaviour:
         and the sender would resend the same messages on every connection.
     reply_signature / reply_version: BaseHeader.Signature / VersionNumber written into every reply.
     reply_padding: the EC reply's 512 Padding bytes (0x5A is correct).
-    session_ack: "normal", "delayed" (only on the timer, whose duration is multiplied by
-        ``ack_delay_factor``: by default later than the initiator's first Session Ack Wait Timer
-        expiry, before its second, [MS-MQQB] 3.1.6.3) or "missing" (never).
+    session_ack: "normal" (by message count and on the Session Ack Send Timer, 3.1.1.6.1),
+        "timer" (only when the Session Ack Send Timer expires, 3.1.6.4, and when the
+        RecoverableMsgAckFlags are full, 3.1.5.8.7: the latest the spec allows), "delayed" (only on
+        the timer, whose duration is multiplied by ``ack_delay_factor``: by default later than the
+        initiator's first Session Ack Wait Timer expiry, before its second, [MS-MQQB] 3.1.6.3) or
+        "missing" (never).
     order_ack: send OrderAcks (3.1.6.9) at all.
     window_size: WindowSize advertised in the CP response and every SessionHeader.
     garbage_reply: answer the EstablishConnection request with these bytes instead of a packet.
@@ -67,6 +85,14 @@ class AcceptorBehaviour:
     ping: how Ping Requests ([MS-MQQB] 2.1.2) are answered (3.1.7.7): "answer" (RF set only when
         ``refuse`` is), "refuse" (RF set: the acceptor will not accept a connection) or "silent"
         (no Ping Response at all).  Only Ping Requests: the TCP session is served as usual.
+    longest_timers: the implementation-dependent timers of the acceptor, Session Initialization
+        (3.1.2.1 <43>) and Session Cleanup (3.1.2.2 <44>), run :data:`LONGEST_TIMER` seconds (the
+        spec sets no upper bound; the largest count of milliseconds a 32-bit field holds).
+    order_ack_queue: how an OrderAck addresses order_queue$ (2.2.4 allows either): "private"
+        (UserHeader.Flags.DQ 0x3, PrivateQueueIdentifier 0x00000004) or "direct" (DQ 0x7,
+        ``TCP:<initiator address>\PRIVATE$\order_queue$``; private when the address is unknown).
+    base_reserved: BaseHeader.Reserved of every packet sent ([MS-MQMQ] 2.2.19.1: "can be set to any
+        arbitrary value when sent and MUST be ignored on receipt"); None: 0.
     """
 
     name: str = "normal"
@@ -75,7 +101,7 @@ class AcceptorBehaviour:
     reply_signature: int | None = None
     reply_version: int | None = None
     reply_padding: int = sp.RESPONSE_PADDING_BYTE
-    session_ack: Literal["normal", "delayed", "missing"] = "normal"
+    session_ack: Literal["normal", "timer", "delayed", "missing"] = "normal"
     ack_delay_factor: float = 3.0
     order_ack: bool = True
     window_size: int | None = None
@@ -83,30 +109,116 @@ class AcceptorBehaviour:
     read_rate: int | None = None
     receive_buffer: int | None = None
     ping: Literal["answer", "refuse", "silent"] = "answer"
+    longest_timers: bool = False
+    order_ack_queue: Literal["private", "direct"] = "private"
+    base_reserved: int | None = None
+    boundary: bool = False
+    summary: str = ""
+    sections: tuple[str, ...] = ()
 
+
+LONGEST_TIMER = 0xFFFFFFFF / 1000  # seconds: 0xFFFFFFFF milliseconds, about 49.7 days
+MAX_WINDOW = 0xFFFF  # WindowSize: [MS-MQQB] 2.2.2.1 0x0000-0xFFFF, [MS-MQMQ] 2.2.20.4 0x0001-0xFFFF
+MIN_WINDOW = 0x0001
 
 SLOW_READER_RATE = 5000  # bytes per second of the behaviour "slow-reader"
 SLOW_READER_BUFFER = 4096  # SO_RCVBUF of a slow reader's connections (the kernel may round it up)
 
+_LATE_ACK_SECTIONS = ("MS-MQQB 3.1.1.6.1", "MS-MQQB 3.1.5.8.2", "MS-MQQB 3.1.5.8.7", "MS-MQQB 3.1.6.4",
+                      "MS-MQQB 3.1.5.8.6", "MS-MQQB 3.1.2.7", "MS-MQQB 3.1.3.2")  # fmt: skip
+_WINDOW_SECTIONS = ("MS-MQQB 2.2.2.1", "MS-MQMQ 2.2.20.4", "MS-MQQB 3.1.5.4.1", "MS-MQQB 3.1.6.4")
+_BOUNDARY_ALL_SECTIONS = ("MS-MQQB 3.1.2.1", "MS-MQQB 3.1.2.2", "MS-MQQB 2.2.4", "MS-MQMQ 2.2.19.1")
+
 BEHAVIOURS: dict[str, AcceptorBehaviour] = {
     b.name: b
     for b in (
-        AcceptorBehaviour(),
-        AcceptorBehaviour("refuse", refuse=True),
-        AcceptorBehaviour("close-after-50", close_after_packets=50),
-        AcceptorBehaviour("bad-signature", reply_signature=0x4C494F52),
-        AcceptorBehaviour("bad-version", reply_version=0x20),
-        AcceptorBehaviour("bad-padding", reply_padding=0x00),
-        AcceptorBehaviour("delayed-ack", session_ack="delayed"),
-        AcceptorBehaviour("missing-ack", session_ack="missing"),
-        AcceptorBehaviour("missing-order-ack", order_ack=False),
-        AcceptorBehaviour("window-1", window_size=1),
-        AcceptorBehaviour("garbage-reply", garbage_reply=bytes(range(256)) * 2),
-        AcceptorBehaviour("slow-reader", read_rate=SLOW_READER_RATE, receive_buffer=SLOW_READER_BUFFER),
-        AcceptorBehaviour("ping-refuse", ping="refuse"),
-        AcceptorBehaviour("ping-silent", ping="silent"),
+        AcceptorBehaviour(summary="acknowledges by message count and on the Session Ack Send Timer"),
+        AcceptorBehaviour("refuse", refuse=True, summary="answers every EstablishConnection with CS=1"),
+        AcceptorBehaviour("close-after-50", close_after_packets=50, summary="closes after 50 packets"),
+        AcceptorBehaviour("bad-signature", reply_signature=0x4C494F52, summary="replies with a wrong Signature"),
+        AcceptorBehaviour("bad-version", reply_version=0x20, summary="replies with VersionNumber 0x20"),
+        AcceptorBehaviour("bad-padding", reply_padding=0x00, summary="EC reply Padding 0x00, not 0x5A"),
+        AcceptorBehaviour("delayed-ack", session_ack="delayed", summary="SessionAcks 3x later than the timer"),
+        AcceptorBehaviour("missing-ack", session_ack="missing", summary="never sends a SessionAck"),
+        AcceptorBehaviour("missing-order-ack", order_ack=False, summary="never sends an OrderAck"),
+        AcceptorBehaviour("window-1", window_size=1, summary="advertises WindowSize 1"),
+        AcceptorBehaviour("garbage-reply", garbage_reply=bytes(range(256)) * 2, summary="answers EC with garbage"),
+        AcceptorBehaviour(
+            "slow-reader",
+            read_rate=SLOW_READER_RATE,
+            receive_buffer=SLOW_READER_BUFFER,
+            summary=f"reads {SLOW_READER_RATE} bytes per second",
+        ),
+        AcceptorBehaviour("ping-refuse", ping="refuse", summary="Ping Responses with RF set"),
+        AcceptorBehaviour("ping-silent", ping="silent", summary="no Ping Response"),
+        # Boundary-conformant: every choice legal, each at an extreme the spec allows.
+        AcceptorBehaviour(
+            "late-ack",
+            session_ack="timer",
+            boundary=True,
+            summary="SessionAck only when the Session Ack Send Timer expires (AckTimeout/2 after the first "
+            "unacknowledged message, RecoverableAckTimeout after the first recoverable one), never by count; "
+            "OrderAck only when the Order Ack Send Timer expires (500 ms after the last transactional message, "
+            "up to MaximumOrderAckDelay 10 s)",
+            sections=_LATE_ACK_SECTIONS,
+        ),
+        AcceptorBehaviour(
+            "window-min",
+            window_size=MIN_WINDOW,
+            boundary=True,
+            summary="WindowSize 0x0001 in the ConnectionParameters response and every SessionHeader (the "
+            "smallest value legal in both)",
+            sections=_WINDOW_SECTIONS,
+        ),
+        AcceptorBehaviour(
+            "window-max",
+            window_size=MAX_WINDOW,
+            boundary=True,
+            summary="WindowSize 0xFFFF in the ConnectionParameters response and every SessionHeader",
+            sections=_WINDOW_SECTIONS,
+        ),
+        AcceptorBehaviour(
+            "longest-timers",
+            longest_timers=True,
+            boundary=True,
+            summary="Session Initialization and Session Cleanup Timers of 0xFFFFFFFF ms (implementation-dependent, "
+            "no upper bound); the announced timeouts are echoes (3.1.5.4.1), so nothing else to stretch",
+            sections=("MS-MQQB 3.1.2.1", "MS-MQQB 3.1.2.2", "MS-MQQB 3.1.5.4.1"),
+        ),
+        AcceptorBehaviour(
+            "order-ack-direct",
+            order_ack_queue="direct",
+            boundary=True,
+            summary="OrderAck addressed with the direct format name TCP:<initiator>\\PRIVATE$\\order_queue$ "
+            "(UserHeader.Flags.DQ 0x7) instead of the private queue id 4",
+            sections=("MS-MQQB 2.2.4", "MS-MQQB 3.1.5.1.1", "MS-MQMQ 2.2.18.1.5.2"),
+        ),
+        AcceptorBehaviour(
+            "base-reserved",
+            base_reserved=0xA5,
+            boundary=True,
+            summary="BaseHeader.Reserved 0xA5 in every packet it sends (any value is legal when sent and "
+            "MUST be ignored on receipt); every other reserved field exact",
+            sections=("MS-MQMQ 2.2.19.1",),
+        ),
+        AcceptorBehaviour(
+            "boundary-all",
+            session_ack="timer",
+            window_size=MIN_WINDOW,
+            longest_timers=True,
+            order_ack_queue="direct",
+            base_reserved=0xA5,
+            boundary=True,
+            summary="late-ack, window-min, longest-timers, order-ack-direct and base-reserved at once",
+            sections=tuple(dict.fromkeys(_LATE_ACK_SECTIONS + _WINDOW_SECTIONS + _BOUNDARY_ALL_SECTIONS)),
+        ),
     )
 }
+
+
+def boundary_behaviours() -> list[str]:
+    """The names of the boundary-conformant behaviours, in table order."""
+    return [name for name, b in BEHAVIOURS.items() if b.boundary]
 
 
 def named_behaviour(name: str) -> AcceptorBehaviour:
@@ -149,9 +261,12 @@ def ping_response(datagram: bytes, identifier: GUID, behaviour: AcceptorBehaviou
 class Acceptor(SessionEngine):
     """The acceptor ([MS-MQQB] 3.1.5.10): answers EC and CP, accepts UserMessages, acknowledges.
 
-    Public events: ``connection_made()``, ``receive_data(bytes)``, ``timer_fired(name)``,
-    ``connection_lost()``; each returns the actions to perform.  Accepted messages come out as
-    :class:`Deliver` actions (and in ``delivered``).
+    Public events: ``connection_made(remote_address)``, ``receive_data(bytes)``,
+    ``timer_fired(name)``, ``connection_lost()``; each returns the actions to perform.  Accepted
+    messages come out as :class:`Deliver` actions (and in ``delivered``).  ``wall_clock`` (seconds
+    since 1970, UTC) is CURRENT_TIME for message expiration: an expired UserMessage is ignored
+    ([MS-MQMQ] 2.2.19.1) and reported as the sender's (3.1.7.1.2); one whose TimeToBeReceived has
+    elapsed is not delivered (2.2.19.2).
     """
 
     role = "acceptor"
@@ -164,12 +279,16 @@ class Acceptor(SessionEngine):
         *,
         config: SessionConfig | None = None,
         clock: Callable[[], float] = lambda: 0.0,
+        wall_clock: Callable[[], float] | None = None,
         message_id_history_size: int = 1 << 16,
     ) -> None:
-        super().__init__(identifier, config, clock)
+        super().__init__(identifier, config, clock, wall_clock)
         if isinstance(behaviour, str):
             behaviour = named_behaviour(behaviour)
         self.behaviour = behaviour or AcceptorBehaviour()
+        if self.behaviour.longest_timers:  # 3.1.2.1 <43>, 3.1.2.2 <44>: implementation-dependent
+            self.config = replace(self.config, session_initialization=LONGEST_TIMER, session_cleanup=LONGEST_TIMER)
+        self.remote_address = ""  # the initiator's IP address, when the transport knows it
         # Queue manager state (3.1.1.3), kept across sessions.
         self.MessageIDHistoryTable: dict[tuple[bytes, int], float] = {}
         self.message_id_history_size = message_id_history_size
@@ -179,6 +298,7 @@ class Acceptor(SessionEngine):
         self.LastOrderAckSendTime = 0.0
         self.delivered: list[Packet] = []
         self.duplicates_discarded = 0
+        self.time_to_be_received_elapsed = 0  # accepted, but removed from the queue at once (2.2.19.2)
         self.connections = 0
         self._ec_request: Container | None = None
         self._refused = False
@@ -193,9 +313,11 @@ class Acceptor(SessionEngine):
 
     # -- 3.1.5.10 -------------------------------------------------------------------------------
 
-    def connection_made(self) -> list[Action]:
+    def connection_made(self, remote_address: str = "") -> list[Action]:
         """[MS-MQQB] 3.1.5.10 Handling an Incoming Transport Connection: 3.1.3.2, WAITING_EC_MSG,
-        (re)start the Session Initialization Timer."""
+        (re)start the Session Initialization Timer.  ``remote_address``: the initiator's IP address
+        (for a direct order queue name, 2.2.4), when known."""
+        self.remote_address = remote_address
         self._session_initialization()
         if self.behaviour.window_size is not None:
             self.WindowSize = self.behaviour.window_size
@@ -211,12 +333,14 @@ class Acceptor(SessionEngine):
 
     def _encode(self, headers: Container) -> bytes:
         b = self.behaviour
-        if b.reply_signature is not None or b.reply_version is not None:
+        if b.reply_signature is not None or b.reply_version is not None or b.base_reserved is not None:
             headers.BaseHeader = dict(headers.BaseHeader)
             if b.reply_signature is not None:
                 headers.BaseHeader["Signature"] = b.reply_signature
             if b.reply_version is not None:
                 headers.BaseHeader["VersionNumber"] = b.reply_version
+            if b.base_reserved is not None:  # [MS-MQMQ] 2.2.19.1: any value when sent
+                headers.BaseHeader["Reserved"] = b.base_reserved
         return packets.build(headers)
 
     def _after_packet(self, index: int) -> None:
@@ -235,8 +359,8 @@ class Acceptor(SessionEngine):
             self._wrong_state("MQQB-3.1.5.3-wrong-state", packet, index)
             return
         req = packet.EstablishConnectionHeader
-        for rule_id, evidence in check_ec_request(packet, self.identifier):
-            self._violation(rule_id, evidence, index)
+        if self._report(check_ec_request(packet, self.identifier), index):
+            return
         self.RemoteQMGuid = GUID(req.ClientGuid)
         self._ec_request = packet.headers
         server = GUID(req.ServerGuid)
@@ -265,13 +389,12 @@ class Acceptor(SessionEngine):
         if self.SessionState != SessionState.WAITING_CP_MSG:
             self._wrong_state("MQQB-3.1.5.4-wrong-state", packet, index)
             return
-        if self._refused and not self.behaviour.refuse:
+        if self._refused and not self.behaviour.refuse:  # the rule closes the rejected connection (3.1.5.3.1)
             self._violation("MQQB-3.1.5.3.2-after-refusal", "ConnectionParameters after a CS=1 response", index)
-            self._close("initiator continued after refusal", "MS-MQQB 3.1.5.3.2")
             return
         cp = packet.ConnectionParametersHeader
-        for rule_id, evidence in check_cp_request(packet):
-            self._violation(rule_id, evidence, index)
+        if self._report(check_cp_request(packet), index):
+            return
         self.ReceivedWindowSize = max(1, int(cp.WindowSize))
         self.AckWaitTimeout = int(cp.AckTimeout)
         self.RecoverableAckSendTimeout = int(cp.RecoverableAckTimeout)
@@ -283,64 +406,88 @@ class Acceptor(SessionEngine):
     # -- 3.1.5.8 ----------------------------------------------------------------------------------
 
     def _on_UserMessage(self, packet: Packet, index: int) -> None:
-        """[MS-MQQB] 3.1.5.8 Receiving a UserMessage Packet.
+        """[MS-MQQB] 3.1.5.8 Receiving a UserMessage Packet, in the order of its steps: Duplicate
+        Detection, General Processing, SessionHeader Processing, Message Expiration, Transactional
+        Message Processing, Inserting a Message into a Local Queue.
 
         Every UserMessage Packet is counted (3.1.5.8.2) and, when recoverable, flagged for
         acknowledgment (3.1.5.8.7) before duplicate detection (3.1.5.8.1) discards it: a duplicate
-        is a retransmission the sender counts as sent, and 3.1.5.5.5 compares those counts."""
+        is a retransmission the sender counts as sent, and 3.1.5.5.5 compares those counts.  An
+        expired message is counted and acknowledged too (General Processing precedes Message
+        Expiration), then ignored ([MS-MQMQ] 2.2.19.1): not delivered, no OrderAck scheduled."""
         if self.SessionState != SessionState.OPEN:
             self._wrong_state("MQQB-3.1.5.8-wrong-state", packet, index)
             return
         delivery = delivery_of(packet)
         self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
-        self._check_sender(packet, index, delivery.name == "transactional")
+        if self._check_sender(packet, index, delivery.name == "transactional"):
+            return
         sh = packet.headers.get("SessionHeader")
         if sh is not None:  # 3.1.5.8.4
             self._process_session_header(sh, index)
             if not self._transport:
                 return
         uh = packet.UserHeader
+        key = (bytes(uh.SourceQueueManager), int(uh.MessageID))
+        if self._expired(packet, index):  # Message Expiration: ignored by a receiver
+            if delivery.name != "transactional":
+                self._remember(key)  # the MessageIDHistoryEntry of General Processing
+            self._ack_by_count()
+            return
         accepted: bool
         if delivery.name == "transactional":
             accepted = self._transactional(packet)
         else:
-            key = (bytes(uh.SourceQueueManager), int(uh.MessageID))
             accepted = key not in self.MessageIDHistoryTable
             self._remember(key)
-        if accepted:
+        if (
+            accepted
+            and self.wall_clock is not None
+            and time_to_be_received_elapsed(packet, current_time(self.wall_clock()))
+        ):
+            self.time_to_be_received_elapsed += 1  # removed from the destination queue at once
+        elif accepted:
             self.delivered.append(packet)
             self._out.append(Deliver(packet))
         else:
             self.duplicates_discarded += 1
+        self._ack_by_count()
+
+    def _ack_by_count(self) -> None:
+        """3.1.1.6.1: "at intervals defined by an acknowledgment timer or based on message count and
+        session window size": by count too unless the behaviour acknowledges on the timer only."""
         if self.behaviour.session_ack == "normal":
             self._maybe_ack_by_count()
 
-    def _check_sender(self, packet: Packet, index: int, transactional: bool) -> None:
+    def _send_session_ack(self) -> None:
+        super()._send_session_ack()
+        self._window_reported = False  # a sender that runs past the window again is reported again
+
+    def _check_sender(self, packet: Packet, index: int, transactional: bool) -> bool:
         """What a UserMessage Packet reveals of how the initiator numbers and sends it: MessageID
         (3.1.7.1.1), the window (3.1.7.1: UnAckedMessageCount < the WindowSize it announced in its
         ConnectionParameters request), one transmission per session (3.1.1.4), and its
-        transactional sequence (3.1.1.5, 3.1.7.1.3)."""
-        for rule_id, evidence in check_message_id(packet):
-            self._violation(rule_id, evidence, index)
+        transactional sequence (3.1.1.5, 3.1.7.1.3).  Every finding is reported; True when one
+        closed the session (none of these rules does)."""
+        found = check_message_id(packet)
         unacked = self.counters.MessageReceivedCount - self._last_ack_sent
         if unacked > self.ReceivedWindowSize and not self._window_reported:
-            self._window_reported = True
-            self._violation(
-                "MQQB-3.1.7.1-window-exceeded",
-                f"{unacked} UserMessages unacknowledged, the initiator's WindowSize is {self.ReceivedWindowSize}",
-                index,
+            self._window_reported = True  # once until the next SessionAck
+            found.append(
+                (
+                    "MQQB-3.1.7.1-window-exceeded",
+                    f"{unacked} UserMessages unacknowledged, the initiator's WindowSize is {self.ReceivedWindowSize}",
+                )
             )
         uh = packet.UserHeader
         if transactional:
-            for rule_id, evidence in self.tx_checker.check(bytes(self.RemoteQMGuid), packet.TransactionHeader):
-                self._violation(rule_id, evidence, index)
+            found += self.tx_checker.check(bytes(self.RemoteQMGuid), packet.TransactionHeader)
         else:
             key = (bytes(uh.SourceQueueManager), int(uh.MessageID))
             if key in self._session_message_ids:
-                self._violation(
-                    "MQQB-3.1.5.8.1-duplicate", f"MessageID {int(uh.MessageID)} sent twice on this session", index
-                )
+                found.append(("MQQB-3.1.5.8.1-duplicate", f"MessageID {int(uh.MessageID)} sent twice on this session"))
             self._session_message_ids.add(key)
+        return self._report(found, index)
 
     def _connection_lost(self) -> None:
         """The initiator closed the transport: inside a packet (3.1.5.1.3), or before OPEN (3.1.5.9)."""
@@ -425,7 +572,7 @@ class Acceptor(SessionEngine):
             state[0],
             state[1],
             source_qm=self.identifier,
-            destination=sp.ORDER_QUEUE_PRIVATE_ID,
+            destination=self._order_queue(),
             destination_qm=self.RemoteQMGuid if not self.RemoteQMGuid.is_null else NULL_GUID,
             message_id=self._order_ack_ordinal,
         )
@@ -433,11 +580,18 @@ class Acceptor(SessionEngine):
         self.counters.MessageSentCount += 1  # an OrderAck is an express UserMessage Packet (3.1.1.4)
         self.LastOrderAckSendTime = self.clock()
 
+    def _order_queue(self) -> str | int:
+        """UserHeader.DestinationQueue of an OrderAck ([MS-MQQB] 2.2.4): order_queue$ as private queue
+        id 4 (DQ 0x3), or the direct name ``TCP:<ip>\\PRIVATE$\\order_queue$`` (DQ 0x7) where the
+        IPv4/IPv6 address is the one of "the queue manager to receive the message", the initiator."""
+        if self.behaviour.order_ack_queue == "direct" and self.remote_address:
+            return f"TCP:{self.remote_address}\\PRIVATE$\\{sp.ORDER_QUEUE_NAME}"
+        return sp.ORDER_QUEUE_PRIVATE_ID
+
     def _on_SessionAck(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.5: the initiator acknowledges the OrderAcks this acceptor sent."""
-        if self.SessionState == SessionState.OPEN:
-            for rule_id, evidence in check_internal_reserved(packet):
-                self._violation(rule_id, evidence, index)
+        if self.SessionState == SessionState.OPEN and self._report(check_internal_reserved(packet), index):
+            return
         super()._on_SessionAck(packet, index)
 
     def _on_OrderAck(self, packet: Packet, index: int) -> None:
@@ -449,6 +603,7 @@ class Acceptor(SessionEngine):
         self._violation(
             "MQQB-3.1.5.6-order-ack-unsent", "OrderAck sent to the acceptor, which sent no transactional message", index
         )
+        self._ack_by_count()
 
     def _on_FinalAck(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.7 on an acceptor that sent no messages."""
@@ -457,6 +612,7 @@ class Acceptor(SessionEngine):
             return
         self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
         self._violation("MQQB-3.1.5.7-final-ack-unknown", "FinalAck sent to the acceptor, which sent no message", index)
+        self._ack_by_count()
 
 
 def with_name(b: AcceptorBehaviour, name: str) -> AcceptorBehaviour:

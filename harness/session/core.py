@@ -33,7 +33,7 @@ from harness.session.events import (
 from harness.session.rules import rule
 from packets import GUID, NULL_GUID, Packet, PacketError, PacketKind, StreamSplitter
 from packets import session as sp
-from packets.base import SIGNATURE, VERSION_NUMBER
+from packets.base import INFINITE, SIGNATURE, VERSION_NUMBER
 
 __all__ = [
     "CODEC_RULES",
@@ -45,10 +45,13 @@ __all__ = [
     "check_cp_response",
     "check_ec_request",
     "check_ec_response",
+    "check_expiry",
     "check_internal_reserved",
     "check_message_id",
     "check_packet",
     "check_session_header",
+    "current_time",
+    "time_to_be_received_elapsed",
     "tx_sequence_id",
 ]
 
@@ -100,10 +103,11 @@ def check_packet(data: bytes) -> tuple[Packet | None, list[Finding]]:
         packet = packets.parse(data, strict=False)
     except Exception as e:  # the codec promises PacketError only; never let a peer crash us
         return None, [("MQQB-3.1.5.1.3-malformed", f"undecodable: {e}")]
-    if packet.violations:
-        first = packet.violations[0]
-        rule_id = CODEC_RULES.get(first.field_path, "MQQB-3.1.5.1.3-malformed")
-        return None, [(rule_id, "; ".join(str(v) for v in packet.violations[:3]))]
+    if packet.violations:  # every rule the packet breaks, each once (they all close: 3.1.5.1.3)
+        by_rule: dict[str, list[str]] = {}
+        for v in packet.violations:
+            by_rule.setdefault(CODEC_RULES.get(v.field_path, "MQQB-3.1.5.1.3-malformed"), []).append(str(v))
+        return None, [(rule_id, "; ".join(found[:3])) for rule_id, found in by_rule.items()]
     if packet.kind == PacketKind.Unknown:
         pt = packet.headers.get("InternalHeader")
         what = f"InternalHeader.Flags 0x{int(pt.Flags):04X}" if pt is not None else "no InternalHeader"
@@ -189,6 +193,50 @@ def check_message_id(packet: Packet) -> list[Finding]:
     if int(packet.UserHeader.MessageID) == 0:
         return [("MQQB-3.1.7.1.1-message-id", "UserHeader.MessageID is 0")]
     return []
+
+
+def current_time(wall_clock_seconds: float) -> int:
+    """CURRENT_TIME of [MS-MQQB] 3.1.7.1.2 / [MS-MQMQ] 2.2.19.1: whole seconds since 1970-01-01 UTC."""
+    return int(wall_clock_seconds)
+
+
+def check_expiry(packet: Packet, now: int, tolerance: int = 0) -> tuple[bool, list[Finding]]:
+    """[MS-MQMQ] 2.2.19.1 and [MS-MQQB] 3.1.7.1.2 for a UserMessage Packet that arrived at
+    CURRENT_TIME ``now``: (expired, findings).
+
+    [MS-MQMQ] 2.2.19.1: "If CURRENT_TIME - UserMessage.UserHeader.SentTime is greater than the value
+    of this field, then the UserMessage Packet has expired and MUST be deleted by a sender and
+    ignored by a receiver"; 0xFFFFFFFF "indicates an infinite time".  ``expired`` says the receiver
+    ignores the message.  [MS-MQQB] 3.1.7.1.2 makes the check the sender's duty ("An expired message
+    ... MUST NOT be sent to the remote queue manager"), so an expired arrival is the sender's
+    violation, reported when it is expired by more than ``tolerance`` seconds (the clocks of two
+    machines, whole seconds, the time on the wire)."""
+    ttrq = int(packet.BaseHeader.TimeToReachQueue)
+    if ttrq == INFINITE:
+        return False, []
+    sent = int(packet.UserHeader.SentTime)
+    age = now - sent
+    if age <= ttrq:
+        return False, []
+    if age <= ttrq + tolerance:
+        return True, []
+    return True, [
+        (
+            "MQQB-3.1.7.1.2-expired",
+            f"expired on arrival: CURRENT_TIME {now} - UserHeader.SentTime {sent} = {age} s > "
+            f"BaseHeader.TimeToReachQueue {ttrq} s; the sender MUST NOT send an expired message",
+        )
+    ]
+
+
+def time_to_be_received_elapsed(packet: Packet, now: int) -> bool:
+    """[MS-MQMQ] 2.2.19.2 UserHeader.TimeToBeReceived (0xFFFFFFFF infinite) is "measured from when
+    the sending protocol receives the message", which is no later than SentTime, "If the value is
+    exceeded, the message MUST be removed from the destination queue": True when CURRENT_TIME -
+    SentTime already exceeds it on arrival, so the message never stays in a queue.  No sender rule
+    is broken (3.1.7.1.2 checks TimeToReachQueue only)."""
+    ttbr = int(packet.UserHeader.TimeToBeReceived)
+    return ttbr != INFINITE and now - int(packet.UserHeader.SentTime) > ttbr
 
 
 class TxSequenceChecker:
@@ -361,15 +409,28 @@ class SessionEngine:
     Every public event handler returns the list of actions to perform, in order.  The engine
     tracks which timers it started so that "stop all timers" (3.1.5.9) cancels exactly those, and
     ignores a ``timer_fired`` for a timer it does not consider running (a late expiry).
+
+    Policy: every rule the peer breaks is reported (:meth:`_violation`), and the session is closed
+    exactly when the rule's ``closes_session`` says the spec closes it
+    (:data:`harness.session.rules.RULES`); handlers never decide that themselves.
+    ``wall_clock`` gives CURRENT_TIME (seconds since 1970, UTC) for message expiration
+    ([MS-MQMQ] 2.2.19.1); without it received messages are not checked for expiration.
     """
 
     role = "engine"
     peer_direction = ""  # the direction of the packets this end receives: "c2s" (acceptor) or "s2c" (initiator)
 
-    def __init__(self, identifier: GUID | bytes | str, config: SessionConfig | None, clock: Callable[[], float]):
+    def __init__(
+        self,
+        identifier: GUID | bytes | str,
+        config: SessionConfig | None,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], float] | None = None,
+    ):
         self.identifier = GUID(identifier)  # QueueManager.Identifier
         self.config = config or SessionConfig()
         self.clock = clock
+        self.wall_clock = wall_clock
         self.SessionState = SessionState.CLOSED
         self.counters = Counters()
         self.RemoteQMGuid: GUID = NULL_GUID
@@ -380,6 +441,7 @@ class SessionEngine:
         self.SessionActive = False
         self.ReceivedAck = False
         self.violations: list[Violation] = []
+        self.expired_ignored = 0  # UserMessages ignored as expired ([MS-MQMQ] 2.2.19.1), python-only
         self.packets_received = 0  # python-only: packets taken from this connection's stream
         self._last_ack_received = 0
         self._last_ack_sent = 0
@@ -416,10 +478,42 @@ class SessionEngine:
         """Timers this engine started and has not stopped (python-only, for wrappers and tests)."""
         return frozenset(self._timers)
 
-    def _violation(self, rule_id: str, evidence: str, index: int = -1) -> None:
+    def _violation(self, rule_id: str, evidence: str, index: int = -1) -> bool:
+        """Report a broken rule; close the session when the rule says the spec closes it
+        (``Rule.closes_session``).  True when the session is closed (the caller stops)."""
         v = Violation.of(rule_id, index, evidence, self.peer_direction)
         self.violations.append(v)
         self._out.append(v)
+        r = rule(rule_id)
+        if r.closes_session:
+            self._close(f"packet {index}: {evidence}" if index >= 0 else evidence, r.close_section)
+        return not self._transport
+
+    def _report(self, findings: Iterable[Finding], index: int = -1) -> bool:
+        """Report every finding; the first one whose rule closes the session closes it after all
+        are reported.  True when the session is closed."""
+        closing: tuple[str, str] | None = None
+        for rule_id, evidence in findings:
+            v = Violation.of(rule_id, index, evidence, self.peer_direction)
+            self.violations.append(v)
+            self._out.append(v)
+            if closing is None and rule(rule_id).closes_session:
+                closing = (rule_id, evidence)
+        if closing is not None:
+            self._close(f"packet {index}: {closing[1]}" if index >= 0 else closing[1], rule(closing[0]).close_section)
+        return not self._transport
+
+    def _expired(self, packet: Packet, index: int) -> bool:
+        """Message expiration of a received UserMessage Packet ([MS-MQMQ] 2.2.19.1: an expired one
+        is ignored by a receiver; [MS-MQQB] 3.1.7.1.2: sending it was the sender's violation).
+        True when the message is to be ignored.  Needs ``wall_clock``."""
+        if self.wall_clock is None:
+            return False
+        expired, findings = check_expiry(packet, current_time(self.wall_clock()), self.config.expiry_tolerance)
+        self._report(findings, index)
+        if expired:
+            self.expired_ignored += 1
+        return expired
 
     def _send_packet(self, headers: Container, kind: PacketKind) -> None:
         self._out.append(Send(self._encode(headers), kind))
@@ -458,8 +552,7 @@ class SessionEngine:
             rule_id = (
                 "MQQB-3.1.5.1.2-signature" if e.field_path == "BaseHeader.Signature" else "MQQB-3.1.5.1.3-malformed"
             )
-            self._violation(rule_id, str(e), self.packets_received)
-            self._close(f"unreadable stream: {e.reason}", rule(rule_id).section)
+            self._violation(rule_id, f"unreadable stream: {e}", self.packets_received)
             return self._take()
         for chunk in chunks:
             if not self._transport:
@@ -473,10 +566,8 @@ class SessionEngine:
         self.packets_received += 1
         self.ReceivedAck = True
         packet, findings = check_packet(data)
-        if packet is None:
-            rule_id, evidence = findings[0]
-            self._violation(rule_id, evidence, index)
-            self._close(f"packet {index} discarded: {evidence}", rule(rule_id).section)
+        if packet is None:  # discarded: every finding is a rule whose break closes (3.1.5.1.2, 3.1.5.1.3)
+            self._report(findings, index)
             return
         getattr(self, f"_on_{packet.kind.name}")(packet, index)
         self._after_packet(index)
@@ -485,8 +576,8 @@ class SessionEngine:
         """Hook run after each received packet was processed."""
 
     def _wrong_state(self, rule_id: str, packet: Packet, index: int) -> None:
+        """The first line of 3.1.5.3-3.1.5.8: a packet in the wrong SessionState (the rule closes)."""
         self._violation(rule_id, f"{packet.kind} in SessionState {self.SessionState.value}", index)
-        self._close(f"{packet.kind} in state {self.SessionState.value}", rule(rule_id).section)
 
     def connection_lost(self) -> list[Action]:
         """The transport connection closed ([MS-MQQB] 3.1.7.3 Handling a Network Disconnect -> 3.1.5.9)."""
@@ -519,15 +610,14 @@ class SessionEngine:
             recoverable_received=c.RecoverableMessageReceivedCount,
             last_ack=self._last_ack_received,
         )
-        for rule_id, evidence in findings:
-            if rule_id != "MQQB-3.1.5.5.5-count-mismatch":
-                self._violation(rule_id, evidence, index)
+        counts = [f for f in findings if f[0] == "MQQB-3.1.5.5.5-count-mismatch"]
+        self._report([f for f in findings if f[0] != "MQQB-3.1.5.5.5-count-mismatch"], index)
+        if not self._transport:
+            return
         self._last_ack_received = int(sh.AckSequenceNumber)
         self.ReceivedWindowSize = max(1, int(sh.WindowSize))
         self._session_acknowledged(sh)  # 3.1.5.5.1-3.1.5.5.4
-        if findings and findings[0][0] == "MQQB-3.1.5.5.5-count-mismatch":  # 3.1.5.5.5
-            self._violation(*findings[0], index)
-            self._close(findings[0][1], "MS-MQQB 3.1.5.5.5")
+        if self._report(counts, index):  # 3.1.5.5.5 Validate Message Counts comes last
             return
         self._after_session_ack()
 
@@ -626,9 +716,8 @@ class SessionEngine:
         self._session_ack_send_timer()
 
     def _timer_SessionInitialization(self) -> None:
-        """[MS-MQQB] 3.1.6.6 Session Initialization Timer Event: close."""
+        """[MS-MQQB] 3.1.6.6 Session Initialization Timer Event: close (the rule closes)."""
         self._violation("MQQB-3.1.6.6-init-timeout", f"SessionState still {self.SessionState.value}")
-        self._close("session initialization timed out", "MS-MQQB 3.1.6.6")
 
     def _timer_SessionCleanup(self) -> None:
         """[MS-MQQB] 3.1.6.2 Session Cleanup Timer Event: close an idle session."""

@@ -80,6 +80,7 @@ class SessionConfig:
     0x4E20-0x1D4C0); the Session Ack Wait Timer runs ``ack_wait_multiple`` times it (3.1.2.4 <46>).
     The Session Ack Send Timer runs AckWaitTimeout / 2 (3.1.5.8.2), or RecoverableAckSendTimeout
     after the first recoverable message since the last acknowledgment (3.1.5.8.7).
+    ``expiry_tolerance``: see [MS-MQQB] 3.1.7.1.2 and :func:`harness.session.core.check_expiry`.
     """
 
     window_size: int = 64  # WindowSize, 3.1.3.2 SHOULD 64
@@ -92,6 +93,10 @@ class SessionConfig:
     maximum_order_ack_delay: float = 10.0  # MaximumOrderAckDelay, 3.1.3.2 SHOULD 10 s
     resend_intervals: tuple[float, ...] = (30.0,) * 3 + (300.0,) * 3 + (1800.0,) * 3 + (21600.0,)  # 3.1.1.3
     ping_response: float = 1.0  # 3.1.2.9: always one second
+    # Seconds a received UserMessage may look expired by before it is reported as sent expired
+    # (3.1.7.1.2): SentTime and CURRENT_TIME are whole seconds of two clocks, and a message sent in
+    # the last moment of a second arrives in the next one.  It is ignored either way ([MS-MQMQ] 2.2.19.1).
+    expiry_tolerance: int = 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -109,8 +109,9 @@ class Initiator(SessionEngine):
         config: SessionConfig | None = None,
         clock: Callable[[], float] = lambda: 0.0,
         tx_sequence_id: int = 1,
+        wall_clock: Callable[[], float] | None = None,
     ) -> None:
-        super().__init__(identifier, config, clock)
+        super().__init__(identifier, config, clock, wall_clock)
         self.OutgoingQueueReference = outgoing_queue if outgoing_queue is not None else OutgoingQueue("outgoing")
         self.OutgoingMessageTable: dict[int, OutgoingMessagePosition] = self.OutgoingQueueReference.OutgoingMessageTable
         self.target_qm = GUID(remote_qm)  # destinationQmGuid (NULL for a direct format name)
@@ -266,8 +267,8 @@ class Initiator(SessionEngine):
             self._wrong_state("MQQB-3.1.5.3-wrong-state", packet, index)
             return
         ec = packet.EstablishConnectionHeader
-        for rule_id, evidence in check_ec_response(self._ec_request, packet):
-            self._violation(rule_id, evidence, index)
+        if self._report(check_ec_response(self._ec_request, packet), index):
+            return
         refused = bool(packet.InternalHeader.Flags.CS)
         server = GUID(ec.ServerGuid)
         expected = self.RemoteQMGuid
@@ -279,12 +280,13 @@ class Initiator(SessionEngine):
                 else f"ClientGuid {GUID(ec.ClientGuid)} / ServerGuid {server} "
                 f"do not match {self.identifier} / {expected}"
             )
-            if not refused:
-                self._violation("MQQB-3.1.5.3.2-ec-response", why, index)
             self._failed_establishment(
                 ConnectionStatus.ConnectionRefused if refused else ConnectionStatus.UnknownFailure
             )
-            self._close(why, "MS-MQQB 3.1.5.3.2")
+            if refused:  # a refusal breaks no rule; 3.1.5.3.2 discards the response and closes
+                self._close(why, "MS-MQQB 3.1.5.3.2")
+            else:  # the rule closes (3.1.5.3.2)
+                self._violation("MQQB-3.1.5.3.2-ec-response", why, index)
             return
         if expected.is_null:
             self.RemoteQMGuid = server  # a direct format name: the acceptor names itself
@@ -303,8 +305,8 @@ class Initiator(SessionEngine):
         if self.SessionState != SessionState.WAITING_CPR_MSG:
             self._wrong_state("MQQB-3.1.5.4-wrong-state", packet, index)
             return
-        for rule_id, evidence in check_cp_response(self._cp_request, packet):
-            self._violation(rule_id, evidence, index)
+        if self._report(check_cp_response(self._cp_request, packet), index):
+            return
         self.ReceivedWindowSize = max(1, int(packet.ConnectionParametersHeader.WindowSize))
         self.OutgoingQueueReference.NextHops = [self.RemoteQMAddress] if self.RemoteQMAddress else []
         self._stop_timer(Timer.SessionInitialization)
@@ -489,9 +491,8 @@ class Initiator(SessionEngine):
             return
         self._count_received(packet, recoverable=False)  # an express UserMessage Packet (3.1.1.4)
         body = packet.body
-        if body is None:  # 2.2.4.1: an OrderAck carries its body
+        if body is None:  # 2.2.4.1: an OrderAck carries its body (the rule closes, 3.1.5.1.3)
             self._violation("MQQB-3.1.5.1.3-malformed", "OrderAck Packet without an OrderAck Body", index)
-            self._close("OrderAck without a body", "MS-MQQB 3.1.5.1.3")
             return
         seq_id, number = tx_sequence_id(body.TxSequenceID), int(body.TxSequenceNumber)
         if seq_id not in self.used_tx_sequence_ids or (
@@ -543,8 +544,11 @@ class Initiator(SessionEngine):
         sh = packet.headers.get("SessionHeader")
         if sh is not None:
             self._process_session_header(sh, index)
-        self.received.append(packet)
-        self._out.append(Deliver(packet))
+            if not self._transport:
+                return
+        if not self._expired(packet, index):  # Message Expiration ([MS-MQMQ] 2.2.19.1)
+            self.received.append(packet)
+            self._out.append(Deliver(packet))
         self._maybe_ack_by_count()
 
     # -- timers --------------------------------------------------------------------------------------
@@ -555,8 +559,9 @@ class Initiator(SessionEngine):
             self.ReceivedAck = False
         elif not self.ReceivedAck:
             waiting = sum(p.AwaitingAck for p in self.OutgoingMessageTable.values())
-            self._violation("MQQB-3.1.6.3-ack-timeout", f"{waiting} UserMessages unacknowledged, no packet received")
-            self._close("no session acknowledgment", "MS-MQQB 3.1.6.3")
+            self._violation(  # the rule closes (3.1.6.3)
+                "MQQB-3.1.6.3-ack-timeout", f"{waiting} UserMessages unacknowledged, no packet received"
+            )
         else:
             self._start_timer(Timer.SessionAckWait, self._ack_wait_seconds())
             self.ReceivedAck = False

@@ -5,13 +5,18 @@ packet type), 3.1.5.2.3/3.1.5.3/3.1.5.4 (the EstablishConnection and ConnectionP
 in order, echoed, CS set exactly when required, 2.2.3.1 response padding), 3.1.5.5 (SessionAck
 counts, 3.1.5.5.5), 3.1.5.6/3.1.5.7 (OrderAck and FinalAck name messages that were sent, in
 order, 3.1.1.6.2), 3.1.5.8 (no UserMessage before OPEN), 3.1.7.1 (the sender's window),
-3.1.7.1.1/3.1.7.1.3/3.1.1.5 (MessageID, transactional sequence numbering) and 3.1.5.9 (a session
-that ends before OPEN, unless a violation already explains it, or inside a packet).  The checks
-are the engines' own (``core.check_*``, ``core.TxSequenceChecker``) and every finding is a rule of
-:data:`harness.session.rules.RULES`.
+3.1.7.1.1/3.1.7.1.3/3.1.1.5 (MessageID, transactional sequence numbering), 3.1.7.1.2 (no expired
+UserMessage is sent: [MS-MQMQ] 2.2.19.1 evaluated at the packet's capture time) and 3.1.5.9 (a
+session that ends before OPEN, unless a violation that closes the session explains it, or inside
+a packet).  The checks are the engines' own (``core.check_*``, ``core.TxSequenceChecker``) and
+every finding is a rule of :data:`harness.session.rules.RULES`; whether a finding ends the
+session is the rule's ``closes_session``, as for the engines: :attr:`Observer.closing` is the
+first violation after which the spec has the receiving end close the session.
 
 Feed the client's bytes (initiator -> acceptor) to :meth:`Observer.client_data` and the server's
-to :meth:`Observer.server_data` in capture order, then call :meth:`Observer.end`.
+to :meth:`Observer.server_data` in capture order, each with the capture timestamp of the bytes
+(seconds since 1970, UTC; without one, message expiration is not checked), then call
+:meth:`Observer.end`.
 """
 
 from __future__ import annotations
@@ -26,13 +31,16 @@ from harness.session.core import (
     check_cp_response,
     check_ec_request,
     check_ec_response,
+    check_expiry,
     check_internal_reserved,
     check_message_id,
     check_packet,
     check_session_header,
+    current_time,
     tx_sequence_id,
 )
 from harness.session.events import Violation
+from harness.session.rules import rule
 from packets import GUID, Packet, PacketError, PacketKind, StreamSplitter
 
 __all__ = ["Observer"]
@@ -66,11 +74,18 @@ class Observer:
 
     ``acceptor``: the acceptor's QueueManager.Identifier when known (checks the request's
     ServerGuid, 2.2.3.1).  Packets are numbered from 0 across both directions in feed order.
+    ``expiry_tolerance``: seconds a UserMessage may look expired at its capture time before it is
+    reported as sent expired (the capture clock is neither end's clock; see
+    :func:`harness.session.core.check_expiry`).
     """
 
-    def __init__(self, acceptor: GUID | bytes | str | None = None) -> None:
+    def __init__(self, acceptor: GUID | bytes | str | None = None, *, expiry_tolerance: int = 1) -> None:
         self.acceptor = GUID(acceptor) if acceptor is not None else None
+        self.expiry_tolerance = expiry_tolerance
         self.violations: list[Violation] = []
+        self.closing: Violation | None = None  # the first violation whose rule closes the session
+        self.expired = 0  # UserMessages a receiver ignores as expired ([MS-MQMQ] 2.2.19.1)
+        self._now: float | None = None  # capture time of the bytes being checked
         self.packets = 0
         self.phase = START
         self.refused = False
@@ -83,13 +98,13 @@ class Observer:
 
     # -- feeding -----------------------------------------------------------------------------------
 
-    def client_data(self, data: bytes) -> list[Violation]:
-        """Bytes the initiator sent, in any fragmentation."""
-        return self._feed(self.client, data)
+    def client_data(self, data: bytes, timestamp: float | None = None) -> list[Violation]:
+        """Bytes the initiator sent, in any fragmentation, captured at ``timestamp``."""
+        return self._feed(self.client, data, timestamp)
 
-    def server_data(self, data: bytes) -> list[Violation]:
-        """Bytes the acceptor sent, in any fragmentation."""
-        return self._feed(self.server, data)
+    def server_data(self, data: bytes, timestamp: float | None = None) -> list[Violation]:
+        """Bytes the acceptor sent, in any fragmentation, captured at ``timestamp``."""
+        return self._feed(self.server, data, timestamp)
 
     def end(self) -> list[Violation]:
         """The recording ended (both directions closed): unfinished packets, a session never opened."""
@@ -109,15 +124,16 @@ class Observer:
                     ],
                     self.packets,
                 )
-        if self.packets and self.phase != OPEN and not self.refused and not self.violations:
+        if self.packets and self.phase != OPEN and not self.refused and self.closing is None:
             out += self._report(
                 self.client, [("MQQB-3.1.5.9-closed-early", f"the session ended in phase {self.phase}")]
             )
         return out
 
-    def _feed(self, side: _Side, data: bytes) -> list[Violation]:
+    def _feed(self, side: _Side, data: bytes, timestamp: float | None = None) -> list[Violation]:
         if side.dead or not data:
             return []
+        self._now = timestamp
         out: list[Violation] = []
         try:
             chunks = side.splitter.feed(data)
@@ -141,6 +157,8 @@ class Observer:
     def _report(self, side: _Side, findings: list[Finding], index: int = -1) -> list[Violation]:
         found = [Violation.of(rule_id, index, evidence, side.direction) for rule_id, evidence in findings]
         self.violations += found
+        if self.closing is None:
+            self.closing = next((v for v in found if rule(v.rule_id).closes_session), None)
         return found
 
     # -- the initiator's packets -----------------------------------------------------------------
@@ -173,7 +191,7 @@ class Observer:
                 return [("MQQB-3.1.5.3-wrong-state", f"EstablishConnection response in phase {self.phase}")]
             self.refused = bool(packet.InternalHeader.Flags.CS)
             self.phase = EC_REPLIED
-            return check_ec_response(self._ec_request, packet)
+            return check_ec_response(self._ec_request, packet) + self._ec_response_validity(packet)
         if kind is PacketKind.ConnectionParameters:
             if self.phase != CP_SENT:
                 return [("MQQB-3.1.5.4-wrong-state", f"ConnectionParameters response in phase {self.phase}")]
@@ -181,6 +199,24 @@ class Observer:
             self.phase = OPEN
             return check_cp_response(self._cp_request, packet)
         return self._session_packet(self.server, self.client, packet)
+
+    def _ec_response_validity(self, packet: Packet) -> list[Finding]:
+        """[MS-MQQB] 3.1.5.3.2 as the initiator applies it: a response that accepts (CS 0) but names
+        another client, or another server than a non-null ServerGuid requested, is invalid, and the
+        initiator discards it and closes (the rule closes the session)."""
+        if self._ec_request is None or self.refused:
+            return []
+        req, ec = self._ec_request.EstablishConnectionHeader, packet.EstablishConnectionHeader
+        requested = GUID(req.ServerGuid)
+        if GUID(ec.ClientGuid) == GUID(req.ClientGuid) and (requested.is_null or GUID(ec.ServerGuid) == requested):
+            return []
+        return [
+            (
+                "MQQB-3.1.5.3.2-ec-response",
+                f"CS=0 with ClientGuid {GUID(ec.ClientGuid)} / ServerGuid {GUID(ec.ServerGuid)}; the request had "
+                f"{GUID(req.ClientGuid)} / {requested}",
+            )
+        ]
 
     # -- packets of an open session, either direction ------------------------------------------------
 
@@ -222,6 +258,10 @@ class Observer:
 
     def _user_message(self, me: _Side, packet: Packet) -> list[Finding]:
         found = check_message_id(packet)
+        if self._now is not None:  # 3.1.7.1.2 / [MS-MQMQ] 2.2.19.1 at the capture time
+            expired, findings = check_expiry(packet, current_time(self._now), self.expiry_tolerance)
+            self.expired += expired
+            found += findings
         uh = packet.UserHeader
         key = (bytes(GUID(uh.SourceQueueManager)), int(uh.MessageID))
         th = packet.headers.get("TransactionHeader")

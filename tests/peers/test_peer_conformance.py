@@ -25,6 +25,7 @@ from peerkit import (
     cp_request,
     ec_request,
     final_ack_bytes,
+    message_headers,
     order_ack_bytes,
     session_ack_bytes,
     user_message_bytes,
@@ -180,7 +181,6 @@ def sender_ack_fields(c: RawClient, peer: SimulatedPeer) -> None:
     c.send(session_ack_bytes(0, recoverable_base=0, flags=0x1))  # flags set, yet no recoverable message came
 
 
-
 def _ec(**changes: object) -> bytes:
     """An EstablishConnection request with EstablishConnectionHeader fields changed."""
     headers = sp.establish_connection(CLIENT, NULL_GUID, 1)
@@ -237,6 +237,16 @@ def window_exceeded(c: RawClient, peer: SimulatedPeer) -> None:
     c.read(1)
     c.send(*(user_message_bytes(peer.identifier, n) for n in (1, 2, 3)))  # ... and sends 3 unacknowledged
 
+
+def expired_message(peer: SimulatedPeer, message_id: int = 1, age: int = 3600, ttrq: int = 60) -> bytes:
+    """A UserMessage whose SentTime is ``age`` seconds ago and TimeToReachQueue ``ttrq`` seconds: expired
+    before it was sent ([MS-MQQB] 3.1.7.1.2, [MS-MQMQ] 2.2.19.1)."""
+    headers = message_headers(peer.identifier, message_id, b"late")
+    headers.UserHeader.SentTime = int(time.time()) - age
+    headers.BaseHeader.TimeToReachQueue = ttrq
+    return packets.build(headers)
+
+
 # rule id -> (broken session, peer behaviour)
 SCENARIOS: dict[str, tuple[Scenario, str]] = {
     "MQQB-3.1.5.1.2-signature": (signature, "normal"),
@@ -280,9 +290,11 @@ SCENARIOS: dict[str, tuple[Scenario, str]] = {
     "MQQB-3.1.1.5-prior-sequence": (_send_after_open(_tx(1, 1, 0, sequence=2), _tx(2, 1, 0, sequence=1)), "normal"),
     "MQQB-3.1.1.5-new-sequence": (_send_after_open(_tx(1, 1, 0, sequence=1), _tx(2, 2, 1, sequence=2)), "normal"),
     "MQQB-3.1.5.8.1-duplicate": (duplicate, "normal"),
+    "MQQB-3.1.7.1.2-expired": (_send_after_open(expired_message), "normal"),
     "MQQB-3.1.6.6-init-timeout": (init_timeout, "normal"),
     "MQQB-3.1.5.9-closed-early": (closed_early, "normal"),
 }
+
 
 def checked_rules() -> list[str]:
     """The initiator-side rules the peer checks ([MS-MQQB] 3.1.5.1-3.1.7.1 as an acceptor sees them)."""

@@ -22,6 +22,7 @@ INI = GUID("{11111111-2222-3333-4444-555555555555}")
 ACC = GUID("{AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE}")
 OTHER = GUID("{99999999-9999-9999-9999-999999999999}")
 CLOSE = "close"
+NOW = 1_700_000_000  # CURRENT_TIME (seconds since 1970) of the scenarios that run with a wall clock
 
 Step = bytes | tuple[str, str] | str
 
@@ -74,6 +75,15 @@ def um(
     if session_header is not None:
         headers.BaseHeader.Flags = _sh_flags(headers)
         headers.SessionHeader = session_header
+    return packets.build(headers)
+
+
+def expired(message_id: int, age: int = 3600, ttrq: int = 60, delivery: str = "express") -> bytes:
+    """A UserMessage sent ``age`` seconds before :data:`NOW` with BaseHeader.TimeToReachQueue ``ttrq``."""
+    headers = user_message(
+        INI, ACC, b"late", message_id=message_id, sent_time=NOW - age, delivery=DeliveryClass(delivery)
+    )
+    headers.BaseHeader.TimeToReachQueue = ttrq
     return packets.build(headers)
 
 
@@ -137,10 +147,12 @@ class Scenario:
     steps: list[Step]
     behaviour: str = "normal"
     observable: bool = True  # the Observer sees it too (no timer involved)
+    wall_clock: float | None = None  # CURRENT_TIME of the Acceptor (message expiration)
 
 
 SCENARIOS: dict[str, Scenario] = {
     "MQQB-3.1.5.1.2-signature": Scenario([*HANDSHAKE, bad_signature()]),
+    "MQQB-3.1.7.1.2-expired": Scenario([*HANDSHAKE, expired(1)], observable=False, wall_clock=NOW),
     "MQQB-3.1.5.1.3-malformed": Scenario([*HANDSHAKE, malformed()]),
     "MQQB-3.1.5.1.3-truncated": Scenario([*HANDSHAKE, um(1)[:40], CLOSE]),
     "MQQB-3.1.5.1.1-unknown-packet": Scenario([*HANDSHAKE, unknown_packet()]),
@@ -203,18 +215,27 @@ CONFORMANT: list[Step] = [
 class Run:
     acceptor: Acceptor
     recording: list[tuple[str, bytes]] = field(default_factory=list)
+    actions: list[object] = field(default_factory=list)
 
     @property
     def violations(self) -> list[Violation]:
         return self.acceptor.violations
 
 
-def run(steps: list[Step], behaviour: str = "normal", make: Callable[[], Acceptor] | None = None) -> Run:
-    """Feed ``steps`` to a fresh Acceptor; record client and server bytes in the order they flowed."""
-    a = make() if make else Acceptor(ACC, behaviour)
+def run(
+    steps: list[Step],
+    behaviour: str = "normal",
+    make: Callable[[], Acceptor] | None = None,
+    wall_clock: float | None = None,
+) -> Run:
+    """Feed ``steps`` to a fresh Acceptor (CURRENT_TIME ``wall_clock`` when given); record client and
+    server bytes in the order they flowed, and every action."""
+    clock = (lambda: wall_clock) if wall_clock is not None else None
+    a = make() if make else Acceptor(ACC, behaviour, wall_clock=clock)
     r = Run(a)
 
     def take(actions: list[object]) -> None:
+        r.actions.extend(actions)
         r.recording.extend(("server", act.data) for act in actions if isinstance(act, Send))
 
     take(a.connection_made())

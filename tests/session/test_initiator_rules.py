@@ -35,7 +35,7 @@ def test_initiator_rules_are_the_initiator_and_both_sides_of_the_table() -> None
 def test_broken_stream_is_reported_by_the_acceptor(rule_id: str) -> None:
     assert rule_id in SCENARIOS, f"no broken stream for {rule_id}"
     scenario = SCENARIOS[rule_id]
-    r = run(scenario.steps, scenario.behaviour)
+    r = run(scenario.steps, scenario.behaviour, wall_clock=scenario.wall_clock)
     found = [v for v in r.violations if v.rule_id == rule_id]
     assert found, [(v.rule_id, v.evidence) for v in r.violations]
     v = found[0]

@@ -81,12 +81,20 @@ def _ids(recording: list[tuple[str, bytes]]) -> list[str]:
 
 
 def test_broken_acceptor_replies_are_found_with_their_rule() -> None:
-    assert _ids([("client", ec()), ("server", _server_reply(TimeStamp=5))]) == ["MQQB-3.1.5.3.1-ec-echo"]
+    # a TimeStamp that is not echoed does not close the session (3.1.5.3.2 does not test it): the
+    # recording that ends there shows a session closed before OPEN with no rule that closes it
+    assert _ids([("client", ec()), ("server", _server_reply(TimeStamp=5))]) == [
+        "MQQB-3.1.5.3.1-ec-echo",
+        "MQQB-3.1.5.9-closed-early",
+    ]
+    # accepting a request for another queue manager: the initiator finds the response invalid and
+    # closes (3.1.5.3.2), which explains the end
     assert _ids(
         [("client", ec(packets.GUID("{99999999-9999-9999-9999-999999999999}"))), ("server", _server_reply())]
     ) == [
         "MQQB-2.2.3.1-server-guid",
         "MQQB-3.1.5.3.1-refusal",
+        "MQQB-3.1.5.3.2-ec-response",
     ]
     cp_reply = packets.build(sp.connection_parameters(0x1F4, 0x4E21, 64))
     assert _ids([("client", ec()), ("server", _server_reply()), ("client", cp()), ("server", cp_reply)]) == [
