@@ -38,9 +38,40 @@ def plugin_args() -> list[str]:
     return ["-p", "harness.pytest_plugin"]
 
 
+REQUIREMENTS = """\
+# The requirements the cases of this folder cite: the spec's sentences, verbatim.
+- id: P-SEEK-HEAD
+  section: MS-MQDMPR 3.1.7.3.2
+  level: MUST
+  quote: >-
+    If iIterator is equivalent to the StartMessagePosition ADM element instance defined for
+    iQueue.MessagePositionList: Set iIterator to iQueue.MessagePositionList.Head
+- id: P-PEEK-POSITION
+  section: MS-MQDMPR 3.2.7.2
+  level: interpretation
+  quote: >-
+    rPosition: A reference to the MessagePosition (section 3.1.1.11) ADM element instance that
+    contains the returned message. This value is undefined if rStatus is not set to Succeeded.
+  alternatives:
+    - {name: absent, reading: Without Succeeded the event returns no rPosition.}
+    - {name: end, reading: Without Succeeded rPosition may be the End position.}
+- id: P-CLOSE
+  section: MS-MQDMPR 3.1.7.1.6
+  level: MUST
+  quote: >-
+    Remove the OpenQueueDescriptor ADM element instance referenced by iQueueDesc from
+    iQueueDesc.QueueReference.OpenQueueDescriptorCollection.
+- id: P-PORT
+  section: MS-MQQB 2.1.1
+  level: MUST
+  quote: >-
+    The protocol initiator MUST establish a connection to TCP port 1801 or SPX port 876 on the
+    acceptor.
+"""
+
 HEAD = """\
 spec:
-  - section: {section}
+  - {{section: MS-MQDMPR 3.1.7.3.2, requirement: P-SEEK-HEAD}}
 given:
   queues:
     - name: q
@@ -48,9 +79,9 @@ given:
 """
 
 
-def case(id: str, section: str, expect: str, *, extra: str = "", matrix: str = "") -> str:
+def case(id: str, expect: str, *, extra: str = "", matrix: str = "") -> str:
     """A seek case on q = [m1, m2] expecting ``rMessagePosition: expect`` (m1 is what the reference returns)."""
-    text = f"id: {id}\ntitle: {id} title\n{extra}" + HEAD.format(section=section)
+    text = f"id: {id}\ntitle: {id} title\n{extra}" + HEAD.format()
     text += (
         "when:\n  - event: seek_available_message_position\n"
         "    args: {iInitialPosition: Start, iQueue: q, iPeekOperation: \"${peek}\"}\n"
@@ -61,11 +92,28 @@ def case(id: str, section: str, expect: str, *, extra: str = "", matrix: str = "
     return text + matrix
 
 
+# The reference reads the undefined rPosition of a Waiting peek as absent: a difference from
+# the reading this case checks is graded by an interpretation, non_strict.
+INTERPRETATION_CASE = """\
+id: x.interp
+title: a peek on an empty queue, rPosition read as End
+spec:
+  - {section: MS-MQDMPR 3.2.7.2, requirement: P-PEEK-POSITION}
+given:
+  queues: [{name: q}]
+  open: [{name: h, queue: q}]
+  cursors: [{name: c, open: h}]
+when:
+  - event: get_message_for_peek
+    args: {cursor: c}
+    expect: {rPosition: End}
+"""
+
 ERROR_CASE = """\
 id: x.error
 title: the target errs on this step
 spec:
-  - section: MS-MQDMPR 3.1.7.1.5
+  - {section: MS-MQDMPR 3.1.7.1.6, requirement: P-CLOSE}
 when:
   - event: advance_clock
     args: {seconds: not-a-number}
@@ -75,7 +123,7 @@ NOT_APPLICABLE_CASE = """\
 id: x.wire
 title: needs the simulated peer
 spec:
-  - section: MS-MQQB 3.1.5.8.1
+  - {section: MS-MQQB 2.1.1, requirement: P-PORT}
 requires: [peer-behaviour]
 when:
   - event: advance_clock
@@ -87,13 +135,13 @@ def write_cases(root: Path) -> Path:
     """A ``cases`` folder with every outcome; returns the known-failures file."""
     folder = root / "cases" / "extra"
     folder.mkdir(parents=True)
+    (root / "cases" / "requirements.yaml").write_text(REQUIREMENTS, encoding="utf-8")  # not collected
     docs = [
-        case("x.pass", "MS-MQDMPR 3.1.7.3.2", "m1", matrix="matrix:\n  peek: [false, true]\n"),
-        case("x.fail", "MS-MQDMPR 3.1.7.3.2", "m2"),
-        case("x.known", "MS-MQDMPR 3.1.7.3.2", "m2", extra="tags: [known]\n"),
-        case("x.fixed", "MS-MQDMPR 3.1.7.3.2", "m1"),
-        case("x.should", "MS-MQDMPR 3.1.7.3.1", "m2", extra="level: SHOULD\n"),
-        case("x.may", "MS-MQDMPR 3.1.7.3.1", "m1", extra="level: MAY\n"),
+        case("x.pass", "m1", matrix="matrix:\n  peek: [false, true]\n"),
+        case("x.fail", "m2"),
+        case("x.known", "m2", extra="tags: [known]\n"),
+        case("x.fixed", "m1"),
+        INTERPRETATION_CASE,
     ]
     (folder / "seek.yaml").write_text("---\n".join(docs), encoding="utf-8")
     (folder / "other.yaml").write_text(ERROR_CASE + "---\n" + NOT_APPLICABLE_CASE, encoding="utf-8")
@@ -109,36 +157,58 @@ def test_items_markers_and_outcomes(pytester: pytest.Pytester) -> None:
     (pytester.path / "data").mkdir()
     (pytester.path / "data" / "not_a_case.yaml").write_text("id: [this is not a case\n", encoding="utf-8")
     result = pytester.runpytest(*plugin_args(), "--strict-markers", "-rA", f"--msmq-known-failures={known}")
-    result.assert_outcomes(passed=3, failed=2, errors=1, skipped=1, xfailed=1, deselected=2)
+    # x.interp passes (non_strict, with a warning); nothing is deselected by level
+    result.assert_outcomes(passed=4, failed=2, errors=1, skipped=1, xfailed=1, warnings=1)
     # one item per variant, named by the full id
     result.stdout.fnmatch_lines(
         [
             "PASSED cases/extra/seek.yaml::x.pass[[]peek=False[]]",
             "PASSED cases/extra/seek.yaml::x.pass[[]peek=True[]]",
+            "PASSED cases/extra/seek.yaml::x.interp",
             "PASSED test_ordinary.py::test_ordinary",  # ordinary tests still run; data/*.yaml is not collected
         ]
     )
     out = result.stdout.str()
-    # failures name the section, the value, expected and observed
-    assert "x.fail: FAILED: MS-MQDMPR 3.1.7.3.2: step 0 (seek_available_message_position): " in out
+    # failures name the section, the requirement and its level, the value, expected and observed
+    assert "x.fail: FAILED: MS-MQDMPR 3.1.7.3.2 [P-SEEK-HEAD, MUST]: step 0 (seek_available_message_position): " in out
     assert '      expected: "m2"\n      observed: "m1"' in out
     assert "section:  MS-MQDMPR 3.1.7.3.2" in out
+    assert "requirement: P-SEEK-HEAD (MUST)" in out
     assert "[XPASS(strict)] known failure passed unexpectedly" in out
-    assert "x.error: ERROR: MS-MQDMPR 3.1.7.1.5: step 0 (advance_clock" in out
+    assert "x.error: ERROR: MS-MQDMPR 3.1.7.1.6: step 0 (advance_clock" in out
     assert "seconds must be a number" in out
     assert re.search(r"SKIPPED \[1\] cases/extra/other.yaml:\d+: not applicable: target lacks: peer-behaviour", out)
     assert "XFAIL cases/extra/seek.yaml::x.known - known failure" in out
+    # the non-strict case: a NonStrictWarning with its difference, graded by the interpretation
+    assert "NonStrictWarning: x.interp: NON_STRICT: MS-MQDMPR 3.2.7.2 [P-PEEK-POSITION, interpretation]" in out
+    assert "NON-STRICT MS-MQDMPR 3.2.7.2 [P-PEEK-POSITION, interpretation]: step 0 (get_message_for_peek)" in out
+
+
+def test_non_strict_fails_under_msmq_strict(pytester: pytest.Pytester) -> None:
+    write_cases(pytester.path)
+    result = pytester.runpytest(*plugin_args(), "-k", "x.interp", "--msmq-strict")
+    result.assert_outcomes(failed=1, deselected=7)
+    out = result.stdout.str()
+    assert "x.interp: NON_STRICT: MS-MQDMPR 3.2.7.2 [P-PEEK-POSITION, interpretation]: " in out
+    assert "requirement: P-PEEK-POSITION (interpretation)" in out
+    assert '      expected: "End"\n      observed: "<absent>"' in out
+    assert "NonStrictWarning" not in out
+    result = pytester.runpytest(*plugin_args(), "-k", "x.interp", "-W", "error::harness.pytest_plugin.NonStrictWarning")
+    result.assert_outcomes(failed=1, deselected=7)  # the warning is a NonStrictWarning
 
 
 def test_marker_per_spec_section_selects(pytester: pytest.Pytester) -> None:
     write_cases(pytester.path)
     args = [*plugin_args(), "--strict-markers", "--collect-only", "-q"]
-    result = pytester.runpytest(*args, "-m", "spec_mqdmpr_3_1_7_1_5")
+    result = pytester.runpytest(*args, "-m", "spec_mqdmpr_3_1_7_1_6")
     result.stdout.fnmatch_lines(["cases/extra/other.yaml::x.error", "1/* tests collected (* deselected)*"])
     result = pytester.runpytest(*args, "-m", "spec_mqqb")
     result.stdout.fnmatch_lines(["cases/extra/other.yaml::x.wire", "1/* tests collected*"])
-    result = pytester.runpytest(*args, "--msmq-strict", "-m", "spec_mqdmpr_3_1_7_3 and not msmq_must")
-    result.stdout.fnmatch_lines(["cases/extra/seek.yaml::x.should", "1/* tests collected*"])
+    # the level marker is the strongest level the case cites
+    result = pytester.runpytest(*args, "-m", "spec_mqdmpr_3 and not msmq_must")
+    result.stdout.fnmatch_lines(["cases/extra/seek.yaml::x.interp", "1/* tests collected*"])
+    result = pytester.runpytest(*args, "-m", "msmq_interpretation")
+    result.stdout.fnmatch_lines(["cases/extra/seek.yaml::x.interp", "1/* tests collected*"])
     assert spec_markers("MS-MQDMPR 3.1.7.3.2") == [
         "spec_mqdmpr",
         "spec_mqdmpr_3",
@@ -149,35 +219,79 @@ def test_marker_per_spec_section_selects(pytester: pytest.Pytester) -> None:
     ]
 
 
-def test_levels_follow_strict_and_keyword(pytester: pytest.Pytester) -> None:
+PARTIAL_TARGET = """\
+from harness.cases.targets import ReferenceTarget
+
+
+class PartialTarget(ReferenceTarget):
+    def hello(self):
+        info = super().hello()
+        info.events = [e for e in info.events if e != "get_message_for_peek"]
+        return info
+"""
+
+
+def test_an_event_the_target_does_not_implement_is_a_skip(pytester: pytest.Pytester) -> None:
     write_cases(pytester.path)
-    result = pytester.runpytest(*plugin_args(), "--collect-only", "-q", "--msmq-strict")
-    assert "x.should" in result.stdout.str() and "x.may" not in result.stdout.str()
-    result = pytester.runpytest(*plugin_args(), "--collect-only", "-q", "-k", "x.may")
-    result.stdout.fnmatch_lines(["cases/extra/seek.yaml::x.may", "1/* tests collected*"])
+    pytester.makepyfile(partial_target=PARTIAL_TARGET)
+    pytester.syspathinsert()
+    result = pytester.runpytest(*plugin_args(), "-rs", "--msmq-target=plugin:partial_target:PartialTarget",
+                                "-k", "x.interp or x.fixed")
+    result.assert_outcomes(passed=1, skipped=1, deselected=6)
+    assert re.search(
+        r"SKIPPED \[1\] cases/extra/seek.yaml:\d+: unsupported: the target does not implement: get_message_for_peek",
+        result.stdout.str(),
+    )
 
 
 def test_bad_case_file_is_a_collection_error_naming_file_and_line(pytester: pytest.Pytester) -> None:
     folder = pytester.path / "cases"
     folder.mkdir()
-    bad = case("x.bad", "MS-MQDMPR 3.1.7.3.2", "m1").replace("seek_available_message_position", "seek_availble")
+    (folder / "requirements.yaml").write_text(REQUIREMENTS, encoding="utf-8")
+    bad = case("x.bad", "m1").replace("seek_available_message_position", "seek_availble")
     (folder / "bad.yaml").write_text(bad, encoding="utf-8")
-    (folder / "good.yaml").write_text(case("x.good", "MS-MQDMPR 3.1.7.3.2", "m1"), encoding="utf-8")
+    (folder / "good.yaml").write_text(case("x.good", "m1"), encoding="utf-8")
+    unknown = case("x.unknown", "m1").replace("requirement: P-SEEK-HEAD", "requirement: P-SEEK")
+    (folder / "unknown.yaml").write_text(unknown, encoding="utf-8")
     result = pytester.runpytest(*plugin_args())
-    result.assert_outcomes(errors=1)  # a collection error interrupts the run, as pytest does
+    result.assert_outcomes(errors=2)  # a collection error interrupts the run, as pytest does
     result.stdout.fnmatch_lines(
         [
             "*ERROR collecting cases/bad.yaml*",
             f"{folder}/bad.yaml:10: when[[]0[]].event: unknown event 'seek_availble'*",
         ]
     )
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR collecting cases/unknown.yaml*",
+            f"{folder}/unknown.yaml:4: spec[[]0[]].requirement: unknown requirement 'P-SEEK'*",
+        ]
+    )
 
 
-def test_unknown_target_errors_every_case(pytester: pytest.Pytester) -> None:
+def test_a_target_that_cannot_be_opened_stops_the_session(pytester: pytest.Pytester) -> None:
     write_cases(pytester.path)
-    result = pytester.runpytest(*plugin_args(), "--msmq-target=nonsense", "-k", "x.pass")
-    result.assert_outcomes(errors=2, deselected=7)
-    assert "cannot make target 'nonsense'" in result.stdout.str()
+    pytester.makepyfile(test_ordinary="def test_ordinary():\n    assert True\n")
+    result = pytester.runpytest(*plugin_args(), "--msmq-target=nonsense")
+    assert result.ret == 2
+    out = result.stdout.str() + result.stderr.str()
+    assert "msmq-harness: cannot make target 'nonsense'" in out
+    assert "PASSED" not in out and "FAILED" not in out  # no case (nor any other test) ran
+    assert "seek.yaml::" not in out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="harness/pytest_plugin.py: the pytest.exit of _Session.open, first called from CaseFile.collect, "
+    "is caught by pytest as a collection error of that file; the other files' cases then run without a target",
+)
+def test_a_target_that_cannot_be_opened_stops_even_a_session_that_continues_on_collection_errors(
+    pytester: pytest.Pytester,
+) -> None:
+    write_cases(pytester.path)
+    result = pytester.runpytest(*plugin_args(), "--msmq-target=nonsense", "--continue-on-collection-errors")
+    assert result.ret == 2
+    assert "seek.yaml::" not in result.stdout.str()
 
 
 # ================================================================================ acceptance 4
@@ -209,24 +323,26 @@ def test_pytest_n2_and_runner_give_the_same_outcomes(tmp_path: Path) -> None:
         "--strict-markers", "--msmq-strict", f"--msmq-known-failures={known}", f"--junitxml={pytest_junit}", "-q",
     ]  # fmt: skip
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]  # x.fail, x.fixed (xpass), x.error
+    # x.fail, x.fixed (xpass), x.error, and x.interp (non_strict under --msmq-strict)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert done.stdout.count("bringing up nodes") >= 1  # xdist ran it
 
-    cases = select(load_paths([folder]), strict=True)
-    result = run(cases, "reference", workers=2, known_failures={"x.known", "x.fixed"})
+    cases = select(load_paths([folder]))
+    result = run(cases, "reference", workers=2, known_failures={"x.known", "x.fixed"}, strict=True)
     runner_junit = write_junit(result, tmp_path / "runner.xml")
 
     from_pytest, from_runner = _kinds(pytest_junit), _kinds(runner_junit)
-    assert len(from_runner) == len(cases) > 100  # the corpus and the extra cases, SHOULD included
+    assert len(from_runner) == len(cases) > 100  # the corpus and the extra cases
     assert from_pytest == from_runner
     outcomes = {r.case_id: str(r.outcome) for r in result.results}
-    assert {k: outcomes[k] for k in ("x.fail", "x.known", "x.fixed", "x.error", "x.wire", "x.should")} == {
+    assert {k: outcomes[k] for k in ("x.fail", "x.known", "x.fixed", "x.error", "x.wire", "x.interp")} == {
         "x.fail": "failed",
         "x.known": "xfail",
         "x.fixed": "xpass",
         "x.error": "error",
         "x.wire": "not_applicable",
-        "x.should": "failed",
+        "x.interp": "non_strict",  # a failure of this --msmq-strict run, in both
     }
+    assert from_runner["x.interp"][0] == "failure"
     corpus = [r for r in result.results if r.source.startswith(str(folder / "corpus"))]
     assert corpus and all(r.outcome == "passed" for r in corpus)  # the corpus passes against the reference
