@@ -1,5 +1,6 @@
-"""The bundled corpus (cases/): loads, passes against the reference, covers every requirement of
-cases/requirements.yaml, and catches every shipped mutant (issue 4, acceptance 1)."""
+"""The bundled corpus (cases/): loads, cites the requirements of cases/requirements.yaml, passes
+against the reference, covers every requirement, and catches every shipped mutant (issue 4,
+acceptance 1)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cases.coverage import coverage
+from harness.cases.grading import attribute
 from harness.cases.loader import load_paths, load_requirements
 from harness.cases.mutants import MUTANTS, run_mutants
 from harness.cases.runner import run
@@ -26,6 +28,17 @@ def corpus() -> list:
 def test_corpus_loads(corpus: list) -> None:
     assert len(corpus) >= 80
     assert all(c.spec and all(ref.requirement for ref in c.spec) for c in corpus)
+
+
+def test_every_expectation_is_graded_by_a_requirement_of_the_list(corpus: list) -> None:
+    """Each case resolves its ids against cases/requirements.yaml (no nearer list shadows it), and
+    every step and the final state are attributed to one of them."""
+    listed = {r.id: r for r in load_requirements(CASES / "requirements.yaml")}
+    for case in corpus:
+        assert case.requirements and all(listed.get(rid) == req for rid, req in case.requirements.items()), case.id
+        for step in [*case.when, None]:
+            rid, level = attribute(case, step)
+            assert rid in case.requirements and level == listed[rid].level, (case.id, step)
 
 
 def test_corpus_passes_against_reference(corpus: list) -> None:
