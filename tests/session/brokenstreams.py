@@ -7,7 +7,7 @@ a fresh :class:`Acceptor` and records both directions in order, ready for an :cl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from construct import Container
@@ -234,7 +234,7 @@ def run(
     a = make() if make else Acceptor(ACC, behaviour, wall_clock=clock)
     r = Run(a)
 
-    def take(actions: list[object]) -> None:
+    def take(actions: Sequence[object]) -> None:
         r.actions.extend(actions)
         r.recording.extend(("server", act.data) for act in actions if isinstance(act, Send))
 
