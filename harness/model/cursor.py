@@ -149,7 +149,11 @@ class Cursor:
         self.MessagePositionReference = iMessagePosition
 
     def wait_time_expired(self) -> None:
-        """3.2.7.6 Wait Time Expired."""
+        """3.2.7.6 Wait Time Expired.
+
+        The cursor is left on End; its next seek starts at End.Next, which the model takes to be
+        End (DMPR-3.1.1.2-END-NEXT, reading end-is-end): it finds no later message.
+        """
         if self.CursorState is _WaitReceive:
             desc = self.OpenQueueDescriptorReference
             queue = desc.QueueReference if desc is not None else None

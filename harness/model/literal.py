@@ -34,6 +34,7 @@ class LinkedMessagePositionList(MessagePositionList):
 
     @property
     def Tail(self) -> MessagePosition:
+        # Tail of an empty list: Start (DMPR-3.1.7.3.2-BWD-START, reading returns-start).
         return self._last if self._last is not None else self.Start
 
     def insert(self, position: MessagePosition) -> None:
@@ -79,11 +80,12 @@ class LinkedMessagePositionList(MessagePositionList):
     def next_of(self, position: MessagePosition) -> MessagePosition:
         if position is self.Start:
             return self.Head
-        if position is self.End:
+        if position is self.End:  # DMPR-3.1.1.2-END-NEXT, reading end-is-end
             return self.End
         if position._in_list:
             return position._lnext if position._lnext is not None else self.End
-        # A removed position keeps its place: the first linked position after it.
+        # A removed position keeps its place: the first linked position after it
+        # (DMPR-3.1.1.11-REMOVED-NEXT, reading keeps-place).
         key = (position._rank, position._idx)
         node = self._first
         while node is not None and (node._rank, node._idx) <= key:
@@ -93,9 +95,10 @@ class LinkedMessagePositionList(MessagePositionList):
     def previous_of(self, position: MessagePosition) -> MessagePosition:
         if position is self.End:
             return self.Tail
-        if position is self.Start:
+        if position is self.Start:  # DMPR-3.1.1.2-START-PREVIOUS, reading start-is-start
             return self.Start
         if position._in_list:
+            # The first position's Previous is Start (DMPR-3.1.7.3.2-BWD-START, returns-start).
             return position._lprev if position._lprev is not None else self.Start
         key = (position._rank, position._idx)
         node = self._last

@@ -7,14 +7,22 @@ implementations share one interface: ``IndexedMessagePositionList`` here (bitset
 used by the reference model) and ``LinkedMessagePositionList`` in ``literal.py`` (the plain
 linked list the spec describes, used as the test oracle).
 
-Resolved ambiguities (see the module README in ``__init__``):
-- A position removed from the list (3.1.7.2.1, 3.1.4.5) keeps its place in the order: its Next
-  is the first position still in the list that follows it, its Previous the last one before it.
-  This is what keeping it linked and skipping it would give, and lets a cursor that references
-  a removed position keep iterating (3.2.7.3, 3.2.7.4).
-- Start.Previous is Start and End.Next is End; Start.Next is Head and End.Previous is Tail;
-  the first position's Previous is Start (3.1.1.11 says "Head"; Start is what the backward
-  walk of 3.1.7.3.2 terminates on). Tail of an empty list is Start.
+Readings taken where the spec is silent or contradicts itself (each an ``interpretation``
+requirement of cases/requirements.yaml, with the alternatives a conformant implementation may
+take):
+- DMPR-3.1.1.11-REMOVED-NEXT, reading keeps-place: a position removed from the list
+  (3.1.7.2.1, 3.1.4.5) keeps its place in the order: its Next is the first position still in the
+  list that follows it, its Previous the last one before it. This is what keeping it linked and
+  skipping it would give, and lets a cursor that references a removed position keep iterating
+  (3.2.7.3, 3.2.7.4).
+- DMPR-3.1.1.2-END-NEXT, reading end-is-end: End.Next is End, so a forward seek from End (a
+  cursor left there by Wait Time Expired, 3.2.7.6) returns End, even when messages arrived later.
+- DMPR-3.1.1.2-START-PREVIOUS, reading start-is-start: Start.Previous is Start.
+- DMPR-3.1.7.3.2-BWD-START, reading returns-start: the first position's Previous is Start
+  (3.1.1.11 says "Head"; Start is what the backward walk of 3.1.7.3.2 terminates on), so a
+  backward seek that finds nothing returns Start (its Return Value would say End); the Tail of
+  an empty list is Start.
+- Start.Next is Head and End.Previous is Tail (3.1.7.3.2 says so for the walks).
 """
 
 from __future__ import annotations
@@ -89,12 +97,14 @@ class MessagePosition:
 
     @property
     def Next(self) -> MessagePosition:
-        """Next (3.1.1.11): the next position in the list, or End."""
+        """Next (3.1.1.11): the next position in the list, or End (End.Next is End:
+        DMPR-3.1.1.2-END-NEXT, reading end-is-end)."""
         return self._list.next_of(self)
 
     @property
     def Previous(self) -> MessagePosition:
-        """Previous (3.1.1.11): the previous position in the list, or Start."""
+        """Previous (3.1.1.11): the previous position in the list, or Start (3.1.1.11 says the
+        "reserved Head entry": DMPR-3.1.7.3.2-BWD-START, reading returns-start)."""
         return self._list.previous_of(self)
 
     @property
@@ -255,16 +265,21 @@ class IndexedMessagePositionList(MessagePositionList):
 
     @property
     def Tail(self) -> MessagePosition:
+        # Tail of an empty list: Start (DMPR-3.1.7.3.2-BWD-START, reading returns-start).
         p = self._last_before(RANKS, 0, 0)
         return self.Start if p is None else p
 
     def next_of(self, position: MessagePosition) -> MessagePosition:
+        # End.Next is End (DMPR-3.1.1.2-END-NEXT, end-is-end); a removed position keeps its
+        # place (DMPR-3.1.1.11-REMOVED-NEXT, keeps-place).
         if position._special:
             return self.Head if position is self.Start else self.End
         p = self._first_after(position._rank, position._idx, 0)
         return self.End if p is None else p
 
     def previous_of(self, position: MessagePosition) -> MessagePosition:
+        # Start.Previous is Start (DMPR-3.1.1.2-START-PREVIOUS, start-is-start); the first
+        # position's Previous is Start (DMPR-3.1.7.3.2-BWD-START, returns-start).
         if position._special:
             return self.Tail if position is self.End else self.Start
         p = self._last_before(position._rank, position._idx, 0)
@@ -273,10 +288,12 @@ class IndexedMessagePositionList(MessagePositionList):
     def seek(self, initial: MessagePosition, peek: bool, forward: bool) -> MessagePosition:
         """Index form of the walk of 3.1.7.3.2; returns exactly the position the walk returns.
 
-        Forward: the first position after ``initial`` (after Start: from Head; End.Next is End)
-        that is Available, or Locked with AllowPeekWhenLocked when ``peek``; End if none.
-        Backward: the last such position before ``initial`` (before End: from Tail); Start if
-        none (the walk stops on Start).
+        Forward: the first position after ``initial`` (after Start: from Head; End.Next is End,
+        DMPR-3.1.1.2-END-NEXT, reading end-is-end) that is Available, or Locked with
+        AllowPeekWhenLocked when ``peek``; End if none. Backward: the last such position before
+        ``initial`` (before End: from Tail; Start.Previous is Start, DMPR-3.1.1.2-START-PREVIOUS,
+        reading start-is-start); Start if none (the walk stops on Start:
+        DMPR-3.1.7.3.2-BWD-START, reading returns-start).
         """
         if forward:
             if initial is self.End:

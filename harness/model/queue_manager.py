@@ -75,7 +75,8 @@ class QueueManager:
 
     Python-only configuration: ``position_list_factory`` (the MessagePositionList
     implementation), ``cursor_factory``, ``WAIT_FAILED_STATUS`` (the MQ code a "Failed" Wait For
-    New Message maps to) and the subscriber lists ``message_position_available_subscribers``
+    New Message maps to: interpretation DMPR-3.1.7.3.1-FAILED-STATUS, reading io-timeout) and the
+    subscriber lists ``message_position_available_subscribers``
     (callables ``(iQueue, iPosition)``, e.g. MS-MQQB 3.1.7.12), ``message_position_deleted_
     subscribers`` (``(iQueue, iPosition, iReason)``) and ``send_user_message_subscribers``
     (``(iPosition, iMessagePosition)``, the Send User Message Wrapper of 3.1.7.3.9).
@@ -136,7 +137,11 @@ class QueueManager:
         return next(self._handles)
 
     def message_storage_size(self, message: Message) -> int:
-        """Bytes a message consumes for TotalBytes and quotas (3.1.7.2.1-2): body + extension."""
+        """Bytes a message consumes for TotalBytes and quotas (3.1.7.2.1-2): body + extension.
+
+        3.1.7.2.1 counts "the headers and body", whose stored size is the implementation's own:
+        interpretation DMPR-3.1.7.2.1-STORAGE, reading body-and-extension.
+        """
         return len(message.Body) + len(message.Extension)
 
     def cursorless_initial_position(self, iQueue: Queue) -> MessagePosition:
@@ -145,6 +150,8 @@ class QueueManager:
         The spec passes MessagePositionList.Head, but Seek Available Message Position starts
         at iInitialPosition.Next, which would skip the first message; the model passes Start,
         which makes the walk begin at Head. Override to render the literal reading.
+        Interpretations DMPR-3.1.7.1.10-HEAD (receive) and DMPR-3.1.7.1.15-HEAD (peek): the model
+        takes the reading from-head; the literal one is after-head.
         """
         return iQueue.MessagePositionList.Start
 
@@ -483,6 +490,9 @@ class QueueManager:
         Receive = QueueAccessType.ReceiveAccess
         DenyReceive = QueueShareMode.DenyReceive
         descs = queueObj.OpenQueueDescriptorCollection
+        # The sharing checks as the steps write them: a PeekAccess open passes a DenyReceive
+        # receiver, although 3.1.1.17 says DenyReceive denies peeking too
+        # (DMPR-3.1.7.1.5-SHARE-PEEK, reading steps-allow-peek).
         if any(d.ShareMode is DenyReceive and d.AccessType is Receive for d in descs):
             if iSharedMode is DenyReceive or (
                 iSharedMode is QueueShareMode.DenyNone and iRequiredAccess is Receive
@@ -664,7 +674,9 @@ class QueueManager:
         iCursor: Cursor | None,
         resume: Resume,
     ) -> ReadResult:
-        """Generate Wait For New Message; a Failed wait resumes at once with WAIT_FAILED_STATUS."""
+        """Generate Wait For New Message; a Failed wait resumes at once with WAIT_FAILED_STATUS
+        (DMPR-3.1.7.3.1-FAILED-STATUS, reading io-timeout: the reads pass on "Failed", which is
+        no MQ status)."""
         readOp = self.wait_for_new_message(iQueueDesc, iTimeout, iDestructiveRead, iTag, iCursor, resume)
         if readOp is None:
             return resume(self.WAIT_FAILED_STATUS, None)
@@ -731,7 +743,8 @@ class QueueManager:
         if status is not _OK:
             return ReadResult(status)
         # The seek returned End (or Start, backward) with MQ_OK: the spec then reads an
-        # undefined message; the model reports MQ_ERROR_MESSAGE_NOT_FOUND.
+        # undefined message; the model reports MQ_ERROR_MESSAGE_NOT_FOUND (interpretation
+        # DMPR-3.1.7.1.13-END, reading not-found).
         if iPosition is None or iPosition.is_special:
             return ReadResult(MQStatus.MQ_ERROR_MESSAGE_NOT_FOUND)
         if not iPeekOperation:
@@ -763,7 +776,9 @@ class QueueManager:
                 rMessage = position.MessageReference
                 if cursor is not None:
                     cursor.message_available(position)
-                # Release Next Reader (3.1.7.3.7) lets Message Position Available go on.
+                # Release Next Reader (3.1.7.3.7) lets Message Position Available go on. Without a
+                # cursor 3.1.7.1.15 generates none; the model releases all the same
+                # (DMPR-3.1.7.1.15-RELEASE, reading released).
                 self.release_next_reader(iQueue)
                 return ReadResult(_OK, rMessage)
             if cursor is not None:
@@ -920,9 +935,20 @@ class QueueManager:
 
         Satisfies waiting readers (first-in first-out per descriptor) until a destructive one
         takes the message, then notifies ``message_position_available_subscribers``.
+
+        Readings the model takes where the spec leaves a choice (cases/requirements.yaml):
+        - DMPR-3.1.7.2.2-TOTALBYTES, adds-again: TotalBytes is incremented as the step says, also
+          for a Locked position that becomes Available again (abort, Dequeue Message End), which
+          was never decremented.
+        - DMPR-3.1.7.2.2-DESCRIPTOR-ORDER, open-order: the descriptors are visited in the order
+          they were opened (the order of OpenQueueDescriptorCollection).
+        - DMPR-3.1.7.1.15-RELEASE, released: a non-destructive reader never holds processing up
+          (the wait for Release Next Reader is synchronous here), with or without a cursor.
         """
         message = iPosition.MessageReference
         size = self.message_storage_size(message) if message is not None else 0
+        # Increment iQueue.TotalBytes (DMPR-3.1.7.2.2-TOTALBYTES: adds-again, even when the
+        # position was Locked and already counted).
         iQueue.TotalBytes += size
         self._total_bytes += size
         iPosition.State = _Available
@@ -1032,6 +1058,11 @@ class QueueManager:
         MessagePositionList answers the same question in O(log n): the first/last position
         beyond iInitialPosition that is Available (or Locked + AllowPeekWhenLocked for a peek).
         ``harness.model.literal.LiteralQueueManager`` renders the walk step by step.
+
+        Readings taken where the spec leaves a choice (cases/requirements.yaml): End.Next is End
+        (DMPR-3.1.1.2-END-NEXT, end-is-end: a forward seek from End returns End); Start.Previous
+        is Start (DMPR-3.1.1.2-START-PREVIOUS, start-is-start); a backward walk that finds nothing
+        returns Start, not End (DMPR-3.1.7.3.2-BWD-START, returns-start).
         """
         plist = iQueue.MessagePositionList
         assert isinstance(plist, IndexedMessagePositionList)
@@ -1048,7 +1079,8 @@ class QueueManager:
 
         SeekCurrent on a position that is neither Available nor (peek and Locked) is resolved
         as: Deleted -> MQ_ERROR_MESSAGE_ALREADY_RECEIVED, otherwise MQ_ERROR_MESSAGE_NOT_FOUND
-        (the flattened nesting of the spec leaves the non-peek case without an outcome).
+        (the flattened nesting of the spec leaves the non-peek case without an outcome):
+        interpretation DMPR-3.1.7.3.3-CURRENT-RECEIVE, reading not-found-or-received.
         """
         plist = iQueue.MessagePositionList
         iInitialPosition = plist.find_by_lookup_identifier(iLookupId)
