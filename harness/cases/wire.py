@@ -5,9 +5,13 @@ under test, and the fault behaviour of the simulated peer) and steps that are wi
 (``action:`` instead of ``event:``): create an [MS-MQDMPR] 3.1.1.3 OutgoingQueue, enqueue
 messages so that Message Position Available ([MS-MQQB] 3.1.7.12) runs, wait for packets or a
 condition, send crafted packets ([MS-MQQB] 2.2, [MS-MQMQ] 2.2.19-2.2.20) and receive the replies.
-Expectations name packet fields by spec path (``EstablishConnectionHeader.ServerGuid``,
-``BaseHeader.Flags.SH``) and the OutgoingQueue state (State, ConnectionHistory Status values of
-[MS-MQDMPR] 3.1.1.3, OutgoingMessagePosition attributes of [MS-MQQB] 3.1.1.3.1.2).  This module
+Every wait is bounded by the [MS-MQQB] 3.1.2 timers it names (``within: SessionAckSend``,
+``before: SessionInitialization``; :data:`TIMERS`, :func:`parse_bound`), never by a number of
+seconds: the wire target computes the bound from the timer durations and the values the harness
+sent (harness.cases.targets.wire).  Expectations name packet fields by spec path
+(``EstablishConnectionHeader.ServerGuid``, ``BaseHeader.Flags.SH``) and the OutgoingQueue state
+(State, ConnectionHistory Status values of [MS-MQDMPR] 3.1.1.3, OutgoingMessagePosition
+attributes of [MS-MQQB] 3.1.1.3.1.2).  This module
 holds the semantic checks the loader runs on a wire case (:func:`check_wire_case`), the
 comparison of observed values (:func:`wire_matches`), packet field lookup by spec path
 (:func:`field_value`) and the hex dump with the checked field marked (:func:`hexdump`).
@@ -21,11 +25,14 @@ from enum import Enum
 from typing import Any
 
 from harness.cases.compare import matches
+from harness.cases.grading import ANNOTATION
 from harness.cases.schema import Lines, PathT
 
 __all__ = [
     "ACTIONS",
     "PACKET_KINDS",
+    "TIMERS",
+    "Bound",
     "behaviours_of",
     "brief",
     "check_wire_case",
@@ -35,6 +42,7 @@ __all__ = [
     "is_wire_doc",
     "needs_simulated_peer",
     "normalise",
+    "parse_bound",
     "wire_matches",
 ]
 
@@ -48,13 +56,31 @@ ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "enqueue": (frozenset({"queue", "message"}), frozenset()),
     "wait_for": (
         frozenset(),
-        frozenset({"packet", "direction", "count", "acked", "connection_history", "connections", "closed", "timeout"}),
+        frozenset(
+            {"packet", "direction", "count", "acked", "connection_history", "connections", "closed", "within", "before"}
+        ),
     ),
     "send": (frozenset({"packet"}), frozenset({"fields", "hex", "count", "delivery", "body", "new_connection"})),
-    "receive": (frozenset(), frozenset({"packet", "timeout", "skip", "until"})),
+    "receive": (frozenset(), frozenset({"packet", "within", "before", "skip", "until"})),
     "pause_queue": (frozenset({"queue"}), frozenset()),
-    "ping": (frozenset(), frozenset({"Cookie", "RC", "Signature", "timeout"})),
+    "ping": (frozenset(), frozenset({"Cookie", "RC", "Signature", "within", "before"})),
 }
+# The [MS-MQQB] 3.1.2 timers a wait can be bounded by: name -> (section, the side that runs it).
+# Every wire case checks one side of a session whose initiator is the harness (the reference
+# sender, or the case's own client), so "acceptor" timers are the side under test's (or the
+# simulated peer's) and "initiator" timers the harness's own.
+TIMERS: dict[str, tuple[str, str]] = {
+    "SessionInitialization": ("MS-MQQB 3.1.2.1", "initiator"),
+    "SessionRetryConnect": ("MS-MQQB 3.1.2.3", "initiator"),
+    "SessionAckWait": ("MS-MQQB 3.1.2.4", "initiator"),
+    "SessionAckSend": ("MS-MQQB 3.1.2.5", "acceptor"),
+    "TransactionalAckWait": ("MS-MQQB 3.1.2.6", "initiator"),
+    "OrderAckSend": ("MS-MQQB 3.1.2.7", "acceptor"),
+    "PingResponse": ("MS-MQQB 3.1.2.9", "initiator"),
+}
+WAIT_ACTIONS = ("wait_for", "receive", "ping")  # the actions that wait, each bounded by within/before
+# The expectation that makes a `before` bound meaningful: nothing happened before the timer ran out.
+_NOTHING_HAPPENED = {"wait_for": ("satisfied", False), "receive": ("timed_out", True), "ping": ("answered", False)}
 _INITIATOR_ACTIONS = {
     "create_outgoing_queue",
     "create_local_queue",
@@ -74,7 +100,33 @@ PACKET_KINDS = (
     "raw",
 )
 DELIVERY = ("express", "recoverable", "transactional")
-MAX_WAIT = 10.0  # seconds: every wait of a wire step is bounded
+
+
+Bound = tuple[tuple[float, str], ...]  # a sum of timer durations: ((factor, timer name), ...)
+
+
+def parse_bound(text: Any) -> Bound:
+    """``"SessionInitialization + 2 * SessionAckWait"`` -> ((1, "SessionInitialization"),
+    (2, "SessionAckWait")): a sum of [MS-MQQB] 3.1.2 timers (:data:`TIMERS`), each with an
+    optional positive factor.  ValueError names what is wrong."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"expected the name of an [MS-MQQB] 3.1.2 timer (one of {', '.join(TIMERS)}), got {text!r}")
+    terms: list[tuple[float, str]] = []
+    for term in text.split("+"):
+        m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)\s*\*\s*)?([A-Za-z]+)\s*", term)
+        if m is None:
+            raise ValueError(f"{term.strip()!r} is not a timer or N * timer")
+        factor, name = float(m.group(1) or 1), m.group(2)
+        if name not in TIMERS:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(TIMERS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown timer {name!r}{hint}; the [MS-MQQB] 3.1.2 timers are: {', '.join(TIMERS)}")
+        if factor <= 0:
+            raise ValueError(f"the factor of {name} is not positive")
+        terms.append((factor, name))
+    return tuple(terms)
 
 
 def is_wire_doc(doc: Mapping[str, Any]) -> bool:
@@ -149,6 +201,7 @@ def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
             if arg not in args:
                 raise lines.error(("when", i, "args"), f"missing required key {arg!r} ({action})")
         _check_action(action, args, ("when", i, "args"), lines, queues, messages, side)
+        _check_wait(action, args, step.get("expect") or {}, ("when", i), lines)
     then: dict[str, Any] = doc.get("then") or {}
     if "queues" in then or "cursors" in then:
         raise lines.error(("then",), "a wire case checks then.outgoing and then.peer")
@@ -228,9 +281,37 @@ def _check_action(
             raise lines.error((*path, "delivery"), f"delivery is one of: {', '.join(DELIVERY)}")
     elif action == "receive" and args.get("packet") is not None and args["packet"] not in PACKET_KINDS:
         raise lines.error((*path, "packet"), f"packet is one of: {', '.join(PACKET_KINDS)}")
-    timeout = args.get("timeout")
-    if timeout is not None and not (isinstance(timeout, int | float) and 0 < timeout <= MAX_WAIT):
-        raise lines.error((*path, "timeout"), f"timeout is a number of seconds in (0, {MAX_WAIT:g}]")
+
+
+def _check_wait(action: str, args: dict[str, Any], expect: Mapping[str, Any], path: PathT, lines: Lines) -> None:
+    """A waiting step names the [MS-MQQB] 3.1.2 timers that bound it: ``within`` (the wait ends
+    when the timers would have run out, plus a margin) or ``before`` (less a margin: the step
+    checks that nothing happened before they ran out); ``ping`` defaults to within PingResponse."""
+    if action not in WAIT_ACTIONS:
+        return
+    given = [k for k in ("within", "before") if k in args]
+    if len(given) > 1:
+        raise lines.error((*path, "args"), f"{action} takes within or before, not both")
+    if not given:
+        if action == "ping":
+            return
+        raise lines.error(
+            (*path, "args"),
+            f"{action} names the [MS-MQQB] 3.1.2 timer that bounds its wait: within: <timer> (or before: <timer>); "
+            f"timers: {', '.join(TIMERS)}",
+        )
+    key = given[0]
+    try:
+        parse_bound(args[key])
+    except ValueError as e:
+        raise lines.error((*path, "args", key), str(e)) from None
+    if key == "before":
+        name, value = _NOTHING_HAPPENED[action]
+        if expect.get(name) != value:
+            raise lines.error(
+                (*path, "args", "before"),
+                f"before bounds a check that nothing happened before the timer ran out: expect {{{name}: {value}}}",
+            )
 
 
 # ------------------------------------------------------------------------------ values
@@ -269,8 +350,14 @@ def wire_matches(expected: Any, observed: Any, sent: Callable[[str], Any] | None
 
     Besides a literal, ``any_of`` and ``absent``: ``{not: X}``, ``{range: [lo, hi]}`` (inclusive),
     ``{every_byte: N}`` (a byte string all of whose bytes are N) and ``{sent: path}`` (equal to
-    that field of the last packet of its kind the case sent: an echo).
+    that field of the last packet of its kind the case sent: an echo); ``{is: X}`` is the literal X,
+    and a ``requirement`` annotation (harness.cases.grading) is ignored.
     """
+    if isinstance(expected, Mapping) and ANNOTATION in expected:
+        expected = {k: v for k, v in expected.items() if k != ANNOTATION}
+    if isinstance(expected, Mapping) and set(expected) == {"is"}:
+        literal = _expected_text(expected["is"])
+        return matches({"is": literal}, observed) if present else matches({"is": literal})
     if isinstance(expected, Mapping) and len(expected) == 1:
         ((key, arg),) = expected.items()
         if key == "any_of":

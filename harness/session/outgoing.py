@@ -9,7 +9,8 @@ Packet ([MS-MQDMPR] 3.1.7.1.30 Construct a UserMessage Packet, the fields of [MS
 and 3.1.7.16 Send User Message Wrapper (3.1.7.1 Send User Message Event, then [MS-MQDMPR] 3.1.7.1.29
 Remove Message From Dispatch Collection).  One :class:`~harness.session.Initiator` serves each
 OutgoingQueue; the actions it returns (Connect, Send, timers, ...) wait in :attr:`pending` for
-the IO driver.  Pure: no sockets, no clock of its own.
+the IO driver.  Pure: no sockets, no clock of its own (the session clock and the wall clock that
+stamps UserHeader.SentTime are injected).
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ class OutgoingQueueProcessing:
     gives the RemoteQMAddress of an OutgoingQueue (default: its DestinationFormatName's machine);
     ``remote_qm_of`` the destination queue manager's GUID (default GUID_NULL, the direct format
     name case of 3.1.5.2.3).  :meth:`take` hands the IO driver the pending actions, each with the
-    Initiator that returned it.
+    Initiator that returned it.  ``wall_clock`` gives the current time in seconds since midnight,
+    January 1, 1970 (UTC), the unit of UserHeader.SentTime ([MS-MQMQ] 2.2.19.2); without it a
+    message is sent with the SentTime its Message carries.
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class OutgoingQueueProcessing:
         config: SessionConfig | None = None,
         clock: Callable[[], float] | None = None,
         ping: bool = False,
+        wall_clock: Callable[[], float] | None = None,
     ) -> None:
         self.qm = qm
         self.address_of = address_of or (lambda q: _machine(q.DestinationFormatName))
@@ -79,6 +83,7 @@ class OutgoingQueueProcessing:
         self.config = config
         self.clock = clock or qm.clock
         self.ping = ping
+        self.wall_clock = wall_clock
         self.initiators: dict[int, Initiator] = {}
         self.pending: list[tuple[Initiator, Action]] = []
         qm.message_position_available_subscribers.append(self.message_position_available)
@@ -172,7 +177,10 @@ class OutgoingQueueProcessing:
         A UserMessage Packet ([MS-MQMQ] 2.2.20) from the Message's attributes: BaseHeader.Flags.PR
         := Priority and TimeToReachQueue; UserHeader SourceQueueManager := QueueManager.Identifier,
         the destination from DestinationQueueFormatName (DIRECT= -> DQ 0x7 with a NULL
-        QueueManagerAddress; PRIVATE=guid\\id -> DQ 0x3), TimeToBeReceived, SentTime, MessageID (the
+        QueueManagerAddress; PRIVATE=guid\\id -> DQ 0x3), TimeToBeReceived, SentTime (the Message's,
+        else the wall clock now: the message is constructed to be sent at once, and [MS-MQMQ]
+        2.2.19.2 makes SentTime "the time when the packet was sent", from which TimeToReachQueue
+        counts; a retransmission keeps it, so that its lifetime does not grow), MessageID (the
         Identifier's uniquifier, 0 when none: 3.1.7.1.1 assigns one), DM from DeliveryGuarantee; a
         TransactionHeader (TH) when TransactionIdentifier is specified, its numbers filled when sent
         (3.1.7.1.3); the MessagePropertiesHeader (MP) with Label, Body, BodyType, ApplicationTag,
@@ -198,7 +206,7 @@ class OutgoingQueueProcessing:
                 SourceQueueManager=_guid(self.qm.Identifier),
                 QueueManagerAddress=destination_qm,
                 TimeToBeReceived=int(iMessage.TimeToBeReceived) & 0xFFFFFFFF,
-                SentTime=int(iMessage.SentTime) & 0xFFFFFFFF,
+                SentTime=self._sent_time(iMessage),
                 MessageID=_uniquifier(iMessage.Identifier),
                 Flags=UserHeaderFlags.make(MP=1, DQ=dq),
                 DestinationQueue=destination,
@@ -223,6 +231,14 @@ class OutgoingQueueProcessing:
             ),
         )
         return prepare_message(headers, _delivery(iMessage))
+
+    def _sent_time(self, message: Message) -> int:
+        """UserHeader.SentTime: the Message's SentTime, or now (seconds since 1970) when it has none."""
+        sent = int(message.SentTime)
+        if not sent and self.wall_clock is not None:
+            sent = int(self.wall_clock())
+            message.SentTime = sent
+        return sent & 0xFFFFFFFF
 
 
 def _delivery(message: Message) -> DeliveryClass:

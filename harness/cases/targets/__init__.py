@@ -33,6 +33,10 @@ def make_target(spec: str, *, timeout: float = 10.0) -> Target:
     """
     if spec == "reference":
         return ReferenceTarget()
+    if spec.startswith("reference?"):  # wire options: reference?peer=BEHAVIOUR&scale=S
+        from harness.cases.targets.wire import reference_target
+
+        return reference_target(spec)
     if spec.startswith("plugin:"):
         return PluginTarget(spec[len("plugin:") :])
     if spec.startswith("cmd:"):

@@ -17,27 +17,44 @@ A wire case (harness.cases.wire, docs/cases.md "Wire cases") checks one side of 
 A case that needs a fault behaviour of the simulated peer, or what only the simulated peer
 records, is ``not_applicable`` against a live target; a wire case against a target that only
 has the [MS-MQDMPR] model (``plugin:``, ``cmd:``) is ``not_applicable`` too, as is a model case
-against ``mqqb://``.  The reference Initiators run over ``harness.peers.InitiatorLink`` on a clock
-scaled by ``given.peer.timers`` (default 0.05), so that their 3.1.2 timers (retry, acknowledgment,
-session initialization) run a twentieth of their durations.
+against ``mqqb://``.
+
+Time.  Every wait of a wire step is bounded by the [MS-MQQB] 3.1.2 timers it names
+(``within: SessionAckSend``; harness.cases.wire.TIMERS), computed by :class:`_Timing` from the
+timer durations the harness uses (:class:`harness.session.SessionConfig`), the spec's fixed ones
+(OrderAckTimeout 500 ms, 3.1.3.2; the Ping Response Timer's second, 3.1.2.9) and the values the
+harness itself sent in its ConnectionParameters (AckTimeout, RecoverableAckTimeout, 2.2.2.1), each
+multiplied by the time scale of the side that runs the timer; ``within`` adds a margin of 25 % and
+half a real second, ``before`` (nothing may happen before the timers run out) takes 25 % off.  The
+reference Initiators run over ``harness.peers.InitiatorLink`` on a clock scaled by
+``given.peer.timers`` (default 0.05 against the simulated peer: the 3.1.2 timers run a twentieth
+of their durations; 1 against a live target, or the target's ``?scale=``).  The simulated peer's
+own timers run at real durations unless :class:`harness.peers.SimulatedPeer` takes a time scale.
+
+Target options: ``reference?peer=BEHAVIOUR`` runs every case whose simulated peer would behave
+``normal`` against BEHAVIOUR instead (e.g. a boundary-conformant one), ``reference?scale=S`` sets
+the time scale of the simulated sessions; ``mqqb://host:port?scale=S`` says the live acceptor runs
+its timers S times their durations (default 1).
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import itertools
 import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import packets
-from harness.cases.model import Case
+from harness.cases.grading import case_outcome, graded, unwrap
+from harness.cases.model import Case, Step
 from harness.cases.target import TargetError, TargetInfo
 from harness.cases.wire import (
-    MAX_WAIT,
+    TIMERS,
     behaviours_of,
     brief,
     field_span,
@@ -45,17 +62,60 @@ from harness.cases.wire import (
     hexdump,
     needs_simulated_peer,
     normalise,
+    parse_bound,
     wire_matches,
 )
 from harness.report.results import CaseResult, Outcome, StepFailure
 from packets import GUID, NULL_GUID, PacketKind, StreamSplitter
 from packets import session as sp
 
-__all__ = ["LiveWireTarget", "parse_mqqb_address", "run_wire_case", "wire_applicability"]
+if TYPE_CHECKING:
+    from harness.cases.targets.reference import ReferenceTarget
+
+__all__ = [
+    "LiveWireTarget",
+    "WireOptions",
+    "parse_mqqb_address",
+    "reference_target",
+    "run_wire_case",
+    "wire_applicability",
+]
 
 DEFAULT_TIMER_SCALE = 0.05
 DEFAULT_WINDOW = 2
 CONNECT_TIMEOUT = 2.0
+WITHIN_FACTOR = 1.25  # `within`: the timers' durations plus a quarter ...
+WITHIN_SLACK = 0.5  # ... plus this many real seconds (scheduling, loopback, a busy machine)
+BEFORE_FACTOR = 0.75  # `before`: a quarter less than the timers' durations
+# What the case's own client sends in a ConnectionParameters request unless a step overrides it
+# ([MS-MQQB] 2.2.2.1): RecoverableAckTimeout 10 s, AckTimeout 20 s (the smallest valid), WindowSize 64.
+CLIENT_RECOVERABLE_ACK_TIMEOUT = 0x2710
+CLIENT_ACK_TIMEOUT = 0x4E20
+CLIENT_WINDOW = 64
+MAX_RECOVERABLE_ACK_TIMEOUT = 0x1D4C0  # 2.2.2.1: the largest valid RecoverableAckTimeout (ms)
+ORDER_ACK_TIMEOUT = 0.5  # OrderAckTimeout, 3.1.3.2: "MUST be set to a value of 500 milliseconds"
+MAXIMUM_ORDER_ACK_DELAY = 10.0  # MaximumOrderAckDelay, 3.1.3.2: "SHOULD be set to 10 seconds"
+TIME_TO_REACH_QUEUE = 0x54600  # seconds (4 days): what the model gives a message ([MS-MQDMPR] 3.1.1.12)
+
+
+@dataclass(frozen=True)
+class WireOptions:
+    """How wire cases run on the reference target (``reference?peer=...&scale=...``) or a live
+    one (``mqqb://...?scale=...``): the behaviour that replaces ``normal`` for the simulated peer,
+    and the time scale of the sessions (None: 0.05 simulated, 1 live)."""
+
+    peer: str | None = None
+    scale: float | None = None
+
+
+def _parse_scale(spec: str, value: str) -> float:
+    try:
+        scale = float(value)
+    except ValueError:
+        scale = 0.0
+    if not 0 < scale <= 1:
+        raise ValueError(f"{spec!r}: scale=S takes a time scale in (0, 1]")
+    return scale
 
 
 class WireCaseError(Exception):
@@ -72,23 +132,63 @@ def parse_mqqb_address(spec: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _query(spec: str, known: tuple[str, ...]) -> dict[str, str]:
+    query = spec.partition("?")[2]
+    out: dict[str, str] = {}
+    for item in query.split("&") if query else []:
+        key, _, value = item.partition("=")
+        if key not in known:
+            raise ValueError(f"{spec!r}: unknown query {key!r} (expected {' or '.join(k + '=...' for k in known)})")
+        out[key] = value
+    return out
+
+
 def parse_ping_port(spec: str) -> int | None:
     """The UDP port of ``mqqb://host:port?ping=PORT`` (where the acceptor listens for Ping
     Requests, [MS-MQQB] 2.1.2; 3527 for MSMQ), None without the query."""
-    query = spec.partition("?")[2]
-    for item in query.split("&") if query else []:
-        key, _, value = item.partition("=")
-        if key == "ping":
-            if not value.isdigit() or not 0 < int(value) < 65536:
-                raise ValueError(f"{spec!r}: ping=PORT takes a UDP port number")
-            return int(value)
-        raise ValueError(f"{spec!r}: unknown query {key!r} (expected ping=PORT)")
-    return None
+    value = _query(spec, ("ping", "scale")).get("ping")
+    if value is None:
+        return None
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise ValueError(f"{spec!r}: ping=PORT takes a UDP port number")
+    return int(value)
+
+
+def parse_live_scale(spec: str) -> float:
+    """``mqqb://host:port?scale=S``: the live acceptor runs its [MS-MQQB] 3.1.2 timers S times
+    their durations (e.g. the project's own peer on a scaled clock); 1 without the query."""
+    value = _query(spec, ("ping", "scale")).get("scale")
+    return 1.0 if value is None else _parse_scale(spec, value)
+
+
+def reference_target(spec: str) -> ReferenceTarget:
+    """``reference`` or ``reference?peer=BEHAVIOUR&scale=S``: the embedded reference target,
+    with wire options (:class:`WireOptions`): every case whose simulated peer would behave
+    ``normal`` runs against BEHAVIOUR ([MS-MQQB] peer behaviours, harness.session.named_behaviour),
+    and the simulated sessions run their timers S times their durations (default 0.05)."""
+    from harness.cases.targets.reference import ReferenceTarget
+
+    query = _query(spec, ("peer", "scale"))
+    peer = query.get("peer")
+    if peer is not None:
+        from harness.session import named_behaviour
+
+        try:
+            named_behaviour(peer)
+        except KeyError as e:
+            raise ValueError(f"{spec!r}: {e.args[0]}") from None
+    scale = _parse_scale(spec, query["scale"]) if "scale" in query else None
+    target = ReferenceTarget()
+    if peer is not None or scale is not None:
+        target.wire_options = WireOptions(peer, scale)  # type: ignore[attr-defined]
+        target.name = spec
+    return target
 
 
 class LiveWireTarget:
-    """``--target mqqb://host:port[?ping=PORT]``: a live [MS-MQQB] acceptor, for wire cases only;
-    ``ping=PORT`` names the UDP port it answers Ping Requests on ([MS-MQQB] 2.1.2)."""
+    """``--target mqqb://host:port[?ping=PORT][&scale=S]``: a live [MS-MQQB] acceptor, for wire
+    cases only; ``ping=PORT`` names the UDP port it answers Ping Requests on ([MS-MQQB] 2.1.2),
+    ``scale=S`` the time scale of its 3.1.2 timers (1, real durations, by default)."""
 
     wire_only = True
     handles_timeout = True
@@ -98,6 +198,7 @@ class LiveWireTarget:
         self.wire_address = parse_mqqb_address(spec)
         port = parse_ping_port(spec)
         self.ping_address = (self.wire_address[0], port) if port is not None else None
+        self.wire_options = WireOptions(scale=parse_live_scale(spec))
 
     def hello(self) -> TargetInfo:
         """The target's hello: one TCP connection to the acceptor, opened and closed, so that an
@@ -143,11 +244,24 @@ def wire_applicability(case: Case, target: Any) -> tuple[str, tuple[str, int] | 
 
 
 # ====================================================================== the simulated peer
-def _simulated_peer(behaviours: list[str]) -> Any:
-    """A simulated acceptor (harness.peers.SimulatedPeer) on 127.0.0.1 port 0."""
+def _peer_scale_parameter() -> str:
+    """The keyword of harness.peers.SimulatedPeer that scales its [MS-MQQB] 3.1.2 timers ("" if none)."""
     from harness.peers import SimulatedPeer
 
-    peer = SimulatedPeer("127.0.0.1", 0, behaviour=behaviours[-1], read_timeout=5.0)
+    params = inspect.signature(SimulatedPeer).parameters
+    return next((k for k in ("time_scale", "timer_scale", "scale") if k in params), "")
+
+
+def _simulated_peer(behaviours: list[str], scale: float) -> Any:
+    """A simulated acceptor (harness.peers.SimulatedPeer) on 127.0.0.1 port 0, its timers run
+    ``scale`` times their durations when the peer can scale them."""
+    from harness.peers import SimulatedPeer
+
+    kwargs: dict[str, Any] = {"behaviour": behaviours[-1], "read_timeout": 5.0}
+    keyword = _peer_scale_parameter()
+    if keyword:
+        kwargs[keyword] = scale
+    peer = SimulatedPeer("127.0.0.1", 0, **kwargs)
     if len(behaviours) > 1:  # one per connection, the last one for every later connection
         peer.queue_behaviours(behaviours[:-1])
     peer.__enter__()
@@ -262,24 +376,41 @@ def _kind_of(data: bytes) -> str:
 @dataclass
 class _Failure:
     field: str
-    expected: Any
+    expected: Any  # as shown: without its requirement annotation
     observed: Any
     evidence: str = ""
+    raw: Any = None  # as written in the case (its requirement annotation grades the failure)
 
 
 class _WireRun:
     """One wire case against one peer (simulated or live)."""
 
-    def __init__(self, case: Case, live: tuple[str, int] | None, step_timeout: float) -> None:
+    def __init__(
+        self, case: Case, live: tuple[str, int] | None, step_timeout: float, options: WireOptions | None = None
+    ) -> None:
+        from harness.session import SessionConfig
+
         self.case = case
         self.live = live
         self.step_timeout = step_timeout
+        options = options or WireOptions()
         peer_spec = case.given["peer"]
         self.side = peer_spec["under_test"]
-        self.behaviours = behaviours_of(peer_spec)
-        # a live acceptor gets the spec's timer durations unless the case scales them
-        self.scale = float(peer_spec.get("timers", DEFAULT_TIMER_SCALE if live is None else 1.0))
+        self.behaviours = [options.peer if b == "normal" and options.peer else b for b in behaviours_of(peer_spec)]
+        # Time scales: the session's timers run `scale` times their durations.  A live acceptor
+        # gets the spec's durations unless the target says otherwise; the reference initiator's
+        # clock is the case's `timers` when it names one; the simulated peer runs no slower than
+        # the initiator (a peer slower than the initiator's own timers would look late).
+        default = options.scale if options.scale is not None else (DEFAULT_TIMER_SCALE if live is None else 1.0)
+        self.scale = float(peer_spec.get("timers", default))  # the reference initiator's clock
+        if live is not None:
+            self.acceptor_scale = default
+        else:
+            self.acceptor_scale = min(default, self.scale) if _peer_scale_parameter() else 1.0
+        # the harness's own timers: the reference initiator's, or (acceptor side) the case's client
+        self.initiator_scale = self.scale if self.side == "initiator" else self.acceptor_scale
         self.window = int(peer_spec.get("window", DEFAULT_WINDOW))
+        self.config = SessionConfig(window_size=self.window)
         self.peer: Any = None
         self.silent: socket.socket | None = None
         self.address: tuple[str, int] = live if live is not None else ("", 0)
@@ -304,13 +435,113 @@ class _WireRun:
         self.received_user_messages = 0  # UserMessage Packets (OrderAcks and FinalAcks too) from the acceptor
         self.user_messages_sent = 0
         self.tx_number = 0  # TxSequenceNumber of the last transactional message sent (TxSequenceID 1)
+        self.recoverable_sent = False  # a recoverable (or transactional) UserMessage on this connection
+        self.peer_acked = 0  # the highest AckSequenceNumber the acceptor sent on this connection
+        self.client_log: list[tuple[float, bytes]] = []  # (time.time(), packet) the case's client sent
         self._last_packet: bytes | None = None  # the packet the current step's expectations read
         self._last_ping: bytes | None = None  # the Ping Response of the last ping step
+        self._initiator_cp: tuple[int, int] | None = None  # (RecoverableAckTimeout, AckTimeout) it sent
+        self.waited = ""  # how the last waiting step's bound was derived
+
+    # -- wait bounds ([MS-MQQB] 3.1.2) ------------------------------------------------------------
+    def _connection_parameters(self) -> tuple[int | None, int, str]:
+        """(RecoverableAckTimeout, AckTimeout) in ms of the ConnectionParameters request the
+        harness sent (or will send) on the session, and where they come from."""
+        if self.side == "acceptor":
+            headers = self.sent.get("ConnectionParameters")
+            if headers is None:
+                return CLIENT_RECOVERABLE_ACK_TIMEOUT, CLIENT_ACK_TIMEOUT, "to be sent"
+            cp = headers.ConnectionParametersHeader
+            return int(cp.RecoverableAckTimeout), int(cp.AckTimeout), "sent"
+        if self._initiator_cp is None and self.link is not None:
+            for conn in self.link.connections:
+                for direction, data in conn:
+                    if direction == "c2s" and _kind_of(data) == "ConnectionParameters":
+                        cp = packets.parse(data, strict=False).ConnectionParametersHeader
+                        self._initiator_cp = (int(cp.RecoverableAckTimeout), int(cp.AckTimeout))
+        if self._initiator_cp is not None:
+            return (*self._initiator_cp, "sent")
+        # not sent yet: AckWaitTimeout is the initiator's configuration; RecoverableAckSendTimeout
+        # comes from the round trip of the EstablishConnection Packet (3.1.5.3.2), at most 0x1D4C0
+        return None, self.config.ack_wait_timeout_ms, "to be sent"
+
+    def _recoverable(self) -> bool:
+        if self.side == "acceptor":
+            return self.recoverable_sent
+        from harness.model import DeliveryGuarantee
+
+        return any(
+            m.DeliveryGuarantee is DeliveryGuarantee.Recoverable or m.TransactionIdentifier is not None
+            for m in self.messages.values()
+        )
+
+    def _transactional_count(self) -> int:
+        if self.side == "acceptor":
+            return self.tx_number
+        return sum(m.TransactionIdentifier is not None for m in self.messages.values())
+
+    def timer(self, name: str) -> tuple[float, str]:
+        """The duration in seconds of an [MS-MQQB] 3.1.2 timer in this run (unscaled), and how it
+        was derived."""
+        c = self.config
+        if name == "SessionInitialization":  # 3.1.2.1: implementation-dependent <43>
+            return c.session_initialization, f"the harness's {c.session_initialization:g} s"
+        if name == "SessionRetryConnect":  # 3.1.2.3: implementation-dependent <45>
+            return c.session_retry_connect, f"the harness's {c.session_retry_connect:g} s"
+        recoverable, ack, how = self._connection_parameters()
+        if name == "SessionAckWait":  # 3.1.2.4: a multiple of AckWaitTimeout
+            return c.ack_wait_multiple * ack / 1000, f"{c.ack_wait_multiple} x AckTimeout {ack} ms {how}"
+        if name == "SessionAckSend":  # 3.1.5.8.2: AckWaitTimeout / 2; 3.1.5.8.7: RecoverableAckSendTimeout
+            seconds, text = ack / 2000, f"AckTimeout {ack} ms {how} / 2"
+            if self._recoverable():
+                rec, rec_how = (
+                    (recoverable, how) if recoverable is not None else (MAX_RECOVERABLE_ACK_TIMEOUT, "at most")
+                )
+                if rec / 1000 > seconds:
+                    seconds, text = rec / 1000, f"RecoverableAckTimeout {rec} ms {rec_how} (recoverable messages)"
+            return seconds, text
+        if name == "TransactionalAckWait":  # 3.1.2.6: TxOutgoingSequence.ResendInterval
+            return c.resend_intervals[0], "the first ResendTimerTable entry"
+        if name == "OrderAckSend":  # 3.1.2.7 / 3.1.5.8.6
+            if self._transactional_count() > 1:  # restarted by each later one within MaximumOrderAckDelay
+                return ORDER_ACK_TIMEOUT + MAXIMUM_ORDER_ACK_DELAY, "OrderAckTimeout 500 ms + MaximumOrderAckDelay 10 s"
+            return ORDER_ACK_TIMEOUT, "OrderAckTimeout 500 ms"
+        if name == "PingResponse":  # 3.1.2.9: "always one second"
+            return c.ping_response, "one second"
+        raise WireCaseError(f"unknown timer {name!r}")
+
+    def bound(self, args: Mapping[str, Any], default: str = "") -> tuple[float, str]:
+        """The real seconds a waiting step waits (``within`` / ``before`` its timers, see the
+        module docstring), and a sentence saying how they were derived."""
+        key = "before" if "before" in args else "within"
+        expr = str(args.get(key, default))
+        total = 0.0
+        parts = []
+        for factor, name in parse_bound(expr):
+            seconds, how = self.timer(name)
+            section, side = TIMERS[name]
+            scale = self.initiator_scale if side == "initiator" else self.acceptor_scale
+            total += factor * seconds * scale
+            times = "" if factor == 1 else f"{factor:g} x "
+            parts.append(f"{times}{name} ({section}, {how}: {seconds:g} s) x scale {scale:g}")
+        if key == "within":
+            real, margin = total * WITHIN_FACTOR + WITHIN_SLACK, f"+{WITHIN_FACTOR - 1:.0%} +{WITHIN_SLACK:g} s"
+        else:
+            real, margin = total * BEFORE_FACTOR, f"-{1 - BEFORE_FACTOR:.0%}"
+        return real, f"{key} {expr}: {' + '.join(parts)} = {total:.3g} s, {margin} = {real:.3g} s"
+
+    def sent_packets(self) -> list[tuple[float, bytes]]:
+        """Every packet the harness sent on the session, with the wall-clock time it was written."""
+        out = list(self.client_log)
+        if self.link is not None:
+            for link in self.link.links.values():
+                out.extend((ts, data) for direction, data, ts in list(link.packets) if direction == "c2s")
+        return out
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
         if self.live is None:
-            self.peer = _simulated_peer(self.behaviours)
+            self.peer = _simulated_peer(self.behaviours, self.acceptor_scale)
             host, port = self.peer.address[:2]
             self.address = (str(host), int(port))
             self.ping_address = self.peer.ping_address
@@ -324,7 +555,6 @@ class _WireRun:
                 self.address = (str(host), int(port))
         if self.side == "initiator":
             from harness.model import QueueManager
-            from harness.session import SessionConfig
 
             self.link = _SenderLink(self.address, self.scale, self.ping_address)
             self.qm = QueueManager(clock=self.link.clock, id_generator=uuid.uuid4)
@@ -334,9 +564,10 @@ class _WireRun:
             self.oqp = OutgoingQueueProcessing(
                 self.qm,
                 address_of=lambda queue: f"{_unresolvable(queue) or host}:{port}",
-                config=SessionConfig(window_size=self.window),
+                config=self.config,
                 clock=self.link.clock,
                 ping=bool(self.case.given["peer"].get("ping", False)),
+                wall_clock=time.time,  # UserHeader.SentTime: seconds since 1970 ([MS-MQMQ] 2.2.19.2)
             )
 
     def close(self) -> None:
@@ -443,9 +674,9 @@ class _WireRun:
         return {"State": queue.State.name}
 
     def wait_for(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        timeout = min(float(args.get("timeout", 3.0)), MAX_WAIT, self.step_timeout)
         if self.side == "acceptor":
-            return {"satisfied": self._client_wait_closed(timeout)}
+            seconds, self.waited = self.bound(args)
+            return {"satisfied": self._client_wait_closed(seconds)}
         assert self.link is not None and self.oqp is not None
         self._flush()
         link = self.link
@@ -476,13 +707,28 @@ class _WireRun:
             def pred() -> bool:
                 return link.closed >= n
 
-        ok = link.run_until(self._initiators(), pred, timeout)
+        ok = self._run_within(pred, args)
         out: dict[str, Any] = {"satisfied": ok}
         if "packet" in args:
             found = self._packets(args["packet"], args.get("direction", "c2s"))
             if found:
                 self._last_packet = found[min(int(args.get("count", 1)), len(found)) - 1]
         return out
+
+    def _run_within(self, pred: Callable[[], bool], args: Mapping[str, Any]) -> bool:
+        """Drive the reference Initiators until ``pred()`` or the step's bound, recomputed as the
+        session learns the values it depends on (the ConnectionParameters sent)."""
+        assert self.link is not None
+        start = time.monotonic()
+        while True:
+            seconds, self.waited = self.bound(args)
+            if pred():
+                return True
+            left = start + seconds - time.monotonic()
+            if left <= 0:
+                return bool(pred())
+            if self.link.run_until(self._initiators(), pred, min(left, 0.1)):
+                return True
 
     def _packets(self, kind: str, direction: str) -> list[bytes]:
         assert self.link is not None
@@ -508,9 +754,13 @@ class _WireRun:
             self.client, self.client_closed, self.inbox = None, False, []
             self.splitter = StreamSplitter()
             self.user_messages_sent = self.received_user_messages = self.tx_number = 0  # a new session
+            self.recoverable_sent = False
+            self.peer_acked = 0
         sock = self._connect()
         kind = args["packet"]
         for _ in range(int(args.get("count", 1))):
+            if kind == "UserMessage" and not self._window_room(self._client_window(), args):
+                return {"sent": False}  # the acceptor acknowledged nothing within SessionAckSend
             if kind == "raw":
                 data = bytes.fromhex(str(args["hex"]).replace(" ", ""))
             else:
@@ -519,7 +769,9 @@ class _WireRun:
                         self.client_guid, NULL_GUID, int(time.monotonic() * 1000) & 0xFFFFFFFF
                     )
                 elif kind == "ConnectionParameters":
-                    headers = sp.connection_parameters(0x2710, 0x4E20, 64)
+                    headers = sp.connection_parameters(
+                        CLIENT_RECOVERABLE_ACK_TIMEOUT, CLIENT_ACK_TIMEOUT, CLIENT_WINDOW
+                    )
                 elif kind == "SessionAck":
                     headers = sp.session_ack(
                         ack_sequence_number=self.received_user_messages % 0x10000,
@@ -528,14 +780,20 @@ class _WireRun:
                 else:
                     delivery = DeliveryClass(args.get("delivery", "express"))
                     body = args.get("body", "wire case")
+                    # [MS-MQMQ] 2.2.19.2: SentTime is the time the packet is sent, in seconds since
+                    # 1970; TimeToReachQueue (2.2.19.1) counts from it: the message is not expired
                     headers = user_message(
                         self.client_guid,
                         self.server_guid,
                         body.encode() if isinstance(body, str) else bytes(body),
                         label="wire case",
                         message_id=next(self.message_ids),
+                        sent_time=int(time.time()) & 0xFFFFFFFF,
                         delivery=delivery,
                     )
+                    headers.BaseHeader.TimeToReachQueue = TIME_TO_REACH_QUEUE
+                    if delivery is not DeliveryClass.express:
+                        self.recoverable_sent = True
                     if delivery is DeliveryClass.transactional:
                         th = headers.TransactionHeader
                         th.TxSequenceID = {"Ordinal": 1, "TimeStamp": 0x10}
@@ -551,42 +809,74 @@ class _WireRun:
                 if kind == "UserMessage":
                     self.user_messages_sent += 1
             try:
+                self.client_log.append((time.time(), data))
                 sock.sendall(data)
             except OSError:
                 self.client_closed = True
                 return {"sent": False}
         return {"sent": True}
 
+    def _client_window(self) -> int:
+        """The case's client's WindowSize: the one it sent in its ConnectionParameters request."""
+        headers = self.sent.get("ConnectionParameters")
+        window = int(headers.ConnectionParametersHeader.WindowSize) if headers is not None else CLIENT_WINDOW
+        return max(1, window)
+
     def _read_packet(self, timeout: float) -> tuple[bytes | None, bool]:
         """The next whole packet from the acceptor: (packet, closed)."""
-        if self.inbox:
-            return self.inbox.pop(0), False
-        if self.client_closed:
-            return None, True
-        sock = self._connect()
         end = time.monotonic() + timeout
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                return None, False
-            sock.settimeout(left)
-            try:
-                data = sock.recv(65536)
-            except TimeoutError:
-                return None, False
-            except OSError:
-                data = b""
-            if not data:
-                self.client_closed = True
+        while not self.inbox:
+            if self.client_closed:
                 return None, True
-            try:
-                chunks = self.splitter.feed(data)
-            except packets.PacketError:
-                self.inbox.append(data)
-                chunks = []
-            self.inbox.extend(c.data for c in chunks)
-            if self.inbox:
-                return self.inbox.pop(0), False
+            if not self._fill(end - time.monotonic()):
+                return None, self.client_closed
+        return self.inbox.pop(0), False
+
+    def _fill(self, timeout: float) -> bool:
+        """Read what the acceptor sent into the inbox (at most ``timeout`` seconds); False when
+        nothing came (the time ran out or the connection closed)."""
+        if self.client_closed or timeout <= 0:
+            return False
+        sock = self._connect()
+        sock.settimeout(timeout)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            return False
+        except OSError:
+            data = b""
+        if not data:
+            self.client_closed = True
+            return False
+        try:
+            chunks = [c.data for c in self.splitter.feed(data)]
+        except packets.PacketError:
+            chunks = [data]
+        for chunk in chunks:
+            self._note_ack(chunk)
+        self.inbox.extend(chunks)
+        return True
+
+    def _note_ack(self, data: bytes) -> None:
+        """The AckSequenceNumber of a SessionHeader the acceptor sent: how many of the case's
+        UserMessages it acknowledged ([MS-MQQB] 3.1.5.5.1)."""
+        with contextlib.suppress(Exception):
+            sh = packets.parse(data, strict=False).headers.get("SessionHeader")
+            if sh is not None:
+                self.peer_acked = max(self.peer_acked, int(sh.AckSequenceNumber))
+
+    def _window_room(self, window: int, args: Mapping[str, Any]) -> bool:
+        """[MS-MQQB] 3.1.7.1: the case's client, a sender, sends a UserMessage only while fewer
+        than its WindowSize (the one it sent in its ConnectionParameters request) are
+        unacknowledged; it waits for the acceptor's acknowledgment within SessionAckSend."""
+        if self.user_messages_sent - self.peer_acked < window:
+            return True
+        seconds, self.waited = self.bound({"within": "SessionAckSend"})
+        end = time.monotonic() + seconds
+        while self.user_messages_sent - self.peer_acked >= window:
+            if not self._fill(end - time.monotonic()):
+                return False
+        return True
 
     def _client_wait_closed(self, timeout: float) -> bool:
         end = time.monotonic() + timeout
@@ -597,7 +887,7 @@ class _WireRun:
         return self.client_closed
 
     def receive(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        timeout = min(float(args.get("timeout", 3.0)), MAX_WAIT, self.step_timeout)
+        timeout, self.waited = self.bound(args)
         skip = set(args.get("skip") or [])
         end = time.monotonic() + timeout
         while True:
@@ -627,7 +917,7 @@ class _WireRun:
         read (``Ping.Cookie``, ``Ping.Flags.RF``, ...).  Returns ``answered``."""
         if self.ping_address is None:
             raise WireCaseError("the acceptor has no known ping port")
-        timeout = min(float(args.get("timeout", 2.0)), MAX_WAIT, self.step_timeout)
+        timeout, self.waited = self.bound(args, "PingResponse")
         request = sp.ping(int(args.get("Cookie", 1)), self.client_guid, rc=bool(args.get("RC", 0)))
         if "Signature" in args:
             request.Signature = int(args["Signature"])
@@ -694,24 +984,26 @@ class _WireRun:
             expect = {"closed": False, "timed_out": False, **expect}
         if action == "ping" and "answered" not in expect:
             expect = {"answered": True, **expect}
+        if action == "send" and "sent" not in expect:
+            expect = {"sent": True, **expect}
         flat = _flatten(result)
         raw = self._last_packet if action in ("receive", "wait_for") else None
         packet = packets.parse(raw, strict=False) if raw else None
         if action == "ping" and self._last_ping is not None:
             raw, packet = self._last_ping, packets.parse_ping(self._last_ping, strict=False)
-        for key, expected in expect.items():
+        for key, written in expect.items():
             if key in flat:
                 present, observed = True, flat[key]
             elif packet is not None and key not in ("satisfied", "closed", "timed_out", "kind", "answered"):
                 present, observed = field_value(packet, key)
             else:
                 present, observed = False, None
-            expected = self._resolve(expected)
+            expected = self._resolve(unwrap(written))
             if not wire_matches(expected, observed, self.sent_value, present):
                 evidence = ""
                 if raw is not None and packet is not None and key not in flat:
                     evidence = hexdump(raw, field_span(raw, key, packet.kind.name))
-                failures.append(_Failure(key, expected, observed if present else "<absent>", evidence))
+                failures.append(_Failure(key, expected, observed if present else "<absent>", evidence, written))
         return failures
 
     def _resolve(self, expected: Any) -> Any:
@@ -734,7 +1026,8 @@ class _WireRun:
             if "ConnectionHistory" in want:
                 got = [e.Status.name for e in q.ConnectionHistory]
                 if not wire_matches(want["ConnectionHistory"], got):
-                    failures.append(_Failure(f"outgoing.{qname}.ConnectionHistory", want["ConnectionHistory"], got))
+                    written = want["ConnectionHistory"]
+                    failures.append(_Failure(f"outgoing.{qname}.ConnectionHistory", unwrap(written), got, raw=written))
             if "OutgoingMessagePositions" in want:
                 names = {mid: n for n, mid in self.message_id.items()}
                 table = list(q.OutgoingMessageTable.values())
@@ -768,10 +1061,11 @@ class _WireRun:
                 observed["violations"] = [v.rule_id for c in conns for v in c.violations]
             for key in ("connections", "max_in_flight", "pings", "ping_responses", "delivered", "violations"):
                 if key in tp and not wire_matches(tp[key], observed.get(key), present=key in observed):
-                    failures.append(_Failure(f"peer.{key}", tp[key], observed.get(key, "<absent>")))
+                    got = observed.get(key, "<absent>")
+                    failures.append(_Failure(f"peer.{key}", unwrap(tp[key]), got, raw=tp[key]))
             for kind, want_n in (tp.get("sent") or {}).items():
                 if not wire_matches(want_n, kinds.get(kind, 0)):
-                    failures.append(_Failure(f"peer.sent.{kind}", want_n, kinds.get(kind, 0)))
+                    failures.append(_Failure(f"peer.sent.{kind}", unwrap(want_n), kinds.get(kind, 0), raw=want_n))
         return failures
 
 
@@ -847,70 +1141,75 @@ def _max_in_flight(connections: list[list[tuple[str, bytes]]]) -> int:
     return best
 
 
-def _section(case: Case, requirement: str) -> str:
-    for ref in case.spec:
-        if requirement and ref.requirement == requirement:
-            return ref.section
-    return case.spec[0].section if case.spec else ""
+def _graded(case: Case, step: Step | None, index: int, where: str, f: _Failure, waited: str) -> StepFailure:
+    """A wire difference as a StepFailure graded by the requirement it checks (harness.cases.grading)."""
+    message = f"{where}: {f.field} expected {f.expected}, observed {brief(f.observed)}"
+    if waited and f.field in ("satisfied", "closed", "timed_out", "kind", "answered", "sent"):
+        message += f" (waited {waited})"
+    failure = StepFailure(
+        step=index,
+        event=step.action if step is not None else "then",
+        field=f.field,
+        expected=f.expected,
+        observed=brief(f.observed, 200),
+        section=case.spec[0].section if case.spec else "",
+        message=message,
+        evidence=f.evidence,
+    )
+    return graded(case, step, failure, f.raw)
 
 
 def _result(case: Case, outcome: Outcome, start: float, failures: list[StepFailure], detail: str) -> CaseResult:
     return CaseResult.of(case, outcome, time.perf_counter() - start, failures, detail)
 
 
-def run_wire_case(case: Case, target: Any, *, step_timeout: float = 10.0) -> CaseResult:
-    """Run one wire case against ``target``; never raises."""
+def _options(target: Any) -> WireOptions:
+    options = getattr(target, "wire_options", None)
+    return options if isinstance(options, WireOptions) else WireOptions()
+
+
+def run_wire_case(
+    case: Case,
+    target: Any,
+    *,
+    step_timeout: float = 10.0,
+    on_sent: Callable[[float, bytes], None] | None = None,
+) -> CaseResult:
+    """Run one wire case against ``target``; never raises.  A step's differences are graded by
+    the requirements they check and the case stops at the first step that has any (its outcome
+    is the worst grade among them, as for model cases).  ``on_sent`` sees every packet the harness
+    sent, with the wall-clock time it was written (``time.time()``)."""
     start = time.perf_counter()
     why, live = wire_applicability(case, target)
     if why:
         return _result(case, Outcome.not_applicable, start, [], why)
-    run = _WireRun(case, live, step_timeout)
+    run = _WireRun(case, live, step_timeout, _options(target))
     if live is not None:
         run.ping_address = getattr(target, "ping_address", None)
     where = "setup"
+    failures: list[StepFailure] = []
     try:
         run.start()
         for index, step in enumerate(case.when):
             where = f"step {index} ({step.action}, line {step.line})"
             run._last_packet = None
+            run.waited = ""
             result = getattr(run, step.action)(step.args)
-            failures = run.check_step(step.action, step.args, step.expect, result)
-            if failures:
-                section = _section(case, step.requirement)
-                out = [
-                    StepFailure(
-                        step=index,
-                        event=step.action,
-                        field=f.field,
-                        expected=f.expected,
-                        observed=brief(f.observed, 200),
-                        section=section,
-                        message=f"{where}: {f.field} expected {f.expected}, observed {brief(f.observed)}",
-                        evidence=f.evidence,
-                    )
-                    for f in failures
-                ]
-                return _result(case, Outcome.failed, start, out, "\n".join(f.message for f in out))
-        where = "then"
-        failures = run.observe_then()
-        if failures:
-            section = _section(case, "")
-            out = [
-                StepFailure(
-                    step=-1,
-                    event="then",
-                    field=f.field,
-                    expected=f.expected,
-                    observed=f.observed,
-                    section=section,
-                    message=f"then: {f.field} expected {f.expected}, observed {f.observed}",
-                )
-                for f in failures
-            ]
-            return _result(case, Outcome.failed, start, out, "\n".join(f.message for f in out))
+            found = run.check_step(step.action, step.args, step.expect, result)
+            if found:
+                failures = [_graded(case, step, index, where, f, run.waited) for f in found]
+                break
+        else:
+            where = "then"
+            failures = [_graded(case, None, -1, "then", f, "") for f in run.observe_then()]
     except Exception as e:
         return _result(case, Outcome.error, start, [], f"{where}: {type(e).__name__}: {e}")
     finally:
         with contextlib.suppress(Exception):
             run.close()
+        if on_sent is not None:
+            for ts, data in run.sent_packets():
+                on_sent(ts, data)
+    if failures:
+        return _result(case, Outcome(case_outcome(failures)), start, failures, "\n".join(f.message for f in failures))
     return _result(case, Outcome.passed, start, [], "")
