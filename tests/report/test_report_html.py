@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from harness.report.html import render_html, section_anchor, write_html
-from harness.report.results import RunResult
+from harness.report.results import Outcome, RunResult
 from harness.report.terminal import OUTCOMES
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -127,7 +127,7 @@ def test_chromium_renders_the_matrix(
         assert cells["total"] == sum(v for k, v in cells.items() if k != "total")
         assert link == "#" + section_anchor(section)
         assert f'id="{section_anchor(section)}"' in dom  # the row links to the section's cases
-    assert matrix.footer == {**dict.fromkeys(OUTCOMES, 1), "passed": 3, "total": 8}
+    assert matrix.footer == {**dict.fromkeys(OUTCOMES, 1), "passed": 3, "total": 10}  # every outcome, worst first
 
 
 def test_chromium_screenshot_shows_a_page(run: RunResult, tmp_path: Path) -> None:
@@ -153,16 +153,30 @@ def test_self_contained_and_escaped(run: RunResult, nasty: str) -> None:
 def test_failures_show_section_expected_observed_and_evidence(run: RunResult) -> None:
     page = render_html(run)
     failure = page.split('<li class="case o-failed" data-outcome="failed">', 1)[1].split("</li>", 1)[0]
-    assert "<th>section</th><td>MS-MQDMPR 3.1.7.3.2</td>" in failure
+    assert "<th>section</th><td>MS-MQDMPR 3.1.7.3.2</td><" in failure
+    assert "<th>requirement</th><td>DMPR-SEEK-SKIP (MUST)</td>" in failure
     assert '<tr class="expected"><th>expected</th><td><code>&quot;m2&quot;</code></td></tr>' in failure
     assert '<tr class="observed"><th>observed</th><td><code>&quot;m1&quot;</code></td></tr>' in failure
-    assert "<th>section</th><td>MS-MQDMPR 3.1.1.2</td>" in failure  # the second failure
+    assert "<th>section</th><td>MS-MQDMPR 3.1.1.11</td>" in failure  # the second failure
+    assert "<th>requirement</th><td>DMPR-STATE-LOCKED (MUST)</td>" in failure
     assert '<pre class="evidence">0000  4c 49 4f 52  LIOR' in failure
     error = page.split('<li class="case o-error" data-outcome="error">', 1)[1].split("</li>", 1)[0]
     assert '<pre class="detail">step 1 (dequeue_message): timed out after 10 s' in error
     assert "second line \\x01 control" in error
+    soft = page.split('<li class="case o-non_strict" data-outcome="non_strict">', 1)[1].split("</li>", 1)[0]
+    assert '<div class="failure soft">' in soft
+    assert "<th>requirement</th><td>DMPR-PEEK-POSITION (interpretation)</td>" in soft
+    assert '<tr class="expected"><th>expected</th><td><code>&quot;End&quot;</code></td></tr>' in soft
     for outcome in OUTCOMES:
         assert f'<span class="badge b-{outcome}">' in page
+
+
+def test_verdict(run: RunResult) -> None:
+    assert '<span class="verdict fail">FAILED</span>' in render_html(run)
+    run.results = [r for r in run.results if r.outcome in (Outcome.passed, Outcome.non_strict)]
+    assert '<span class="verdict pass">PASSED</span>' in render_html(run)
+    run.strict = True
+    assert '<span class="verdict fail">FAILED</span>' in render_html(run)
 
 
 def test_empty_run(tmp_path: Path) -> None:

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from harness.report.json_report import FORMAT, read_json, write_json
-from harness.report.results import RunResult, StepFailure
+from harness.report.results import Outcome, RunResult, StepFailure
 
 
-def test_shape(run: RunResult, tmp_path: Path) -> None:
+def test_shape(run: RunResult, tmp_path: Path, expected_rows: list[tuple[str, str, dict[str, int]]]) -> None:
     path = write_json(run, tmp_path / "results.json", metadata={"corpus": "cases/"})
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["format"] == FORMAT
@@ -17,27 +17,38 @@ def test_shape(run: RunResult, tmp_path: Path) -> None:
     assert data["corpus"] == "cases/"
     assert data["target"] == "plugin:vendor.msmq:Impl"
     assert data["duration"] == 10.1
-    assert data["ok"] is False
-    assert data["counts"] == {"passed": 3, "failed": 1, "error": 1, "xfail": 1, "xpass": 1, "not_applicable": 1}
-    # by_section sorted by document, then numerically
-    assert list(data["by_section"]) == [
-        "MS-MQDMPR 3.1.7.1.9",
-        "MS-MQDMPR 3.1.7.1.10",
-        "MS-MQDMPR 3.1.7.3.2",
-        "MS-MQDMPR 3.2.7.4",
-        "MS-MQQB 3.1.5.8.1",
-        "MS-MQMQ 2.2.19.1",
+    assert (data["ok"], data["strict"]) == (False, False)
+    assert data["counts"] == {
+        "passed": 3, "failed": 1, "error": 1, "xfail": 1, "xpass": 1, "not_applicable": 1, "non_strict": 1,
+        "unsupported": 1,
+    }  # fmt: skip
+    # by_section sorted by document, then numerically; a case with differences only under the
+    # sections of the requirements it broke
+    assert [(section, counts) for section, counts in data["by_section"].items()] == [
+        (section, counts) for _, section, counts in expected_rows
     ]
-    assert data["by_section"]["MS-MQDMPR 3.1.7.1.9"] == {"error": 1, "xfail": 1, "xpass": 1}
+    # by_requirement: a difference under the requirement it broke, once per case
+    assert data["by_requirement"] == {
+        "DMPR-CURSOR-DEQUEUE": {"passed": 1},
+        "DMPR-DEQUEUE-TIMEOUT": {"error": 1},
+        "DMPR-ENQUEUE": {"error": 1, "xfail": 1, "xpass": 1},
+        "DMPR-MOVE": {"unsupported": 1},
+        "DMPR-PEEK-POSITION": {"non_strict": 1},
+        "DMPR-SEEK-SKIP": {"passed": 1, "failed": 1},
+        "DMPR-STATE-LOCKED": {"failed": 1},
+        "MQMQ-PRIORITY": {"passed": 1},
+        "MQQB-SESSION-ACK": {"not_applicable": 1},
+    }
 
     records = data["results"]
     assert len(records) == len(run.results)
     assert records == [r.to_dict() for r in run.results]  # one record per case, to_dict() shape
     failed = records[1]
     assert failed["case_id"] == "dmpr.seek.fwd[peek=True]"
-    assert failed["sections"] == ["MS-MQDMPR 3.1.7.3.2"]
+    assert failed["sections"] == ["MS-MQDMPR 3.1.7.3.2", "MS-MQDMPR 3.1.1.11"]
     assert failed["outcome"] == "failed"
     assert failed["duration"] == 0.003
+    assert failed["requirements"] == ["DMPR-SEEK-SKIP", "DMPR-STATE-LOCKED"]
     assert failed["failures"][0] == {
         "step": 0,
         "event": "seek_available_message_position",
@@ -47,8 +58,24 @@ def test_shape(run: RunResult, tmp_path: Path) -> None:
         "section": "MS-MQDMPR 3.1.7.3.2",
         "message": "step 0 (seek_available_message_position): rMessagePosition expected m2, observed m1",
         "evidence": "",
+        "requirement": "DMPR-SEEK-SKIP",
+        "level": "MUST",
     }
     assert failed["failures"][1]["expected"] == {"any_of": ["Locked", "Deleted"]}
+    soft = records[8]
+    assert (soft["outcome"], soft["failures"][0]["requirement"], soft["failures"][0]["level"]) == (
+        "non_strict", "DMPR-PEEK-POSITION", "interpretation")
+
+
+def test_a_strict_run_with_a_non_strict_case_is_not_ok(run: RunResult, tmp_path: Path) -> None:
+    run.results = [r for r in run.results if r.outcome in (Outcome.passed, Outcome.non_strict)]
+    data = json.loads(write_json(run, tmp_path / "lenient.json").read_text(encoding="utf-8"))
+    assert (data["ok"], data["strict"]) == (True, False)
+    run.strict = True
+    path = write_json(run, tmp_path / "strict.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert (data["ok"], data["strict"]) == (False, True)
+    assert read_json(path).strict
 
 
 def test_values_json_cannot_hold_and_round_trip(run: RunResult, tmp_path: Path) -> None:
@@ -59,8 +86,11 @@ def test_values_json_cannot_hold_and_round_trip(run: RunResult, tmp_path: Path) 
     assert record["failures"][0]["observed"] == ["a", "b"]
     back = read_json(path)
     assert back.target == run.target
-    assert [(r.case_id, r.outcome, r.sections) for r in back.results] == [
-        (r.case_id, r.outcome, r.sections) for r in run.results
+    assert [(r.case_id, r.outcome, r.sections, r.requirements) for r in back.results] == [
+        (r.case_id, r.outcome, r.sections, r.requirements) for r in run.results
     ]
     assert back.counts() == run.counts()
+    assert back.by_section() == run.by_section() and back.by_requirement() == run.by_requirement()
     assert back.results[1].failures[0].observed == "m1"
+    assert (back.results[8].failures[0].requirement, back.results[8].failures[0].level) == (
+        "DMPR-PEEK-POSITION", "interpretation")

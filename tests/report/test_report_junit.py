@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from junitparser import Error, Failure, JUnitXml, Properties, Skipped, TestCase, TestSuite
+from junitparser import Error, Failure, JUnitXml, Properties, Skipped, SystemOut, TestCase, TestSuite
 
 from harness.report.junit import render_junit, write_junit
-from harness.report.results import RunResult
+from harness.report.results import Outcome, RunResult
 
 
 def _read(path: Path) -> list[TestSuite]:
@@ -28,7 +28,8 @@ def test_one_suite_one_testcase_per_variant(run: RunResult, tmp_path: Path) -> N
     suites = _read(path)
     assert len(suites) == 1
     suite = suites[0]
-    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (8, 2, 1, 2)
+    # failures: failed, xpass; skipped: xfail, not_applicable, unsupported; non_strict passes
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (10, 2, 1, 3)
     assert next((p.name, p.value) for p in suite.properties()) == ("target", "plugin:vendor.msmq:Impl")
     cases = _cases(suites)
     assert list(cases) == [r.case_id for r in run.results]
@@ -38,6 +39,10 @@ def test_one_suite_one_testcase_per_variant(run: RunResult, tmp_path: Path) -> N
     assert cases["dmpr.dequeue.timeout"].time == 10.0
     assert ("spec", "MS-MQDMPR 3.1.7.1.9") in _case_properties(cases["dmpr.dequeue.timeout"])
     assert ("level", "SHOULD") in _case_properties(cases["mqmq.header.priority"])
+    props = _case_properties(cases["dmpr.seek.fwd[peek=True]"])
+    assert [v for k, v in props if k == "requirement"] == ["DMPR-SEEK-SKIP", "DMPR-STATE-LOCKED"]
+    assert ("outcome", "failed") in props
+    assert ("outcome", "non_strict") in _case_properties(cases["dmpr.cursor.waiting"])
 
 
 def test_outcomes_map_to_junit_results(run: RunResult, tmp_path: Path) -> None:
@@ -49,10 +54,14 @@ def test_outcomes_map_to_junit_results(run: RunResult, tmp_path: Path) -> None:
     assert isinstance(failure, Failure)
     # message: the first failure's section, expected and observed; text: every failure
     assert failure.message == (
-        'MS-MQDMPR 3.1.7.3.2: step 0 (seek_available_message_position): rMessagePosition expected "m2", observed "m1"'
+        "MS-MQDMPR 3.1.7.3.2 [DMPR-SEEK-SKIP, MUST]: step 0 (seek_available_message_position): "
+        'rMessagePosition expected "m2", observed "m1"'
     )
     assert failure.text is not None
-    assert 'MS-MQDMPR 3.1.1.2: then: queues.q[0].State expected {"any_of": ["Locked", "Deleted"]}' in failure.text
+    assert (
+        'MS-MQDMPR 3.1.1.11 [DMPR-STATE-LOCKED, MUST]: then: queues.q[0].State expected {"any_of": ["Locked", '
+        '"Deleted"]}' in failure.text
+    )
     assert "observed \"Available\"" in failure.text
     assert "0000  4c 49 4f 52  LIOR" in failure.text  # evidence
 
@@ -67,12 +76,35 @@ def test_outcomes_map_to_junit_results(run: RunResult, tmp_path: Path) -> None:
     assert isinstance(xpass, Failure) and xpass.message == "known failure passed unexpectedly"
     (na,) = cases["mqqb.session.ack"].result
     assert isinstance(na, Skipped) and na.message == "not applicable: target lacks: peer-behaviour"
+    (unsupported,) = cases["dmpr.move.subqueue"].result
+    assert isinstance(unsupported, Skipped)
+    assert unsupported.message == "unsupported: the target does not implement: move_message"
+
+    # non_strict: passes, its difference in system-out
+    soft = cases["dmpr.cursor.waiting"]
+    assert soft.is_passed
+    out = soft.child(SystemOut)
+    assert out is not None and out.text is not None
+    assert out.text.startswith("non_strict (a failure only under --strict)")
+    assert 'MS-MQDMPR 3.2.7.2 [DMPR-PEEK-POSITION, interpretation]: step 1 (get_message_for_peek)' in out.text
+
+
+def test_non_strict_is_a_failure_of_a_strict_run(run: RunResult, tmp_path: Path) -> None:
+    run.strict = True
+    suites = _read(write_junit(run, tmp_path / "junit.xml"))
+    assert (suites[0].tests, suites[0].failures, suites[0].errors, suites[0].skipped) == (10, 3, 1, 3)
+    (failure,) = _cases(suites)["dmpr.cursor.waiting"].result
+    assert isinstance(failure, Failure) and failure.type == "non_strict"
+    assert failure.message is not None and "[DMPR-PEEK-POSITION, interpretation]" in failure.message
+    run.results = [r for r in run.results if r.outcome is not Outcome.non_strict]
+    (suite,) = _read(write_junit(run, tmp_path / "junit2.xml"))
+    assert suite.failures == 2
 
 
 def test_one_suite_per_document(run: RunResult, tmp_path: Path) -> None:
     suites = _read(write_junit(run, tmp_path / "junit.xml", per_document=True))
     assert [s.name for s in suites] == ["msmq-harness MS-MQDMPR", "msmq-harness MS-MQQB", "msmq-harness MS-MQMQ"]
-    assert [s.tests for s in suites] == [6, 1, 1]
+    assert [s.tests for s in suites] == [8, 1, 1]
     assert sum(s.failures for s in suites) == 2
     assert {c.name for c in suites[1]} == {"mqqb.session.ack"}
 
