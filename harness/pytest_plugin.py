@@ -123,6 +123,7 @@ class _Session:
         self.target: Any = None
         self.info: Any = None
         self.opened = False
+        self.problem = ""  # why the target could not be opened
         self.registered: set[str] = set()
         self._known: set[str] | None = None
 
@@ -137,8 +138,8 @@ class _Session:
         timeout = self.config.getoption("msmq_step_timeout")
         try:
             self.target, self.info = open_target(spec, timeout)
-        except ConfigurationError as e:
-            pytest.exit(f"msmq-harness: {e}", returncode=2)
+        except ConfigurationError as e:  # stops the session once collection is over
+            self.problem = str(e)
 
     @property
     def events(self) -> list[str]:
@@ -311,3 +312,13 @@ def render_failure(result: CaseResult, headline: str) -> str:
     if detail and not result.failures:
         lines.append(f"  {str(result.outcome).upper()}: " + detail.replace("\n", "\n    "))
     return "\n".join(line for line in lines if line)
+
+
+# ================================================================================ the session
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A target that cannot be made or greeted stops the session (status 2) before any test runs,
+    even with ``--continue-on-collection-errors``."""
+    state = config.stash.get(_STATE, None)
+    if state is not None and state.problem:
+        pytest.exit(f"msmq-harness: {state.problem}", returncode=2)

@@ -159,8 +159,9 @@ def _cited(doc: dict[str, Any], lines: Lines, known: Mapping[str, Requirement]) 
         if req is None:
             close = difflib.get_close_matches(rid, list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            where = f"the {len(known)} requirements of {REQUIREMENTS_FILE}" if known else f"cases/{REQUIREMENTS_FILE}"
-            raise lines.error(path, f"unknown requirement {rid!r}: not among {where}{hint}")
+            files = sorted({r.file for r in known.values() if r.file})
+            where = ", ".join(files) if files else f"any {REQUIREMENTS_FILE} beside or above the case file"
+            raise lines.error(path, f"unknown requirement {rid!r}: not in {where}{hint}")
         out[rid] = req
     for j, ref in enumerate(doc["spec"]):
         req = out[ref["requirement"]]
@@ -345,7 +346,7 @@ def _requirement(item: Any, i: int, lines: Lines, seen: dict[str, int]) -> Requi
     seen[item["id"]] = lines.line((i,))
     return Requirement(
         item["id"], item["section"], item["quote"].strip(), level, (item.get("note") or "").strip(),
-        alternatives, lines.line((i,)),
+        alternatives, lines.line((i,)), lines.file,
     )
 
 

@@ -54,6 +54,7 @@ class Requirement:
     note: str = ""  # what the cases check, in the harness's words
     alternatives: tuple[Alternative, ...] = ()
     line: int = 0  # line of the entry in its file
+    file: str = ""  # the requirements file that holds it
 
 
 @dataclass(frozen=True)

@@ -244,7 +244,7 @@ def _schema_error(error: ValidationError, lines: Lines, prefix: PathT = ()) -> C
             f"unknown key {key!r}{_suggest(key, known)}; expected one of: {', '.join(known)}",
         )
     if len(path) == 4 and path[0] == "when" and path[2] == "expect":
-        return lines.error(path, "an expected value is a literal, {any_of: [...]} or {absent: true}")
+        return lines.error(path, "an expected value is a literal, {is: ...}, {any_of: [...]} or {absent: true}, each with an optional requirement: <id>")
     if v == "not" and len(path) == 2 and path[0] == "when":
         return lines.error((*path, "expect_error"), "a step has either expect or expect_error, not both")
     if v == "type":
@@ -329,7 +329,12 @@ class _Names:
         seen.setdefault(name, path)
 
     def check(self, kind: str, value: Any, path: PathT, lines: Lines) -> None:
-        values = value["any_of"] if isinstance(value, dict) and "any_of" in value else [value]
+        if isinstance(value, dict) and "any_of" in value:
+            values = value["any_of"]
+        elif isinstance(value, dict) and "is" in value:
+            values = [value["is"]]
+        else:
+            values = [value]
         for v in values:
             if not isinstance(v, str):
                 continue

@@ -57,6 +57,16 @@ _STYLES = {
     "unsupported": "cyan",
     "not_applicable": "dim",
 }
+_SHORT = {  # column labels of a narrow terminal
+    "error": "err",
+    "failed": "fail",
+    "xpass": "xpass",
+    "non_strict": "n-s",
+    "xfail": "xfail",
+    "unsupported": "unsup",
+    "not_applicable": "n/a",
+    "passed": "pass",
+}
 _NON_STRICT_NOTE = "a SHOULD, MAY or interpretation answered differently: a failure only under --strict"
 
 
@@ -228,10 +238,14 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
                     console.print(Text("    " + detail_line))
     table = sections_by_document(run)
     if table:
+        longest = max(len(section) for _, rows in table for section, _ in rows)
+        labels = list(OUTCOMES)
+        if longest + sum(map(len, labels)) + 3 * len(labels) + 4 > console.width:  # keep the sections whole
+            labels = [_SHORT[o] for o in OUTCOMES]
         grid = Table(title="Conformance by spec section", header_style="bold")
-        grid.add_column("section")
-        for outcome in OUTCOMES:
-            grid.add_column(outcome, justify="right")
+        grid.add_column("section", no_wrap=True, min_width=longest)
+        for label in labels:
+            grid.add_column(label, justify="right")
         for index, (_, rows) in enumerate(table):
             if index:
                 grid.add_section()
@@ -239,6 +253,8 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
                 cells = [Text(str(row[o]), style=_STYLES[o] if row[o] else "dim") for o in OUTCOMES]
                 grid.add_row(section, *cells)
         console.print(grid)
+        if labels != list(OUTCOMES):
+            console.print(Text(", ".join(f"{_SHORT[o]} = {o}" for o in OUTCOMES), style="dim"))
     word = verdict(run)
     head = Text(word, style="bold green" if word == "PASSED" else "bold red")
     console.print(Text.assemble(head, f": {_count_line(counts) or 'no cases'}" + (" (strict)" if run.strict else "")))

@@ -280,11 +280,6 @@ def test_a_target_that_cannot_be_opened_stops_the_session(pytester: pytest.Pytes
     assert "seek.yaml::" not in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harness/pytest_plugin.py: the pytest.exit of _Session.open, first called from CaseFile.collect, "
-    "is caught by pytest as a collection error of that file; the other files' cases then run without a target",
-)
 def test_a_target_that_cannot_be_opened_stops_even_a_session_that_continues_on_collection_errors(
     pytester: pytest.Pytester,
 ) -> None:

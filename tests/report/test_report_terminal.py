@@ -118,11 +118,6 @@ def test_rich_summary_on_a_terminal(run: RunResult, monkeypatch: pytest.MonkeyPa
     assert f"FAILED: {COUNTS}" in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harness/report/terminal.py _print_rich: with eight outcome columns the section column of the "
-    "conformance table is cut to 'MS-MQ…' on an 80-column terminal",
-)
 def test_rich_summary_on_a_narrow_terminal_keeps_the_section_names(
     run: RunResult, monkeypatch: pytest.MonkeyPatch
 ) -> None:
