@@ -244,7 +244,11 @@ def _schema_error(error: ValidationError, lines: Lines, prefix: PathT = ()) -> C
             f"unknown key {key!r}{_suggest(key, known)}; expected one of: {', '.join(known)}",
         )
     if len(path) == 4 and path[0] == "when" and path[2] == "expect":
-        return lines.error(path, "an expected value is a literal, {is: ...}, {any_of: [...]} or {absent: true}, each with an optional requirement: <id>")
+        return lines.error(
+            path,
+            "an expected value is a literal, {is: ...}, {any_of: [...]} or {absent: true}, "
+            "each with an optional requirement: <id>",
+        )
     if v == "not" and len(path) == 2 and path[0] == "when":
         return lines.error((*path, "expect_error"), "a step has either expect or expect_error, not both")
     if v == "type":
