@@ -352,3 +352,60 @@ def test_the_corpus_requirements_quote_the_spec_and_interpretations_name_reading
         assert req.quote
         if req.level is Level.interpretation:
             assert len(req.alternatives) >= 2, req.id
+
+
+# ------------------------------------------------------------------------------ the corpus
+# The points where [MS-MQDMPR] is silent or contradicts itself that the corpus once asserted at
+# MUST level: each must be an interpretation now, with its readings.
+SPEC_SILENT = (
+    "DMPR-3.1.1.2-END-NEXT",  # End.Next: a cursor parked on End after a timed-out receive
+    "DMPR-3.1.7.1.10-HEAD",  # a receive without cursor starts at the Head, or at Head.Next
+    "DMPR-3.1.7.1.15-HEAD",  # the same for a peek
+    "DMPR-3.1.7.3.2-BWD-START",  # a backward miss returns Start (the walk) or End (Return Value)
+    "DMPR-3.1.7.3.1-FAILED-STATUS",  # the MQ status of a wait that fails
+    "DMPR-3.1.7.3.3-CURRENT-RECEIVE",  # SeekCurrent without peek on a position not Available
+    "DMPR-3.1.7.1.13-END",  # read by lookup id reaching End
+    "DMPR-3.1.7.2.2-TOTALBYTES",  # TotalBytes re-added when a Locked position is Available again
+)
+
+
+def _corpus() -> tuple[list, dict]:
+    from harness.cases.loader import BUNDLED_REQUIREMENTS, load_requirements
+    from harness.cases.targets.reference import PSEUDO_EVENTS
+
+    cases = load_paths([BUNDLED_REQUIREMENTS.parent], events=PSEUDO_EVENTS)
+    return cases, {r.id: r for r in load_requirements(BUNDLED_REQUIREMENTS)}
+
+
+def test_a_must_requirement_quotes_the_words_that_make_it_one() -> None:
+    _, requirements = _corpus()
+    normative = re.compile(r"\b(MUST|SHALL|REQUIRED)\b")
+    weak = [r.id for r in requirements.values() if str(r.level) == "MUST" and not normative.search(r.quote)]
+    assert not weak, f"MUST requirements whose quote has no MUST: {weak}"
+    for r in requirements.values():
+        if str(r.level) in ("SHOULD", "MAY"):
+            assert str(r.level) in r.quote, r.id
+
+
+def test_no_expectation_rests_on_an_interpretation_at_must_level() -> None:
+    from harness.cases.grading import attribute
+    from harness.cases.model import Level
+
+    cases, requirements = _corpus()
+    for rid in SPEC_SILENT:
+        assert requirements[rid].level is Level.interpretation, rid
+    used: dict[str, int] = {}
+    for case in cases:
+        for step in case.when:
+            for name, expected in (step.expect or {}).items():
+                rid, level = attribute(case, step, expected)
+                assert requirements[rid].level is level, (case.full_id, name)
+                used[rid] = used.get(rid, 0) + 1
+        for rid in case.requirements:
+            used.setdefault(rid, 0)
+    interpretations = [r for r in requirements.values() if r.level is Level.interpretation]
+    assert interpretations
+    for r in interpretations:
+        # every interpretation is checked by some case, and only where graded by it (non-strict)
+        assert r.id in used, f"{r.id}: no case cites it"
+        assert len(r.alternatives) >= 2, r.id
