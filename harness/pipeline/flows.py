@@ -236,10 +236,11 @@ def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]
     events.sort(key=lambda e: (e[0], e[1], e[2]))
     any_gap = bool(flow.client.gaps or flow.server.gaps)
     found: list[Any] = []
-    for _ts, _order, _off, data, after_gap, direction in events:
+    for ts, _order, _off, data, after_gap, direction in events:
         if after_gap:
             break
-        found += observer.client_data(data) if direction == "client" else observer.server_data(data)
+        # the capture time is the clock message expiry is judged by ([MS-MQQB] 3.1.7.1.2)
+        found += observer.client_data(data, ts) if direction == "client" else observer.server_data(data, ts)
     if not any_gap:
         found += observer.end()
     violation_rows = [

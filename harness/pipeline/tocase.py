@@ -34,7 +34,6 @@ from harness.pipeline.splits import Split, read_split
 
 __all__ = ["CaseBuildError", "capture_to_case", "find_flow", "write_case"]
 
-CLOSE_RULES = frozenset({"MQQB-3.1.5.1.2-signature", "MQQB-3.1.5.1.3-malformed", "MQQB-3.1.5.1.1-unknown-packet"})
 SESSION_ACK_RULES = frozenset({"MQQB-3.1.5.5.5-count-mismatch", "MQQB-3.1.5.5.1-ack-beyond-sent"})
 _ACKS = ["SessionAck", "OrderAck", "FinalAck"]
 _WELL_FORMED = {"BaseHeader.VersionNumber": 0x10, "BaseHeader.Signature": 0x524F494C}
@@ -97,7 +96,7 @@ def _receive_reply(kind: str) -> dict[str, Any]:
         for name in ("RecoverableAckTimeout", "AckTimeout"):
             path = f"ConnectionParametersHeader.{name}"
             expect[path] = {"sent": f"ConnectionParameters.{path}"}
-    return {"action": "receive", "args": {"packet": kind, "timeout": 5}, "expect": expect}
+    return {"action": "receive", "args": {"packet": kind, "within": "SessionInitialization"}, "expect": expect}
 
 
 def _receive_session_ack(sent_user_messages: int) -> dict[str, Any]:
@@ -106,7 +105,7 @@ def _receive_session_ack(sent_user_messages: int) -> dict[str, Any]:
     expect: dict[str, Any] = dict(_WELL_FORMED)
     expect["SessionHeader.UserMsgSequenceNumber"] = 0
     expect["SessionHeader.AckSequenceNumber"] = {"range": [0, sent_user_messages]}
-    args = {"packet": "SessionAck", "timeout": 5, "skip": ["OrderAck", "FinalAck"]}
+    args = {"packet": "SessionAck", "within": "SessionAckSend", "skip": ["OrderAck", "FinalAck"]}
     return {"action": "receive", "args": args, "expect": expect}
 
 
@@ -127,10 +126,13 @@ def _blame(ordered: Ordered, violations: list[dict[str, Any]]) -> dict[str, dict
     The observer numbers packets across both directions in capture order and names the sender
     of the packet that broke the rule; a rule of 3.1.5.1 is pinned on the sender's packet that
     fails it on its own, a SessionAck rule on the acceptor's SessionAck at (or after) that place."""
+    from harness.session.rules import closing_rules
+
+    closing = closing_rules()
     out: dict[str, dict[int, set[str]]] = {"client": {}, "server": {}}
     for v in violations:
         rule_id, sender, position = v["rule_id"], v["direction"], v["packet_index"]
-        if rule_id in CLOSE_RULES:
+        if rule_id in closing:  # a packet that breaks it on its own: the close the acceptor owes follows
             for direction, i, data, _kind in ordered:
                 if direction == sender and _breaks(data, rule_id):
                     out[direction].setdefault(i, set()).add(rule_id)
@@ -152,8 +154,9 @@ def capture_to_case(
     case_id: str | None = None,
 ) -> dict[str, Any]:
     """The wire case (a YAML-ready mapping) replaying the initiator's side of ``flow``."""
-    from harness.session.rules import RULES
+    from harness.session.rules import RULES, closing_rules
 
+    closing = closing_rules()
     found = find_flow(capture, flow, ports)
     violations = analyse_flow(str(capture), found)["violations"]
     ordered = _packets_in_order(found)
@@ -183,8 +186,9 @@ def capture_to_case(
             steps.append({"action": "send", "args": {"packet": kind, "fields": fields}})
         else:
             steps.append({"action": "send", "args": {"packet": "raw", "hex": _hex(data)}})
-        if bad & CLOSE_RULES:
-            steps.append({"action": "receive", "args": {"timeout": 5, "skip": _ACKS}, "expect": {"closed": True}})
+        if bad & closing.keys():
+            close = {"within": "SessionAckSend", "skip": _ACKS}  # the close follows the discarded packet at once
+            steps.append({"action": "receive", "args": close, "expect": {"closed": True}})
             break
         if parsed is not None and not bad:
             steps.append(_receive_reply(kind))
