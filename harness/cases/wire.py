@@ -194,6 +194,12 @@ def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
         args: dict[str, Any] = step.get("args") or {}
         required, optional = ACTIONS[action]
         for arg in args:
+            if arg == "timeout" and action in WAIT_ACTIONS:
+                raise lines.error(
+                    ("when", i, "args", arg),
+                    "a wait is not a number of seconds: name the [MS-MQQB] 3.1.2 timer that bounds it "
+                    f"(within: <timer>); timers: {', '.join(TIMERS)}",
+                )
             if arg not in required | optional:
                 known = ", ".join(sorted(required | optional))
                 raise lines.error(("when", i, "args", arg), f"unknown argument {arg!r} of {action}; expected: {known}")

@@ -20,7 +20,7 @@ has the [MS-MQDMPR] model (``plugin:``, ``cmd:``) is ``not_applicable`` too, as 
 against ``mqqb://``.
 
 Time.  Every wait of a wire step is bounded by the [MS-MQQB] 3.1.2 timers it names
-(``within: SessionAckSend``; harness.cases.wire.TIMERS), computed by :class:`_Timing` from the
+(``within: SessionAckSend``; harness.cases.wire.TIMERS), computed by ``_WireRun.bound`` from the
 timer durations the harness uses (:class:`harness.session.SessionConfig`), the spec's fixed ones
 (OrderAckTimeout 500 ms, 3.1.3.2; the Ping Response Timer's second, 3.1.2.9) and the values the
 harness itself sent in its ConnectionParameters (AckTimeout, RecoverableAckTimeout, 2.2.2.1), each
@@ -29,7 +29,7 @@ half a real second, ``before`` (nothing may happen before the timers run out) ta
 reference Initiators run over ``harness.peers.InitiatorLink`` on a clock scaled by
 ``given.peer.timers`` (default 0.05 against the simulated peer: the 3.1.2 timers run a twentieth
 of their durations; 1 against a live target, or the target's ``?scale=``).  The simulated peer's
-own timers run at real durations unless :class:`harness.peers.SimulatedPeer` takes a time scale.
+own timers (:class:`harness.peers.SimulatedPeer` ``time_scale``) run at the same scale or faster.
 
 Target options: ``reference?peer=BEHAVIOUR`` runs every case whose simulated peer would behave
 ``normal`` against BEHAVIOUR instead (e.g. a boundary-conformant one), ``reference?scale=S`` sets
@@ -40,7 +40,6 @@ its timers S times their durations (default 1).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import itertools
 import socket
 import time
@@ -244,24 +243,12 @@ def wire_applicability(case: Case, target: Any) -> tuple[str, tuple[str, int] | 
 
 
 # ====================================================================== the simulated peer
-def _peer_scale_parameter() -> str:
-    """The keyword of harness.peers.SimulatedPeer that scales its [MS-MQQB] 3.1.2 timers ("" if none)."""
-    from harness.peers import SimulatedPeer
-
-    params = inspect.signature(SimulatedPeer).parameters
-    return next((k for k in ("time_scale", "timer_scale", "scale") if k in params), "")
-
-
 def _simulated_peer(behaviours: list[str], scale: float) -> Any:
     """A simulated acceptor (harness.peers.SimulatedPeer) on 127.0.0.1 port 0, its timers run
-    ``scale`` times their durations when the peer can scale them."""
+    ``scale`` times their durations."""
     from harness.peers import SimulatedPeer
 
-    kwargs: dict[str, Any] = {"behaviour": behaviours[-1], "read_timeout": 5.0}
-    keyword = _peer_scale_parameter()
-    if keyword:
-        kwargs[keyword] = scale
-    peer = SimulatedPeer("127.0.0.1", 0, **kwargs)
+    peer = SimulatedPeer("127.0.0.1", 0, behaviour=behaviours[-1], read_timeout=5.0, time_scale=scale)
     if len(behaviours) > 1:  # one per connection, the last one for every later connection
         peer.queue_behaviours(behaviours[:-1])
     peer.__enter__()
@@ -403,10 +390,7 @@ class _WireRun:
         # the initiator (a peer slower than the initiator's own timers would look late).
         default = options.scale if options.scale is not None else (DEFAULT_TIMER_SCALE if live is None else 1.0)
         self.scale = float(peer_spec.get("timers", default))  # the reference initiator's clock
-        if live is not None:
-            self.acceptor_scale = default
-        else:
-            self.acceptor_scale = min(default, self.scale) if _peer_scale_parameter() else 1.0
+        self.acceptor_scale = default if live is not None else min(default, self.scale)
         # the harness's own timers: the reference initiator's, or (acceptor side) the case's client
         self.initiator_scale = self.scale if self.side == "initiator" else self.acceptor_scale
         self.window = int(peer_spec.get("window", DEFAULT_WINDOW))
