@@ -1,0 +1,191 @@
+"""Wire waits derived from the [MS-MQQB] 3.1.2 timers (docs/cases.md, "Wire cases"): the bound of a
+step is the sum of the timers it names, from the durations the harness uses and the values it sent
+in its ConnectionParameters, scaled by the side that runs each timer, plus a margin (``within``) or
+less one (``before``); a wait that runs out says how its bound was derived; wire differences are
+graded by the requirement they check; the target options ``reference?peer=&scale=`` and
+``mqqb://...?scale=``."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cases.loader import load_text
+from harness.cases.model import Case
+from harness.cases.targets import make_target
+from harness.cases.targets.wire import (
+    WireOptions,
+    _WireRun,
+    parse_live_scale,
+    run_wire_case,
+)
+from harness.cases.wire import parse_bound
+from harness.model import DeliveryGuarantee, Message
+from harness.report.results import Outcome
+from harness.session import SessionConfig
+
+HEAD = """\
+id: w.timing
+title: t
+spec: [{section: MS-MQQB 3.1.5.8.2, requirement: MQQB-3.1.5.8.2-ACK-SEND-TIMER}]
+"""
+
+
+def _case(body: str) -> Case:
+    (case,) = load_text(HEAD + body, "timing.yaml")
+    return case
+
+
+ACCEPTOR = _case(
+    "given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: receive\n    args: {within: SessionAckSend}\n"
+)
+INITIATOR = _case(
+    "given:\n  peer: {under_test: initiator}\nwhen:\n  - action: create_outgoing_queue\n    args: {name: out}\n"
+)
+
+
+def test_a_bound_is_a_sum_of_named_timers_with_factors() -> None:
+    assert parse_bound("SessionAckSend") == ((1.0, "SessionAckSend"),)
+    assert parse_bound("SessionInitialization + 2 * SessionAckWait") == (
+        (1.0, "SessionInitialization"),
+        (2.0, "SessionAckWait"),
+    )
+    for bad in ("", "3", "SessionAckSend + ", "Session Ack Send", "0 * PingResponse", 7):
+        with pytest.raises(ValueError):
+            parse_bound(bad)
+
+
+def test_acceptor_acknowledgment_timers_follow_the_connection_parameters_the_case_sent() -> None:
+    from packets import session as sp
+
+    run = _WireRun(ACCEPTOR, None, 10.0)
+    config = SessionConfig()
+    # nothing sent yet: the values the client will send (AckTimeout 0x4E20 ms: 10 s)
+    assert run.timer("SessionAckSend") == (10.0, "AckTimeout 20000 ms to be sent / 2")
+    run.sent["ConnectionParameters"] = sp.connection_parameters(0x1D4C0, 0x1D4C0, 64)
+    assert run.timer("SessionAckSend") == (60.0, "AckTimeout 120000 ms sent / 2")
+    run.recoverable_sent = True  # 3.1.5.8.7: RecoverableAckSendTimeout restarts the timer
+    assert run.timer("SessionAckSend") == (120.0, "RecoverableAckTimeout 120000 ms sent (recoverable messages)")
+    assert run.timer("SessionAckWait") == (config.ack_wait_multiple * 120.0, "1 x AckTimeout 120000 ms sent")
+    assert run.timer("OrderAckSend")[0] == 0.5  # one transactional message: OrderAckTimeout only
+    run.tx_number = 2  # a later one within MaximumOrderAckDelay restarts the Order Ack Send Timer
+    assert run.timer("OrderAckSend") == (10.5, "OrderAckTimeout 500 ms + MaximumOrderAckDelay 10 s")
+    assert run.timer("PingResponse") == (1.0, "one second")
+    assert run.timer("SessionInitialization")[0] == config.session_initialization
+    assert run.timer("SessionRetryConnect")[0] == config.session_retry_connect
+
+
+def test_within_adds_a_margin_before_takes_one_off_and_each_side_has_its_scale() -> None:
+    live = _WireRun(ACCEPTOR, ("127.0.0.1", 1), 10.0, WireOptions(scale=0.5))
+    seconds, how = live.bound({"within": "SessionAckSend"})
+    assert seconds == pytest.approx(10.0 * 0.5 * 1.25 + 0.5)
+    assert how.startswith("within SessionAckSend: SessionAckSend (MS-MQQB 3.1.2.5, AckTimeout 20000 ms")
+    assert "x scale 0.5" in how and "+25 % +0.5 s" in how.replace("%", " %")
+    seconds, how = live.bound({"before": "2 * PingResponse"})
+    assert seconds == pytest.approx(2 * 1.0 * 0.5 * 0.75)
+    assert how.startswith("before 2 * PingResponse: 2 x PingResponse")
+    # the reference initiator runs at the case's timers; the simulated peer no slower
+    slow = _case(
+        "given:\n  peer: {under_test: initiator, timers: 1}\nwhen:\n  - action: create_outgoing_queue\n"
+        "    args: {name: out}\n"
+    )
+    run = _WireRun(slow, None, 10.0)
+    assert (run.initiator_scale, run.acceptor_scale) == (1.0, 0.05)
+    seconds, _ = run.bound({"within": "SessionInitialization + SessionAckSend"})
+    assert seconds == pytest.approx((30.0 * 1.0 + 10.0 * 0.05) * 1.25 + 0.5)
+
+
+def test_the_initiator_bound_uses_the_connection_parameters_the_reference_sent() -> None:
+    case = _case(
+        "given:\n  peer: {under_test: initiator}\nwhen:\n  - action: create_outgoing_queue\n    args: {name: out}\n"
+        "  - action: enqueue\n    args: {queue: out, message: {id: m1, delivery: recoverable}}\n"
+        "  - action: wait_for\n    args: {acked: [m1], within: SessionInitialization + SessionAckSend}\n"
+    )
+    before = _WireRun(case, None, 10.0)
+    before.messages["m1"] = Message(b"", DeliveryGuarantee=DeliveryGuarantee.Recoverable)
+    # RecoverableAckSendTimeout comes from the EstablishConnection round trip: at most 0x1D4C0 ms
+    assert before.timer("SessionAckSend") == (120.0, "RecoverableAckTimeout 120000 ms at most (recoverable messages)")
+    run = _WireRun(case, None, 10.0)
+    try:
+        run.start()
+        for step in case.when:
+            result = getattr(run, step.action)(step.args)
+        assert result["satisfied"] is True
+        seconds, how = run.timer("SessionAckSend")
+    finally:
+        run.close()
+    # once sent: 8 x the round trip of the EstablishConnection Packet, clamped to 0x1F4-0x1D4C0 ms
+    # (3.1.5.3.2): on loopback 500 ms, less than AckTimeout / 2, which then bounds the wait
+    assert run._initiator_cp is not None and 0x1F4 <= run._initiator_cp[0] < 0x1D4C0
+    assert (seconds, how) == (10.0, "AckTimeout 20000 ms sent / 2")
+    assert run.waited.startswith("within SessionInitialization + SessionAckSend: ")
+
+
+def test_a_wait_that_runs_out_says_which_timers_bound_it() -> None:
+    case = _case(
+        "given:\n  peer: {under_test: acceptor, behaviour: missing-ack}\nwhen:\n"
+        "  - action: send\n    args: {packet: EstablishConnection}\n"
+        "  - action: receive\n    args: {packet: EstablishConnection, within: SessionInitialization}\n"
+        "  - action: send\n    args: {packet: ConnectionParameters}\n"
+        "  - action: receive\n    args: {packet: ConnectionParameters, within: SessionInitialization}\n"
+        "  - action: send\n    args: {packet: UserMessage}\n"
+        "  - action: receive\n    args: {packet: SessionAck, within: SessionAckSend}\n"
+    )
+    result = run_wire_case(case, make_target("reference"))
+    assert result.outcome is Outcome.failed
+    failure = result.failures[0]
+    assert (failure.step, failure.field, failure.requirement, failure.level) == (
+        5,
+        "timed_out",
+        "MQQB-3.1.5.8.2-ACK-SEND-TIMER",
+        "MUST",
+    )
+    assert "waited within SessionAckSend: SessionAckSend (MS-MQQB 3.1.2.5, AckTimeout 20000 ms sent / 2: 10 s)" in (
+        failure.message
+    )
+    assert "x scale 0.05" in failure.message and "1.12 s" in failure.message
+
+
+@pytest.mark.parametrize(
+    ("annotation", "outcome", "level"),
+    [
+        ("requirement: MQQB-2.2.1-CS-NULL-SERVERGUID", Outcome.non_strict, "interpretation"),
+        ("requirement: MQQB-3.1.5.3.1-CS-VALID", Outcome.failed, "MUST"),
+    ],
+)
+def test_a_wire_difference_is_graded_by_the_requirement_it_checks(
+    annotation: str, outcome: Outcome, level: str
+) -> None:
+    case = _case(
+        "given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: send\n    args: {packet: EstablishConnection}\n"
+        "  - action: receive\n    args: {packet: EstablishConnection, within: SessionInitialization}\n"
+        f"    expect:\n      InternalHeader.Flags.CS: {{is: 1, {annotation}}}\n"
+        "      InternalHeader.Flags.PT: {is: 2, requirement: MQQB-3.1.5.3.1-EC-HEADERS}\n"
+    )
+    result = run_wire_case(case, make_target("reference"))
+    assert result.outcome is outcome
+    (failure,) = result.failures
+    assert failure.field == "InternalHeader.Flags.CS" and failure.expected == 1 and failure.observed == 0
+    assert failure.level == level and failure.requirement == annotation.split(": ")[1]
+
+
+def test_target_options_name_the_peer_behaviour_and_the_time_scale() -> None:
+    target = make_target("reference?peer=late-ack&scale=0.1")
+    assert target.wire_options == WireOptions("late-ack", 0.1)
+    assert not hasattr(make_target("reference"), "wire_options")
+    for bad in ("reference?peer=lazy", "reference?scale=0", "reference?scale=2", "reference?speed=1"):
+        with pytest.raises(ValueError):
+            make_target(bad)
+    assert parse_live_scale("mqqb://127.0.0.1:1801") == 1.0
+    assert parse_live_scale("mqqb://127.0.0.1:1801?ping=3527&scale=0.05") == 0.05
+    with pytest.raises(ValueError):
+        parse_live_scale("mqqb://127.0.0.1:1801?scale=x")
+
+
+def test_the_peer_option_replaces_the_normal_behaviour_only() -> None:
+    faults = _case(
+        "given:\n  peer: {under_test: initiator, behaviour: [close-after-3, normal]}\nwhen:\n"
+        "  - action: create_outgoing_queue\n    args: {name: out}\n"
+    )
+    run = _WireRun(faults, None, 10.0, WireOptions(peer="late-ack"))
+    assert run.behaviours == ["close-after-3", "late-ack"]
+    assert _WireRun(INITIATOR, None, 10.0, WireOptions(peer="window-min")).behaviours == ["window-min"]
