@@ -25,7 +25,8 @@ timer durations the harness uses (:class:`harness.session.SessionConfig`), the s
 (OrderAckTimeout 500 ms, 3.1.3.2; the Ping Response Timer's second, 3.1.2.9) and the values the
 harness itself sent in its ConnectionParameters (AckTimeout, RecoverableAckTimeout, 2.2.2.1), each
 multiplied by the time scale of the side that runs the timer; ``within`` adds a margin of 25 % and
-half a real second, ``before`` (nothing may happen before the timers run out) takes 25 % off.  The
+half a real second (a twentieth when the step expects that nothing happens: it always waits its
+bound out), ``before`` (nothing may happen before the timers run out) takes 25 % off.  The
 reference Initiators run over ``harness.peers.InitiatorLink`` on a clock scaled by
 ``given.peer.timers`` (default 0.05 against the simulated peer: the 3.1.2 timers run a twentieth
 of their durations; 1 against a live target, or the target's ``?scale=``).  The simulated peer's
@@ -84,7 +85,8 @@ DEFAULT_TIMER_SCALE = 0.05
 DEFAULT_WINDOW = 2
 CONNECT_TIMEOUT = 2.0
 WITHIN_FACTOR = 1.25  # `within`: the timers' durations plus a quarter ...
-WITHIN_SLACK = 0.5  # ... plus this many real seconds (scheduling, loopback, a busy machine)
+WITHIN_SLACK = 0.5  # ... plus this many real seconds (scheduling, loopback, a busy machine) ...
+QUIET_SLACK = 0.05  # ... or this many when the step expects that nothing happens (the wait always runs out)
 BEFORE_FACTOR = 0.75  # `before`: a quarter less than the timers' durations
 # What the case's own client sends in a ConnectionParameters request unless a step overrides it
 # ([MS-MQQB] 2.2.2.1): RecoverableAckTimeout 10 s, AckTimeout 20 s (the smallest valid), WindowSize 64.
@@ -426,6 +428,7 @@ class _WireRun:
         self._last_ping: bytes | None = None  # the Ping Response of the last ping step
         self._initiator_cp: tuple[int, int] | None = None  # (RecoverableAckTimeout, AckTimeout) it sent
         self.waited = ""  # how the last waiting step's bound was derived
+        self.quiet = False  # the current step expects that nothing happens (satisfied/answered false, timed_out)
 
     # -- wait bounds ([MS-MQQB] 3.1.2) ------------------------------------------------------------
     def _connection_parameters(self) -> tuple[int | None, int, str]:
@@ -509,7 +512,8 @@ class _WireRun:
             times = "" if factor == 1 else f"{factor:g} x "
             parts.append(f"{times}{name} ({section}, {how}: {seconds:g} s) x scale {scale:g}")
         if key == "within":
-            real, margin = total * WITHIN_FACTOR + WITHIN_SLACK, f"+{WITHIN_FACTOR - 1:.0%} +{WITHIN_SLACK:g} s"
+            slack = QUIET_SLACK if self.quiet else WITHIN_SLACK
+            real, margin = total * WITHIN_FACTOR + slack, f"+{WITHIN_FACTOR - 1:.0%} +{slack:g} s"
         else:
             real, margin = total * BEFORE_FACTOR, f"-{1 - BEFORE_FACTOR:.0%}"
         return real, f"{key} {expr}: {' + '.join(parts)} = {total:.3g} s, {margin} = {real:.3g} s"
@@ -1143,6 +1147,15 @@ def _graded(case: Case, step: Step | None, index: int, where: str, f: _Failure, 
     return graded(case, step, failure, f.raw)
 
 
+_NOTHING = {"satisfied": False, "timed_out": True, "answered": False}
+
+
+def _expects_nothing(step: Step) -> bool:
+    """The step checks that nothing happens within its bound (its wait always runs out)."""
+    expect = step.expect or {}
+    return any(k in expect and unwrap(expect[k]) is v for k, v in _NOTHING.items())
+
+
 def _result(case: Case, outcome: Outcome, start: float, failures: list[StepFailure], detail: str) -> CaseResult:
     return CaseResult.of(case, outcome, time.perf_counter() - start, failures, detail)
 
@@ -1178,6 +1191,7 @@ def run_wire_case(
             where = f"step {index} ({step.action}, line {step.line})"
             run._last_packet = None
             run.waited = ""
+            run.quiet = _expects_nothing(step)
             result = getattr(run, step.action)(step.args)
             found = run.check_step(step.action, step.args, step.expect, result)
             if found:
