@@ -1175,7 +1175,8 @@ def run_wire_case(
     """Run one wire case against ``target``; never raises.  A step's differences are graded by
     the requirements they check and the case stops at the first step that has any (its outcome
     is the worst grade among them, as for model cases).  ``on_sent`` sees every packet the harness
-    sent, with the wall-clock time it was written (``time.time()``)."""
+    sent, with the wall-clock time it was written (``time.time()``).  ``step_timeout`` (the runner's)
+    bounds no wire wait: those are bounded by the [MS-MQQB] 3.1.2 timers the steps name."""
     start = time.perf_counter()
     why, live = wire_applicability(case, target)
     if why:
