@@ -99,9 +99,22 @@ def test_acceptor_cases_give_the_same_outcome_against_a_live_simulated_peer(wire
     simulated = run(acceptor, "reference")
     with SimulatedPeer(time_scale=0.05) as peer:
         host, port = peer.address
-        live = run(acceptor, f"mqqb://{host}:{port}?ping={peer.ping_address[1]}&scale=0.05")
+        live = run(acceptor, f"mqqb://{host}:{port}?ping={peer.ping_address[1]}&scale=0.05&tx-queue=1")
     assert _outcomes(live) == _outcomes(simulated)
     assert set(_outcomes(live).values()) == {"passed"}
+
+
+def test_a_transactional_case_needs_a_named_transactional_queue_of_a_live_acceptor(wire_cases: list) -> None:
+    order_ack = [c for c in wire_cases if c.id == "mqqb.acceptor.order-ack"]
+    with SimulatedPeer(time_scale=0.05) as peer:
+        host, port = peer.address
+        unnamed = run(order_ack, f"mqqb://{host}:{port}?scale=0.05")
+        named = run(order_ack, f"mqqb://{host}:{port}?scale=0.05&tx-queue=7")
+        delivered = [m.headers.UserHeader.DestinationQueue.PrivateQueueIdentifier for m in peer.delivered]
+    [result] = unnamed.results
+    assert result.outcome is Outcome.not_applicable and "tx-queue=ID" in result.detail
+    assert [r.outcome for r in named.results] == [Outcome.passed]
+    assert delivered == [7]
 
 
 def test_initiator_cases_needing_the_simulated_peer_are_not_applicable_to_a_live_target(wire_cases: list) -> None:
@@ -155,7 +168,7 @@ def test_a_broken_acceptor_fails_the_relevant_acceptor_cases(
     acceptor = [c for c in wire_cases if c.given["peer"]["under_test"] == "acceptor"]
     with SimulatedPeer(behaviour=behaviour, time_scale=0.05) as peer:  # a live acceptor on a fast clock
         host, port = peer.address
-        result = run(acceptor, f"mqqb://{host}:{port}?ping={peer.ping_address[1]}&scale=0.05", workers=4)
+        result = run(acceptor, f"mqqb://{host}:{port}?ping={peer.ping_address[1]}&scale=0.05&tx-queue=1", workers=4)
     by_id = {r.case_id: r for r in result.results}
     failed = by_id[case_id]
     assert failed.outcome is outcome, failed.detail

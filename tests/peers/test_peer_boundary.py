@@ -266,7 +266,7 @@ def test_the_acceptor_corpus_passes_against_the_project_peer_with_a_boundary_beh
     peer = _start_peer(name, port, ping_port)
     try:
         report = tmp_path / "results.json"
-        target = f"mqqb://127.0.0.1:{port}?ping={ping_port}&scale={SCALE}"
+        target = f"mqqb://127.0.0.1:{port}?ping={ping_port}&scale={SCALE}&tx-queue=1"
         run = subprocess.run(
             [sys.executable, "-m", "harness.cli", "run", "cases/mqqb", "--target", target, "--json", str(report)],
             cwd=ROOT,

@@ -144,10 +144,13 @@ def _query(spec: str, known: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+LIVE_QUERY = ("ping", "scale", "queue", "tx-queue")  # the queries of mqqb://host:port?...
+
+
 def parse_ping_port(spec: str) -> int | None:
     """The UDP port of ``mqqb://host:port?ping=PORT`` (where the acceptor listens for Ping
     Requests, [MS-MQQB] 2.1.2; 3527 for MSMQ), None without the query."""
-    value = _query(spec, ("ping", "scale")).get("ping")
+    value = _query(spec, LIVE_QUERY).get("ping")
     if value is None:
         return None
     if not value.isdigit() or not 0 < int(value) < 65536:
@@ -155,10 +158,22 @@ def parse_ping_port(spec: str) -> int | None:
     return int(value)
 
 
+def parse_live_queue(spec: str, key: str) -> int | None:
+    """``mqqb://host:port?queue=ID`` / ``?tx-queue=ID``: the PrivateQueueIdentifier ([MS-MQMQ]
+    2.2.18.1.5.1) of a private queue of the live acceptor that the case's UserMessages address,
+    ``tx-queue`` one that is transactional; None without the query."""
+    value = _query(spec, LIVE_QUERY).get(key)
+    if value is None:
+        return None
+    if not value.isdigit() or not 0 < int(value) <= 0xFFFFFFFF:
+        raise ValueError(f"{spec!r}: {key}=ID takes a private queue identifier (1 to 0xFFFFFFFF)")
+    return int(value)
+
+
 def parse_live_scale(spec: str) -> float:
     """``mqqb://host:port?scale=S``: the live acceptor runs its [MS-MQQB] 3.1.2 timers S times
     their durations (e.g. the project's own peer on a scaled clock); 1 without the query."""
-    value = _query(spec, ("ping", "scale")).get("scale")
+    value = _query(spec, LIVE_QUERY).get("scale")
     return 1.0 if value is None else _parse_scale(spec, value)
 
 
@@ -187,9 +202,14 @@ def reference_target(spec: str) -> ReferenceTarget:
 
 
 class LiveWireTarget:
-    """``--target mqqb://host:port[?ping=PORT][&scale=S]``: a live [MS-MQQB] acceptor, for wire
-    cases only; ``ping=PORT`` names the UDP port it answers Ping Requests on ([MS-MQQB] 2.1.2),
-    ``scale=S`` the time scale of its 3.1.2 timers (1, real durations, by default)."""
+    """``--target mqqb://host:port[?ping=PORT][&scale=S][&queue=ID][&tx-queue=ID]``: a live
+    [MS-MQQB] acceptor, for wire cases only; ``ping=PORT`` names the UDP port it answers Ping
+    Requests on ([MS-MQQB] 2.1.2), ``scale=S`` the time scale of its 3.1.2 timers (1, real
+    durations, by default), ``queue=ID`` the private queue the case's express and recoverable
+    UserMessages address (1 by default) and ``tx-queue=ID`` a transactional private queue for its
+    transactional ones (without it, a case that sends one is not applicable: a message to a queue
+    that does not exist or is not transactional is answered by a negative acknowledgment, not an
+    OrderAck, [MS-MQQB] 3.1.5.8.5, 3.1.5.8.6)."""
 
     wire_only = True
     handles_timeout = True
@@ -200,6 +220,8 @@ class LiveWireTarget:
         port = parse_ping_port(spec)
         self.ping_address = (self.wire_address[0], port) if port is not None else None
         self.wire_options = WireOptions(scale=parse_live_scale(spec))
+        self.queue_id = parse_live_queue(spec, "queue") or 1
+        self.tx_queue_id = parse_live_queue(spec, "tx-queue")
 
     def hello(self) -> TargetInfo:
         """The target's hello: one TCP connection to the acceptor, opened and closed, so that an
@@ -237,6 +259,16 @@ def wire_applicability(case: Case, target: Any) -> tuple[str, tuple[str, int] | 
         if not why and getattr(target, "ping_address", None) is None and any(s.action == "ping" for s in case.when):
             # [MS-MQQB] 2.1.2: an acceptor MAY listen for Ping Requests, on a port of its own
             why = "pings the acceptor, and the target names no UDP ping port (mqqb://host:port?ping=PORT)"
+            return why, None
+        transactional = any(
+            s.action == "send" and s.args.get("packet") == "UserMessage" and s.args.get("delivery") == "transactional"
+            for s in case.when
+        )
+        if not why and transactional and getattr(target, "tx_queue_id", None) is None:
+            why = (
+                "sends a transactional UserMessage, and the target names no transactional private queue "
+                "(mqqb://host:port?tx-queue=ID)"
+            )
             return why, None
         return (f"{why}; the target is a live peer" if why else ""), tuple(live)
     if type(target) is ReferenceTarget:
@@ -401,6 +433,8 @@ class _WireRun:
         self.silent: socket.socket | None = None
         self.address: tuple[str, int] = live if live is not None else ("", 0)
         self.ping_address: tuple[str, int] | None = None  # the simulated peer's UDP ping port
+        # PrivateQueueIdentifier the case's UserMessages address: (express/recoverable, transactional)
+        self.queue_ids: tuple[int, int] = (1, 1)
         # initiator side
         self.qm: Any = None
         self.link: _SenderLink | None = None
@@ -775,6 +809,7 @@ class _WireRun:
                         self.server_guid,
                         body.encode() if isinstance(body, str) else bytes(body),
                         label="wire case",
+                        queue_id=self.queue_ids[delivery is DeliveryClass.transactional],
                         message_id=next(self.message_ids),
                         sent_time=int(time.time()) & 0xFFFFFFFF,
                         delivery=delivery,
@@ -1184,6 +1219,7 @@ def run_wire_case(
     run = _WireRun(case, live, step_timeout, _options(target))
     if live is not None:
         run.ping_address = getattr(target, "ping_address", None)
+        run.queue_ids = (getattr(target, "queue_id", 1), getattr(target, "tx_queue_id", None) or 1)
     where = "setup"
     failures: list[StepFailure] = []
     try:
