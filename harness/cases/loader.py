@@ -285,7 +285,7 @@ def requirements_for(file: str | Path) -> dict[str, Requirement]:
 
 _REQ_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SECTION = re.compile(r"^MS-[A-Z0-9]+ [0-9]+(\.[0-9]+)*$")
-_REQ_KEYS = ("id", "section", "level", "quote", "note", "alternatives", "text")
+_REQ_KEYS = ("id", "section", "level", "quote", "note", "alternatives")
 _LEVELS = ", ".join(str(lv) for lv in Level)
 
 
@@ -317,8 +317,6 @@ def load_requirements(path: str | Path) -> list[Requirement]:
 def _requirement(item: Any, i: int, lines: Lines, seen: dict[str, int]) -> Requirement:
     if not isinstance(item, dict):
         raise lines.error((i,), "wrong type: expected a mapping {id, section, level, quote}")
-    if "text" in item and "quote" not in item:
-        item = {**item, "quote": item["text"]}
     for key in item:
         if key not in _REQ_KEYS:
             raise lines.error((i, key), f"unknown key {key!r}; expected one of: {', '.join(_REQ_KEYS)}")

@@ -516,9 +516,10 @@ def test_load_requirements(tmp_path: Path) -> None:
     )
     assert [r.level for r in reqs] == [Level.MUST, Level.interpretation, Level.MUST]
     assert [r.level.strict for r in reqs] == [True, False, True]
-    # the transitional ``text`` is read as the quote
+    # a paraphrase is no quote: ``text`` is not a key of a requirement
     path.write_text(f"- {{id: R1, section: MS-MQDMPR 3.1.7.3.2, text: {SEEK_QUOTE}}}\n")
-    assert load_requirements(path)[0].quote == SEEK_QUOTE
+    with pytest.raises(CaseError, match="unknown key 'text'"):
+        load_requirements(path)
 
 
 @pytest.mark.parametrize(

@@ -409,3 +409,17 @@ def test_no_expectation_rests_on_an_interpretation_at_must_level() -> None:
         # every interpretation is checked by some case, and only where graded by it (non-strict)
         assert r.id in used, f"{r.id}: no case cites it"
         assert len(r.alternatives) >= 2, r.id
+
+
+def test_a_case_cites_requirement_ids_and_never_copies_their_text(tmp_path: Path) -> None:
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    (folder / "requirements.yaml").write_text(REQUIREMENTS)
+    text = CASES.split("---\n")[0].replace(
+        "requirement: T-SEEK-HEAD}]", "requirement: T-SEEK-HEAD, text: Set iIterator to the Head.}]"
+    )
+    (folder / "bad.yaml").write_text(text)
+    with pytest.raises(CaseError) as err:
+        load_paths([folder])
+    assert (err.value.line, err.value.key) == (3, "spec[0].text")
+    assert "unknown key 'text'" in err.value.message
