@@ -160,7 +160,7 @@ def _case(result: CaseResult) -> str:
     ]
     parts.extend(_failure(f) for f in result.failures)
     detail = result.detail.strip()
-    if detail and (not result.failures or result.outcome is not Outcome.failed):
+    if detail and (not result.failures or result.outcome not in (Outcome.failed, Outcome.non_strict)):
         parts.append(f'<pre class="detail">{escape(detail)}</pre>')
     parts.append("</li>")
     return "".join(parts)
