@@ -121,13 +121,21 @@ then:
 """
 
 
-@pytest.fixture()
-def corpus(tmp_path: Path) -> Path:
+def _cases_folder(tmp_path: Path, name: str, text: str) -> Path:
+    """A cases folder with the requirements above and one case file."""
     folder = tmp_path / "cases"
     folder.mkdir()
     (folder / "requirements.yaml").write_text(REQUIREMENTS)
-    (folder / "seek.yaml").write_text(CASES)
+    (folder / name).write_text(text)
     return folder
+
+
+FIRST_CASE = CASES.split("---\n")[0]
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    return _cases_folder(tmp_path, "seek.yaml", CASES)
 
 
 def _outcomes(folder: Path, strict: bool = False) -> dict[str, Outcome]:
@@ -176,13 +184,10 @@ def test_strict_makes_non_strict_fail_the_run(corpus: Path) -> None:
 
 
 def test_an_unknown_requirement_id_is_a_load_error_at_its_line(tmp_path: Path) -> None:
-    folder = tmp_path / "cases"
-    folder.mkdir()
-    (folder / "requirements.yaml").write_text(REQUIREMENTS)
-    text = CASES.split("---\n")[0].replace(
+    text = FIRST_CASE.replace(
         "expect: {rMessagePosition: m1}", "expect: {rMessagePosition: {is: m1, requirement: T-SEEK-HAED}}"
     )
-    (folder / "bad.yaml").write_text(text)
+    folder = _cases_folder(tmp_path, "bad.yaml", text)
     with pytest.raises(CaseError) as err:
         load_paths([folder])
     assert err.value.line == 8
@@ -190,12 +195,7 @@ def test_an_unknown_requirement_id_is_a_load_error_at_its_line(tmp_path: Path) -
 
 
 def test_a_spec_reference_under_another_section_is_a_load_error(tmp_path: Path) -> None:
-    folder = tmp_path / "cases"
-    folder.mkdir()
-    (folder / "requirements.yaml").write_text(REQUIREMENTS)
-    (folder / "bad.yaml").write_text(
-        CASES.split("---\n")[0].replace("3.1.7.3.2, requirement", "3.1.7.3.1, requirement")
-    )
+    folder = _cases_folder(tmp_path, "bad.yaml", FIRST_CASE.replace("3.1.7.3.2, requirement", "3.1.7.3.1, requirement"))
     with pytest.raises(CaseError) as err:
         load_paths([folder])
     assert (err.value.line, err.value.key) == (3, "spec[0].section")
@@ -412,13 +412,10 @@ def test_no_expectation_rests_on_an_interpretation_at_must_level() -> None:
 
 
 def test_a_case_cites_requirement_ids_and_never_copies_their_text(tmp_path: Path) -> None:
-    folder = tmp_path / "cases"
-    folder.mkdir()
-    (folder / "requirements.yaml").write_text(REQUIREMENTS)
-    text = CASES.split("---\n")[0].replace(
+    text = FIRST_CASE.replace(
         "requirement: T-SEEK-HEAD}]", "requirement: T-SEEK-HEAD, text: Set iIterator to the Head.}]"
     )
-    (folder / "bad.yaml").write_text(text)
+    folder = _cases_folder(tmp_path, "bad.yaml", text)
     with pytest.raises(CaseError) as err:
         load_paths([folder])
     assert (err.value.line, err.value.key) == (3, "spec[0].text")
