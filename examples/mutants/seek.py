@@ -49,23 +49,6 @@ class PeekReturnsAnyLocked(QueueManager):
         return it
 
 
-class BackwardSeekReturnsEnd(QueueManager):
-    """Breaks 3.1.7.3.2 (Backward): the walk ends on Start and "Set rMessagePosition to
-    iIterator" returns Start; this mutant returns End when nothing is found backward."""
-
-    def seek_available_message_position(
-        self,
-        iInitialPosition: MessagePosition,
-        iQueue: Queue,
-        iPeekOperation: bool,
-        iSeekDirection: SeekDirection = SeekDirection.Forward,
-    ) -> MessagePosition:
-        r = super().seek_available_message_position(iInitialPosition, iQueue, iPeekOperation, iSeekDirection)
-        if r is iQueue.MessagePositionList.Start:
-            return iQueue.MessagePositionList.End
-        return r
-
-
 class ForwardSeekIncludesInitial(QueueManager):
     """Breaks 3.1.7.3.2 (Forward): "Else: Set iIterator to iInitialPosition.Next" - this mutant
     starts the walk at iInitialPosition itself, returning it again when it is Available."""

@@ -12,7 +12,7 @@ import pytest
 from harness.cases.coverage import coverage
 from harness.cases.grading import attribute
 from harness.cases.loader import load_paths, load_requirements
-from harness.cases.mutants import MUTANTS, run_mutants
+from harness.cases.mutants import MUTANTS, render, run_mutant, run_mutants
 from harness.cases.runner import run
 from harness.cases.targets.reference import PSEUDO_EVENTS
 
@@ -54,11 +54,46 @@ def test_every_requirement_has_a_case(corpus: list) -> None:
     assert not report.mismatched, report.mismatched
 
 
-def test_every_mutant_is_caught() -> None:
-    assert len(MUTANTS) >= 10
-    results = run_mutants(MUTANTS, [str(CASES)], workers=2)
-    survivors = [r.mutant for r in results if not r.caught]
-    assert not survivors
+SENDER_CASES = [str(CASES / "mqqb" / "outgoing.yaml")]
+
+
+def test_every_model_mutant_is_caught_by_a_failed_expectation() -> None:
+    model = [m for m in MUTANTS if not m.startswith("examples.mutants.sender:")]
+    assert len(model) >= 10
+    results = run_mutants(model, [str(CASES / "mqdmpr")], workers=2)
+    assert not [r.mutant for r in results if not r.caught], render(results)
+
+
+def test_every_sender_mutant_is_caught_through_the_wire() -> None:
+    """[MS-MQQB] 3.1.7.12: each skip condition and the ConnectionHistory rule in each session
+    state, broken by one mutant, is caught by a MUST the initiator wire cases check."""
+    sender = [m for m in MUTANTS if m.startswith("examples.mutants.sender:")]
+    assert len(sender) >= 9
+    results = run_mutants(sender, SENDER_CASES, workers=2)
+    assert not [r.mutant for r in results if not r.caught], render(results)
+    assert not [r.mutant for r in results if r.erred], render(results)
+    assert all(r.mutant for r in results if r.caught_by)
+    assert run(load_paths(SENDER_CASES), "reference").ok  # the reference passes the same cases
+
+
+CRASHING = """
+from harness.model import QueueManager
+
+
+class Crashes(QueueManager):
+    def seek_available_message_position(self, *args, **kwargs):
+        raise RuntimeError("a crash is no verdict")
+"""
+
+
+def test_a_mutant_that_only_crashes_is_not_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "crashing_mutant.py").write_text(CRASHING)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seek = [str(CASES / "mqdmpr" / "seek")]
+    result = run_mutant("crashing_mutant:Crashes", seek)
+    assert result.erred and not result.caught_by
+    assert not result.caught
+    assert "SURVIVED" in render([result]) and "erred, no catch" in render([result])
 
 
 def test_the_corpus_through_the_cmd_adapter_gives_identical_outcomes(corpus: list) -> None:

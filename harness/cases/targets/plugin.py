@@ -1,8 +1,10 @@
 """``plugin:pkg.mod:Class`` targets: an implementation under test loaded into the harness.
 
-Renders the plugin row of the targets table of docs/cases.md: ``Class`` is either a subclass
-of the reference ``harness.model.QueueManager`` ([MS-MQDMPR] 3.1.1.1, overriding some of its
-event methods; it runs behind :class:`~harness.cases.targets.reference.ReferenceTarget`) or any
+Renders the plugin row of the targets table of docs/cases.md: ``Class`` is a subclass of the
+reference ``harness.model.QueueManager`` ([MS-MQDMPR] 3.1.1.1, overriding some of its event
+methods; it runs behind :class:`~harness.cases.targets.reference.ReferenceTarget`), a subclass
+of the reference sender ``harness.session.OutgoingQueueProcessing`` ([MS-MQQB] 3.1.7.12; the
+initiator wire cases run it in place of the reference's, against the simulated peer), or any
 class implementing the ``harness.cases.target.Target`` protocol, constructed without arguments.
 """
 
@@ -39,8 +41,16 @@ class PluginTarget:
     def __init__(self, path: str) -> None:
         self.path = path
         cls = load_plugin_class(path)
+        from harness.session import OutgoingQueueProcessing
+
         if issubclass(cls, QueueManager):
             self.inner: Target = ReferenceTarget(queue_manager_class=cls, name=f"plugin:{path}")
+        elif issubclass(cls, OutgoingQueueProcessing):
+            from harness.cases.targets.wire import WireOptions
+
+            reference = ReferenceTarget(name=f"plugin:{path}")
+            reference.wire_options = WireOptions(sender=cls)  # type: ignore[attr-defined]
+            self.inner = reference
         else:
             inner = cls()
             methods = ("hello", "setup", "event", "observe", "close")

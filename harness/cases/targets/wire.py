@@ -103,10 +103,13 @@ TIME_TO_REACH_QUEUE = 0x54600  # seconds (4 days): what the model gives a messag
 class WireOptions:
     """How wire cases run on the reference target (``reference?peer=...&scale=...``) or a live
     one (``mqqb://...?scale=...``): the behaviour that replaces ``normal`` for the simulated peer,
-    and the time scale of the sessions (None: 0.05 simulated, 1 live)."""
+    the time scale of the sessions (None: 0.05 simulated, 1 live), and the sender whose
+    [MS-MQQB] 3.1.7.12 processing the initiator cases judge (None: the reference
+    harness.session.OutgoingQueueProcessing; a subclass through ``plugin:pkg.mod:Class``)."""
 
     peer: str | None = None
     scale: float | None = None
+    sender: type | None = None
 
 
 def _parse_scale(spec: str, value: str) -> float:
@@ -271,7 +274,12 @@ def wire_applicability(case: Case, target: Any) -> tuple[str, tuple[str, int] | 
             )
             return why, None
         return (f"{why}; the target is a live peer" if why else ""), tuple(live)
-    if type(target) is ReferenceTarget:
+    inner = getattr(target, "inner", target)  # a plugin runs behind the reference target
+    if isinstance(inner, ReferenceTarget):
+        from harness.model import QueueManager
+
+        if inner.queue_manager_class is not QueueManager:
+            return "wire cases run the reference queue manager; this plugin replaces the model only", None
         return "", None
     return "a wire case needs an [MS-MQQB] target (reference or mqqb://host:port); this one has the model only", None
 
@@ -415,6 +423,7 @@ class _WireRun:
         self.live = live
         self.step_timeout = step_timeout
         options = options or WireOptions()
+        self.options = options
         peer_spec = case.given["peer"]
         self.side = peer_spec["under_test"]
         self.behaviours = [options.peer if b == "normal" and options.peer else b for b in behaviours_of(peer_spec)]
@@ -583,7 +592,8 @@ class _WireRun:
             from harness.session import OutgoingQueueProcessing
 
             host, port = self.address
-            self.oqp = OutgoingQueueProcessing(
+            sender = self.options.sender or OutgoingQueueProcessing
+            self.oqp = sender(
                 self.qm,
                 address_of=lambda queue: f"{_unresolvable(queue) or host}:{port}",
                 config=self.config,
@@ -1196,7 +1206,7 @@ def _result(case: Case, outcome: Outcome, start: float, failures: list[StepFailu
 
 
 def _options(target: Any) -> WireOptions:
-    options = getattr(target, "wire_options", None)
+    options = getattr(getattr(target, "inner", target), "wire_options", None)
     return options if isinstance(options, WireOptions) else WireOptions()
 
 
