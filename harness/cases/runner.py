@@ -236,9 +236,13 @@ def applicability(case: Case, info: TargetInfo | None) -> tuple[Outcome, str] | 
     """``(unsupported | not_applicable, reason)`` when the case cannot run on the target."""
     if info is None:
         return None
-    missing = [c for c in case.requires if c not in info.capabilities]
+    from harness.cases.target import CAPABILITIES, MODEL
+
+    needed = list(case.requires) if case.wire else [MODEL, *case.requires]
+    missing = [c for c in needed if c not in info.capabilities]
     if missing:
-        return Outcome.not_applicable, f"target lacks: {', '.join(missing)}"
+        said = ", ".join(f"{c} ({CAPABILITIES[c]})" if c in CAPABILITIES else c for c in missing)
+        return Outcome.not_applicable, f"the target lacks {said}"
     absent = unsupported_by(case, info)
     if absent:
         return Outcome.unsupported, f"the target does not implement: {', '.join(absent)}"
@@ -272,9 +276,7 @@ def run_case(
     if case.wire:  # [MS-MQQB] wire cases run over TCP: harness.cases.targets.wire
         from harness.cases.targets.wire import run_wire_case
 
-        return run_wire_case(case, target, step_timeout=step_timeout)
-    if getattr(target, "wire_only", False):
-        return _result(case, Outcome.not_applicable, start, [], "the target is an [MS-MQQB] endpoint: wire cases only")
+        return run_wire_case(case, target, info, step_timeout=step_timeout)
     where = "setup"
     try:
         _with_timeout(target, step_timeout, target.setup, case.given)

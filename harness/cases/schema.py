@@ -158,8 +158,12 @@ def event_parameters(event: str) -> tuple[str, ...] | None:
 # ------------------------------------------------------------------------------- the schema
 @functools.cache
 def schema() -> dict[str, Any]:
-    """case.schema.json, parsed."""
+    """case.schema.json, parsed, with the wire actions of the action registry
+    (harness.cases.actions; a test keeps the file's own list equal to it)."""
+    from harness.cases.actions import load_actions
+
     result: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    result["$defs"]["wireStep"]["properties"]["action"]["enum"] = sorted(load_actions())
     return result
 
 

@@ -11,7 +11,41 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Target", "TargetError", "TargetInfo"]
+__all__ = [
+    "ADM_OUTGOING",
+    "CAPABILITIES",
+    "MODEL",
+    "PEER_BEHAVIOURS",
+    "WIRE_ACCEPTOR",
+    "WIRE_INITIATOR",
+    "WIRE_PING_PORT",
+    "WIRE_SENDER_PING",
+    "WIRE_TX_QUEUE",
+    "Target",
+    "TargetError",
+    "TargetInfo",
+]
+
+# Capabilities a target lists in its hello; the runner decides from them alone which cases run.
+MODEL = "model"
+WIRE_INITIATOR = "wire:initiator"
+WIRE_SENDER_PING = "wire:sender-ping"
+ADM_OUTGOING = "adm:outgoing"
+WIRE_ACCEPTOR = "wire:acceptor"
+PEER_BEHAVIOURS = "peer-behaviours"
+WIRE_PING_PORT = "wire:ping-port"
+WIRE_TX_QUEUE = "wire:tx-queue"
+CAPABILITIES: dict[str, str] = {
+    MODEL: "raises the [MS-MQDMPR] events of model cases (setup, event, observe)",
+    WIRE_INITIATOR: "a sender the harness drives through control operations: it connects to the harness's "
+    "acceptor over TCP (initiator wire cases)",
+    WIRE_SENDER_PING: "its sender pings the acceptor before connecting when wire_setup asks ([MS-MQQB] 3.1.7.6)",
+    ADM_OUTGOING: "reports the ADM state of its OutgoingQueues (State, ConnectionHistory, OutgoingMessagePositions)",
+    WIRE_ACCEPTOR: "an acceptor the harness connects to over TCP (acceptor wire cases)",
+    PEER_BEHAVIOURS: "its acceptor is the harness's simulated peer, with fault behaviours and what it records",
+    WIRE_PING_PORT: "its acceptor answers Ping Requests on a known UDP port ([MS-MQQB] 2.1.2)",
+    WIRE_TX_QUEUE: "its acceptor has a transactional queue the case's transactional messages address",
+}
 
 
 @dataclass
@@ -20,7 +54,7 @@ class TargetInfo:
 
     name: str
     events: list[str] = field(default_factory=list)  # spec events it can raise
-    capabilities: list[str] = field(default_factory=list)  # e.g. "peer-behaviour" for wire cases
+    capabilities: list[str] = field(default_factory=lambda: [MODEL])  # of CAPABILITIES
 
 
 class TargetError(Exception):
@@ -58,3 +92,10 @@ class Target(Protocol):
 
     def close(self) -> None:
         ...
+
+
+# A target with the wire:initiator capability also has
+#     def control(self, op: str, args: dict[str, Any]) -> dict[str, Any]
+# (the control operations of harness.cases.actions.CONTROL_OPS), and one with wire:acceptor but
+# not peer-behaviours has
+#     def acceptor(self) -> harness.cases.targets.live.LiveAcceptor

@@ -29,7 +29,6 @@ from harness.cases.grading import ANNOTATION
 from harness.cases.schema import Lines, PathT
 
 __all__ = [
-    "ACTIONS",
     "PACKET_KINDS",
     "TIMERS",
     "Bound",
@@ -46,25 +45,6 @@ __all__ = [
     "wire_matches",
 ]
 
-# action -> (required args, optional args)
-ACTIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "create_outgoing_queue": (
-        frozenset({"name"}),
-        frozenset({"DestinationFormatName", "State", "Multicast", "Transactional"}),
-    ),
-    "create_local_queue": (frozenset({"name"}), frozenset({"Transactional"})),
-    "enqueue": (frozenset({"queue", "message"}), frozenset()),
-    "wait_for": (
-        frozenset(),
-        frozenset(
-            {"packet", "direction", "count", "acked", "connection_history", "connections", "closed", "within", "before"}
-        ),
-    ),
-    "send": (frozenset({"packet"}), frozenset({"fields", "hex", "count", "delivery", "body", "new_connection"})),
-    "receive": (frozenset(), frozenset({"packet", "within", "before", "skip", "until"})),
-    "pause_queue": (frozenset({"queue"}), frozenset()),
-    "ping": (frozenset(), frozenset({"Cookie", "RC", "Signature", "within", "before"})),
-}
 # The [MS-MQQB] 3.1.2 timers a wait can be bounded by: name -> (section, the side that runs it).
 # Every wire case checks one side of a session whose initiator is the harness (the reference
 # sender, or the case's own client), so "acceptor" timers are the side under test's (or the
@@ -78,17 +58,6 @@ TIMERS: dict[str, tuple[str, str]] = {
     "OrderAckSend": ("MS-MQQB 3.1.2.7", "acceptor"),
     "PingResponse": ("MS-MQQB 3.1.2.9", "initiator"),
 }
-WAIT_ACTIONS = ("wait_for", "receive", "ping")  # the actions that wait, each bounded by within/before
-# The expectation that makes a `before` bound meaningful: nothing happened before the timer ran out.
-_NOTHING_HAPPENED = {"wait_for": ("satisfied", False), "receive": ("timed_out", True), "ping": ("answered", False)}
-_INITIATOR_ACTIONS = {
-    "create_outgoing_queue",
-    "create_local_queue",
-    "enqueue",
-    "wait_for",
-    "pause_queue",
-}
-_ACCEPTOR_ACTIONS = {"send", "receive", "wait_for", "ping"}
 _WAIT_CONDITIONS = ("packet", "acked", "connection_history", "connections", "closed")
 PACKET_KINDS = (
     "EstablishConnection",
@@ -179,7 +148,10 @@ def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
             where: PathT = ("given", "peer", "behaviour") + ((i,) if not isinstance(peer.get("behaviour"), str) else ())
             raise lines.error(where, str(e.args[0])) from None
     side = peer["under_test"]
-    allowed = _ACCEPTOR_ACTIONS if side == "acceptor" else _INITIATOR_ACTIONS
+    from harness.cases.actions import load_actions
+
+    actions = load_actions()
+    allowed = {name for name, a in actions.items() if side in a.sides}
     queues: dict[str, str] = {}
     messages: set[str] = set()
     for i, step in enumerate(doc.get("when") or []):
@@ -192,9 +164,10 @@ def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
                 f"{action} is not an action of a case checking the {side}; allowed: {', '.join(sorted(allowed))}",
             )
         args: dict[str, Any] = step.get("args") or {}
-        required, optional = ACTIONS[action]
+        declared = actions[action]
+        required, optional = frozenset(declared.required), frozenset(declared.optional)
         for arg in args:
-            if arg == "timeout" and action in WAIT_ACTIONS:
+            if arg == "timeout" and declared.waits:
                 raise lines.error(
                     ("when", i, "args", arg),
                     "a wait is not a number of seconds: name the [MS-MQQB] 3.1.2 timer that bounds it "
@@ -207,7 +180,7 @@ def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
             if arg not in args:
                 raise lines.error(("when", i, "args"), f"missing required key {arg!r} ({action})")
         _check_action(action, args, ("when", i, "args"), lines, queues, messages, side)
-        _check_wait(action, args, step.get("expect") or {}, ("when", i), lines)
+        _check_wait(declared, args, step.get("expect") or {}, ("when", i), lines)
     then: dict[str, Any] = doc.get("then") or {}
     if "queues" in then or "cursors" in then:
         raise lines.error(("then",), "a wire case checks then.outgoing and then.peer")
@@ -254,15 +227,18 @@ def _check_action(
             raise lines.error((*path, "message"), "a message is a mapping {id, delivery, Body, Label, Priority}")
         if message["id"] in messages:
             raise lines.error((*path, "message", "id"), f"duplicate message id {message['id']!r}")
+        from harness.model import Message
+
         for key in message:
-            if key not in ("id", "delivery", "Body", "Label", "Priority"):
+            if key not in ("id", "delivery", "Body") and (key.startswith("_") or not hasattr(Message, key)):
                 raise lines.error(
-                    (*path, "message", key), f"unknown key {key!r}; expected: id, delivery, Body, Label, Priority"
+                    (*path, "message", key),
+                    f"unknown key {key!r}; expected id, delivery, Body or an [MS-MQDMPR] 3.1.1.12 Message attribute",
                 )
         if message.get("delivery", "express") not in DELIVERY:
             raise lines.error((*path, "message", "delivery"), f"delivery is one of: {', '.join(DELIVERY)}")
         messages.add(message["id"])
-    elif action == "pause_queue":
+    elif action in ("pause_queue", "resume_queue"):
         if queues.get(args["queue"]) != "outgoing":
             raise lines.error((*path, "queue"), f"unknown outgoing queue reference {args['queue']!r}")
     elif action == "wait_for":
@@ -289,12 +265,13 @@ def _check_action(
         raise lines.error((*path, "packet"), f"packet is one of: {', '.join(PACKET_KINDS)}")
 
 
-def _check_wait(action: str, args: dict[str, Any], expect: Mapping[str, Any], path: PathT, lines: Lines) -> None:
+def _check_wait(declared: Any, args: dict[str, Any], expect: Mapping[str, Any], path: PathT, lines: Lines) -> None:
     """A waiting step names the [MS-MQQB] 3.1.2 timers that bound it: ``within`` (the wait ends
     when the timers would have run out, plus a margin) or ``before`` (less a margin: the step
     checks that nothing happened before they ran out); ``ping`` defaults to within PingResponse."""
-    if action not in WAIT_ACTIONS:
+    if not declared.waits:
         return
+    action = declared.name
     given = [k for k in ("within", "before") if k in args]
     if len(given) > 1:
         raise lines.error((*path, "args"), f"{action} takes within or before, not both")
@@ -312,7 +289,7 @@ def _check_wait(action: str, args: dict[str, Any], expect: Mapping[str, Any], pa
     except ValueError as e:
         raise lines.error((*path, "args", key), str(e)) from None
     if key == "before":
-        name, value = _NOTHING_HAPPENED[action]
+        name, value = declared.nothing
         if expect.get(name) != value:
             raise lines.error(
                 (*path, "args", "before"),

@@ -177,7 +177,7 @@ def test_items_markers_and_outcomes(pytester: pytest.Pytester) -> None:
     assert "[XPASS(strict)] known failure passed unexpectedly" in out
     assert "x.error: ERROR: MS-MQDMPR 3.1.7.1.6: step 0 (advance_clock" in out
     assert "seconds must be a number" in out
-    assert re.search(r"SKIPPED \[1\] cases/extra/other.yaml:\d+: not applicable: target lacks: peer-behaviour", out)
+    assert re.search(r"SKIPPED \[1\] cases/extra/other.yaml:\d+: not applicable: the target lacks peer-behaviour", out)
     assert "XFAIL cases/extra/seek.yaml::x.known - known failure" in out
     # the non-strict case: a NonStrictWarning with its difference, graded by the interpretation
     assert "NonStrictWarning: x.interp: NON_STRICT: MS-MQDMPR 3.2.7.2 [P-PEEK-POSITION, interpretation]" in out

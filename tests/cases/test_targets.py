@@ -350,7 +350,7 @@ def test_a_hanging_or_crashing_adapter_fails_only_its_case(fake_adapter: str) ->
 def test_adapter_error_replies_are_target_errors(fake_adapter: str) -> None:
     target = make_target(fake_adapter, timeout=5)
     try:
-        assert target.hello() == TargetInfo("fake", ["purge_queue", "hang", "crash", "garbage", "ub", "partial"], [])
+        assert target.hello() == TargetInfo("fake", ["purge_queue", "hang", "crash", "garbage", "ub", "partial"], ["model"])
         target.setup({})
         with pytest.raises(TargetError) as e:
             target.event("ub", {})

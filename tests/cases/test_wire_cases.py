@@ -117,19 +117,21 @@ def test_a_transactional_case_needs_a_named_transactional_queue_of_a_live_accept
     assert delivered == [7]
 
 
-def test_initiator_cases_needing_the_simulated_peer_are_not_applicable_to_a_live_target(wire_cases: list) -> None:
+def test_a_live_acceptor_runs_the_acceptor_cases_and_no_initiator_case(wire_cases: list) -> None:
     with SimulatedPeer(time_scale=0.05) as peer:  # a live acceptor on a fast clock: ?scale=0.05
         host, port = peer.address
         result = run(wire_cases, f"mqqb://{host}:{port}?scale=0.05", workers=4)
     outcomes = _outcomes(result)
     details = {r.case_id: r.detail for r in result.results}
-    assert outcomes["mqqb.fault.refuse"] == "not_applicable"
-    assert "refuse" in details["mqqb.fault.refuse"] and "live peer" in details["mqqb.fault.refuse"]
-    assert outcomes["mqqb.fault.window[n=1]"] == "not_applicable"
-    assert outcomes["mqqb.establish.connect-failure"] == "not_applicable"
-    # normal-behaviour initiator cases run: the reference sender against the live acceptor
-    assert outcomes["mqqb.establish.ec-request-fields"] == "passed"
-    assert outcomes["mqqb.outgoing.multicast"] == "passed"
+    sides = {c.full_id: c.given["peer"]["under_test"] for c in wire_cases}
+    # an initiator case judges a sender: the live target has none (its hello lists no wire:initiator)
+    for case_id in ("mqqb.fault.refuse", "mqqb.establish.ec-request-fields", "mqqb.outgoing.multicast"):
+        assert outcomes[case_id] == "not_applicable"
+        assert "the target lacks wire:initiator" in details[case_id]
+    assert {outcomes[k] for k, side in sides.items() if side == "initiator"} == {"not_applicable"}
+    # the acceptor cases run against it
+    assert outcomes["mqqb.acceptor.ec-response[se=0]"] == "passed"
+    assert all("the target lacks" in details[k] for k, v in outcomes.items() if v == "not_applicable")
     assert not [k for k, v in outcomes.items() if v not in ("passed", "not_applicable")], _bad(result)
 
 
@@ -183,10 +185,10 @@ def test_a_broken_acceptor_fails_the_relevant_acceptor_cases(
 
 
 def test_wire_cases_are_not_applicable_to_model_targets_and_model_cases_to_mqqb(wire_cases: list) -> None:
-    adapter = f"cmd:{sys.executable} {REPO / 'examples' / 'reference_adapter.py'}"
-    result = run(wire_cases[:3], adapter)
+    model_only = "plugin:examples.mutants.seek:PeekReturnsAnyLocked"  # a QueueManager plugin: the model alone
+    result = run(wire_cases[:3], model_only)
     assert set(_outcomes(result).values()) == {"not_applicable"}
-    assert all("model only" in r.detail for r in result.results)
+    assert all("the target lacks wire:" in r.detail for r in result.results)
     model = load_paths([REPO / "cases" / "mqdmpr" / "seek"])[:2]
     with SimulatedPeer() as peer:  # the target's hello connects to it
         host, port = peer.address
@@ -204,8 +206,8 @@ def test_not_applicable_is_a_skip_under_the_pytest_plugin(tmp_path: Path) -> Non
         ]  # fmt: skip
         done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "3 skipped" in done.stdout
-    assert "not applicable: needs the simulated peer's behaviour refuse" in done.stdout
+    assert "5 skipped" in done.stdout
+    assert "not applicable: the case judges a sender; the target lacks wire:initiator" in done.stdout
 
 
 WIRE_HEAD = """\

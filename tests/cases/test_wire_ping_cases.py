@@ -11,7 +11,7 @@ import pytest
 
 from harness.cases.loader import load_paths
 from harness.cases.runner import run
-from harness.cases.targets.wire import LiveWireTarget, parse_mqqb_address, parse_ping_port
+from harness.cases.targets.live import LiveWireTarget, parse_mqqb_address, parse_ping_port
 from harness.peers import SimulatedPeer
 from harness.report.results import Outcome
 

@@ -12,14 +12,10 @@ import pytest
 from harness.cases.loader import load_text
 from harness.cases.model import Case
 from harness.cases.targets import make_target
-from harness.cases.targets.wire import (
-    WireOptions,
-    _WireRun,
-    parse_live_scale,
-    run_wire_case,
-)
+from harness.cases.targets.live import LiveAcceptor, parse_live_scale
+from harness.cases.targets.wire import WireOptions, run_wire_case
 from harness.cases.wire import parse_bound
-from harness.model import DeliveryGuarantee, Message
+from harness.cases.wireruns import AcceptorRun, InitiatorRun
 from harness.report.results import Outcome
 from harness.session import SessionConfig
 
@@ -57,7 +53,7 @@ def test_a_bound_is_a_sum_of_named_timers_with_factors() -> None:
 def test_acceptor_acknowledgment_timers_follow_the_connection_parameters_the_case_sent() -> None:
     from packets import session as sp
 
-    run = _WireRun(ACCEPTOR, None, 10.0)
+    run = AcceptorRun(ACCEPTOR, WireOptions())
     config = SessionConfig()
     # nothing sent yet: the values the client will send (AckTimeout 0x4E20 ms: 10 s)
     assert run.timer("SessionAckSend") == (10.0, "AckTimeout 20000 ms to be sent / 2")
@@ -75,7 +71,7 @@ def test_acceptor_acknowledgment_timers_follow_the_connection_parameters_the_cas
 
 
 def test_within_adds_a_margin_before_takes_one_off_and_each_side_has_its_scale() -> None:
-    live = _WireRun(ACCEPTOR, ("127.0.0.1", 1), 10.0, WireOptions(scale=0.5))
+    live = AcceptorRun(ACCEPTOR, WireOptions(), LiveAcceptor(("127.0.0.1", 1), None, 1, None, 0.5))
     seconds, how = live.bound({"within": "SessionAckSend"})
     assert seconds == pytest.approx(10.0 * 0.5 * 1.25 + 0.5)
     assert how.startswith("within SessionAckSend: SessionAckSend (MS-MQQB 3.1.2.5, AckTimeout 20000 ms")
@@ -83,15 +79,21 @@ def test_within_adds_a_margin_before_takes_one_off_and_each_side_has_its_scale()
     seconds, how = live.bound({"before": "2 * PingResponse"})
     assert seconds == pytest.approx(2 * 1.0 * 0.5 * 0.75)
     assert how.startswith("before 2 * PingResponse: 2 x PingResponse")
-    # the reference initiator runs at the case's timers; the simulated peer no slower
+    # the sender runs at the case's timers (as its wire_setup reply says); the simulated peer no slower
     slow = _case(
         "given:\n  peer: {under_test: initiator, timers: 1}\nwhen:\n  - action: create_outgoing_queue\n"
         "    args: {name: out}\n"
     )
-    run = _WireRun(slow, None, 10.0)
-    assert (run.initiator_scale, run.acceptor_scale) == (1.0, 0.05)
-    seconds, _ = run.bound({"within": "SessionInitialization + SessionAckSend"})
+    target = make_target("reference")
+    run = InitiatorRun(slow, WireOptions(), target.control, adm=True)  # type: ignore[attr-defined]
+    try:
+        run.start()
+        assert (run.initiator_scale, run.acceptor_scale) == (1.0, 0.05)
+        seconds, how = run.bound({"within": "SessionInitialization + SessionAckSend"})
+    finally:
+        run.close()
     assert seconds == pytest.approx((30.0 * 1.0 + 10.0 * 0.05) * 1.25 + 0.5)
+    assert "the sender's declared 30 s" in how
 
 
 def test_the_initiator_bound_uses_the_connection_parameters_the_reference_sent() -> None:
@@ -100,22 +102,25 @@ def test_the_initiator_bound_uses_the_connection_parameters_the_reference_sent()
         "  - action: enqueue\n    args: {queue: out, message: {id: m1, delivery: recoverable}}\n"
         "  - action: wait_for\n    args: {acked: [m1], within: SessionInitialization + SessionAckSend}\n"
     )
-    before = _WireRun(case, None, 10.0)
-    before.messages["m1"] = Message(b"", DeliveryGuarantee=DeliveryGuarantee.Recoverable)
+    target = make_target("reference")
+    before = InitiatorRun(case, WireOptions(), target.control, adm=True)  # type: ignore[attr-defined]
+    before.messages["m1"] = {"id": "m1", "delivery": "recoverable"}
+    before.view = type("NoPeer", (), {"connections": lambda self: []})()
     # RecoverableAckSendTimeout comes from the EstablishConnection round trip: at most 0x1D4C0 ms
     assert before.timer("SessionAckSend") == (120.0, "RecoverableAckTimeout 120000 ms at most (recoverable messages)")
-    run = _WireRun(case, None, 10.0)
+    run = InitiatorRun(case, WireOptions(), target.control, adm=True)  # type: ignore[attr-defined]
     try:
         run.start()
         for step in case.when:
             result = getattr(run, step.action)(step.args)
         assert result["satisfied"] is True
         seconds, how = run.timer("SessionAckSend")
+        recoverable, _, said = run.connection_parameters()
     finally:
         run.close()
     # once sent: 8 x the round trip of the EstablishConnection Packet, clamped to 0x1F4-0x1D4C0 ms
     # (3.1.5.3.2): on loopback 500 ms, less than AckTimeout / 2, which then bounds the wait
-    assert run._initiator_cp is not None and 0x1F4 <= run._initiator_cp[0] < 0x1D4C0
+    assert said == "sent" and recoverable is not None and 0x1F4 <= recoverable < 0x1D4C0
     assert (seconds, how) == (10.0, "AckTimeout 20000 ms sent / 2")
     assert run.waited.startswith("within SessionInitialization + SessionAckSend: ")
 
@@ -171,7 +176,7 @@ def test_a_wire_difference_is_graded_by_the_requirement_it_checks(
 def test_target_options_name_the_peer_behaviour_and_the_time_scale() -> None:
     target = make_target("reference?peer=late-ack&scale=0.1")
     assert getattr(target, "wire_options", None) == WireOptions("late-ack", 0.1)
-    assert not hasattr(make_target("reference"), "wire_options")
+    assert getattr(make_target("reference"), "wire_options", None) == WireOptions()
     for bad in ("reference?peer=lazy", "reference?scale=0", "reference?scale=2", "reference?speed=1"):
         with pytest.raises(ValueError):
             make_target(bad)
@@ -186,6 +191,7 @@ def test_the_peer_option_replaces_the_normal_behaviour_only() -> None:
         "given:\n  peer: {under_test: initiator, behaviour: [close-after-3, normal]}\nwhen:\n"
         "  - action: create_outgoing_queue\n    args: {name: out}\n"
     )
-    run = _WireRun(faults, None, 10.0, WireOptions(peer="late-ack"))
+    control = make_target("reference").control  # type: ignore[attr-defined]
+    run = InitiatorRun(faults, WireOptions(peer="late-ack"), control, adm=True)
     assert run.behaviours == ["close-after-3", "late-ack"]
-    assert _WireRun(INITIATOR, None, 10.0, WireOptions(peer="window-min")).behaviours == ["window-min"]
+    assert InitiatorRun(INITIATOR, WireOptions(peer="window-min"), control, adm=True).behaviours == ["window-min"]

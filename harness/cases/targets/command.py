@@ -20,7 +20,8 @@ import subprocess
 import threading
 from typing import IO, Any
 
-from harness.cases.target import TargetError, TargetInfo
+from harness.cases.target import ADM_OUTGOING, MODEL, WIRE_INITIATOR, WIRE_SENDER_PING, TargetError, TargetInfo
+from harness.cases.targets.registry import target_kind
 
 __all__ = ["CommandTarget", "split_command"]
 
@@ -92,6 +93,20 @@ class _Adapter:
                     stream.close()
             except OSError:
                 pass
+
+
+# What the JSON-lines protocol carries: the model's events and the control operations of a
+# sender.  An acceptor is reached over TCP, not through the adapter (mqqb://host:port).
+PROTOCOL_CAPABILITIES = (MODEL, WIRE_INITIATOR, WIRE_SENDER_PING, ADM_OUTGOING)
+
+
+def _capabilities(reply: dict[str, Any]) -> list[str]:
+    """The capabilities of an adapter's hello that the protocol can serve (a hello without any
+    is an adapter of the model alone)."""
+    if "capabilities" not in reply:
+        return [MODEL]
+    said = reply.get("capabilities")
+    return [str(c) for c in said if str(c) in PROTOCOL_CAPABILITIES] if isinstance(said, list) else []
 
 
 class CommandTarget:
@@ -174,7 +189,7 @@ class CommandTarget:
         info = TargetInfo(
             name=str(reply.get("name") or self.command),
             events=[str(e) for e in events] if isinstance(events, list) else [],
-            capabilities=[str(c) for c in reply.get("capabilities") or []],
+            capabilities=_capabilities(reply),
         )
         self._info = info
         return info
@@ -198,6 +213,15 @@ class CommandTarget:
         reply = self._request({"op": "observe", "queues": queues, "cursors": cursors})
         return {"queues": reply.get("queues") or {}, "cursors": reply.get("cursors") or {}}
 
+    def control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A control operation of an initiator wire case: ``{"op": "control", "control": op,
+        "args": ...}`` answered by ``{"ok": true, "result": {...}}``."""
+        reply = self._request({"op": "control", "control": op, "args": args}, start=op == "wire_setup")
+        result = reply.get("result", {})
+        if not isinstance(result, dict):
+            raise TargetError("Error", f"{op}: 'result' is not an object: {result!r}")
+        return result
+
     def close(self) -> None:
         adapter, self._adapter = self._adapter, None
         if adapter is None:
@@ -217,3 +241,8 @@ class CommandTarget:
         if adapter is not None and os.getpid() == adapter.owner_pid:
             with contextlib.suppress(Exception):
                 adapter.kill()
+
+
+@target_kind("cmd:", "cmd:'<command>'", "any implementation behind the JSON-lines adapter protocol (docs/adapters.md)")
+def _make(spec: str, timeout: float) -> CommandTarget:
+    return CommandTarget(spec[len("cmd:") :], timeout=timeout)

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from harness.cases.target import Target, TargetInfo
 from harness.cases.targets.reference import ReferenceTarget
+from harness.cases.targets.registry import target_kind
 from harness.model import QueueManager
 
 __all__ = ["PluginTarget", "load_plugin_class"]
@@ -46,11 +47,7 @@ class PluginTarget:
         if issubclass(cls, QueueManager):
             self.inner: Target = ReferenceTarget(queue_manager_class=cls, name=f"plugin:{path}")
         elif issubclass(cls, OutgoingQueueProcessing):
-            from harness.cases.targets.wire import WireOptions
-
-            reference = ReferenceTarget(name=f"plugin:{path}")
-            reference.wire_options = WireOptions(sender=cls)  # type: ignore[attr-defined]
-            self.inner = reference
+            self.inner = ReferenceTarget(name=f"plugin:{path}", sender_class=cls)
         else:
             inner = cls()
             methods = ("hello", "setup", "event", "observe", "close")
@@ -75,5 +72,24 @@ class PluginTarget:
     def observe(self, queues: list[str], cursors: list[str]) -> dict[str, Any]:
         return self.inner.observe(queues, cursors)
 
+    def control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        return cast(Any, self.inner).control(op, args)
+
+    def acceptor(self) -> Any:
+        return cast(Any, self.inner).acceptor()
+
+    @property
+    def wire_options(self) -> Any:
+        return getattr(self.inner, "wire_options", None)
+
     def close(self) -> None:
         self.inner.close()
+
+
+@target_kind(
+    "plugin:",
+    "plugin:pkg.mod:Class",
+    "a QueueManager subclass (the model), an OutgoingQueueProcessing subclass (the sender) or a Target class, in process",
+)
+def _make(spec: str, timeout: float) -> PluginTarget:
+    return PluginTarget(spec[len("plugin:") :])

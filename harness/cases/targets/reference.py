@@ -27,7 +27,16 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from harness.cases.target import TargetError, TargetInfo
+from harness.cases.target import (
+    MODEL,
+    PEER_BEHAVIOURS,
+    WIRE_ACCEPTOR,
+    WIRE_PING_PORT,
+    WIRE_TX_QUEUE,
+    TargetError,
+    TargetInfo,
+)
+from harness.cases.targets.registry import parse_scale, spec_query, target_kind
 from harness.model import (
     INFINITE,
     Cursor,
@@ -179,8 +188,22 @@ def _counter_ids() -> Callable[[], uuid.UUID]:
 class ReferenceTarget:
     """The Target protocol over the embedded model (or a QueueManager subclass)."""
 
-    def __init__(self, queue_manager_class: type[QueueManager] = QueueManager, *, name: str = "") -> None:
+    def __init__(
+        self,
+        queue_manager_class: type[QueueManager] = QueueManager,
+        *,
+        name: str = "",
+        sender_class: type | None = None,
+        report_adm: bool = True,
+        wire_options: Any = None,
+    ) -> None:
+        from harness.cases.targets.sender import ReferenceSender
+        from harness.cases.targets.wire import WireOptions
+
         self.queue_manager_class = queue_manager_class
+        # the sender of initiator wire cases (a sender plugin replaces OutgoingQueueProcessing)
+        self.sender = ReferenceSender(sender_class, report_adm=report_adm)
+        self.wire_options = wire_options or WireOptions()
         self.name = name or (
             "reference"
             if queue_manager_class is QueueManager
@@ -267,7 +290,16 @@ class ReferenceTarget:
 
     # ------------------------------------------------------------------------- Target
     def hello(self) -> TargetInfo:
-        return TargetInfo(name=self.name, events=sorted([*self._events, *PSEUDO_EVENTS]))
+        """The model's events; the wire capabilities only when the model is the reference one
+        (a QueueManager plugin replaces the model, not the sender or the acceptor)."""
+        capabilities = [MODEL]
+        if self.queue_manager_class is QueueManager:
+            capabilities += [*self.sender.capabilities, WIRE_ACCEPTOR, PEER_BEHAVIOURS, WIRE_PING_PORT, WIRE_TX_QUEUE]
+        return TargetInfo(name=self.name, events=sorted([*self._events, *PSEUDO_EVENTS]), capabilities=capabilities)
+
+    def control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A control operation of an initiator wire case, on the reference sender."""
+        return self.sender.control(op, args)
 
     def setup(self, given: dict[str, Any]) -> None:
         """A fresh QueueManager, then the case's queues, messages, transactions, descriptors,
@@ -547,4 +579,27 @@ class ReferenceTarget:
         return {"queues": out_q, "cursors": out_c}
 
     def close(self) -> None:
+        self.sender.close()
         self._reset()
+
+
+@target_kind(
+    "reference",
+    "reference[?peer=BEHAVIOUR][&scale=S]",
+    "the embedded reference: the [MS-MQDMPR] model, the [MS-MQQB] sender and the simulated peer "
+    "(peer=: the behaviour that replaces normal; scale=: the time scale of the wire sessions)",
+)
+def _make(spec: str, timeout: float) -> ReferenceTarget:
+    from harness.cases.targets.wire import WireOptions
+
+    query = spec_query(spec, ("peer", "scale"))
+    peer = query.get("peer")
+    if peer is not None:
+        from harness.session import named_behaviour
+
+        try:
+            named_behaviour(peer)
+        except KeyError as e:
+            raise ValueError(f"{spec!r}: {e.args[0]}") from None
+    scale = parse_scale(spec, query["scale"]) if "scale" in query else None
+    return ReferenceTarget(name=spec, wire_options=WireOptions(peer, scale))

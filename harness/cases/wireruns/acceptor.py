@@ -1,0 +1,433 @@
+"""The acceptor-side wire run: the harness is the initiator, the acceptor is under test.
+
+A case with ``under_test: acceptor`` is the initiator of an [MS-MQQB] 2.1.1 session on a plain
+socket: it sends the packets the case crafts (``send``: EstablishConnection and
+ConnectionParameters as 3.1.5.2-3.1.5.4 build them, SessionAck, UserMessage Packets of [MS-MQMQ]
+2.2.19-2.2.20 within the window of 3.1.7.1, any field overridden by spec path, or raw bytes), reads
+the acceptor's replies (``receive``, checked field by field against 3.1.5.3.1, 3.1.5.4.1, 3.1.5.5,
+3.1.5.8) and pings it (``ping``, 2.1.2, 3.1.7.6).  The acceptor is the simulated peer (a target with
+the ``peer-behaviours`` capability: the reference) or the live ``mqqb://`` one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import socket
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import packets
+from harness.cases.actions import action
+from harness.cases.wire import field_value, wire_matches
+from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, WireCaseError, WireRun, kind_of
+from harness.cases.wireruns.peer import close_peer, simulated_peer
+from packets import GUID, NULL_GUID, StreamSplitter
+from packets import session as sp
+
+__all__ = ["AcceptorRun"]
+
+CONNECT_TIMEOUT = 2.0
+# What the case's own client sends in a ConnectionParameters request unless a step overrides it
+# ([MS-MQQB] 2.2.2.1): RecoverableAckTimeout 10 s, AckTimeout 20 s (the smallest valid), WindowSize 64.
+CLIENT_RECOVERABLE_ACK_TIMEOUT = 0x2710
+CLIENT_ACK_TIMEOUT = 0x4E20
+CLIENT_WINDOW = 64
+TIME_TO_REACH_QUEUE = 0x54600  # seconds (4 days): what the model gives a message ([MS-MQDMPR] 3.1.1.12)
+_PACKETS = "EstablishConnection | ConnectionParameters | SessionAck | UserMessage | OrderAck | FinalAck | raw"
+
+
+def _receive_defaults(args: Mapping[str, Any], expect: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "closed" not in expect and "timed_out" not in expect:
+        out.update(closed=False, timed_out=False)
+    if args.get("packet") and "closed" not in expect:
+        out["kind"] = args["packet"]
+    return out
+
+
+class AcceptorRun(WireRun):
+    """One case checking an acceptor: the simulated peer (``live`` None) or a live one."""
+
+    side = "acceptor"
+
+    def __init__(self, case: Any, options: Any, live: Any = None) -> None:
+        super().__init__(case, options)
+        self.live = live  # harness.cases.targets.live.LiveWireTarget, or None for the simulated peer
+        if live is not None:  # the live acceptor's timers run at the scale its target names (1: real durations)
+            scale = live.scale
+        else:
+            scale = options.scale if options.scale is not None else DEFAULT_TIMER_SCALE
+        self.acceptor_scale = scale
+        self.initiator_scale = scale  # the case's client runs its timers as the acceptor does
+        self.peer: Any = None
+        self.address: tuple[str, int] = live.wire_address if live is not None else ("", 0)
+        self.ping_address: tuple[str, int] | None = live.ping_address if live is not None else None
+        # PrivateQueueIdentifier the case's UserMessages address: (express/recoverable, transactional)
+        self.queue_ids: tuple[int, int] = (live.queue_id, live.tx_queue_id or 1) if live is not None else (1, 1)
+        self.client: socket.socket | None = None
+        self.client_closed = False
+        self.splitter = StreamSplitter()
+        self.inbox: list[bytes] = []
+        self.sent: dict[str, Any] = {}  # kind -> headers last sent
+        self.received: dict[str, bytes] = {}  # kind -> packet last received
+        self.client_guid = GUID(uuid.uuid4().bytes_le)
+        self.server_guid = NULL_GUID
+        self.message_ids = itertools.count(1)
+        self.received_user_messages = 0  # UserMessage Packets (OrderAcks and FinalAcks too) from the acceptor
+        self.user_messages_sent = 0
+        self.tx_number = 0  # TxSequenceNumber of the last transactional message sent (TxSequenceID 1)
+        self.recoverable_sent = False  # a recoverable (or transactional) UserMessage on this connection
+        self.peer_acked = 0  # the highest AckSequenceNumber the acceptor sent on this connection
+        self.client_log: list[tuple[float, bytes]] = []  # (time.time(), packet) the case's client sent
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.live is None:
+            self.peer = simulated_peer(self.behaviours, self.acceptor_scale)
+            host, port = self.peer.address[:2]
+            self.address = (str(host), int(port))
+            self.ping_address = self.peer.ping_address
+
+    def close(self) -> None:
+        if self.client is not None:
+            with contextlib.suppress(OSError):
+                self.client.close()
+        if self.peer is not None:
+            close_peer(self.peer)
+
+    def sent_packets(self) -> list[tuple[float, bytes]]:
+        """Every packet the harness sent, with the wall-clock time it was written."""
+        return list(self.client_log)
+
+    # -- the hooks of WireRun -------------------------------------------------------------------------
+    def connection_parameters(self) -> tuple[int | None, int, str]:
+        headers = self.sent.get("ConnectionParameters")
+        if headers is None:
+            return CLIENT_RECOVERABLE_ACK_TIMEOUT, CLIENT_ACK_TIMEOUT, "to be sent"
+        cp = headers.ConnectionParametersHeader
+        return int(cp.RecoverableAckTimeout), int(cp.AckTimeout), "sent"
+
+    def recoverable(self) -> bool:
+        return self.recoverable_sent
+
+    def transactional_count(self) -> int:
+        return self.tx_number
+
+    @action(
+        "wait_for",
+        sides=("acceptor",),
+        optional={"closed": "integer: wait until the acceptor has closed the connection"},
+        defaults=lambda args, expect: {"satisfied": True},
+        nothing=("satisfied", False),
+        result={"satisfied": "boolean"},
+    )
+    def wait_for(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Wait until the acceptor closed the case's connection."""
+        seconds, self.waited = self.bound(args)
+        return {"satisfied": self._client_wait_closed(seconds)}
+
+    # -- actions ----------------------------------------------------------------------------------------
+    def _connect(self) -> socket.socket:
+        if self.client is None:
+            try:
+                self.client = socket.create_connection(self.address, timeout=CONNECT_TIMEOUT)
+            except OSError as e:
+                raise WireCaseError(
+                    f"cannot connect to the acceptor at {self.address[0]}:{self.address[1]}: {e}"
+                ) from e
+        return self.client
+
+    @action(
+        "send",
+        sides=("acceptor",),
+        required={"packet": _PACKETS},
+        optional={
+            "fields": "mapping: packet field path -> value ({received: Kind.Header.Field} copies a received one)",
+            "hex": "text: the bytes of a raw packet",
+            "count": "integer: send it this many times",
+            "delivery": "express | recoverable | transactional (a UserMessage)",
+            "body": "text: the message body (a UserMessage)",
+            "new_connection": "boolean: close the connection first and open a new one",
+        },
+        defaults=lambda args, expect: {"sent": True},
+        result={"sent": "boolean: written to the connection"},
+    )
+    def send(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Send a packet the case crafts to the acceptor."""
+        from harness.session import DeliveryClass, user_message
+
+        if args.get("new_connection") and self.client is not None:
+            with contextlib.suppress(OSError):
+                self.client.close()
+            self.client, self.client_closed, self.inbox = None, False, []
+            self.splitter = StreamSplitter()
+            self.user_messages_sent = self.received_user_messages = self.tx_number = 0  # a new session
+            self.recoverable_sent = False
+            self.peer_acked = 0
+        sock = self._connect()
+        kind = args["packet"]
+        for _ in range(int(args.get("count", 1))):
+            if kind == "UserMessage" and not self._window_room(self._client_window(), args):
+                return {"sent": False}  # the acceptor acknowledged nothing within SessionAckSend
+            if kind == "raw":
+                data = bytes.fromhex(str(args["hex"]).replace(" ", ""))
+            else:
+                if kind == "EstablishConnection":
+                    headers = sp.establish_connection(
+                        self.client_guid, NULL_GUID, int(time.monotonic() * 1000) & 0xFFFFFFFF
+                    )
+                elif kind == "ConnectionParameters":
+                    headers = sp.connection_parameters(
+                        CLIENT_RECOVERABLE_ACK_TIMEOUT, CLIENT_ACK_TIMEOUT, CLIENT_WINDOW
+                    )
+                elif kind == "SessionAck":
+                    headers = sp.session_ack(
+                        ack_sequence_number=self.received_user_messages % 0x10000,
+                        user_msg_sequence_number=self.user_messages_sent % 0x10000,
+                    )
+                else:
+                    delivery = DeliveryClass(args.get("delivery", "express"))
+                    body = args.get("body", "wire case")
+                    # [MS-MQMQ] 2.2.19.2: SentTime is the time the packet is sent, in seconds since
+                    # 1970; TimeToReachQueue (2.2.19.1) counts from it: the message is not expired
+                    headers = user_message(
+                        self.client_guid,
+                        self.server_guid,
+                        body.encode() if isinstance(body, str) else bytes(body),
+                        label="wire case",
+                        queue_id=self.queue_ids[delivery is DeliveryClass.transactional],
+                        message_id=next(self.message_ids),
+                        sent_time=int(time.time()) & 0xFFFFFFFF,
+                        delivery=delivery,
+                    )
+                    headers.BaseHeader.TimeToReachQueue = TIME_TO_REACH_QUEUE
+                    if delivery is not DeliveryClass.express:
+                        self.recoverable_sent = True
+                    if delivery is DeliveryClass.transactional:
+                        th = headers.TransactionHeader
+                        th.TxSequenceID = {"Ordinal": 1, "TimeStamp": 0x10}
+                        self.tx_number += 1
+                        th.TxSequenceNumber = self.tx_number
+                        th.PreviousTxSequenceNumber = self.tx_number - 1
+                for path, value in (args.get("fields") or {}).items():
+                    if isinstance(value, Mapping) and set(value) == {"received"}:
+                        value = self.received_value(str(value["received"]))
+                    _set_field(headers, path, value)
+                data = packets.build(headers)
+                self.sent[kind] = headers
+                if kind == "UserMessage":
+                    self.user_messages_sent += 1
+            try:
+                self.client_log.append((time.time(), data))
+                sock.sendall(data)
+            except OSError:
+                self.client_closed = True
+                return {"sent": False}
+        return {"sent": True}
+
+    def _client_window(self) -> int:
+        """The case's client's WindowSize: the one it sent in its ConnectionParameters request."""
+        headers = self.sent.get("ConnectionParameters")
+        window = int(headers.ConnectionParametersHeader.WindowSize) if headers is not None else CLIENT_WINDOW
+        return max(1, window)
+
+    def _read_packet(self, timeout: float) -> tuple[bytes | None, bool]:
+        """The next whole packet from the acceptor: (packet, closed)."""
+        end = time.monotonic() + timeout
+        while not self.inbox:
+            if self.client_closed:
+                return None, True
+            if not self._fill(end - time.monotonic()):
+                return None, self.client_closed
+        return self.inbox.pop(0), False
+
+    def _fill(self, timeout: float) -> bool:
+        """Read what the acceptor sent into the inbox (at most ``timeout`` seconds); False when
+        nothing came (the time ran out or the connection closed)."""
+        if self.client_closed or timeout <= 0:
+            return False
+        sock = self._connect()
+        sock.settimeout(timeout)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            return False
+        except OSError:
+            data = b""
+        if not data:
+            self.client_closed = True
+            return False
+        try:
+            chunks = [c.data for c in self.splitter.feed(data)]
+        except packets.PacketError:
+            chunks = [data]
+        for chunk in chunks:
+            self._note_ack(chunk)
+        self.inbox.extend(chunks)
+        return True
+
+    def _note_ack(self, data: bytes) -> None:
+        """The AckSequenceNumber of a SessionHeader the acceptor sent: how many of the case's
+        UserMessages it acknowledged ([MS-MQQB] 3.1.5.5.1)."""
+        with contextlib.suppress(Exception):
+            sh = packets.parse(data, strict=False).headers.get("SessionHeader")
+            if sh is not None:
+                self.peer_acked = max(self.peer_acked, int(sh.AckSequenceNumber))
+
+    def _window_room(self, window: int, args: Mapping[str, Any]) -> bool:
+        """[MS-MQQB] 3.1.7.1: the case's client, a sender, sends a UserMessage only while fewer
+        than its WindowSize (the one it sent in its ConnectionParameters request) are
+        unacknowledged; it waits for the acceptor's acknowledgment within SessionAckSend."""
+        if self.user_messages_sent - self.peer_acked < window:
+            return True
+        seconds, self.waited = self.bound({"within": "SessionAckSend"})
+        end = time.monotonic() + seconds
+        while self.user_messages_sent - self.peer_acked >= window:
+            if not self._fill(end - time.monotonic()):
+                return False
+        return True
+
+    def _client_wait_closed(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while not self.client_closed and time.monotonic() < end:
+            data, closed = self._read_packet(end - time.monotonic())
+            if data is None and not closed:
+                break
+        return self.client_closed
+
+    @action(
+        "receive",
+        sides=("acceptor",),
+        optional={
+            "packet": f"{_PACKETS}: the kind expected",
+            "skip": "list of packet kinds to read past",
+            "until": "mapping: field path -> value; read past packets that do not match",
+        },
+        defaults=_receive_defaults,
+        nothing=("timed_out", True),
+        result={"kind": "text: the kind of the packet read", "closed": "boolean", "timed_out": "boolean"},
+    )
+    def receive(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Read the acceptor's next packet; the step's expectations read its fields by path."""
+        timeout, self.waited = self.bound(args)
+        skip = set(args.get("skip") or [])
+        end = time.monotonic() + timeout
+        while True:
+            data, closed = self._read_packet(max(0.0, end - time.monotonic()))
+            if data is None:
+                self.last_packet = None
+                return {"closed": closed, "timed_out": not closed}
+            kind = kind_of(data)
+            if kind in skip:
+                continue
+            until = args.get("until")
+            if until and not self._satisfies(data, until) and time.monotonic() < end:
+                continue
+            self.last_packet = data
+            self.received[kind] = data
+            if kind in ("UserMessage", "OrderAck", "FinalAck"):  # counted alike ([MS-MQQB] 3.1.1.4)
+                self.received_user_messages += 1
+            if kind == "EstablishConnection":
+                with contextlib.suppress(Exception):
+                    self.server_guid = GUID(packets.parse(data, strict=False).EstablishConnectionHeader.ServerGuid)
+            return {"closed": False, "timed_out": False, "kind": kind}
+
+    @action(
+        "ping",
+        sides=("acceptor",),
+        optional={"Cookie": "integer", "RC": "0 or 1", "Signature": "integer: a wrong Signature to send"},
+        defaults=lambda args, expect: {"answered": True},
+        nothing=("answered", False),
+        result={"answered": "boolean"},
+    )
+    def ping(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """[MS-MQQB] 2.1.2: a Ping Request (2.2.7, fields as 3.1.7.6 sets them: QMGuid the case's
+        client GUID, ``Cookie``, ``RC``; ``Signature`` to send a wrong one) from a UDP port of its
+        own to the acceptor's ping port; the Ping Response is the packet the step's expectations
+        read (``Ping.Cookie``, ``Ping.Flags.RF``, ...).  Returns ``answered``."""
+        if self.ping_address is None:
+            raise WireCaseError("the acceptor has no known ping port")
+        timeout, self.waited = self.bound(args, "PingResponse")
+        request = sp.ping(int(args.get("Cookie", 1)), self.client_guid, rc=bool(args.get("RC", 0)))
+        if "Signature" in args:
+            request.Signature = int(args["Signature"])
+        data = packets.build_ping(request)
+        self.sent["Ping"] = request
+        host = self.ping_address[0]
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.sendto(data, self.ping_address)
+            end = time.monotonic() + timeout
+            while (left := end - time.monotonic()) > 0:
+                udp.settimeout(left)
+                try:
+                    reply = udp.recv(2048)
+                except TimeoutError:
+                    break
+                except OSError:  # e.g. ICMP port unreachable: no response
+                    break
+                self.last_ping = reply
+                return {"answered": True}
+        self.last_ping = None
+        return {"answered": False}
+
+    def received_value(self, path: str) -> Any:
+        """A field of the last packet of its kind received from the acceptor (``Kind.Header.Field``)."""
+        kind, _, rest = path.partition(".")
+        data = self.received.get(kind)
+        if data is None:
+            raise WireCaseError(f"{path}: no {kind} packet was received")
+        present, value = field_value(packets.parse(data, strict=False), rest)
+        if not present:
+            raise WireCaseError(f"{path}: the {kind} packet received has no such field")
+        return value
+
+    @staticmethod
+    def _satisfies(data: bytes, until: Mapping[str, Any]) -> bool:
+        packet = packets.parse(data, strict=False)
+        for path, want in until.items():
+            present, value = field_value(packet, path)
+            if not wire_matches(want, value, present=present):
+                return False
+        return True
+
+    # -- checks -------------------------------------------------------------------------------------
+    def sent_value(self, path: str) -> Any:
+        kind, _, rest = path.partition(".")
+        headers = self.sent.get(kind)
+        if headers is None:
+            return None
+        if kind == "Ping":  # a UDP Ping Packet (2.2.7): its one header is named Ping too
+            return field_value(packets.parse_ping(packets.build_ping(headers), strict=False), path)[1]
+        packet = packets.parse(packets.build(headers), strict=False)
+        return field_value(packet, rest)[1]
+
+
+def _set_field(headers: Any, path: str, value: Any) -> None:
+    """Set a header field (or flag sub-field) of headers to be built, by spec path."""
+    from packets import BitFlags
+
+    parts = path.split(".")
+    if parts[0] not in headers and len(parts) > 1 and parts[1] in headers:
+        parts = parts[1:]  # a leading packet kind
+    obj = headers
+    for i, part in enumerate(parts[:-1]):
+        nxt = obj[part]
+        if isinstance(nxt, BitFlags) and i == len(parts) - 2:
+            obj[part] = type(nxt).make(int(nxt), **{parts[-1]: int(value)})
+            return
+        obj = nxt
+    last = parts[-1]
+    if isinstance(value, Mapping):  # a whole header, e.g. a piggy-backed SessionHeader
+        from construct import Container
+
+        obj[last] = Container({k: (GUID(v) if k.endswith("Guid") else v) for k, v in value.items()})
+        return
+    current = obj.get(last) if hasattr(obj, "get") else None
+    if isinstance(current, GUID) or (isinstance(value, str) and last.endswith("Guid")):
+        value = GUID(value)
+    elif isinstance(value, str) and isinstance(current, bytes | bytearray):
+        value = bytes.fromhex(value)
+    obj[last] = value

@@ -1,0 +1,236 @@
+"""What every wire run shares: wait bounds from the [MS-MQQB] 3.1.2 timers, and step checks.
+
+Every wait of a wire step is bounded by the [MS-MQQB] 3.1.2 timers it names (``within:
+SessionAckSend``; harness.cases.wire.TIMERS), computed by :meth:`WireRun.bound` from the timer
+durations of the side that runs them: the implementation-dependent values the sender under test
+declared (initiator cases; the harness's own :class:`harness.session.SessionConfig` for its
+client in acceptor cases), the spec's fixed ones (OrderAckTimeout 500 ms, 3.1.3.2; the Ping
+Response Timer's second, 3.1.2.9) and the values sent in the ConnectionParameters request
+(AckTimeout, RecoverableAckTimeout, 2.2.2.1), each multiplied by the time scale of the side that
+runs the timer.  ``within`` adds a margin of 25 % and half a real second (a twentieth when the
+step expects that nothing happens: it always waits its bound out); ``before`` (nothing may happen
+before the timers run out) takes 25 % off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import packets
+from harness.cases.actions import ACTIONS
+from harness.cases.grading import unwrap
+from harness.cases.model import Case
+from harness.cases.wire import TIMERS, behaviours_of, field_span, field_value, hexdump, normalise, parse_bound, wire_matches
+from harness.session import SessionConfig
+from packets import PacketKind
+
+__all__ = ["DEFAULT_TIMER_SCALE", "WireCaseError", "WireRun", "flatten", "kind_of", "max_in_flight"]
+
+DEFAULT_TIMER_SCALE = 0.05
+DEFAULT_WINDOW = 2
+WITHIN_FACTOR = 1.25  # `within`: the timers' durations plus a quarter ...
+WITHIN_SLACK = 0.5  # ... plus this many real seconds (scheduling, loopback, a busy machine) ...
+QUIET_SLACK = 0.05  # ... or this many when the step expects that nothing happens (the wait always runs out)
+BEFORE_FACTOR = 0.75  # `before`: a quarter less than the timers' durations
+MAX_RECOVERABLE_ACK_TIMEOUT = 0x1D4C0  # 2.2.2.1: the largest valid RecoverableAckTimeout (ms)
+ORDER_ACK_TIMEOUT = 0.5  # OrderAckTimeout, 3.1.3.2: "MUST be set to a value of 500 milliseconds"
+MAXIMUM_ORDER_ACK_DELAY = 10.0  # MaximumOrderAckDelay, 3.1.3.2: "SHOULD be set to 10 seconds"
+
+
+class WireCaseError(Exception):
+    """A wire case could not run as written (not a difference of the implementation)."""
+
+
+@dataclass
+class Failure:
+    field: str
+    expected: Any  # as shown: without its requirement annotation
+    observed: Any
+    evidence: str = ""
+    raw: Any = None  # as written in the case (its requirement annotation grades the failure)
+
+
+def kind_of(data: bytes) -> str:
+    try:
+        return packets.parse(data, strict=False).kind.name
+    except Exception:
+        return "Unknown"
+
+
+class WireRun:
+    """One wire case: the side it checks, its time scales, its timer bounds and its checks.
+    Subclasses run one side (harness.cases.wireruns.initiator / .acceptor) and execute the
+    case actions they declare (harness.cases.actions)."""
+
+    side = ""
+
+    def __init__(self, case: Case, options: Any) -> None:
+        self.case = case
+        self.options = options
+        peer_spec = case.given["peer"]
+        self.behaviours = [options.peer if b == "normal" and options.peer else b for b in behaviours_of(peer_spec)]
+        self.window = int(peer_spec.get("window", DEFAULT_WINDOW))
+        self.config = SessionConfig(window_size=self.window)  # the durations of the harness's own timers
+        self.initiator_scale = 1.0  # the time scale of the initiator's 3.1.2 timers
+        self.acceptor_scale = 1.0  # ... and of the acceptor's
+        self.waited = ""  # how the last waiting step's bound was derived
+        self.quiet = False  # the current step expects that nothing happens
+        self.last_packet: bytes | None = None  # the packet the current step's expectations read
+        self.last_ping: bytes | None = None  # the Ping Response of the last ping step
+        self.timer_origin: dict[str, str] = {}  # timer -> where its duration comes from
+
+    # -- hooks of a side ---------------------------------------------------------------------------
+    def connection_parameters(self) -> tuple[int | None, int, str]:
+        """(RecoverableAckTimeout, AckTimeout) in ms of the ConnectionParameters request of the
+        session (None: not known yet), and where they come from."""
+        raise NotImplementedError
+
+    def recoverable(self) -> bool:
+        """A recoverable (or transactional) message was sent on the session."""
+        raise NotImplementedError
+
+    def transactional_count(self) -> int:
+        raise NotImplementedError
+
+    def sent_value(self, path: str) -> Any:
+        """A field of the packet the harness last sent of its kind (``{sent: Kind.Header.Field}``)."""
+        return None
+
+    def resolve(self, expected: Any) -> Any:
+        """An expectation with the run's own values in place of their names."""
+        return expected
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # -- wait bounds ([MS-MQQB] 3.1.2) --------------------------------------------------------------
+    def timer(self, name: str) -> tuple[float, str]:
+        """The duration in seconds of an [MS-MQQB] 3.1.2 timer in this run (unscaled), and how it
+        was derived."""
+        c = self.config
+        origin = self.timer_origin.get(name, "the harness's")
+        if name == "SessionInitialization":  # 3.1.2.1: implementation-dependent <43>
+            return c.session_initialization, f"{origin} {c.session_initialization:g} s"
+        if name == "SessionRetryConnect":  # 3.1.2.3: implementation-dependent <45>
+            return c.session_retry_connect, f"{origin} {c.session_retry_connect:g} s"
+        recoverable, ack, how = self.connection_parameters()
+        if name == "SessionAckWait":  # 3.1.2.4: a multiple of AckWaitTimeout
+            return c.ack_wait_multiple * ack / 1000, f"{c.ack_wait_multiple} x AckTimeout {ack} ms {how}"
+        if name == "SessionAckSend":  # 3.1.5.8.2: AckWaitTimeout / 2; 3.1.5.8.7: RecoverableAckSendTimeout
+            seconds, text = ack / 2000, f"AckTimeout {ack} ms {how} / 2"
+            if self.recoverable():
+                rec, rec_how = (
+                    (recoverable, how) if recoverable is not None else (MAX_RECOVERABLE_ACK_TIMEOUT, "at most")
+                )
+                if rec / 1000 > seconds:
+                    seconds, text = rec / 1000, f"RecoverableAckTimeout {rec} ms {rec_how} (recoverable messages)"
+            return seconds, text
+        if name == "TransactionalAckWait":  # 3.1.2.6: TxOutgoingSequence.ResendInterval
+            origin = self.timer_origin.get("ResendInterval", "the harness's")
+            return c.resend_intervals[0], f"{origin} first ResendTimerTable entry"
+        if name == "OrderAckSend":  # 3.1.2.7 / 3.1.5.8.6
+            if self.transactional_count() > 1:  # restarted by each later one within MaximumOrderAckDelay
+                return ORDER_ACK_TIMEOUT + MAXIMUM_ORDER_ACK_DELAY, "OrderAckTimeout 500 ms + MaximumOrderAckDelay 10 s"
+            return ORDER_ACK_TIMEOUT, "OrderAckTimeout 500 ms"
+        if name == "PingResponse":  # 3.1.2.9: "always one second"
+            return c.ping_response, "one second"
+        raise WireCaseError(f"unknown timer {name!r}")
+
+    def bound(self, args: Mapping[str, Any], default: str = "") -> tuple[float, str]:
+        """The real seconds a waiting step waits (``within`` / ``before`` its timers, see the
+        module docstring), and a sentence saying how they were derived."""
+        key = "before" if "before" in args else "within"
+        expr = str(args.get(key, default))
+        total = 0.0
+        parts = []
+        for factor, name in parse_bound(expr):
+            seconds, how = self.timer(name)
+            section, side = TIMERS[name]
+            scale = self.initiator_scale if side == "initiator" else self.acceptor_scale
+            total += factor * seconds * scale
+            times = "" if factor == 1 else f"{factor:g} x "
+            parts.append(f"{times}{name} ({section}, {how}: {seconds:g} s) x scale {scale:g}")
+        if key == "within":
+            slack = QUIET_SLACK if self.quiet else WITHIN_SLACK
+            real, margin = total * WITHIN_FACTOR + slack, f"+{WITHIN_FACTOR - 1:.0%} +{slack:g} s"
+        else:
+            real, margin = total * BEFORE_FACTOR, f"-{1 - BEFORE_FACTOR:.0%}"
+        return real, f"{key} {expr}: {' + '.join(parts)} = {total:.3g} s, {margin} = {real:.3g} s"
+
+    # -- checks -------------------------------------------------------------------------------------
+    def expectations(self, action: str, args: Mapping[str, Any], expect: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The step's expectations: the action's defaults (harness.cases.actions), then the case's."""
+        written = dict(expect or {})
+        return {**ACTIONS[action].defaults(args, written), **written}
+
+    def skipped(self, key: str) -> str:
+        """Why an expectation on ``key`` is not checked on this run ("" when it is)."""
+        return ""
+
+    def check_step(
+        self, action: str, args: Mapping[str, Any], expect: Mapping[str, Any] | None, result: dict[str, Any]
+    ) -> tuple[list[Failure], list[str]]:
+        """The differences of one step, and the expectations not checked (with why)."""
+        failures: list[Failure] = []
+        not_checked: list[str] = []
+        flat = flatten(result)
+        raw = self.last_packet if action in ("receive", "wait_for") else None
+        packet = packets.parse(raw, strict=False) if raw else None
+        if action == "ping" and self.last_ping is not None:
+            raw, packet = self.last_ping, packets.parse_ping(self.last_ping, strict=False)
+        for key, written in self.expectations(action, args, expect).items():
+            why = self.skipped(key) if key not in flat else ""
+            if why:
+                not_checked.append(f"{key} ({why})")
+                continue
+            if key in flat:
+                present, observed = True, flat[key]
+            elif packet is not None and key not in ("satisfied", "closed", "timed_out", "kind", "answered"):
+                present, observed = field_value(packet, key)
+            else:
+                present, observed = False, None
+            expected = self.resolve(unwrap(written))
+            if not wire_matches(expected, observed, self.sent_value, present):
+                evidence = ""
+                if raw is not None and packet is not None and key not in flat:
+                    evidence = hexdump(raw, field_span(raw, key, packet.kind.name))
+                failures.append(Failure(key, expected, observed if present else "<absent>", evidence, written))
+        return failures, not_checked
+
+    def observe_then(self) -> tuple[list[Failure], list[str]]:
+        """The differences of the case's ``then``, and what of it was not checked (with why)."""
+        return [], []
+
+
+def flatten(result: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in result.items():
+        if isinstance(v, Mapping):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = normalise(v)
+    return out
+
+
+def max_in_flight(connections: list[list[tuple[str, bytes]]]) -> int:
+    """The most UserMessages the initiator had sent and not yet seen acknowledged (by the
+    AckSequenceNumber of a SessionHeader it received) on one connection: the window in use."""
+    best = 0
+    for conn in connections:
+        sent = acked = 0
+        for direction, data in conn:
+            try:
+                p = packets.parse(data, strict=False)
+            except Exception:
+                continue
+            if direction == "c2s" and p.kind is PacketKind.UserMessage:
+                sent += 1
+                best = max(best, sent - acked)
+            elif direction == "s2c" and "SessionHeader" in p.headers and p.headers.SessionHeader is not None:
+                acked = max(acked, int(p.headers.SessionHeader.AckSequenceNumber))
+    return best

@@ -1,0 +1,477 @@
+"""The initiator-side wire run: the sending queue manager is under test, the harness accepts.
+
+A case with ``under_test: initiator`` judges a sender ([MS-MQQB] 3.1.7.12 Message Position
+Available, 3.1.5.2-3.1.5.4 session establishment, 3.1.7.1 and 3.1.7.11 sending, 3.1.6 timers).
+The harness runs the acceptor: its simulated peer (:class:`harness.peers.SimulatedPeer`, with the
+case's behaviour), a silent listener, or a port where nothing listens.  The sender is driven
+through the control operations of the target protocol (harness.cases.actions.CONTROL_OPS):
+``wire_setup`` names the harness's acceptor, then each case action (``create_outgoing_queue``,
+``enqueue``, ``pause_queue``, ...) is one control operation; the sender connects by itself over
+real TCP.  Everything a step checks on the wire is what the harness's acceptor saw: the packets
+of each connection in both directions, the Ping Requests, the messages delivered, the rules the
+sender broke.  ADM expectations (ConnectionHistory, OutgoingQueue State, OutgoingMessagePosition
+attributes, [MS-MQDMPR] 3.1.1.3 and [MS-MQQB] 3.1.1.3.1.2) are checked where the target reports
+ADM state (capability ``adm:outgoing``) and listed as not checked where it does not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import packets
+from harness.cases.actions import action
+from harness.cases.target import TargetError
+from harness.cases.wire import wire_matches
+from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, Failure, WireCaseError, WireRun, max_in_flight
+from harness.cases.wireruns.peer import SilentListener, close_peer, simulated_peer
+from harness.session import SessionConfig
+
+__all__ = ["ADM", "InitiatorRun", "NotApplicable"]
+
+ADM = "adm:outgoing"
+ADM_KEYS = ("connection_requested", "OutgoingMessagePosition", "State", "ConnectionHistory")
+_NO_ADM = f"the target reports no ADM state (capability {ADM})"
+POLL = 0.005  # real seconds between two looks at what the harness's acceptor saw
+SETTLE = 0.5  # real seconds the reported ADM state may take to show what crossed the wire
+
+
+class NotApplicable(Exception):
+    """The case cannot judge this sender as configured (the reason says which setting differs)."""
+
+
+class _ClosedPort:
+    """The view of a port where nothing listens: no connection is ever accepted."""
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        self.address = address
+
+    def connections(self) -> list[list[tuple[str, bytes]]]:
+        return []
+
+    opened = closed = 0
+
+    def close(self) -> None:
+        pass
+
+
+class _PeerView:
+    """What the simulated peer saw, in the shape the run reads."""
+
+    def __init__(self, peer: Any) -> None:
+        self.peer = peer
+        self.address = tuple(peer.address[:2])
+
+    def connections(self) -> list[list[tuple[str, bytes]]]:
+        return [[(d, data) for d, data, _ in list(c.packets)] for c in self.peer.connections]
+
+    @property
+    def opened(self) -> int:
+        return len(self.peer.connections)
+
+    @property
+    def closed(self) -> int:
+        return sum(bool(c.closed) for c in self.peer.connections)
+
+    def close(self) -> None:
+        close_peer(self.peer)
+
+
+def _address_host(format_name: str, peer_host: str) -> str:
+    """The host the harness names for a destination: the peer's, except for a direct name whose
+    machine lies under the reserved ``.invalid`` top-level domain (RFC 6761: it never resolves),
+    which is named as it is."""
+    kind, _, rest = format_name.partition("=")
+    machine = rest.split(":", 1)[-1].split("\\", 1)[0] if kind.strip().upper() == "DIRECT" else ""
+    return machine if machine.lower().rstrip(".").endswith(".invalid") else peer_host
+
+
+class InitiatorRun(WireRun):
+    """One case checking a sender driven through ``control`` (a target's control operations)."""
+
+    side = "initiator"
+
+    def __init__(
+        self, case: Any, options: Any, control: Callable[[str, dict[str, Any]], dict[str, Any]], adm: bool
+    ) -> None:
+        super().__init__(case, options)
+        self.control = control
+        self.adm = adm
+        peer_spec = case.given["peer"]
+        default = options.scale if options.scale is not None else DEFAULT_TIMER_SCALE
+        self.requested_scale = float(peer_spec.get("timers", default))
+        self.default_scale = default
+        self.view: Any = None
+        self.setup: dict[str, Any] = {}  # the sender's wire_setup reply
+        self.messages: dict[str, Mapping[str, Any]] = {}  # case id -> the message as enqueued
+        self.queues: list[str] = []
+        self.step_not_applicable = ""  # why the current step's expectations are not checked
+        self._parsed: dict[bytes, Any] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> None:
+        peer_spec = self.case.given["peer"]
+        if peer_spec.get("silent"):
+            self.view = SilentListener()
+        else:
+            peer = simulated_peer(self.behaviours, min(self.default_scale, self.requested_scale))
+            if peer_spec.get("listening") is False:  # its port now refuses connections
+                address = tuple(peer.address[:2])
+                close_peer(peer)
+                self.view = _ClosedPort(address)
+            else:
+                self.view = _PeerView(peer)
+        host, port = self.view.address
+        ping_port = self.view.peer.ping_address[1] if isinstance(self.view, _PeerView) else None
+        reply = self.control(
+            "wire_setup",
+            {
+                "host": host,
+                "port": port,
+                "ping_port": ping_port,
+                "scale": self.requested_scale,
+                "window": self.window,
+                "ping": bool(peer_spec.get("ping", False)),
+            },
+        )
+        self.setup = reply
+        self._configure(reply)
+
+    def _configure(self, reply: Mapping[str, Any]) -> None:
+        """The sender's time scale and implementation-dependent timer values, as it declared them."""
+        try:
+            scale = float(reply.get("scale", 1.0))
+        except (TypeError, ValueError):
+            raise WireCaseError(f"wire_setup: scale {reply.get('scale')!r} is not a number") from None
+        if not 0 < scale <= 1:
+            raise WireCaseError(f"wire_setup: scale {scale!r} is not in (0, 1]")
+        self.initiator_scale = scale
+        self.acceptor_scale = min(self.default_scale, scale)
+        window = reply.get("window", self.window)
+        if "window" in self.case.given["peer"] and window != self.window:
+            raise NotApplicable(f"the case needs a sender with WindowSize {self.window}; this one sends {window}")
+        timers = reply.get("timers") or {}
+        defaults = SessionConfig()
+        fields = {
+            "SessionInitialization": "session_initialization",
+            "SessionRetryConnect": "session_retry_connect",
+            "AckWaitTimeout": "ack_wait_timeout_ms",
+            "SessionAckWaitMultiple": "ack_wait_multiple",
+        }
+        values: dict[str, Any] = {"window_size": int(window)}
+        for name, attr in fields.items():
+            declared = name in timers
+            values[attr] = type(getattr(defaults, attr))(timers[name]) if declared else getattr(defaults, attr)
+            self.timer_origin[name] = "the sender's declared" if declared else "the spec's default (not declared)"
+        if "ResendInterval" in timers:
+            values["resend_intervals"] = (float(timers["ResendInterval"]),)
+        self.timer_origin["ResendInterval"] = (
+            "the sender's declared" if "ResendInterval" in timers else "the spec's default (not declared)"
+        )
+        self.config = SessionConfig(**values)
+
+    def close(self) -> None:
+        try:
+            if self.setup:
+                self.control("wire_close", {})
+        finally:
+            if self.view is not None:
+                self.view.close()
+
+    def sent_packets(self) -> list[tuple[float, bytes]]:
+        """Every packet the harness (its acceptor) sent, with the wall-clock time it was written."""
+        if not isinstance(self.view, _PeerView):
+            return []
+        return [(ts, data) for c in self.view.peer.connections for d, data, ts in list(c.packets) if d == "s2c"]
+
+    # -- the hooks of WireRun ------------------------------------------------------------------------
+    def _parse(self, data: bytes) -> Any:
+        parsed = self._parsed.get(data)
+        if parsed is None:
+            try:
+                parsed = packets.parse(data, strict=False)
+            except Exception:
+                parsed = False
+            self._parsed[data] = parsed
+        return parsed or None
+
+    def _kind(self, data: bytes) -> str:
+        p = self._parse(data)
+        return p.kind.name if p is not None else "Unknown"
+
+    def connection_parameters(self) -> tuple[int | None, int, str]:
+        for conn in self.view.connections():
+            for direction, data in conn:
+                if direction == "c2s" and self._kind(data) == "ConnectionParameters":
+                    cp = self._parse(data).ConnectionParametersHeader
+                    return int(cp.RecoverableAckTimeout), int(cp.AckTimeout), "sent"
+        # not sent yet: AckWaitTimeout is the sender's configuration; RecoverableAckSendTimeout
+        # comes from the round trip of the EstablishConnection Packet (3.1.5.3.2), at most 0x1D4C0
+        return None, self.config.ack_wait_timeout_ms, "to be sent"
+
+    def recoverable(self) -> bool:
+        return any(m.get("delivery", "express") != "express" for m in self.messages.values())
+
+    def transactional_count(self) -> int:
+        return sum(m.get("delivery") == "transactional" for m in self.messages.values())
+
+    def resolve(self, expected: Any) -> Any:
+        """``QueueManager.Identifier`` in an expectation: the sender's, as its wire_setup said."""
+        if expected == "QueueManager.Identifier" and "QueueManager.Identifier" in self.setup:
+            return str(self.setup["QueueManager.Identifier"]).upper()
+        if isinstance(expected, Mapping) and len(expected) == 1:
+            ((k, v),) = expected.items()
+            if k in ("not", "any_of"):
+                return {k: [self.resolve(x) for x in v] if k == "any_of" else self.resolve(v)}
+        return expected
+
+    def skipped(self, key: str) -> str:
+        if self.step_not_applicable:
+            return self.step_not_applicable
+        if not self.adm and key.split(".", 1)[0] in ADM_KEYS:
+            return _NO_ADM
+        return ""
+
+    # -- control ---------------------------------------------------------------------------------------
+    def _control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.control(op, args)
+        except TargetError as e:
+            raise WireCaseError(f"the sender's {op} failed: {e.kind}: {e.message}") from None
+
+    # -- actions -------------------------------------------------------------------------------------
+    @action(
+        "create_outgoing_queue",
+        sides=("initiator",),
+        required={"name": "text: the case's name for the queue"},
+        optional={
+            "DestinationFormatName": "text: an [MS-MQMQ] 2.1 format name (DIRECT=TCP:<the peer's host>\\private$\\<name>)",
+            "State": "Connected | Disconnected | Inactive | Locked | NeedValidation | Waiting | OnHold",
+            "Multicast": "boolean",
+            "Transactional": "boolean",
+        },
+        result={"State": "text (adm:outgoing)"},
+    )
+    def create_outgoing_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """An [MS-MQDMPR] 3.1.1.3 OutgoingQueue whose destination is the harness's acceptor."""
+        host, port = self.view.address
+        name = str(args["name"])
+        fmt = str(args.get("DestinationFormatName", f"DIRECT=TCP:{host}\\private$\\{name}"))
+        request = {
+            "name": name,
+            "DestinationFormatName": fmt,
+            "address": {"host": _address_host(fmt, host), "port": port},
+            **{k: args[k] for k in ("State", "Multicast", "Transactional") if k in args},
+        }
+        self.queues.append(name)
+        return self._control("create_outgoing_queue", request)
+
+    @action(
+        "create_local_queue",
+        sides=("initiator",),
+        required={"name": "text"},
+        optional={"Transactional": "boolean"},
+    )
+    def create_local_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """A local [MS-MQDMPR] 3.1.1.2 Queue (not an OutgoingQueue)."""
+        return self._control("create_local_queue", dict(args))
+
+    @action(
+        "enqueue",
+        sides=("initiator",),
+        required={"queue": "text: a queue the case created", "message": "mapping: {id, delivery, Body, <Message attribute>: value}"},
+        result={"rStatus": "text", "connection_requested": "boolean (adm:outgoing)",
+                "OutgoingMessagePosition": "mapping (adm:outgoing)", "State": "text (adm:outgoing)",
+                "ConnectionHistory": "list (adm:outgoing)"},
+    )
+    def enqueue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """[MS-MQDMPR] 3.1.7.1.27 Enqueue Message, which raises [MS-MQQB] 3.1.7.12 Message Position Available."""
+        message = dict(args["message"])
+        self.messages[str(message["id"])] = message
+        return self._control("enqueue", {"queue": args["queue"], "message": message})
+
+    @action("pause_queue", sides=("initiator",), required={"queue": "text"}, result={"State": "text (adm:outgoing)"})
+    def pause_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """[MS-MQDMPR] 3.1.4.14 Pause Queue on an OutgoingQueue."""
+        return self._control("pause_queue", {"queue": args["queue"]})
+
+    @action("resume_queue", sides=("initiator",), required={"queue": "text"}, result={"State": "text (adm:outgoing)"})
+    def resume_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """[MS-MQDMPR] 3.1.4.15 Resume Queue on an OutgoingQueue."""
+        return self._control("resume_queue", {"queue": args["queue"]})
+
+    @action(
+        "wait_for",
+        sides=("initiator",),
+        optional={
+            "packet": "packet kind: wait until the acceptor saw it (count times)",
+            "direction": "c2s (from the sender, default) | s2c",
+            "count": "integer",
+            "acked": "list of message ids: wait until the acceptor acknowledged each",
+            "connection_history": "integer: wait until the OutgoingQueues' ConnectionHistory has this many entries (adm:outgoing)",
+            "connections": "integer: wait until the sender opened this many connections",
+            "closed": "integer: wait until this many connections ended",
+        },
+        defaults=lambda args, expect: {"satisfied": True},
+        nothing=("satisfied", False),
+        result={"satisfied": "boolean"},
+    )
+    def wait_for(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Wait, within the bound the step's timers give, until the condition holds."""
+        view = self.view
+        if "packet" in args:
+            kind, direction, count = args["packet"], args.get("direction", "c2s"), int(args.get("count", 1))
+
+            def pred() -> bool:
+                return len(self._packets(kind, direction)) >= count
+        elif "acked" in args:
+            wanted = [str(m) for m in args["acked"]]
+
+            def pred() -> bool:
+                return all(self._acked(m) for m in wanted)
+        elif "connection_history" in args:
+            if not self.adm:  # the wait still runs its bound out: later steps see the same time pass
+                self.step_not_applicable = _NO_ADM
+                self._run_within(lambda: False, args)
+                return {}
+            n = int(args["connection_history"])
+
+            def pred() -> bool:
+                observed = self._control("observe_outgoing", {"queues": self.queues}).get("queues") or {}
+                return sum(len(q.get("ConnectionHistory") or []) for q in observed.values()) >= n
+        elif "connections" in args:
+            n = int(args["connections"])
+
+            def pred() -> bool:
+                return bool(view.opened >= n)
+        else:
+            n = int(args["closed"])
+
+            def pred() -> bool:
+                return bool(view.closed >= n)
+
+        ok = self._run_within(pred, args)
+        if "packet" in args:
+            found = self._packets(args["packet"], args.get("direction", "c2s"))
+            if found:
+                self.last_packet = found[min(int(args.get("count", 1)), len(found)) - 1]
+        return {"satisfied": ok}
+
+    def _run_within(self, pred: Callable[[], bool], args: Mapping[str, Any]) -> bool:
+        """Poll ``pred()`` until it holds or the step's bound runs out (recomputed as the session
+        shows the values it depends on: the ConnectionParameters sent)."""
+        start = time.monotonic()
+        while True:
+            seconds, self.waited = self.bound(args)
+            if pred():
+                return True
+            if time.monotonic() - start >= seconds:
+                return bool(pred())
+            time.sleep(POLL)
+
+    def _packets(self, kind: str, direction: str) -> list[bytes]:
+        return [d for conn in self.view.connections() for (dr, d) in conn if dr == direction and self._kind(d) == kind]
+
+    def _acked(self, message_id: str) -> bool:
+        """The harness's acceptor acknowledged the message ([MS-MQQB] 3.1.5.5.1): a SessionHeader it
+        sent on the connection counts the UserMessage that carried the message's Label; for a
+        transactional message ([MS-MQQB] 3.1.5.6), an OrderAck it sent numbers its TxSequenceNumber."""
+        label = str(self.messages.get(message_id, {}).get("Label", message_id))
+        for conn in self.view.connections():
+            number, acked, mine, tx, ordered = 0, 0, 0, None, -1
+            for direction, data in conn:
+                p = self._parse(data)
+                if p is None:
+                    continue
+                if direction == "c2s" and p.kind.name == "UserMessage":
+                    number += 1
+                    mph = p.headers.get("MessagePropertiesHeader")
+                    if mph is not None and not mine and str(mph.Label).rstrip("\x00") == label:
+                        mine = number
+                        th = p.headers.get("TransactionHeader")
+                        tx = int(th.TxSequenceNumber) if th is not None else None
+                elif direction == "s2c" and p.kind.name == "OrderAck" and p.body is not None:
+                    ordered = max(ordered, int(p.body.TxSequenceNumber))  # 2.2.4.1 OrderAck Body
+                if direction == "s2c" and p.headers.get("SessionHeader") is not None:
+                    acked = max(acked, int(p.headers.SessionHeader.AckSequenceNumber))
+            if mine and acked >= mine and (tx is None or ordered >= tx):
+                return True
+        return False
+
+    # -- then ------------------------------------------------------------------------------------------
+    def observe_then(self) -> tuple[list[Failure], list[str]]:
+        then = self.case.then or {}
+        failures: list[Failure] = []
+        not_checked: list[str] = []
+        outgoing = then.get("outgoing") or {}
+        if outgoing and not self.adm:
+            not_checked.extend(f"outgoing.{q} ({_NO_ADM})" for q in outgoing)
+        elif outgoing:
+            # the state the sender reports settles once it has processed what crossed the wire
+            end = time.monotonic() + SETTLE
+            while True:
+                observed = self._control("observe_outgoing", {"queues": list(outgoing)}).get("queues") or {}
+                found = [f for q, want in outgoing.items() for f in self._outgoing(q, want, observed.get(q) or {})]
+                if not found or time.monotonic() >= end:
+                    break
+                time.sleep(POLL)
+            failures.extend(found)
+        tp = then.get("peer") or {}
+        if tp:
+            failures.extend(self._peer(tp))
+        return failures, not_checked
+
+    @staticmethod
+    def _outgoing(qname: str, want: Mapping[str, Any], got: Mapping[str, Any]) -> list[Failure]:
+        from harness.cases.grading import unwrap
+
+        failures = []
+        where = f"outgoing.{qname}"
+        if "State" in want and got.get("State") != want["State"]:
+            failures.append(Failure(f"{where}.State", want["State"], got.get("State", "<absent>")))
+        if "ConnectionHistory" in want and not wire_matches(want["ConnectionHistory"], got.get("ConnectionHistory")):
+            written = want["ConnectionHistory"]
+            failures.append(Failure(f"{where}.ConnectionHistory", unwrap(written), got.get("ConnectionHistory"), raw=written))
+        if "OutgoingMessagePositions" in want:
+            table = list(got.get("OutgoingMessagePositions") or [])
+            want_ids = [p["message"] for p in want["OutgoingMessagePositions"]]
+            got_ids = [p.get("message") for p in table]
+            if got_ids != want_ids:
+                failures.append(Failure(f"{where}.OutgoingMessagePositions", want_ids, got_ids))
+            else:
+                for j, (w, p) in enumerate(zip(want["OutgoingMessagePositions"], table, strict=True)):
+                    for k, v in w.items():
+                        if k != "message" and p.get(k) != v:
+                            failures.append(Failure(f"{where}.OutgoingMessagePositions[{j}].{k}", v, p.get(k)))
+        return failures
+
+    def _peer(self, tp: Mapping[str, Any]) -> list[Failure]:
+        from harness.cases.grading import unwrap
+
+        view = self.view
+        connections = view.connections()
+        observed: dict[str, Any] = {"connections": view.opened, "max_in_flight": max_in_flight(connections)}
+        if isinstance(view, _PeerView):
+            pings = view.peer.pings
+            observed["pings"] = len(pings)
+            observed["ping_responses"] = sum(p.response is not None for p in pings)
+            conns = list(view.peer.connections)
+            observed["delivered"] = [str(p.MessagePropertiesHeader.Label) for c in conns for p in c.delivered]
+            observed["violations"] = [str(v.rule_id) for c in conns for v in c.violations]
+        else:
+            observed.update(pings=0, ping_responses=0, delivered=[], violations=[])
+        failures = []
+        for key in ("connections", "max_in_flight", "pings", "ping_responses", "delivered", "violations"):
+            if key in tp and not wire_matches(tp[key], observed.get(key), present=key in observed):
+                failures.append(Failure(f"peer.{key}", unwrap(tp[key]), observed.get(key, "<absent>"), raw=tp[key]))
+        kinds: dict[str, int] = {}
+        for conn in connections:
+            for d, data in conn:
+                if d == "c2s":
+                    kinds[self._kind(data)] = kinds.get(self._kind(data), 0) + 1
+        for kind, want_n in (tp.get("sent") or {}).items():
+            if not wire_matches(want_n, kinds.get(kind, 0)):
+                failures.append(Failure(f"peer.sent.{kind}", unwrap(want_n), kinds.get(kind, 0), raw=want_n))
+        return failures
+
