@@ -203,7 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
         "unless --strict), 1 failures, 2 usage or configuration error before any case ran, 5 nothing ran.",
     )
     run_p.add_argument("paths", nargs="*", metavar="PATH", help="case files or folders (default: cases/)")
-    run_p.add_argument("--target", default="reference", help="reference | plugin:pkg.mod:Class | cmd:'<command>'")
+    from harness.cases.targets.registry import target_help
+
+    run_p.add_argument("--target", default="reference", help=f"the implementation under test: {target_help()}")
     run_p.add_argument("-k", metavar="EXPR", help="select cases by id, title and tags (pytest -k syntax)")
     run_p.add_argument("--spec", action="append", metavar="SECTION", help="select by spec section prefix")
     run_p.add_argument("-n", type=int, default=1, metavar="N", help="worker processes")

@@ -64,12 +64,14 @@ _REQUIREMENTS = "requirements.yaml"
 
 # ================================================================================ options
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from harness.cases.targets.registry import target_help
+
     group = parser.getgroup("msmq-harness", "MSMQ conformance cases (YAML under a 'cases' folder)")
     group.addoption(
         "--msmq-target",
         default="reference",
         metavar="TARGET",
-        help="target the cases run against: reference (default), plugin:pkg.mod:Class or 'cmd:<command>'",
+        help=f"target the cases run against (default reference): {target_help()}",
     )
     group.addoption(
         "--msmq-strict",

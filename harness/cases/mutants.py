@@ -2,10 +2,12 @@
 
 Each entry of :data:`MUTANTS` is a class under ``examples/mutants/`` that breaks exactly one
 rule (its docstring names the rule and section): a ``QueueManager`` subclass for an [MS-MQDMPR]
-processing rule, run by the model cases, or an ``OutgoingQueueProcessing`` subclass for a rule of
-[MS-MQQB] 3.1.7.12, run by the initiator wire cases against the simulated peer.
-``python -m harness.cases.mutants [--cases cases] [-n N]`` runs the corpus against each one as
-the target ``plugin:<entry>`` and prints which cases caught it.  A mutant is caught only by a
+processing rule, run by the model cases as the target ``plugin:<entry>``, or an
+``OutgoingQueueProcessing`` subclass for a rule of [MS-MQQB] 3.1.7.12, run by the initiator wire
+cases as an external sender: the target ``cmd:python examples/reference_adapter.py --sender
+<entry> --no-adm``, a separate process that reports no ADM state, so that it is caught through
+the wire alone.  ``python -m harness.cases.mutants [--cases cases] [-n N]`` runs the corpus
+against each one and prints which cases caught it.  A mutant is caught only by a
 case that ``failed``: a MUST expectation the mutant broke.  Cases that erred or were only
 non-strict against it are listed apart and catch nothing (a crash or a reading the spec allows
 is no verdict on the rule).  The exit status is 1 when a mutant is not caught or when the corpus
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
-__all__ = ["MUTANTS", "MutantResult", "main", "run_mutant", "run_mutants"]
+__all__ = ["MUTANTS", "MutantResult", "main", "run_mutant", "run_mutants", "target_of"]
 
 MUTANTS: list[str] = [
     "examples.mutants.seek:SeekIgnoresAllowPeekWhenLocked",
@@ -70,12 +72,26 @@ def _load(paths: Sequence[str]) -> list:
     return load_paths(paths, events=PSEUDO_EVENTS)
 
 
+def target_of(mutant: str) -> str:
+    """The target a mutant runs as: a sender through the adapter protocol, on the wire alone;
+    any other class in process."""
+    from pathlib import Path
+
+    from harness.cases.targets.plugin import load_plugin_class
+    from harness.session import OutgoingQueueProcessing
+
+    if issubclass(load_plugin_class(mutant), OutgoingQueueProcessing):
+        adapter = Path(__file__).resolve().parents[2] / "examples" / "reference_adapter.py"
+        return f"cmd:{sys.executable} {adapter} --sender {mutant} --no-adm"
+    return f"plugin:{mutant}"
+
+
 def run_mutant(mutant: str, paths: Sequence[str] = ("cases",)) -> MutantResult:
     """The corpus against one mutant: the cases that failed against it, and those that erred or
     were only non-strict (which catch nothing)."""
     from harness.cases.runner import run
 
-    result = run(_load(paths), f"plugin:{mutant}")
+    result = run(_load(paths), target_of(mutant))
 
     def ids(outcome: str) -> list[str]:
         return [r.case_id for r in result.results if str(r.outcome) == outcome]
