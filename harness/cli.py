@@ -121,7 +121,6 @@ def _usage_error(message: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import harness.cases.targets  # noqa: F401  (registers the reference target's pseudo-events)
     from harness.cases.loader import CaseError, load_paths
     from harness.cases.runner import ConfigurationError, load_known_failures, run, select
     from harness.report import html, json_report, junit, terminal
@@ -179,7 +178,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    import harness.cases.targets  # noqa: F401  (registers the reference target's pseudo-events)
     from harness.cases.coverage import coverage, render_coverage
     from harness.cases.loader import CaseError, load_paths, load_requirements
 

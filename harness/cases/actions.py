@@ -71,7 +71,7 @@ def action(
     action's documentation)."""
 
     def register(method: F) -> F:
-        sides_set = frozenset(sides)
+        sides_set: frozenset[str] = frozenset(sides)
         known = ACTIONS.get(name)
         optional_args = dict(optional or {})
         doc = " ".join((method.__doc__ or "").split())
@@ -125,7 +125,8 @@ _MESSAGE = (
 )
 _ADM_RESULT = {
     "connection_requested": "boolean: [MS-MQQB] 3.1.7.12 asked for a connection (adm:outgoing)",
-    "OutgoingMessagePosition": "object: the [MS-MQQB] 3.1.1.3.1.2 attributes of the position built, absent if none (adm:outgoing)",
+    "OutgoingMessagePosition": "object: the [MS-MQQB] 3.1.1.3.1.2 attributes of the position built, "
+    "absent if none (adm:outgoing)",
     "State": "text: the OutgoingQueue's [MS-MQDMPR] 3.1.1.3 State (adm:outgoing)",
     "ConnectionHistory": "list of text: its ConnectionHistory Status values, oldest first (adm:outgoing)",
 }

@@ -67,9 +67,8 @@ class MutantResult:
 
 def _load(paths: Sequence[str]) -> list:
     from harness.cases.loader import load_paths
-    from harness.cases.targets.reference import PSEUDO_EVENTS
 
-    return load_paths(paths, events=PSEUDO_EVENTS)
+    return load_paths(paths)
 
 
 def target_of(mutant: str) -> str:

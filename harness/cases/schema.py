@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import difflib
 import functools
-import inspect
 import json
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
+
+from harness.cases.events import ARG_KINDS
 
 __all__ = [
     "SCHEMA_PATH",
@@ -40,9 +40,6 @@ __all__ = [
 SCHEMA_PATH = Path(__file__).with_name("case.schema.json")
 
 PathT = tuple[str | int, ...]
-
-# A spec event's docstring starts with its section number: "3.1.7.3.2 Seek Available ...".
-_SECTION_DOC = re.compile(r"^\d+\.\d+(\.\d+)+ ")
 
 # Names a target may add to the spec events (register_events); loaders accept them too.
 _EXTRA_EVENTS: set[str] = set()
@@ -107,32 +104,12 @@ class Lines:
 
 
 # ------------------------------------------------------------------------------- the events
-def _spec_methods(cls: type) -> Iterator[tuple[str, Callable[..., Any]]]:
-    for name, fn in inspect.getmembers(cls, inspect.isfunction):
-        if not name.startswith("_") and _SECTION_DOC.match(inspect.getdoc(fn) or ""):
-            yield name, fn
-
-
-@functools.cache
 def _model_events() -> dict[str, tuple[str, ...]]:
-    """Spec event -> argument names, from the methods of the reference model.
+    """Spec event -> argument names (harness.cases.events: the reference model's methods whose
+    docstring opens with their [MS-MQDMPR] section; pseudo-events are the target's, registered)."""
+    from harness.cases.events import spec_events as registry
 
-    A public method of QueueManager or Cursor is a spec event when its docstring opens with the
-    section that defines it ([MS-MQDMPR] 3.1.4, 3.1.6.3, 3.1.7, 3.2.7); python-only helpers
-    (``new_queue``, ``fire_due_timers``, ...) are not.  Cursor events take ``cursor`` as well.
-    """
-    from harness.model import Cursor, QueueManager
-
-    events: dict[str, tuple[str, ...]] = {}
-    for cls, extra in ((QueueManager, ()), (Cursor, ("cursor",))):
-        for name, fn in _spec_methods(cls):
-            params = [
-                p.name
-                for p in list(inspect.signature(fn).parameters.values())[1:]
-                if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-            ]
-            events[name] = (*extra, *params)
-    return events
+    return {e.name: e.parameters for e in registry().values() if e.owner != "target"}
 
 
 def register_events(*names: str) -> None:
@@ -146,8 +123,11 @@ def spec_events() -> frozenset[str]:
 
 
 def known_events(extra: Iterable[str] = ()) -> frozenset[str]:
-    """Every event a case may raise: the model's spec events, registered names and ``extra``."""
-    return spec_events() | _EXTRA_EVENTS | frozenset(extra)
+    """Every event a case may raise: the model's spec events, the reference target's
+    pseudo-events (harness.cases.events), registered names and ``extra``."""
+    from harness.cases.events import PSEUDO_EVENTS
+
+    return spec_events() | frozenset(PSEUDO_EVENTS) | _EXTRA_EVENTS | frozenset(extra)
 
 
 def event_parameters(event: str) -> tuple[str, ...] | None:
@@ -292,24 +272,8 @@ def validate_def(name: str, value: Any, path: PathT, lines: Lines) -> None:
 
 
 # --------------------------------------------------------------------------- semantic checks
-# Argument names whose string values name an object of `given` (the spec's parameter names).
-_ARG_KINDS = {
-    "iQueue": "queue",
-    "iTargetQueue": "queue",
-    "iReleaseOnQueue": "queue",
-    "iOutgoingQueue": "queue",
-    "iQueueDesc": "open",
-    "iOpenQueueDescriptor": "open",
-    "cursor": "cursor",
-    "iCursor": "cursor",
-    "iTransaction": "transaction",
-    "iTransactionIdentifier": "transaction",
-    "iInitialPosition": "position",
-    "iPosition": "position",
-    "iMessagePosition": "position",
-    "iMessagePos": "position",
-    "iMessage": "message",
-}
+# Argument names whose string values name an object of `given` (harness.cases.events.ARG_KINDS).
+_ARG_KINDS = {arg: kind.removesuffix("-id") for arg, kind in ARG_KINDS.items() if kind != "reader"}
 # Return values that name a position (by its message's id, or Start/End).
 _RESULT_KINDS = {
     "rMessagePosition": "position",

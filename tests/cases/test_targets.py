@@ -71,13 +71,17 @@ REQUIREMENTS = {
 def load(text: str, file: str) -> list[Case]:
     return load_text(text, file, requirements=REQUIREMENTS)
 
+
 GIVEN: dict[str, Any] = {
     "queues": [
-        {"name": "q", "messages": [
-            {"id": "m1"},
-            {"id": "m2", "AllowPeekWhenLocked": True, "Label": "two"},
-            {"id": "m3", "Priority": 1, "Body": "three"},
-        ]},
+        {
+            "name": "q",
+            "messages": [
+                {"id": "m1"},
+                {"id": "m2", "AllowPeekWhenLocked": True, "Label": "two"},
+                {"id": "m3", "Priority": 1, "Body": "three"},
+            ],
+        },
         {"name": "q2", "Quota": 1},
     ],
     "transactions": ["t1"],
@@ -105,7 +109,10 @@ def test_hello_lists_spec_and_pseudo_events() -> None:
 def test_observe_names_positions_and_cursor_state(ref: ReferenceTarget) -> None:
     seen = ref.observe(["q", "q2"], ["c"])
     assert [(p["message"], p["State"]) for p in seen["queues"]["q"]] == [
-        ("m1", "Locked"), ("m2", "Available"), ("m3", "Available")]
+        ("m1", "Locked"),
+        ("m2", "Available"),
+        ("m3", "Available"),
+    ]
     assert seen["queues"]["q"][1]["Label"] == "two"
     assert seen["queues"]["q2"] == []
     assert seen["cursors"] == {"c": {"CursorState": "Unread", "MessagePositionReference": "Start"}}
@@ -115,14 +122,18 @@ def test_events_resolve_names_and_report_by_spec_names(ref: ReferenceTarget) -> 
     args = {"iInitialPosition": "Start", "iQueue": "q", "iPeekOperation": False}
     seek = ref.event("seek_available_message_position", args)
     assert seek == {"rMessagePosition": "m2"}
-    back = ref.event("seek_available_message_position",
-                     {"iInitialPosition": "End", "iQueue": "q", "iPeekOperation": True, "iSeekDirection": "Backward"})
+    back = ref.event(
+        "seek_available_message_position",
+        {"iInitialPosition": "End", "iQueue": "q", "iPeekOperation": True, "iSeekDirection": "Backward"},
+    )
     assert back == {"rMessagePosition": "m3"}
     assert ref.event("get_message_for_peek", {"cursor": "c"}) == {"rStatus": "Succeeded", "rPosition": "m2"}
     assert ref.event("get_next_message_for_peek", {"cursor": "c"}) == {"rStatus": "Succeeded", "rPosition": "m3"}
     assert ref.event("get_next_message_for_peek", {"cursor": "c"}) == {"rStatus": "Waiting"}
-    with_id = ref.event("seek_available_message_position_with_id",
-                        {"iQueue": "q", "iLookupId": "m2", "iPeekOperation": False, "iLookupAction": "SeekCurrent"})
+    with_id = ref.event(
+        "seek_available_message_position_with_id",
+        {"iQueue": "q", "iLookupId": "m2", "iPeekOperation": False, "iLookupAction": "SeekCurrent"},
+    )
     assert with_id == {"rStatus": "MQ_OK", "rMessagePosition": "m2"}
     read = ref.event("dequeue_message", {"iQueueDesc": "h", "iTimeout": 0, "iTransaction": "t1"})
     assert read == {"rStatus": "MQ_OK", "rMessage": "m2"}
@@ -132,10 +143,12 @@ def test_events_resolve_names_and_report_by_spec_names(ref: ReferenceTarget) -> 
 
 def test_events_that_create_objects(ref: ReferenceTarget) -> None:
     assert ref.event("create_transaction", {"iTransactionIdentifier": "t2"}) == {"rTransaction": "t2"}
-    assert ref.event("enqueue_message", {"iQueue": "q2", "iMessage": {"id": "m9", "Body": "x" * 2000},
-                                         "iTransaction": "t2"}) == {"rStatus": "QueueQuotaExceeded"}
+    assert ref.event(
+        "enqueue_message", {"iQueue": "q2", "iMessage": {"id": "m9", "Body": "x" * 2000}, "iTransaction": "t2"}
+    ) == {"rStatus": "QueueQuotaExceeded"}
     assert ref.event("enqueue_message", {"iQueue": "q2", "iMessage": {"id": "m8"}, "iTransaction": "t2"}) == {
-        "rStatus": "NoError"}
+        "rStatus": "NoError"
+    }
     assert ref.observe(["q2"], [])["queues"]["q2"][0]["State"] == "Locked"
     created = ref.event("create_queue", {"iQueue": {"name": "q3", "Transactional": True}})
     assert created == {"rStatus": "MQ_OK", "rQueue": "q3"}
@@ -150,10 +163,14 @@ def test_events_that_create_objects(ref: ReferenceTarget) -> None:
 
 def test_given_position_states_and_outgoing_queues() -> None:
     target = ReferenceTarget()
-    target.setup({"queues": [
-        {"name": "q", "messages": [{"id": "a", "State": "PurgePending"}, {"id": "b", "State": "Deleted"}]},
-        {"name": "out", "DestinationFormatName": "DIRECT=OS:remote\\private$\\x"},
-    ]})
+    target.setup(
+        {
+            "queues": [
+                {"name": "q", "messages": [{"id": "a", "State": "PurgePending"}, {"id": "b", "State": "Deleted"}]},
+                {"name": "out", "DestinationFormatName": "DIRECT=OS:remote\\private$\\x"},
+            ]
+        }
+    )
     assert [p["State"] for p in target.observe(["q"], [])["queues"]["q"]] == ["PurgePending", "Deleted"]
     assert target.event("pause_queue", {"iQueue": "out"}) == {}
     assert target.event("queue_attributes", {"iQueue": "out"})["State"] == "OnHold"
@@ -161,8 +178,9 @@ def test_given_position_states_and_outgoing_queues() -> None:
 
 def test_undefined_behaviour_and_unknown_names_are_target_errors(ref: ReferenceTarget) -> None:
     ref.event("get_next_message_for_peek", {"cursor": "c"})  # Unread: IllegalCursorAction
-    ref.setup({"queues": [{"name": "q"}], "open": [{"name": "h", "queue": "q"}],
-               "cursors": [{"name": "c", "open": "h"}]})
+    ref.setup(
+        {"queues": [{"name": "q"}], "open": [{"name": "h", "queue": "q"}], "cursors": [{"name": "c", "open": "h"}]}
+    )
     assert ref.event("get_message_for_peek", {"cursor": "c"}) == {"rStatus": "Waiting"}
     with pytest.raises(TargetError) as e:
         ref.event("get_message_for_peek", {"cursor": "c"})
@@ -196,7 +214,10 @@ class SkipNothingQueueManager(QueueManager):
     """A broken implementation: a forward seek returns the next position whatever its state."""
 
     def seek_available_message_position(
-        self, iInitialPosition: MessagePosition, iQueue: Queue, iPeekOperation: bool,
+        self,
+        iInitialPosition: MessagePosition,
+        iQueue: Queue,
+        iPeekOperation: bool,
         iSeekDirection: SeekDirection = SeekDirection.Forward,
     ) -> MessagePosition:
         return iInitialPosition.Next
@@ -253,9 +274,14 @@ when:
 
 
 def _case(cid: str, event: str) -> Case:
-    return Case(cid, cid, [SpecRef("MS-MQDMPR 3.1.7.1.7", "T-PURGE")], given={"queues": [{"name": "q"}]},
-                when=[Step(event, {"iQueue": "q"} if event == "purge_queue" else {})],
-                requirements={"T-PURGE": REQUIREMENTS["T-PURGE"]})
+    return Case(
+        cid,
+        cid,
+        [SpecRef("MS-MQDMPR 3.1.7.1.7", "T-PURGE")],
+        given={"queues": [{"name": "q"}]},
+        when=[Step(event, {"iQueue": "q"} if event == "purge_queue" else {})],
+        requirements={"T-PURGE": REQUIREMENTS["T-PURGE"]},
+    )
 
 
 def test_a_queue_manager_subclass_plugin_runs_behind_the_reference_target() -> None:
@@ -336,9 +362,16 @@ def test_a_hanging_or_crashing_adapter_fails_only_its_case(fake_adapter: str) ->
     result = run(cases, fake_adapter, step_timeout=1.0)
     assert time.monotonic() - start < 30
     outcomes = {r.case_id: r.outcome for r in result.results}
-    assert outcomes == {"a": Outcome.passed, "hang": Outcome.error, "b": Outcome.passed,
-                        "crash": Outcome.error, "garbage": Outcome.error, "c": Outcome.passed,
-                        "partial": Outcome.unsupported, "unlisted": Outcome.unsupported}
+    assert outcomes == {
+        "a": Outcome.passed,
+        "hang": Outcome.error,
+        "b": Outcome.passed,
+        "crash": Outcome.error,
+        "garbage": Outcome.error,
+        "c": Outcome.passed,
+        "partial": Outcome.unsupported,
+        "unlisted": Outcome.unsupported,
+    }
     details = {r.case_id: r.detail for r in result.results}
     assert "no reply within 1 s" in details["hang"]
     assert "exit status 3" in details["crash"] and "crashing on purpose" in details["crash"]
@@ -350,7 +383,9 @@ def test_a_hanging_or_crashing_adapter_fails_only_its_case(fake_adapter: str) ->
 def test_adapter_error_replies_are_target_errors(fake_adapter: str) -> None:
     target = make_target(fake_adapter, timeout=5)
     try:
-        assert target.hello() == TargetInfo("fake", ["purge_queue", "hang", "crash", "garbage", "ub", "partial"], ["model"])
+        assert target.hello() == TargetInfo(
+            "fake", ["purge_queue", "hang", "crash", "garbage", "ub", "partial"], ["model"]
+        )
         target.setup({})
         with pytest.raises(TargetError) as e:
             target.event("ub", {})
@@ -372,7 +407,9 @@ def test_an_adapter_that_cannot_start_stops_the_run(tmp_path: Path) -> None:
     assert time.monotonic() - start < 30
 
 
-CORPUS = SEEK + """---
+CORPUS = (
+    SEEK
+    + """---
 id: t.cursor
 title: Cursor peeks, receives and an undefined branch
 spec:
@@ -444,6 +481,7 @@ when:
     args: {cursor: c}
     expect: {rPosition: End}
 """
+)
 
 
 def test_reference_and_the_reference_adapter_give_identical_outcomes() -> None:
@@ -451,9 +489,15 @@ def test_reference_and_the_reference_adapter_give_identical_outcomes() -> None:
     embedded = run(cases, "reference")
     through_cmd = run(cases, ADAPTER, step_timeout=20)
     assert [r.outcome for r in embedded.results] == [
-        Outcome.passed, Outcome.passed, Outcome.failed, Outcome.passed, Outcome.non_strict]
+        Outcome.passed,
+        Outcome.passed,
+        Outcome.failed,
+        Outcome.passed,
+        Outcome.non_strict,
+    ]
     assert [(r.case_id, r.outcome, r.failures) for r in through_cmd.results] == [
-        (r.case_id, r.outcome, r.failures) for r in embedded.results]
+        (r.case_id, r.outcome, r.failures) for r in embedded.results
+    ]
 
 
 def test_cmd_targets_in_workers() -> None:

@@ -371,9 +371,7 @@ SPEC_SILENT = (
 
 def _corpus() -> tuple[list, dict]:
     from harness.cases.loader import BUNDLED_REQUIREMENTS, load_requirements
-    from harness.cases.targets.reference import PSEUDO_EVENTS
-
-    cases = load_paths([BUNDLED_REQUIREMENTS.parent], events=PSEUDO_EVENTS)
+    cases = load_paths([BUNDLED_REQUIREMENTS.parent])
     return cases, {r.id: r for r in load_requirements(BUNDLED_REQUIREMENTS)}
 
 

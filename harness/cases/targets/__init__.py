@@ -2,9 +2,7 @@
 
 Every module of this package that declares a target kind (harness.cases.targets.registry:
 ``reference``, ``plugin:``, ``cmd:``, ``mqqb://``) is imported here, so that
-:func:`make_target` and :func:`target_help` know every kind.  The reference target's
-pseudo-events (clock, blocked reads, queue attributes) are registered with the case loader so
-that case files may use them.
+:func:`make_target` and :func:`target_help` know every kind.
 """
 
 from __future__ import annotations
@@ -14,17 +12,10 @@ import pkgutil
 
 from harness.cases.targets.command import CommandTarget
 from harness.cases.targets.plugin import PluginTarget
-from harness.cases.targets.reference import PSEUDO_EVENTS, ReferenceTarget
+from harness.cases.targets.reference import ReferenceTarget
 from harness.cases.targets.registry import KINDS, make_target, target_help
 
 __all__ = ["KINDS", "CommandTarget", "PluginTarget", "ReferenceTarget", "make_target", "target_help"]
 
 for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
-
-try:  # the loader accepts the reference target's pseudo-events as events
-    from harness.cases.schema import register_events
-except ImportError:  # pragma: no cover - the loader is not there
-    pass
-else:
-    register_events(*PSEUDO_EVENTS)

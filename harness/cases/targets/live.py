@@ -125,7 +125,10 @@ class LiveWireTarget:
         pass
 
 
-@target_kind("mqqb://", "mqqb://host:port[?ping=PORT][&scale=S][&queue=ID][&tx-queue=ID]",
-             "a live [MS-MQQB] acceptor (acceptor wire cases only)")
+@target_kind(
+    "mqqb://",
+    "mqqb://host:port[?ping=PORT][&scale=S][&queue=ID][&tx-queue=ID]",
+    "a live [MS-MQQB] acceptor (acceptor wire cases only)",
+)
 def _make(spec: str, timeout: float) -> Any:
     return LiveWireTarget(spec)

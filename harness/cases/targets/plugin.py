@@ -89,7 +89,8 @@ class PluginTarget:
 @target_kind(
     "plugin:",
     "plugin:pkg.mod:Class",
-    "a QueueManager subclass (the model), an OutgoingQueueProcessing subclass (the sender) or a Target class, in process",
+    "a QueueManager subclass (the model), an OutgoingQueueProcessing subclass (the sender) "
+    "or a Target class, in process",
 )
 def _make(spec: str, timeout: float) -> PluginTarget:
     return PluginTarget(spec[len("plugin:") :])

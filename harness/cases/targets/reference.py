@@ -18,15 +18,14 @@ are due; ``fire_due_timers``), the final result of a blocked read (``read_result
 from __future__ import annotations
 
 import functools
-import inspect
 import itertools
-import re
 import typing
 import uuid
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, event_section, spec_events
 from harness.cases.target import (
     MODEL,
     PEER_BEHAVIOURS,
@@ -70,33 +69,6 @@ __all__ = [
 COMPUTER = "LOCALHOST"
 CLOCK_START = 1000.0
 
-#: Events the reference target has besides the spec's (their arguments by name).
-PSEUDO_EVENTS: dict[str, tuple[str, ...]] = {
-    "advance_clock": ("seconds",),  # clock += seconds, then fire the due timers: {rFired}
-    "fire_due_timers": (),  # {rFired}
-    "read_result": ("iReader",),  # a blocked read's final {rStatus, rMessage} or {rPending}
-    "queue_attributes": ("iQueue",),  # the queue's scalar ADM attributes by name
-}
-
-#: Argument names whose values name objects of the case (the spec's parameter names).
-ARG_KINDS: dict[str, str] = {
-    "iQueue": "queue",
-    "iTargetQueue": "queue",
-    "iReleaseOnQueue": "queue",
-    "iOutgoingQueue": "queue",
-    "iQueueDesc": "open",
-    "iOpenQueueDescriptor": "open",
-    "cursor": "cursor",
-    "iCursor": "cursor",
-    "iTransaction": "transaction",
-    "iInitialPosition": "position",
-    "iPosition": "position",
-    "iMessagePosition": "position",
-    "iMessagePos": "position",
-    "iMessage": "message",
-    "iReader": "reader",
-}
-
 #: Names of the second value of events that return (rStatus, value).
 RESULT_NAMES: dict[str, str] = {
     "open_queue": "rOpenQueueDescriptor",
@@ -108,43 +80,7 @@ RESULT_NAMES: dict[str, str] = {
     "get_next_message_for_dequeue": "rPosition",
 }
 
-_SECTION_DOC = re.compile(r"^(\d+\.\d+(?:\.\d+)+) ")
 _SPECIAL = ("Start", "End")
-
-
-def _spec_methods(cls: type) -> dict[str, str]:
-    """Public methods whose docstring opens with their [MS-MQDMPR] section: name -> section."""
-    out: dict[str, str] = {}
-    for name, fn in inspect.getmembers(cls, inspect.isfunction):
-        if name.startswith("_"):
-            continue
-        m = _SECTION_DOC.match(inspect.getdoc(fn) or "")
-        if m:
-            out[name] = m.group(1)
-    return out
-
-
-_EVENTS_CACHE: dict[tuple[type, type], dict[str, str]] = {}
-
-
-def spec_events(qm_class: type[QueueManager] = QueueManager, cursor_class: type[Cursor] = Cursor) -> dict[str, str]:
-    """Spec event -> its [MS-MQDMPR] section, for a QueueManager (and Cursor) class.
-
-    The base classes' events count even when a subclass overrides them without the docstring.
-    """
-    key = (qm_class, cursor_class)
-    events = _EVENTS_CACHE.get(key)
-    if events is None:
-        events = _spec_methods(QueueManager) | _spec_methods(Cursor)
-        events |= _spec_methods(qm_class) | _spec_methods(cursor_class)
-        _EVENTS_CACHE[key] = events
-    return events
-
-
-def event_section(event: str) -> str:
-    """"MS-MQDMPR <section>" of a model event ("" for pseudo-events and unknown names)."""
-    section = spec_events().get(event, "")
-    return f"MS-MQDMPR {section}" if section else ""
 
 
 @functools.cache
@@ -211,7 +147,7 @@ class ReferenceTarget:
         )
         factory = queue_manager_class.cursor_factory
         cursor_class = factory if isinstance(factory, type) and issubclass(factory, Cursor) else Cursor
-        self._events = spec_events(queue_manager_class, cursor_class)
+        self._events = spec_events(queue_manager_class, cursor_class)  # harness.cases.events
         self.qm: QueueManager = queue_manager_class()
         self.clock = _Clock()
         self._reset()
@@ -295,7 +231,7 @@ class ReferenceTarget:
         capabilities = [MODEL]
         if self.queue_manager_class is QueueManager:
             capabilities += [*self.sender.capabilities, WIRE_ACCEPTOR, PEER_BEHAVIOURS, WIRE_PING_PORT, WIRE_TX_QUEUE]
-        return TargetInfo(name=self.name, events=sorted([*self._events, *PSEUDO_EVENTS]), capabilities=capabilities)
+        return TargetInfo(name=self.name, events=sorted(self._events), capabilities=capabilities)
 
     def control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """A control operation of an initiator wire case, on the reference sender."""
@@ -448,6 +384,8 @@ class ReferenceTarget:
                 out[key] = self._make_message(value)
             elif kind == "queue" and isinstance(value, dict):
                 out[key] = self._make_queue(dict(value), create=False)
+            elif kind == "transaction-id":  # a transaction by its identifier, passed as it is
+                out[key] = value
             elif kind is not None:
                 out[key] = self._lookup(kind, value)
             elif key == "iLookupId" and isinstance(value, str):

@@ -32,7 +32,9 @@ class TargetKind:
 KINDS: dict[str, TargetKind] = {}
 
 
-def target_kind(scheme: str, syntax: str, summary: str) -> Callable[[Callable[[str, float], Any]], Callable[[str, float], Any]]:
+def target_kind(
+    scheme: str, syntax: str, summary: str
+) -> Callable[[Callable[[str, float], Any]], Callable[[str, float], Any]]:
     """Register the decorated factory ``(spec, timeout) -> Target`` for ``scheme``."""
 
     def register(make: Callable[[str, float], Any]) -> Callable[[str, float], Any]:

@@ -340,7 +340,9 @@ class ReferenceSender:
             for p in q.OutgoingMessageTable.values():
                 mp = p.MessagePosition
                 ref = names.get(id(mp.MessageReference)) if mp is not None else None
-                positions.append({"message": ref or str(p.message_id), **{k: getattr(p, k) for k in _POSITION_ATTRIBUTES}})
+                positions.append(
+                    {"message": ref or str(p.message_id), **{k: getattr(p, k) for k in _POSITION_ATTRIBUTES}}
+                )
             out[str(name)] = {
                 "State": q.State.name,
                 "ConnectionHistory": [e.Status.name for e in q.ConnectionHistory],

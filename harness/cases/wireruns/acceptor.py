@@ -56,10 +56,9 @@ class AcceptorRun(WireRun):
     def __init__(self, case: Any, options: Any, live: Any = None) -> None:
         super().__init__(case, options)
         self.live = live  # harness.cases.targets.live.LiveWireTarget, or None for the simulated peer
-        if live is not None:  # the live acceptor's timers run at the scale its target names (1: real durations)
-            scale = live.scale
-        else:
-            scale = options.scale if options.scale is not None else DEFAULT_TIMER_SCALE
+        # a live acceptor's timers run at the scale its target names (1: real durations)
+        default = options.scale if options.scale is not None else DEFAULT_TIMER_SCALE
+        scale = live.scale if live is not None else default
         self.acceptor_scale = scale
         self.initiator_scale = scale  # the case's client runs its timers as the acceptor does
         self.peer: Any = None

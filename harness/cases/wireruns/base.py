@@ -22,7 +22,16 @@ import packets
 from harness.cases.actions import ACTIONS
 from harness.cases.grading import unwrap
 from harness.cases.model import Case
-from harness.cases.wire import TIMERS, behaviours_of, field_span, field_value, hexdump, normalise, parse_bound, wire_matches
+from harness.cases.wire import (
+    TIMERS,
+    behaviours_of,
+    field_span,
+    field_value,
+    hexdump,
+    normalise,
+    parse_bound,
+    wire_matches,
+)
 from harness.session import SessionConfig
 from packets import PacketKind
 

@@ -246,7 +246,8 @@ class InitiatorRun(WireRun):
         sides=("initiator",),
         required={"name": "text: the case's name for the queue"},
         optional={
-            "DestinationFormatName": "text: an [MS-MQMQ] 2.1 format name (DIRECT=TCP:<the peer's host>\\private$\\<name>)",
+            "DestinationFormatName": "text: an [MS-MQMQ] 2.1 format name "
+            "(DIRECT=TCP:<the peer's host>\\private$\\<name>)",
             "State": "Connected | Disconnected | Inactive | Locked | NeedValidation | Waiting | OnHold",
             "Multicast": "boolean",
             "Transactional": "boolean",
@@ -280,10 +281,17 @@ class InitiatorRun(WireRun):
     @action(
         "enqueue",
         sides=("initiator",),
-        required={"queue": "text: a queue the case created", "message": "mapping: {id, delivery, Body, <Message attribute>: value}"},
-        result={"rStatus": "text", "connection_requested": "boolean (adm:outgoing)",
-                "OutgoingMessagePosition": "mapping (adm:outgoing)", "State": "text (adm:outgoing)",
-                "ConnectionHistory": "list (adm:outgoing)"},
+        required={
+            "queue": "text: a queue the case created",
+            "message": "mapping: {id, delivery, Body, <Message attribute>: value}",
+        },
+        result={
+            "rStatus": "text",
+            "connection_requested": "boolean (adm:outgoing)",
+            "OutgoingMessagePosition": "mapping (adm:outgoing)",
+            "State": "text (adm:outgoing)",
+            "ConnectionHistory": "list (adm:outgoing)",
+        },
     )
     def enqueue(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """[MS-MQDMPR] 3.1.7.1.27 Enqueue Message, which raises [MS-MQQB] 3.1.7.12 Message Position Available."""
@@ -309,7 +317,8 @@ class InitiatorRun(WireRun):
             "direction": "c2s (from the sender, default) | s2c",
             "count": "integer",
             "acked": "list of message ids: wait until the acceptor acknowledged each",
-            "connection_history": "integer: wait until the OutgoingQueues' ConnectionHistory has this many entries (adm:outgoing)",
+            "connection_history": "integer: wait until the OutgoingQueues' ConnectionHistory has this many "
+            "entries (adm:outgoing)",
             "connections": "integer: wait until the sender opened this many connections",
             "closed": "integer: wait until this many connections ended",
         },
@@ -432,7 +441,9 @@ class InitiatorRun(WireRun):
             failures.append(Failure(f"{where}.State", want["State"], got.get("State", "<absent>")))
         if "ConnectionHistory" in want and not wire_matches(want["ConnectionHistory"], got.get("ConnectionHistory")):
             written = want["ConnectionHistory"]
-            failures.append(Failure(f"{where}.ConnectionHistory", unwrap(written), got.get("ConnectionHistory"), raw=written))
+            failures.append(
+                Failure(f"{where}.ConnectionHistory", unwrap(written), got.get("ConnectionHistory"), raw=written)
+            )
         if "OutgoingMessagePositions" in want:
             table = list(got.get("OutgoingMessagePositions") or [])
             want_ids = [p["message"] for p in want["OutgoingMessagePositions"]]
@@ -474,4 +485,3 @@ class InitiatorRun(WireRun):
             if not wire_matches(want_n, kinds.get(kind, 0)):
                 failures.append(Failure(f"peer.sent.{kind}", unwrap(want_n), kinds.get(kind, 0), raw=want_n))
         return failures
-

@@ -8,6 +8,7 @@ initiator's side); it counts the connections it accepted.  Both are bounded: the
 
 from __future__ import annotations
 
+import contextlib
 import selectors
 import socket
 import threading
@@ -90,10 +91,8 @@ class SilentListener:
         self._stop.set()
         self._thread.join(timeout=2.0)
         for sock in [*(r.sock for r in self.records), self._sock]:
-            try:
+            with contextlib.suppress(OSError):
                 sock.close()
-            except OSError:
-                pass
 
 
 class _Record:
