@@ -74,8 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             reply: dict[str, Any] | None = {"ok": False, "kind": "Error", "error": f"not JSON: {e}"}
         else:
-            reply = handle(target, request) if isinstance(request, dict) else {
-                "ok": False, "kind": "Error", "error": "a request is a JSON object"}
+            reply = (
+                handle(target, request)
+                if isinstance(request, dict)
+                else {"ok": False, "kind": "Error", "error": "a request is a JSON object"}
+            )
         if reply is None:
             break
         sys.stdout.write(json.dumps(reply) + "\n")
