@@ -175,7 +175,7 @@ CONTROL_OPS: dict[str, ControlOp] = {
         ),
         ControlOp(
             "enqueue",
-            "[MS-MQDMPR] 3.1.7.1.27 Enqueue Message (a transactional message under a committed "
+            "[MS-MQDMPR] 3.1.7.1.9 Enqueue Message (a transactional message under a committed "
             "transaction), which raises [MS-MQQB] 3.1.7.12 Message Position Available.",
             {"queue": "text: a queue name", "message": _MESSAGE},
             {"rStatus": "text: the Enqueue Message status", **_ADM_RESULT},

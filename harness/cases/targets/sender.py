@@ -277,7 +277,7 @@ class ReferenceSender:
         return {}
 
     def _op_enqueue(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """[MS-MQDMPR] 3.1.7.1.27 Enqueue Message (under a committed transaction for a
+        """[MS-MQDMPR] 3.1.7.1.9 Enqueue Message (under a committed transaction for a
         transactional one), which raises Message Position Available."""
         from harness.session import Connect, SendPing
 

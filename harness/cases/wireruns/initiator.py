@@ -294,7 +294,7 @@ class InitiatorRun(WireRun):
         },
     )
     def enqueue(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """[MS-MQDMPR] 3.1.7.1.27 Enqueue Message, which raises [MS-MQQB] 3.1.7.12 Message Position Available."""
+        """[MS-MQDMPR] 3.1.7.1.9 Enqueue Message, which raises [MS-MQQB] 3.1.7.12 Message Position Available."""
         message = dict(args["message"])
         self.messages[str(message["id"])] = message
         return self._control("enqueue", {"queue": args["queue"], "message": message})
