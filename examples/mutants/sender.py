@@ -14,7 +14,8 @@ from harness.model import MessagePosition, OutgoingQueue, OutgoingQueueState, Qu
 from harness.session import OutgoingQueueProcessing
 from harness.session.events import SessionError, SessionState
 from harness.session.initiator import Initiator, OutgoingMessagePosition
-from harness.session.outgoing import _delivery, is_direct_http
+from harness.session.outgoing import _delivery
+from packets.formatname import is_direct_http
 
 
 class RuleBroken(OutgoingQueueProcessing):

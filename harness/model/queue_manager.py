@@ -52,6 +52,7 @@ from harness.model.positions import (
     MessagePosition,
     MessagePositionList,
 )
+from packets.formatname import format_name_kind, try_parse_format_name
 
 _Available = MessagePositionState.Available
 _Locked = MessagePositionState.Locked
@@ -370,30 +371,17 @@ class QueueManager:
         return _OK
 
     # --- format names (MS-MQMQ 2.1) used by Open Queue ---
-    @staticmethod
-    def _split_format_name(name: str) -> tuple[str, str]:
-        kind, _, rest = name.partition("=")
-        return kind.strip().upper(), rest.strip()
-
-    def _direct_machine(self, rest: str) -> tuple[str, str, str]:
-        """(Protocol, machineName, queue part) of a direct format name's remainder."""
-        protocol, _, spec = rest.partition(":")
-        protocol = protocol.upper()
-        if protocol in ("HTTP", "HTTPS"):
-            host = spec.lstrip("/").split("/", 1)
-            return protocol, host[0], host[1] if len(host) > 1 else ""
-        machine, _, qpart = spec.partition("\\")
-        return protocol, machine, qpart
-
     def find_queue(self, iFormatName: str) -> Queue | None:
         """Python-only: the Queue in QueueCollection that a format name designates (3.1.7.1.5)."""
         low = iFormatName.lower()
-        kind, rest = self._split_format_name(iFormatName)
         for q in self.QueueCollection:
             if isinstance(q, OutgoingQueue) and q.DestinationFormatName.lower() == low:
                 return q
-        if kind == "DIRECT":
-            _, machine, qpart = self._direct_machine(rest)
+        fmt = try_parse_format_name(iFormatName)  # [MS-MQMQ] 2.1
+        if fmt is None:
+            return None
+        if fmt.kind == "DIRECT":
+            machine, qpart = fmt.machine, fmt.queue
             if machine.lower() not in (".", self.ComputerName.lower(),
                                        self.QualifiedComputerName.lower()):
                 return None
@@ -402,20 +390,15 @@ class QueueManager:
                     continue
                 if q.Pathname.split("\\", 1)[-1].lower() == qpart.lower():
                     return q
-        elif kind == "PRIVATE":
-            guid, _, number = rest.partition("\\")
-            try:
-                if uuid.UUID(guid.strip("{}")) != self.Identifier:
-                    return None
-                num = int(number, 16)
-            except ValueError:
+        elif fmt.kind == "PRIVATE":
+            if fmt.guid != self.Identifier:
                 return None
             for q in self.QueueCollection:
-                if q.QueueType is QueueType.Private and q.PrivateQueueNumber == num:
+                if q.QueueType is QueueType.Private and q.PrivateQueueNumber == fmt.number:
                     return q
-        elif kind == "PUBLIC":
+        elif fmt.kind == "PUBLIC":
             for q in self.QueueCollection:
-                if str(q.Identifier).lower() == rest.strip("{}").lower():
+                if q.Identifier == fmt.guid:
                     return q
         return None
 
@@ -447,12 +430,11 @@ class QueueManager:
                     return (status, None)
                 newDesc.OpenQueueDescriptorCollection.append(desc)
             return (_OK, newDesc)
-        kind, rest = self._split_format_name(iFormatName)
-        protocol = machine = ""
-        if kind == "DIRECT":
-            protocol, machine, _ = self._direct_machine(rest)
-            if protocol in ("HTTP", "HTTPS") and iRequiredAccess is not Send:
-                return (MQStatus.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION, None)
+        kind = format_name_kind(iFormatName)  # [MS-MQMQ] 2.1
+        fmt = try_parse_format_name(iFormatName)
+        machine = fmt.machine if fmt is not None else ""
+        if kind == "DIRECT" and fmt is not None and fmt.is_http and iRequiredAccess is not Send:
+            return (MQStatus.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION, None)
         if kind == "MACHINE" and iRequiredAccess is Send:
             return (MQStatus.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION, None)
         if kind == "MULTICAST" and iRequiredAccess is not Send:
@@ -467,11 +449,10 @@ class QueueManager:
                 # Read Directory (3.1.7.1.20) finds nothing: the model has no directory.
                 return (MQStatus.MQ_ERROR_UNSUPPORTED_FORMATNAME_OPERATION, None)
             if kind == "PRIVATE":
-                try:
-                    if uuid.UUID(rest.partition("\\")[0].strip("{}")) == self.Identifier:
-                        return (MQStatus.MQ_ERROR_QUEUE_NOT_FOUND, None)
-                except ValueError:
+                if fmt is None:
                     return (MQStatus.MQ_ERROR_ILLEGAL_FORMATNAME, None)
+                if fmt.guid == self.Identifier:
+                    return (MQStatus.MQ_ERROR_QUEUE_NOT_FOUND, None)
             newQueue = self.new_queue(OutgoingQueue)
             assert isinstance(newQueue, OutgoingQueue)
             newQueue.Identifier = self.id_generator()
@@ -479,7 +460,7 @@ class QueueManager:
             newQueue.DestinationFormatName = iFormatName
             newQueue.NextHops = None
             newQueue.State = OutgoingQueueState.Inactive
-            if protocol not in ("HTTP", "HTTPS") and self.HardenedSecurity:
+            if not (fmt is not None and fmt.is_http) and self.HardenedSecurity:
                 newQueue.State = OutgoingQueueState.Locked
             if kind == "MULTICAST":
                 newQueue.Multicast = True
@@ -1143,7 +1124,7 @@ class QueueManager:
     def expand_format_name(self, iInputFormatName: str) -> tuple[bool, str | None]:
         """3.1.7.3.8 Expand Format Name: returns (rStatus, rOutputFormatName)."""
         elements = [e.strip() for e in iInputFormatName.split(",")]
-        is_dl = any(self._split_format_name(e)[0] == "DL" for e in elements)
+        is_dl = any(format_name_kind(e) == "DL" for e in elements)
         if not is_dl and len(elements) == 1:
             return (True, iInputFormatName)
         if is_dl:

@@ -34,17 +34,10 @@ from harness.session.events import Action, DeliveryClass, SessionConfig, Session
 from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.messages import prepare_message
 from packets import GUID, NULL_GUID, base
+from packets.formatname import FormatNameError, direct_machine, is_direct_http, parse_format_name
 from packets.user import UserHeaderFlags
 
-__all__ = ["OutgoingQueueProcessing", "is_direct_http"]
-
-
-def is_direct_http(format_name: str) -> bool:
-    """A direct format name ([MS-MQMQ] 2.1.2) that specifies the HTTP or HTTPS protocol."""
-    kind, _, rest = format_name.partition("=")
-    if kind.strip().upper() != "DIRECT":
-        return False
-    return rest.strip().split(":", 1)[0].upper() in ("HTTP", "HTTPS")
+__all__ = ["OutgoingQueueProcessing"]
 
 
 def _guid(value: Any) -> GUID:
@@ -78,7 +71,7 @@ class OutgoingQueueProcessing:
         wall_clock: Callable[[], float] | None = None,
     ) -> None:
         self.qm = qm
-        self.address_of = address_of or (lambda q: _machine(q.DestinationFormatName))
+        self.address_of = address_of or (lambda q: direct_machine(q.DestinationFormatName))
         self.remote_qm_of = remote_qm_of or (lambda q: NULL_GUID)
         self.config = config
         self.clock = clock or qm.clock
@@ -264,25 +257,16 @@ def _correlation(value: Any) -> bytes:
     return bytes(_guid(lineage)) + int(uniquifier).to_bytes(4, "little")
 
 
-def _machine(format_name: str) -> str:
-    """The machine part of a direct format name (``DIRECT=TCP:10.0.0.1\\private$\\q`` -> ``10.0.0.1``)."""
-    kind, _, rest = format_name.partition("=")
-    if kind.strip().upper() != "DIRECT":
-        return ""
-    return rest.split(":", 1)[-1].split("\\", 1)[0]
-
-
 def _destination(format_name: str) -> tuple[int, Container, GUID]:
     """UserHeader.Flags.DQ, DestinationQueue and QueueManagerAddress ([MS-MQMQ] 2.2.19.2,
     2.2.18.1.5) for a format name ([MS-MQMQ] 2.1.2, 2.1.4)."""
-    kind, _, rest = format_name.partition("=")
-    kind = kind.strip().upper()
-    if kind == "DIRECT":
-        return 0x7, Container(DirectFormatName=rest.strip()), NULL_GUID
-    if kind == "PRIVATE":
-        qm_guid, _, number = rest.partition("\\")
-        try:
-            return 0x3, Container(PrivateQueueIdentifier=int(number, 16)), GUID(qm_guid.strip())
-        except ValueError as e:
-            raise SessionError(f"not a private format name: {format_name!r} ({e})") from None
+    try:
+        fmt = parse_format_name(format_name)
+    except FormatNameError as e:
+        raise SessionError(f"3.1.7.1.30: {e}") from None
+    if fmt.kind == "DIRECT":  # the DirectFormatName is the name after "DIRECT="
+        return 0x7, Container(DirectFormatName=format_name.partition("=")[2].strip()), NULL_GUID
+    if fmt.kind == "PRIVATE":
+        assert fmt.guid is not None and fmt.number is not None
+        return 0x3, Container(PrivateQueueIdentifier=fmt.number), GUID(fmt.guid.bytes_le)
     raise SessionError(f"3.1.7.1.30: destination format name {format_name!r} is not direct or private")

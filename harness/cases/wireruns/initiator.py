@@ -27,6 +27,7 @@ from harness.cases.wire import wire_matches
 from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, Failure, WireCaseError, WireRun, max_in_flight
 from harness.cases.wireruns.peer import SilentListener, close_peer, simulated_peer
 from harness.session import SessionConfig
+from packets.formatname import direct_machine
 
 __all__ = ["ADM", "InitiatorRun", "NotApplicable"]
 
@@ -82,8 +83,7 @@ def _address_host(format_name: str, peer_host: str) -> str:
     """The host the harness names for a destination: the peer's, except for a direct name whose
     machine lies under the reserved ``.invalid`` top-level domain (RFC 6761: it never resolves),
     which is named as it is."""
-    kind, _, rest = format_name.partition("=")
-    machine = rest.split(":", 1)[-1].split("\\", 1)[0] if kind.strip().upper() == "DIRECT" else ""
+    machine = direct_machine(format_name)
     return machine if machine.lower().rstrip(".").endswith(".invalid") else peer_host
 
 
