@@ -9,6 +9,8 @@ Public API ([MS-MQMQ] 2.2.18-2.2.20, [MS-MQRR] 2.2.5, [MS-MQQB] 2.2):
 - ``parse_ping(datagram)`` / ``build_ping(fields)``: the UDP Ping Packet ([MS-MQQB] 2.2.7).
 - ``StreamSplitter``: cuts a TCP byte stream into packets by BaseHeader.PacketSize.
 - ``PacketError(field_path, offset, reason)``: the only error the codec raises.
+- ``get_field`` / ``set_field`` / ``field_offset``: a field by spec path (``UserHeader.Flags.DQ``).
+- ``parse_format_name``: an [MS-MQMQ] 2.1 format name (``FormatNameError`` names the offset).
 
 ``import packets`` imports neither scapy nor anything of ``harness``.
 """
@@ -16,13 +18,17 @@ Public API ([MS-MQMQ] 2.2.18-2.2.20, [MS-MQRR] 2.2.5, [MS-MQQB] 2.2):
 from packets.codec import Packet, build, build_ping, parse, parse_ping
 from packets.errors import PacketError, Violation
 from packets.fields import GUID, NULL_GUID, BitFlags
+from packets.formatname import FormatName, FormatNameError, parse_format_name
 from packets.layout import PacketKind
+from packets.paths import field_offset, get_field, set_field
 from packets.stream import StreamPacket, StreamSplitter, wire_length
 
 __all__ = [
     "GUID",
     "NULL_GUID",
     "BitFlags",
+    "FormatName",
+    "FormatNameError",
     "Packet",
     "PacketError",
     "PacketKind",
@@ -31,7 +37,11 @@ __all__ = [
     "Violation",
     "build",
     "build_ping",
+    "field_offset",
+    "get_field",
     "parse",
+    "parse_format_name",
     "parse_ping",
+    "set_field",
     "wire_length",
 ]

@@ -43,6 +43,7 @@ __all__ = [
     "MessagePropertiesHeader",
     "check_admin_queue",
     "check_message_properties",
+    "default_message_properties_header",
 ]
 
 SECTION = "MS-MQMQ 2.2.19.3"
@@ -262,3 +263,28 @@ def admin_queue_holds(headers: Container) -> bool:
     if mph is None:
         return True
     return bool(int(mph["Flags"]) & ACK_BITS) == (int(headers["UserHeader"]["Flags"]) >> 13 & 7 != 0)
+
+
+def default_message_properties_header(body: bytes = b"", **fields: object) -> Container:
+    """A MessagePropertiesHeader ([MS-MQMQ] 2.2.19.3) of a normal message carrying ``body``: no
+    flags, MessageClass MQMSG_CLASS_NORMAL (0), a zero CorrelationID, BodyType 0, ApplicationTag 0,
+    PrivacyLevel 0, HashAlgorithm 0x8004 and EncryptionAlgorithm 0x6801 (CALG_SHA1 and CALG_RC4,
+    the [MS-MQDMPR] 3.1.1.12 defaults SHA1 and RC4), no extension and no label; MessageSize is the
+    body's length.  ``fields`` override them."""
+    header = Container(
+        Flags=0,
+        MessageClass=0,
+        CorrelationID=b"\0" * 20,
+        BodyType=0,
+        ApplicationTag=0,
+        MessageSize=len(body),
+        PrivacyLevel=0,
+        HashAlgorithm=0x8004,
+        EncryptionAlgorithm=0x6801,
+        ExtensionSize=0,
+        Label=None,
+        ExtensionData=b"",
+        MessageBody=body,
+    )
+    header.update(fields)
+    return header

@@ -722,7 +722,8 @@ def _ack_packet(
     [MS-MQMQ] 2.2.19.2/2.2.19.3; the UserHeader/MessagePropertiesHeader builders of
     packets.user/packets.properties compute the lengths left out.
     """
-    from packets.user import UserHeaderFlags  # the UserMessage headers live there
+    from packets.properties import default_message_properties_header
+    from packets.user import UserHeaderFlags, default_user_header  # the UserMessage headers live there
 
     if isinstance(destination, int):
         if destination_qm is None:
@@ -734,32 +735,21 @@ def _ack_packet(
         dq, queue, address = 0x7, Container(DirectFormatName=destination), NULL_GUID
     return Container(
         BaseHeader=_base(base.BaseHeaderFlags.make(0)),
-        UserHeader=Container(
+        UserHeader=default_user_header(
             SourceQueueManager=GUID(source_qm),
             QueueManagerAddress=address,
-            TimeToBeReceived=base.INFINITE,
             SentTime=sent_time,
             MessageID=message_id,
             Flags=UserHeaderFlags.make(MP=1, DQ=dq, DM=delivery_mode),
             DestinationQueue=queue,
-            AdminQueue=None,
-            ResponseQueue=None,
-            ConnectorType=None,
         ),
-        MessagePropertiesHeader=Container(
-            Flags=0,
+        MessagePropertiesHeader=default_message_properties_header(
+            body,
             MessageClass=message_class,
-            CorrelationID=b"\0" * 20,
-            BodyType=0,  # VT_EMPTY
-            ApplicationTag=0,
             MessageSize=ACK_BODY_SIZE,
-            PrivacyLevel=0,
             HashAlgorithm=0,
             EncryptionAlgorithm=0,
-            ExtensionSize=0,
             Label=ORDER_ACK_LABEL,
-            ExtensionData=b"",
-            MessageBody=body,
         ),
     )
 

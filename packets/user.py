@@ -54,6 +54,7 @@ __all__ = [
     "UserHeaderFlags",
     "Utf16Terminated",
     "check_user_header",
+    "default_user_header",
     "flag",
     "is_valid_message_class",
     "read_utf16_terminated",
@@ -468,3 +469,26 @@ def user_header_holds(headers: Container) -> bool:
         if RQ_FORMATS.get(rq) is None or (rq == 0x7 and not _direct_holds(queue)):
             return False
     return bool(word & _CQ) == (user.get("ConnectorType") is not None)
+
+
+def default_user_header(**fields: object) -> Container:
+    """A UserHeader ([MS-MQMQ] 2.2.19.2) with the values every builder starts from: GUID_NULL
+    queue managers, TimeToBeReceived INFINITE (0xFFFFFFFF), SentTime and MessageID 0, Flags MP
+    (a MessagePropertiesHeader follows) and no queues; ``fields`` override them (the
+    DestinationQueue and its Flags.DQ among them)."""
+    from packets.fields import NULL_GUID
+
+    header = Container(
+        SourceQueueManager=NULL_GUID,
+        QueueManagerAddress=NULL_GUID,
+        TimeToBeReceived=0xFFFFFFFF,
+        SentTime=0,
+        MessageID=0,
+        Flags=UserHeaderFlags.make(MP=1),
+        DestinationQueue=None,
+        AdminQueue=None,
+        ResponseQueue=None,
+        ConnectorType=None,
+    )
+    header.update(fields)
+    return header

@@ -380,60 +380,20 @@ def brief(value: Any, limit: int = 80) -> Any:
 
 
 # ------------------------------------------------------------------------------ packets
-def _strip_kind(path: str, kind: str) -> str:
-    head, _, rest = path.partition(".")
-    return rest if head in PACKET_KINDS or head == kind else path
-
-
 def field_value(packet: Any, path: str) -> tuple[bool, Any]:
-    """(present, value) of a field of a decoded packet (``packets.Packet``) by spec path;
-    a leading packet kind (``EstablishConnection.``) is allowed; flag sub-fields by name."""
-    stripped = _strip_kind(path, packet.kind.name)
-    head = path.partition(".")[0]
-    if stripped != path and stripped.partition(".")[0] not in packet.headers and head in packet.headers:
-        stripped = path  # the kind names a header too (Ping.Cookie of a Ping Packet)
-    path = stripped
-    obj: Any = packet.headers
-    for part in path.split("."):
-        if part == "body" and getattr(packet, "body", None) is not None and obj is packet.headers:
-            obj = packet.body
-            continue
-        try:
-            obj = obj[part]
-        except (KeyError, TypeError, IndexError):
-            try:
-                obj = getattr(obj, part)
-            except AttributeError:
-                return False, None
-        if obj is None:
-            return False, None
-    return True, normalise(obj)
+    """(present, value as a case writes it) of a field of a decoded packet by spec path
+    (packets.paths.get_field)."""
+    from packets.paths import get_field
+
+    present, value = get_field(packet, path)
+    return present, normalise(value) if present else None
 
 
 def field_span(data: bytes, path: str, kind: str) -> tuple[int, int] | None:
-    """Byte range [start, end) of a field in an encoded packet (its enclosing field's when the
-    path names a flag sub-field), from the codec's diagnostic offsets."""
-    import contextlib
+    """Byte range [start, end) of a field in an encoded packet (packets.paths.field_offset)."""
+    from packets.paths import field_offset
 
-    from packets.codec import _Walk
-
-    walk = _Walk(data)
-    with contextlib.suppress(Exception):  # a bad packet: the offsets up to the bad field
-        walk.diagnose()
-    offsets = walk.offsets
-    offsets.setdefault("BaseHeader", 0)
-    p = _strip_kind(path, kind)
-    while p and p not in offsets:
-        p = p.rpartition(".")[0]
-    if not p:
-        return None
-    start = offsets[p]
-    later = [o for k, o in offsets.items() if o > start and not k.startswith(p + ".")]
-    end = min(later) if later else len(data)
-    inner = [o for k, o in offsets.items() if k.startswith(p + ".")]
-    if inner and later:  # a header: up to the next header
-        end = min(later)
-    return start, max(end, start + 1)
+    return field_offset(data, path, kind)
 
 
 def hexdump(data: bytes, span: tuple[int, int] | None = None, context: int = 2, width: int = 16) -> str:

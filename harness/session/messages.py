@@ -17,7 +17,8 @@ import packets
 from harness.session.events import DeliveryClass, SessionError
 from packets import GUID, Packet, base
 from packets.optional import TransactionHeaderFlags
-from packets.user import UserHeaderFlags
+from packets.properties import default_message_properties_header
+from packets.user import UserHeaderFlags, default_user_header
 
 __all__ = ["delivery_of", "prepare_message", "user_message"]
 
@@ -37,33 +38,15 @@ def user_message(
     (UserHeader.Flags.DQ 0x3, MessagePropertiesHeader class MQMSG_CLASS_NORMAL)."""
     headers = Container(
         BaseHeader=base.default_base_header(TimeToReachQueue=base.INFINITE),
-        UserHeader=Container(
+        UserHeader=default_user_header(
             SourceQueueManager=GUID(source_qm),
             QueueManagerAddress=GUID(destination_qm),
-            TimeToBeReceived=base.INFINITE,
             SentTime=sent_time,
             MessageID=message_id,
             Flags=UserHeaderFlags.make(MP=1, DQ=0x3),
             DestinationQueue=Container(PrivateQueueIdentifier=queue_id),
-            AdminQueue=None,
-            ResponseQueue=None,
-            ConnectorType=None,
         ),
-        MessagePropertiesHeader=Container(
-            Flags=0,
-            MessageClass=0,
-            CorrelationID=b"\0" * 20,
-            BodyType=0,
-            ApplicationTag=0,
-            MessageSize=len(body),
-            PrivacyLevel=0,
-            HashAlgorithm=0x8004,
-            EncryptionAlgorithm=0x6801,
-            ExtensionSize=0,
-            Label=label,
-            ExtensionData=b"",
-            MessageBody=body,
-        ),
+        MessagePropertiesHeader=default_message_properties_header(body, Label=label),
     )
     return prepare_message(headers, delivery)
 

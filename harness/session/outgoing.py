@@ -35,7 +35,8 @@ from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.messages import prepare_message
 from packets import GUID, NULL_GUID, base
 from packets.formatname import FormatNameError, direct_machine, is_direct_http, parse_format_name
-from packets.user import UserHeaderFlags
+from packets.properties import default_message_properties_header
+from packets.user import UserHeaderFlags, default_user_header
 
 __all__ = ["OutgoingQueueProcessing"]
 
@@ -195,7 +196,7 @@ class OutgoingQueueProcessing:
                 Flags=base.BaseHeaderFlags.make(PR=int(iMessage.Priority) & 0x7),
                 TimeToReachQueue=int(iMessage.TimeToReachQueue) & 0xFFFFFFFF,
             ),
-            UserHeader=Container(
+            UserHeader=default_user_header(
                 SourceQueueManager=_guid(self.qm.Identifier),
                 QueueManagerAddress=destination_qm,
                 TimeToBeReceived=int(iMessage.TimeToBeReceived) & 0xFFFFFFFF,
@@ -203,24 +204,15 @@ class OutgoingQueueProcessing:
                 MessageID=_uniquifier(iMessage.Identifier),
                 Flags=UserHeaderFlags.make(MP=1, DQ=dq),
                 DestinationQueue=destination,
-                AdminQueue=None,
-                ResponseQueue=None,
-                ConnectorType=None,
             ),
-            MessagePropertiesHeader=Container(
-                Flags=0,
-                MessageClass=0,
+            MessagePropertiesHeader=default_message_properties_header(
+                body,
                 CorrelationID=correlation,
                 BodyType=int(iMessage.BodyType),
                 ApplicationTag=int(iMessage.ApplicationTag),
-                MessageSize=len(body),
-                PrivacyLevel=0,
-                HashAlgorithm=0x8004,
-                EncryptionAlgorithm=0x6801,
                 ExtensionSize=len(iMessage.Extension),
                 Label=label,
                 ExtensionData=bytes(iMessage.Extension),
-                MessageBody=body,
             ),
         )
         return prepare_message(headers, _delivery(iMessage))

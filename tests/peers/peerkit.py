@@ -22,7 +22,8 @@ from packets import GUID, NULL_GUID, Packet, StreamSplitter, base
 from packets import session as sp
 from packets.mqrr import COMPOUND_MESSAGE_HEADER, SRMP_ENVELOPE_HEADER
 from packets.optional import TransactionHeaderFlags
-from packets.user import UserHeaderFlags
+from packets.properties import default_message_properties_header
+from packets.user import UserHeaderFlags, default_user_header
 
 CLIENT = GUID("{11111111-2222-3333-4444-555555555555}")
 OTHER = GUID("{99999999-8888-7777-6666-555555555555}")
@@ -63,17 +64,12 @@ def message_headers(
     bflags = base.BaseHeaderFlags.make(PR=0 if transactional else 3, SH=int(session_header is not None))
     headers = Container(
         BaseHeader=base.default_base_header(Flags=bflags, TimeToReachQueue=base.INFINITE),
-        UserHeader=Container(
+        UserHeader=default_user_header(
             SourceQueueManager=source,
             QueueManagerAddress=destination,
-            TimeToBeReceived=base.INFINITE,
-            SentTime=0,
             MessageID=message_id,
             Flags=uflags,
             DestinationQueue=Container(PrivateQueueIdentifier=1),
-            AdminQueue=None,
-            ResponseQueue=None,
-            ConnectorType=None,
         ),
     )
     if transactional:
@@ -84,21 +80,7 @@ def message_headers(
             PreviousTxSequenceNumber=tx[1],
             ConnectorQMGuid=None,
         )
-    headers.MessagePropertiesHeader = Container(
-        Flags=0,
-        MessageClass=0,
-        CorrelationID=b"\0" * 20,
-        BodyType=0,
-        ApplicationTag=0,
-        MessageSize=len(body),
-        PrivacyLevel=0,
-        HashAlgorithm=0x8004,
-        EncryptionAlgorithm=0x6801,
-        ExtensionSize=0,
-        Label=None,
-        ExtensionData=b"",
-        MessageBody=body,
-    )
+    headers.MessagePropertiesHeader = default_message_properties_header(body)
     if session_header is not None:
         headers.SessionHeader = session_header
     return headers

@@ -26,6 +26,7 @@ from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, WireCaseError, Wire
 from harness.cases.wireruns.peer import close_peer, simulated_peer
 from packets import GUID, NULL_GUID, StreamSplitter
 from packets import session as sp
+from packets.paths import set_field
 
 __all__ = ["AcceptorRun"]
 
@@ -214,7 +215,7 @@ class AcceptorRun(WireRun):
                 for path, value in (args.get("fields") or {}).items():
                     if isinstance(value, Mapping) and set(value) == {"received"}:
                         value = self.received_value(str(value["received"]))
-                    _set_field(headers, path, value)
+                    set_field(headers, path, value)
                 data = packets.build(headers)
                 self.sent[kind] = headers
                 if kind == "UserMessage":
@@ -402,31 +403,3 @@ class AcceptorRun(WireRun):
             return field_value(packets.parse_ping(packets.build_ping(headers), strict=False), path)[1]
         packet = packets.parse(packets.build(headers), strict=False)
         return field_value(packet, rest)[1]
-
-
-def _set_field(headers: Any, path: str, value: Any) -> None:
-    """Set a header field (or flag sub-field) of headers to be built, by spec path."""
-    from packets import BitFlags
-
-    parts = path.split(".")
-    if parts[0] not in headers and len(parts) > 1 and parts[1] in headers:
-        parts = parts[1:]  # a leading packet kind
-    obj = headers
-    for i, part in enumerate(parts[:-1]):
-        nxt = obj[part]
-        if isinstance(nxt, BitFlags) and i == len(parts) - 2:
-            obj[part] = type(nxt).make(int(nxt), **{parts[-1]: int(value)})
-            return
-        obj = nxt
-    last = parts[-1]
-    if isinstance(value, Mapping):  # a whole header, e.g. a piggy-backed SessionHeader
-        from construct import Container
-
-        obj[last] = Container({k: (GUID(v) if k.endswith("Guid") else v) for k, v in value.items()})
-        return
-    current = obj.get(last) if hasattr(obj, "get") else None
-    if isinstance(current, GUID) or (isinstance(value, str) and last.endswith("Guid")):
-        value = GUID(value)
-    elif isinstance(value, str) and isinstance(current, bytes | bytearray):
-        value = bytes.fromhex(value)
-    obj[last] = value

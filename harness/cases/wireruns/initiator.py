@@ -28,6 +28,7 @@ from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, Failure, WireCaseEr
 from harness.cases.wireruns.peer import SilentListener, close_peer, simulated_peer
 from harness.session import SessionConfig
 from packets.formatname import direct_machine
+from packets.paths import get_field
 
 __all__ = ["ADM", "InitiatorRun", "NotApplicable"]
 
@@ -400,8 +401,9 @@ class InitiatorRun(WireRun):
                         mine = number
                         th = p.headers.get("TransactionHeader")
                         tx = int(th.TxSequenceNumber) if th is not None else None
-                elif direction == "s2c" and p.kind.name == "OrderAck" and p.body is not None:
-                    ordered = max(ordered, int(p.body.TxSequenceNumber))  # 2.2.4.1 OrderAck Body
+                elif direction == "s2c" and p.kind.name == "OrderAck":
+                    present, number = get_field(p, "OrderAckBody.TxSequenceNumber")  # 2.2.4.1 OrderAck Body
+                    ordered = max(ordered, int(number)) if present else ordered
                 if direction == "s2c" and p.headers.get("SessionHeader") is not None:
                     acked = max(acked, int(p.headers.SessionHeader.AckSequenceNumber))
             if mine and acked >= mine and (tx is None or ordered >= tx):
