@@ -31,10 +31,11 @@ from harness.capture.tcp import Flow, reassemble
 from harness.decoding import decode_pieces
 from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, analyse_flow, flow_id, segments_of
 from harness.pipeline.splits import Split, read_split
+from harness.session.rules import RuleId
 
 __all__ = ["CaseBuildError", "capture_to_case", "find_flow", "write_case"]
 
-SESSION_ACK_RULES = frozenset({"MQQB-3.1.5.5.5-count-mismatch", "MQQB-3.1.5.5.1-ack-beyond-sent"})
+SESSION_ACK_RULES = frozenset({RuleId.MQQB_3_1_5_5_5_COUNT_MISMATCH, RuleId.MQQB_3_1_5_5_1_ACK_BEYOND_SENT})
 _ACKS = ["SessionAck", "OrderAck", "FinalAck"]
 _WELL_FORMED = {"BaseHeader.VersionNumber": 0x10, "BaseHeader.Signature": 0x524F494C}
 

@@ -36,6 +36,8 @@ from harness.session.core import (
 )
 from harness.session.events import Action, Deliver, Send, SessionConfig, SessionState, Timer
 from harness.session.messages import delivery_of
+from harness.session.rules import RuleId
+from harness.session.transitions import Role
 from packets import GUID, NULL_GUID, Packet, PacketKind
 from packets import session as sp
 
@@ -272,6 +274,8 @@ class Acceptor(SessionEngine):
     role = "acceptor"
     peer_direction = "c2s"
 
+    ROLE: Role = "acceptor"  # its rows of the transition table (harness.session.transitions)
+
     def __init__(
         self,
         identifier: GUID | bytes | str,
@@ -355,8 +359,7 @@ class Acceptor(SessionEngine):
 
     def _on_EstablishConnection(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.3 / 3.1.5.3.1 Receiving an EstablishConnection Request Packet."""
-        if self.SessionState != SessionState.WAITING_EC_MSG:
-            self._wrong_state("MQQB-3.1.5.3-wrong-state", packet, index)
+        if not self._accepts(PacketKind.EstablishConnection, packet, index):
             return
         req = packet.EstablishConnectionHeader
         if self._report(check_ec_request(packet, self.identifier), index):
@@ -386,11 +389,10 @@ class Acceptor(SessionEngine):
 
     def _on_ConnectionParameters(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.4 / 3.1.5.4.1 Receiving a ConnectionParameters Request Packet: adopt, echo, OPEN."""
-        if self.SessionState != SessionState.WAITING_CP_MSG:
-            self._wrong_state("MQQB-3.1.5.4-wrong-state", packet, index)
+        if not self._accepts(PacketKind.ConnectionParameters, packet, index):
             return
         if self._refused and not self.behaviour.refuse:  # the rule closes the rejected connection (3.1.5.3.1)
-            self._violation("MQQB-3.1.5.3.2-after-refusal", "ConnectionParameters after a CS=1 response", index)
+            self._violation(RuleId.MQQB_3_1_5_3_2_AFTER_REFUSAL, "ConnectionParameters after a CS=1 response", index)
             return
         cp = packet.ConnectionParametersHeader
         if self._report(check_cp_request(packet), index):
@@ -415,8 +417,7 @@ class Acceptor(SessionEngine):
         is a retransmission the sender counts as sent, and 3.1.5.5.5 compares those counts.  An
         expired message is counted and acknowledged too (General Processing precedes Message
         Expiration), then ignored ([MS-MQMQ] 2.2.19.1): not delivered, no OrderAck scheduled."""
-        if self.SessionState != SessionState.OPEN:
-            self._wrong_state("MQQB-3.1.5.8-wrong-state", packet, index)
+        if not self._accepts(PacketKind.UserMessage, packet, index):
             return
         delivery = delivery_of(packet)
         self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
@@ -475,7 +476,7 @@ class Acceptor(SessionEngine):
             self._window_reported = True  # once until the next SessionAck
             found.append(
                 (
-                    "MQQB-3.1.7.1-window-exceeded",
+                    RuleId.MQQB_3_1_7_1_WINDOW_EXCEEDED,
                     f"{unacked} UserMessages unacknowledged, the initiator's WindowSize is {self.ReceivedWindowSize}",
                 )
             )
@@ -485,7 +486,9 @@ class Acceptor(SessionEngine):
         else:
             key = (bytes(uh.SourceQueueManager), int(uh.MessageID))
             if key in self._session_message_ids:
-                found.append(("MQQB-3.1.5.8.1-duplicate", f"MessageID {int(uh.MessageID)} sent twice on this session"))
+                found.append(
+                    (RuleId.MQQB_3_1_5_8_1_DUPLICATE, f"MessageID {int(uh.MessageID)} sent twice on this session")
+                )
             self._session_message_ids.add(key)
         return self._report(found, index)
 
@@ -493,7 +496,7 @@ class Acceptor(SessionEngine):
         """The initiator closed the transport: inside a packet (3.1.5.1.3), or before OPEN (3.1.5.9)."""
         if self._splitter.buffered:
             self._violation(
-                "MQQB-3.1.5.1.3-truncated",
+                RuleId.MQQB_3_1_5_1_3_TRUNCATED,
                 f"{self._splitter.buffered} bytes of an unfinished packet when the connection closed",
                 self.packets_received,
             )
@@ -505,7 +508,7 @@ class Acceptor(SessionEngine):
             and b.reply_padding == sp.RESPONSE_PADDING_BYTE
         )
         if self.SessionState is not SessionState.OPEN and not self._refused and replies_conform:
-            self._violation("MQQB-3.1.5.9-closed-early", f"closed in SessionState {self.SessionState.value}")
+            self._violation(RuleId.MQQB_3_1_5_9_CLOSED_EARLY, f"closed in SessionState {self.SessionState.value}")
 
     def _remember(self, key: tuple[bytes, int]) -> None:
         """3.1.5.8.2: a MessageIDHistoryEntry for the message (oldest dropped when full)."""
@@ -596,22 +599,24 @@ class Acceptor(SessionEngine):
 
     def _on_OrderAck(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.6: an acceptor has sent no transactional messages to acknowledge."""
-        if self.SessionState != SessionState.OPEN:
-            self._wrong_state("MQQB-3.1.5.6-wrong-state", packet, index)
+        if not self._accepts(PacketKind.OrderAck, packet, index):
             return
         self._count_received(packet, recoverable=False)
         self._violation(
-            "MQQB-3.1.5.6-order-ack-unsent", "OrderAck sent to the acceptor, which sent no transactional message", index
+            RuleId.MQQB_3_1_5_6_ORDER_ACK_UNSENT,
+            "OrderAck sent to the acceptor, which sent no transactional message",
+            index,
         )
         self._ack_by_count()
 
     def _on_FinalAck(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.7 on an acceptor that sent no messages."""
-        if self.SessionState != SessionState.OPEN:
-            self._wrong_state("MQQB-3.1.5.7-wrong-state", packet, index)
+        if not self._accepts(PacketKind.FinalAck, packet, index):
             return
         self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
-        self._violation("MQQB-3.1.5.7-final-ack-unknown", "FinalAck sent to the acceptor, which sent no message", index)
+        self._violation(
+            RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, "FinalAck sent to the acceptor, which sent no message", index
+        )
         self._ack_by_count()
 
 

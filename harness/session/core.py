@@ -30,7 +30,8 @@ from harness.session.events import (
     Timer,
     Violation,
 )
-from harness.session.rules import rule
+from harness.session.rules import RuleId, codec_rules, rule
+from harness.session.transitions import Role, transition
 from packets import GUID, NULL_GUID, Packet, PacketError, PacketKind, StreamSplitter
 from packets import session as sp
 from packets.base import INFINITE, SIGNATURE, VERSION_NUMBER
@@ -74,44 +75,36 @@ def tx_sequence_id(value: Any) -> int:
 
 # Field rules the codec checks (packets/), by field path, that have a rule id of their own here; any
 # other codec finding is MQQB-3.1.5.1.3-malformed.  Either way the packet is discarded (3.1.5.1.3).
-CODEC_RULES: dict[str, str] = {
-    "InternalHeader.Flags.PT": "MQQB-3.1.5.1.1-unknown-packet",
-    "InternalHeader.Flags.CS": "MQQB-2.2.1-cs-flag",
-    "BaseHeader.TimeToReachQueue": "MQMQ-2.2.19.1-time-to-reach-queue",
-    "ConnectionParametersHeader.RecoverableAckTimeout": "MQQB-2.2.2.1-recoverable-ack-timeout",
-    "ConnectionParametersHeader.AckTimeout": "MQQB-2.2.2.1-ack-timeout",
-    "EstablishConnectionHeader.OperatingSystem.RE": "MQQB-2.2.3.1-operating-system",
-    "TransactionHeader.TxSequenceNumber": "MQMQ-2.2.20.5-tx-number",
-}
+CODEC_RULES: dict[str, RuleId] = codec_rules()  # field path -> rule (harness.session.rules)
 
 
 def check_packet(data: bytes) -> tuple[Packet | None, list[Finding]]:
     """[MS-MQQB] 3.1.5.1: verify the signature (3.1.5.1.2), parse (3.1.5.1.3) and identify
     (3.1.5.1.1) one packet.  Returns the packet (None when it must be discarded) and findings."""
     if len(data) < 16:
-        return None, [("MQQB-3.1.5.1.3-malformed", f"{len(data)} bytes cannot hold a BaseHeader")]
+        return None, [(RuleId.MQQB_3_1_5_1_3_MALFORMED, f"{len(data)} bytes cannot hold a BaseHeader")]
     version = data[0]
     (signature,) = struct.unpack_from("<I", data, 4)
     if version != VERSION_NUMBER or signature != SIGNATURE:
         return None, [
             (
-                "MQQB-3.1.5.1.2-signature",
+                RuleId.MQQB_3_1_5_1_2_SIGNATURE,
                 f"BaseHeader.VersionNumber 0x{version:02X}, Signature 0x{signature:08X} (expected 0x10, 0x524F494C)",
             )
         ]
     try:
         packet = packets.parse(data, strict=False)
     except Exception as e:  # the codec promises PacketError only; never let a peer crash us
-        return None, [("MQQB-3.1.5.1.3-malformed", f"undecodable: {e}")]
+        return None, [(RuleId.MQQB_3_1_5_1_3_MALFORMED, f"undecodable: {e}")]
     if packet.violations:  # every rule the packet breaks, each once (they all close: 3.1.5.1.3)
         by_rule: dict[str, list[str]] = {}
         for v in packet.violations:
-            by_rule.setdefault(CODEC_RULES.get(v.field_path, "MQQB-3.1.5.1.3-malformed"), []).append(str(v))
+            by_rule.setdefault(CODEC_RULES.get(v.field_path, RuleId.MQQB_3_1_5_1_3_MALFORMED), []).append(str(v))
         return None, [(rule_id, "; ".join(found[:3])) for rule_id, found in by_rule.items()]
     if packet.kind == PacketKind.Unknown:
         pt = packet.headers.get("InternalHeader")
         what = f"InternalHeader.Flags 0x{int(pt.Flags):04X}" if pt is not None else "no InternalHeader"
-        return None, [("MQQB-3.1.5.1.1-unknown-packet", what)]
+        return None, [(RuleId.MQQB_3_1_5_1_1_UNKNOWN_PACKET, what)]
     return packet, []
 
 
@@ -125,23 +118,23 @@ def check_ec_response(request: Container | None, response: Packet) -> list[Findi
     bad = next((i for i, b in enumerate(padding) if b != sp.RESPONSE_PADDING_BYTE), None)
     if bad is not None:
         found.append(
-            ("MQQB-2.2.3.1-response-padding", f"EC reply padding not 0x5A: byte {bad} is 0x{padding[bad]:02X}")
+            (RuleId.MQQB_2_2_3_1_RESPONSE_PADDING, f"EC reply padding not 0x5A: byte {bad} is 0x{padding[bad]:02X}")
         )
     if request is None:
         return found
     req = request.EstablishConnectionHeader
     for name in ("ClientGuid", "TimeStamp"):
         if req[name] != ec[name]:
-            found.append(("MQQB-3.1.5.3.1-ec-echo", f"{name} {ec[name]} does not echo the request's {req[name]}"))
+            found.append((RuleId.MQQB_3_1_5_3_1_EC_ECHO, f"{name} {ec[name]} does not echo the request's {req[name]}"))
     if req.OperatingSystem.SE != ec.OperatingSystem.SE:
-        found.append(("MQQB-3.1.5.3.1-ec-echo", f"OperatingSystem.SE {ec.OperatingSystem.SE} not echoed"))
+        found.append((RuleId.MQQB_3_1_5_3_1_EC_ECHO, f"OperatingSystem.SE {ec.OperatingSystem.SE} not echoed"))
     requested = GUID(req.ServerGuid)
     must_refuse = not (requested.is_null or requested == GUID(ec.ServerGuid))
     refused = bool(response.InternalHeader.Flags.CS)
     if must_refuse and not refused:  # a valid request MAY still be refused by policy (2.2.1 <12>)
         found.append(
             (
-                "MQQB-3.1.5.3.1-refusal",
+                RuleId.MQQB_3_1_5_3_1_REFUSAL,
                 f"CS={int(refused)} but the request asked for ServerGuid {requested} and the acceptor is "
                 f"{GUID(ec.ServerGuid)}",
             )
@@ -153,7 +146,7 @@ def check_internal_reserved(packet: Packet) -> list[Finding]:
     """[MS-MQQB] 2.2.1: InternalHeader.Reserved MUST be zero when sent."""
     internal = packet.headers.get("InternalHeader")
     if internal is not None and int(internal.Reserved) != 0:
-        return [("MQQB-2.2.1-reserved", f"InternalHeader.Reserved 0x{int(internal.Reserved):04X}")]
+        return [(RuleId.MQQB_2_2_1_RESERVED, f"InternalHeader.Reserved 0x{int(internal.Reserved):04X}")]
     return []
 
 
@@ -163,16 +156,19 @@ def check_ec_request(request: Packet, acceptor: GUID | None = None) -> list[Find
     found = check_internal_reserved(request)
     ec = request.EstablishConnectionHeader
     if request.InternalHeader.Flags.CS:
-        found.append(("MQQB-3.1.5.2.3-ec-request", "EstablishConnection request with InternalHeader.Flags.CS=1"))
+        found.append((RuleId.MQQB_3_1_5_2_3_EC_REQUEST, "EstablishConnection request with InternalHeader.Flags.CS=1"))
     if GUID(ec.ClientGuid).is_null:
-        found.append(("MQQB-2.2.3.1-client-guid", "EstablishConnectionHeader.ClientGuid is GUID_NULL"))
+        found.append((RuleId.MQQB_2_2_3_1_CLIENT_GUID, "EstablishConnectionHeader.ClientGuid is GUID_NULL"))
     server = GUID(ec.ServerGuid)
     if acceptor is not None and not (server.is_null or server == acceptor):
         found.append(
-            ("MQQB-2.2.3.1-server-guid", f"EstablishConnectionHeader.ServerGuid {server}, the acceptor is {acceptor}")
+            (
+                RuleId.MQQB_2_2_3_1_SERVER_GUID,
+                f"EstablishConnectionHeader.ServerGuid {server}, the acceptor is {acceptor}",
+            )
         )
     if int(ec.Reserved) != 0:
-        found.append(("MQQB-2.2.3.1-reserved", f"EstablishConnectionHeader.Reserved 0x{int(ec.Reserved):04X}"))
+        found.append((RuleId.MQQB_2_2_3_1_RESERVED, f"EstablishConnectionHeader.Reserved 0x{int(ec.Reserved):04X}"))
     return found
 
 
@@ -181,17 +177,17 @@ def check_cp_request(request: Packet) -> list[Finding]:
     ranges are codec rules: :data:`CODEC_RULES`)."""
     found = check_internal_reserved(request)
     if request.InternalHeader.Flags.CS:
-        found.append(("MQQB-3.1.5.3.2-cp-request", "ConnectionParameters request with InternalHeader.Flags.CS=1"))
+        found.append((RuleId.MQQB_3_1_5_3_2_CP_REQUEST, "ConnectionParameters request with InternalHeader.Flags.CS=1"))
     cp = request.ConnectionParametersHeader
     if int(cp.Reserved) != 0:
-        found.append(("MQQB-2.2.2.1-reserved", f"ConnectionParametersHeader.Reserved 0x{int(cp.Reserved):04X}"))
+        found.append((RuleId.MQQB_2_2_2_1_RESERVED, f"ConnectionParametersHeader.Reserved 0x{int(cp.Reserved):04X}"))
     return found
 
 
 def check_message_id(packet: Packet) -> list[Finding]:
     """[MS-MQQB] 3.1.7.1.1: a sent UserMessage never has UserHeader.MessageID 0."""
     if int(packet.UserHeader.MessageID) == 0:
-        return [("MQQB-3.1.7.1.1-message-id", "UserHeader.MessageID is 0")]
+        return [(RuleId.MQQB_3_1_7_1_1_MESSAGE_ID, "UserHeader.MessageID is 0")]
     return []
 
 
@@ -222,7 +218,7 @@ def check_expiry(packet: Packet, now: int, tolerance: int = 0) -> tuple[bool, li
         return True, []
     return True, [
         (
-            "MQQB-3.1.7.1.2-expired",
+            RuleId.MQQB_3_1_7_1_2_EXPIRED,
             f"expired on arrival: CURRENT_TIME {now} - UserHeader.SentTime {sent} = {age} s > "
             f"BaseHeader.TimeToReachQueue {ttrq} s; the sender MUST NOT send an expired message",
         )
@@ -253,30 +249,33 @@ class TxSequenceChecker:
         number, previous = int(th.TxSequenceNumber), int(th.PreviousTxSequenceNumber)
         found: list[Finding] = []
         if number == 0:
-            found.append(("MQMQ-2.2.20.5-tx-number", f"TxSequenceNumber 0 in sequence {seq_id:#x}"))
+            found.append((RuleId.MQMQ_2_2_20_5_TX_NUMBER, f"TxSequenceNumber 0 in sequence {seq_id:#x}"))
         elif previous >= number:
             found.append(
-                ("MQQB-3.1.7.1.3-tx-previous", f"PreviousTxSequenceNumber {previous} >= TxSequenceNumber {number}")
+                (RuleId.MQQB_3_1_7_1_3_TX_PREVIOUS, f"PreviousTxSequenceNumber {previous} >= TxSequenceNumber {number}")
             )
         known = self.seen.get(sender)
         if known is not None:
             known_id, highest = known
             if seq_id < known_id:
                 found.append(
-                    ("MQQB-3.1.1.5-prior-sequence", f"TxSequenceID {seq_id:#x} after sequence {known_id:#x} was used")
+                    (
+                        RuleId.MQQB_3_1_1_5_PRIOR_SEQUENCE,
+                        f"TxSequenceID {seq_id:#x} after sequence {known_id:#x} was used",
+                    )
                 )
                 return found
             if seq_id > known_id and previous != 0:
                 found.append(
                     (
-                        "MQQB-3.1.1.5-new-sequence",
+                        RuleId.MQQB_3_1_1_5_NEW_SEQUENCE,
                         f"first message of sequence {seq_id:#x} has PreviousTxSequenceNumber {previous}",
                     )
                 )
             elif seq_id == known_id and number > highest and highest < previous < number:
                 found.append(
                     (
-                        "MQQB-3.1.1.5-tx-sequence",
+                        RuleId.MQQB_3_1_1_5_TX_SEQUENCE,
                         f"TxSequenceNumber {number} follows {previous}, but the highest sent so far is {highest}",
                     )
                 )
@@ -291,12 +290,14 @@ def check_cp_response(request: Container | None, response: Packet) -> list[Findi
     """A ConnectionParameters response ([MS-MQQB] 3.1.5.4.1): CS 0, timeouts echoed."""
     found: list[Finding] = []
     if response.InternalHeader.Flags.CS:
-        found.append(("MQQB-3.1.5.4.1-cp-echo", "ConnectionParameters response has CS=1"))
+        found.append((RuleId.MQQB_3_1_5_4_1_CP_ECHO, "ConnectionParameters response has CS=1"))
     if request is not None:
         req, cp = request.ConnectionParametersHeader, response.ConnectionParametersHeader
         for name in ("RecoverableAckTimeout", "AckTimeout"):
             if req[name] != cp[name]:
-                found.append(("MQQB-3.1.5.4.1-cp-echo", f"{name} {cp[name]} does not echo the request's {req[name]}"))
+                found.append(
+                    (RuleId.MQQB_3_1_5_4_1_CP_ECHO, f"{name} {cp[name]} does not echo the request's {req[name]}")
+                )
     return found
 
 
@@ -320,7 +321,7 @@ def check_session_header(
     if sh.UserMsgSequenceNumber != received % U16 or sh.RecoverableMsgSeqNumber != recoverable_received % U16:
         found.append(
             (
-                "MQQB-3.1.5.5.5-count-mismatch",
+                RuleId.MQQB_3_1_5_5_5_COUNT_MISMATCH,
                 f"SessionHeader.UserMsgSequenceNumber {sh.UserMsgSequenceNumber}/RecoverableMsgSeqNumber "
                 f"{sh.RecoverableMsgSeqNumber} but {received % U16}/{recoverable_received % U16} "
                 f"UserMessages (all/recoverable) were received from that endpoint",
@@ -330,18 +331,18 @@ def check_session_header(
     if ack > sent % U16 and sent < U16:
         found.append(
             (
-                "MQQB-3.1.5.5.1-ack-beyond-sent",
+                RuleId.MQQB_3_1_5_5_1_ACK_BEYOND_SENT,
                 f"SessionAck.AckSequenceNumber {ack} but only {sent} UserMessages were sent",
             )
         )
     elif ack < last_ack and sent < U16:
-        found.append(("MQQB-3.1.5.5.1-ack-regressed", f"AckSequenceNumber {ack} after {last_ack}"))
+        found.append((RuleId.MQQB_3_1_5_5_1_ACK_REGRESSED, f"AckSequenceNumber {ack} after {last_ack}"))
     base, flags = int(sh.RecoverableMsgAckSeqNumber), int(sh.RecoverableMsgAckFlags)
     highest = max([base] + [base + n for n in range(ACK_FLAG_BITS) if flags >> n & 1])
     if highest > recoverable_sent and recoverable_sent < U16:
         found.append(
             (
-                "MQQB-3.1.5.5.3-ack-unsent-recoverable",
+                RuleId.MQQB_3_1_5_5_3_ACK_UNSENT_RECOVERABLE,
                 f"RecoverableMsgAckSeqNumber {base} with flags 0x{flags:08X} acknowledge recoverable message "
                 f"{highest} but only {recoverable_sent} were sent",
             )
@@ -349,7 +350,7 @@ def check_session_header(
     elif recoverable_sent == 0 and (base or flags):
         found.append(
             (
-                "MQQB-3.1.1.6.1-sender-ack-fields",
+                RuleId.MQQB_3_1_1_6_1_SENDER_ACK_FIELDS,
                 f"RecoverableMsgAckSeqNumber {base}, RecoverableMsgAckFlags 0x{flags:08X} but no recoverable "
                 f"message was sent to that endpoint",
             )
@@ -419,6 +420,8 @@ class SessionEngine:
 
     role = "engine"
     peer_direction = ""  # the direction of the packets this end receives: "c2s" (acceptor) or "s2c" (initiator)
+
+    ROLE: Role  # "initiator" or "acceptor": its rows of the transition table
 
     def __init__(
         self,
@@ -550,7 +553,9 @@ class SessionEngine:
             chunks = self._splitter.feed(data)
         except PacketError as e:
             rule_id = (
-                "MQQB-3.1.5.1.2-signature" if e.field_path == "BaseHeader.Signature" else "MQQB-3.1.5.1.3-malformed"
+                RuleId.MQQB_3_1_5_1_2_SIGNATURE
+                if e.field_path == "BaseHeader.Signature"
+                else RuleId.MQQB_3_1_5_1_3_MALFORMED
             )
             self._violation(rule_id, f"unreadable stream: {e}", self.packets_received)
             return self._take()
@@ -575,9 +580,13 @@ class SessionEngine:
     def _after_packet(self, index: int) -> None:
         """Hook run after each received packet was processed."""
 
-    def _wrong_state(self, rule_id: str, packet: Packet, index: int) -> None:
-        """The first line of 3.1.5.3-3.1.5.8: a packet in the wrong SessionState (the rule closes)."""
-        self._violation(rule_id, f"{packet.kind} in SessionState {self.SessionState.value}", index)
+    def _accepts(self, kind: PacketKind, packet: Packet, index: int) -> bool:
+        """The transition table (harness.session.transitions): a packet of ``kind`` is accepted in
+        this SessionState, or it breaks the first line of 3.1.5.3-3.1.5.8 (the rule closes)."""
+        row = transition(self.ROLE, self.SessionState, kind)
+        if row.rule is not None:
+            self._violation(row.rule, f"{packet.kind} in SessionState {self.SessionState.value}", index)
+        return row.accepted
 
     def connection_lost(self) -> list[Action]:
         """The transport connection closed ([MS-MQQB] 3.1.7.3 Handling a Network Disconnect -> 3.1.5.9)."""
@@ -594,8 +603,7 @@ class SessionEngine:
 
     def _on_SessionAck(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.5 Receiving a SessionAck Packet."""
-        if self.SessionState != SessionState.OPEN:
-            self._wrong_state("MQQB-3.1.5.5-wrong-state", packet, index)
+        if not self._accepts(PacketKind.SessionAck, packet, index):
             return
         self._process_session_header(packet.SessionHeader, index)
 
@@ -610,8 +618,8 @@ class SessionEngine:
             recoverable_received=c.RecoverableMessageReceivedCount,
             last_ack=self._last_ack_received,
         )
-        counts = [f for f in findings if f[0] == "MQQB-3.1.5.5.5-count-mismatch"]
-        self._report([f for f in findings if f[0] != "MQQB-3.1.5.5.5-count-mismatch"], index)
+        counts = [f for f in findings if f[0] == RuleId.MQQB_3_1_5_5_5_COUNT_MISMATCH]
+        self._report([f for f in findings if f[0] != RuleId.MQQB_3_1_5_5_5_COUNT_MISMATCH], index)
         if not self._transport:
             return
         self._last_ack_received = int(sh.AckSequenceNumber)
@@ -717,7 +725,7 @@ class SessionEngine:
 
     def _timer_SessionInitialization(self) -> None:
         """[MS-MQQB] 3.1.6.6 Session Initialization Timer Event: close (the rule closes)."""
-        self._violation("MQQB-3.1.6.6-init-timeout", f"SessionState still {self.SessionState.value}")
+        self._violation(RuleId.MQQB_3_1_6_6_INIT_TIMEOUT, f"SessionState still {self.SessionState.value}")
 
     def _timer_SessionCleanup(self) -> None:
         """[MS-MQQB] 3.1.6.2 Session Cleanup Timer Event: close an idle session."""

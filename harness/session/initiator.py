@@ -40,6 +40,8 @@ from harness.session.events import (
     Timer,
 )
 from harness.session.messages import prepare_message
+from harness.session.rules import RuleId
+from harness.session.transitions import Role
 from packets import GUID, NULL_GUID, Packet, PacketKind
 from packets import session as sp
 
@@ -97,6 +99,8 @@ class Initiator(SessionEngine):
 
     role = "initiator"
     peer_direction = "s2c"
+
+    ROLE: Role = "initiator"  # its rows of the transition table (harness.session.transitions)
 
     def __init__(
         self,
@@ -263,8 +267,7 @@ class Initiator(SessionEngine):
 
     def _on_EstablishConnection(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.3 / 3.1.5.3.2 Receiving an EstablishConnection Response Packet."""
-        if self.SessionState != SessionState.WAITING_ECR_MSG:
-            self._wrong_state("MQQB-3.1.5.3-wrong-state", packet, index)
+        if not self._accepts(PacketKind.EstablishConnection, packet, index):
             return
         ec = packet.EstablishConnectionHeader
         if self._report(check_ec_response(self._ec_request, packet), index):
@@ -286,7 +289,7 @@ class Initiator(SessionEngine):
             if refused:  # a refusal breaks no rule; 3.1.5.3.2 discards the response and closes
                 self._close(why, "MS-MQQB 3.1.5.3.2")
             else:  # the rule closes (3.1.5.3.2)
-                self._violation("MQQB-3.1.5.3.2-ec-response", why, index)
+                self._violation(RuleId.MQQB_3_1_5_3_2_EC_RESPONSE, why, index)
             return
         if expected.is_null:
             self.RemoteQMGuid = server  # a direct format name: the acceptor names itself
@@ -302,8 +305,7 @@ class Initiator(SessionEngine):
 
     def _on_ConnectionParameters(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.4 / 3.1.5.4.2 Receiving a ConnectionParameters Response Packet: OPEN."""
-        if self.SessionState != SessionState.WAITING_CPR_MSG:
-            self._wrong_state("MQQB-3.1.5.4-wrong-state", packet, index)
+        if not self._accepts(PacketKind.ConnectionParameters, packet, index):
             return
         if self._report(check_cp_response(self._cp_request, packet), index):
             return
@@ -486,20 +488,21 @@ class Initiator(SessionEngine):
 
     def _on_OrderAck(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.6 Receiving an OrderAck Packet."""
-        if self.SessionState != SessionState.OPEN:
-            self._wrong_state("MQQB-3.1.5.6-wrong-state", packet, index)
+        if not self._accepts(PacketKind.OrderAck, packet, index):
             return
         self._count_received(packet, recoverable=False)  # an express UserMessage Packet (3.1.1.4)
         body = packet.body
         if body is None:  # 2.2.4.1: an OrderAck carries its body (the rule closes, 3.1.5.1.3)
-            self._violation("MQQB-3.1.5.1.3-malformed", "OrderAck Packet without an OrderAck Body", index)
+            self._violation(RuleId.MQQB_3_1_5_1_3_MALFORMED, "OrderAck Packet without an OrderAck Body", index)
             return
         seq_id, number = tx_sequence_id(body.TxSequenceID), int(body.TxSequenceNumber)
         if seq_id not in self.used_tx_sequence_ids or (
             seq_id == self.OutgoingTxSequenceID and number >= self.OutgoingTxSequenceNumber
         ):
             self._violation(
-                "MQQB-3.1.5.6-order-ack-unsent", f"OrderAck for ({seq_id:#x}, {number}) which was never sent", index
+                RuleId.MQQB_3_1_5_6_ORDER_ACK_UNSENT,
+                f"OrderAck for ({seq_id:#x}, {number}) which was never sent",
+                index,
             )
         elif seq_id == self.OutgoingTxSequenceID:
             self.ResendIntervalIndex = min(self.ResendIntervalIndex + 1, len(self.config.resend_intervals) - 1)
@@ -524,21 +527,19 @@ class Initiator(SessionEngine):
 
     def _on_FinalAck(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.7 Receiving a FinalAck Packet (recorded; journaling is the model's)."""
-        if self.SessionState != SessionState.OPEN:
-            self._wrong_state("MQQB-3.1.5.7-wrong-state", packet, index)
+        if not self._accepts(PacketKind.FinalAck, packet, index):
             return
         self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
         if packet.body is not None and int(packet.body.MessageID) not in self.sent_message_ids:
             self._violation(
-                "MQQB-3.1.5.7-final-ack-unknown", f"FinalAck for MessageID {int(packet.body.MessageID)}", index
+                RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, f"FinalAck for MessageID {int(packet.body.MessageID)}", index
             )
         self.final_acks.append(packet)
         self._maybe_ack_by_count()
 
     def _on_UserMessage(self, packet: Packet, index: int) -> None:
         """[MS-MQQB] 3.1.5.8 on the initiator: a message the acceptor sent back on the session."""
-        if self.SessionState != SessionState.OPEN:
-            self._wrong_state("MQQB-3.1.5.8-wrong-state", packet, index)
+        if not self._accepts(PacketKind.UserMessage, packet, index):
             return
         self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
         sh = packet.headers.get("SessionHeader")
@@ -560,7 +561,7 @@ class Initiator(SessionEngine):
         elif not self.ReceivedAck:
             waiting = sum(p.AwaitingAck for p in self.OutgoingMessageTable.values())
             self._violation(  # the rule closes (3.1.6.3)
-                "MQQB-3.1.6.3-ack-timeout", f"{waiting} UserMessages unacknowledged, no packet received"
+                RuleId.MQQB_3_1_6_3_ACK_TIMEOUT, f"{waiting} UserMessages unacknowledged, no packet received"
             )
         else:
             self._start_timer(Timer.SessionAckWait, self._ack_wait_seconds())

@@ -39,8 +39,9 @@ from harness.session.core import (
     current_time,
     tx_sequence_id,
 )
-from harness.session.events import Violation
-from harness.session.rules import rule
+from harness.session.events import SessionState, Violation
+from harness.session.rules import RuleId, rule
+from harness.session.transitions import WRONG_STATE, transition
 from packets import GUID, Packet, PacketError, PacketKind, StreamSplitter
 
 __all__ = ["Observer"]
@@ -118,7 +119,7 @@ class Observer:
                     side,
                     [
                         (
-                            "MQQB-3.1.5.1.3-truncated",
+                            RuleId.MQQB_3_1_5_1_3_TRUNCATED,
                             f"{side.splitter.buffered} bytes of an unfinished packet at the end",
                         )
                     ],
@@ -126,7 +127,7 @@ class Observer:
                 )
         if self.packets and self.phase != OPEN and not self.refused and self.closing is None:
             out += self._report(
-                self.client, [("MQQB-3.1.5.9-closed-early", f"the session ended in phase {self.phase}")]
+                self.client, [(RuleId.MQQB_3_1_5_9_CLOSED_EARLY, f"the session ended in phase {self.phase}")]
             )
         return out
 
@@ -140,7 +141,9 @@ class Observer:
         except PacketError as e:
             side.dead = True
             rule_id = (
-                "MQQB-3.1.5.1.2-signature" if e.field_path == "BaseHeader.Signature" else "MQQB-3.1.5.1.3-malformed"
+                RuleId.MQQB_3_1_5_1_2_SIGNATURE
+                if e.field_path == "BaseHeader.Signature"
+                else RuleId.MQQB_3_1_5_1_3_MALFORMED
             )
             return self._report(side, [(rule_id, str(e))], self.packets)
         for chunk in chunks:
@@ -167,15 +170,15 @@ class Observer:
         kind = packet.kind
         if kind is PacketKind.EstablishConnection:
             if self.phase != START:
-                return [("MQQB-3.1.5.3-wrong-state", f"EstablishConnection request in phase {self.phase}")]
+                return [(RuleId.MQQB_3_1_5_3_WRONG_STATE, f"EstablishConnection request in phase {self.phase}")]
             self._ec_request = packet.headers
             self.phase = EC_SENT
             return check_ec_request(packet, self.acceptor)
         if kind is PacketKind.ConnectionParameters:
             if self.phase != EC_REPLIED:
-                return [("MQQB-3.1.5.4-wrong-state", f"ConnectionParameters request in phase {self.phase}")]
+                return [(RuleId.MQQB_3_1_5_4_WRONG_STATE, f"ConnectionParameters request in phase {self.phase}")]
             if self.refused:
-                return [("MQQB-3.1.5.3.2-after-refusal", "ConnectionParameters after a CS=1 response")]
+                return [(RuleId.MQQB_3_1_5_3_2_AFTER_REFUSAL, "ConnectionParameters after a CS=1 response")]
             self._cp_request = packet.headers
             self.client.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
             self.phase = CP_SENT
@@ -188,13 +191,13 @@ class Observer:
         kind = packet.kind
         if kind is PacketKind.EstablishConnection:
             if self.phase != EC_SENT:
-                return [("MQQB-3.1.5.3-wrong-state", f"EstablishConnection response in phase {self.phase}")]
+                return [(RuleId.MQQB_3_1_5_3_WRONG_STATE, f"EstablishConnection response in phase {self.phase}")]
             self.refused = bool(packet.InternalHeader.Flags.CS)
             self.phase = EC_REPLIED
             return check_ec_response(self._ec_request, packet) + self._ec_response_validity(packet)
         if kind is PacketKind.ConnectionParameters:
             if self.phase != CP_SENT:
-                return [("MQQB-3.1.5.4-wrong-state", f"ConnectionParameters response in phase {self.phase}")]
+                return [(RuleId.MQQB_3_1_5_4_WRONG_STATE, f"ConnectionParameters response in phase {self.phase}")]
             self.server.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
             self.phase = OPEN
             return check_cp_response(self._cp_request, packet)
@@ -212,7 +215,7 @@ class Observer:
             return []
         return [
             (
-                "MQQB-3.1.5.3.2-ec-response",
+                RuleId.MQQB_3_1_5_3_2_EC_RESPONSE,
                 f"CS=0 with ClientGuid {GUID(ec.ClientGuid)} / ServerGuid {GUID(ec.ServerGuid)}; the request had "
                 f"{GUID(req.ClientGuid)} / {requested}",
             )
@@ -223,14 +226,11 @@ class Observer:
     def _session_packet(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
         """A SessionAck, OrderAck, FinalAck or UserMessage Packet that ``me`` sent to ``other``."""
         kind = packet.kind
-        wrong_state = {
-            PacketKind.SessionAck: "MQQB-3.1.5.5-wrong-state",
-            PacketKind.OrderAck: "MQQB-3.1.5.6-wrong-state",
-            PacketKind.FinalAck: "MQQB-3.1.5.7-wrong-state",
-            PacketKind.UserMessage: "MQQB-3.1.5.8-wrong-state",
-        }[kind]
-        if self.phase != OPEN:
-            return [(wrong_state, f"{kind.name} in phase {self.phase}")]
+        # the transition table (harness.session.transitions): on an open session both ends accept
+        # these kinds; before it, or a kind the session protocol does not know, breaks its rule
+        row = transition("acceptor" if other is self.server else "initiator", SessionState.OPEN, kind)
+        if not row.accepted or self.phase != OPEN:
+            return [(row.rule or WRONG_STATE[kind], f"{kind.name} in phase {self.phase}")]
         if kind is PacketKind.SessionAck:
             return check_internal_reserved(packet) + self._session_header(me, other, packet.SessionHeader)
         found: list[Finding] = []
@@ -241,14 +241,14 @@ class Observer:
         if me.window and unacked > me.window and not me.window_reported:
             me.window_reported = True
             found.append(
-                ("MQQB-3.1.7.1-window-exceeded", f"{unacked} UserMessages unacknowledged, WindowSize {me.window}")
+                (RuleId.MQQB_3_1_7_1_WINDOW_EXCEEDED, f"{unacked} UserMessages unacknowledged, WindowSize {me.window}")
             )
         if kind is PacketKind.OrderAck:
             found += self._order_ack(me, other, packet)
         elif kind is PacketKind.FinalAck:
             body = packet.body
             if body is not None and (bytes(GUID(body.SourceGUID)), int(body.MessageID)) not in other.message_ids:
-                found.append(("MQQB-3.1.5.7-final-ack-unknown", f"FinalAck for MessageID {int(body.MessageID)}"))
+                found.append((RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, f"FinalAck for MessageID {int(body.MessageID)}"))
         else:
             found += self._user_message(me, packet)
         sh = packet.headers.get("SessionHeader")
@@ -270,21 +270,23 @@ class Observer:
             seq_id = tx_sequence_id(th.TxSequenceID)
             me.tx_sent[seq_id] = max(me.tx_sent.get(seq_id, 0), int(th.TxSequenceNumber))
         elif key in me.message_ids:
-            found.append(("MQQB-3.1.5.8.1-duplicate", f"MessageID {key[1]} sent twice on this session"))
+            found.append((RuleId.MQQB_3_1_5_8_1_DUPLICATE, f"MessageID {key[1]} sent twice on this session"))
         me.message_ids.add(key)
         return found
 
     def _order_ack(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
         body = packet.body
         if body is None:
-            return [("MQQB-3.1.5.1.3-malformed", "OrderAck Packet without an OrderAck Body")]
+            return [(RuleId.MQQB_3_1_5_1_3_MALFORMED, "OrderAck Packet without an OrderAck Body")]
         seq_id, number = tx_sequence_id(body.TxSequenceID), int(body.TxSequenceNumber)
         if number > other.tx_sent.get(seq_id, 0):
-            return [("MQQB-3.1.5.6-order-ack-unsent", f"OrderAck for ({seq_id:#x}, {number}) which was never sent")]
+            return [
+                (RuleId.MQQB_3_1_5_6_ORDER_ACK_UNSENT, f"OrderAck for ({seq_id:#x}, {number}) which was never sent")
+            ]
         if number < me.order_acked.get(seq_id, 0):
             return [
                 (
-                    "MQQB-3.1.1.6.2-order-ack-order",
+                    RuleId.MQQB_3_1_1_6_2_ORDER_ACK_ORDER,
                     f"OrderAck for number {number} after {me.order_acked[seq_id]} in sequence {seq_id:#x}",
                 )
             ]

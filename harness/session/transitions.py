@@ -1,0 +1,77 @@
+"""The session transition table: which packet each side accepts in each SessionState, and what follows.
+
+Renders the first sentence of each of [MS-MQQB] 3.1.5.3-3.1.5.8 ("If SessionState is not ...,
+the protocol MUST close the session") and the state each accepted packet leads to (3.1.5.2.3,
+3.1.5.3.1, 3.1.5.3.2, 3.1.5.4.1, 3.1.5.4.2), in the manner of h11's ``_state.py``: one table,
+``(role, state, packet kind) -> next state``, read by the Initiator, the Acceptor and the passive
+Observer.  A packet kind the table does not accept in a state is a violation of that kind's
+wrong-state rule; a kind the session protocol does not know ([MS-MQQB] 3.1.5.1.1) is a violation of
+MQQB-3.1.5.1.1-unknown-packet.  :func:`transition` answers every (role, state, kind), never raising.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.session.events import SessionState
+from harness.session.rules import RuleId
+from packets import PacketKind
+
+__all__ = ["ROLES", "TRANSITIONS", "WRONG_STATE", "Role", "Transition", "transition"]
+
+Role = Literal["initiator", "acceptor"]
+ROLES: tuple[Role, ...] = ("initiator", "acceptor")
+
+S = SessionState
+K = PacketKind
+_OPEN_KINDS = (K.SessionAck, K.OrderAck, K.FinalAck, K.UserMessage)
+
+# (role of the receiving end, its SessionState, the kind received) -> the SessionState after it.
+TRANSITIONS: dict[tuple[Role, SessionState, PacketKind], SessionState] = {
+    # 3.1.5.3.1: the acceptor answers an EstablishConnection request and waits for ConnectionParameters
+    ("acceptor", S.WAITING_EC_MSG, K.EstablishConnection): S.WAITING_CP_MSG,
+    # 3.1.5.4.1: ... answers the ConnectionParameters request: the session is open
+    ("acceptor", S.WAITING_CP_MSG, K.ConnectionParameters): S.OPEN,
+    # 3.1.5.3.2: the initiator receives the EstablishConnection response, sends ConnectionParameters
+    ("initiator", S.WAITING_ECR_MSG, K.EstablishConnection): S.WAITING_CPR_MSG,
+    # 3.1.5.4.2: ... receives the ConnectionParameters response: the session is open
+    ("initiator", S.WAITING_CPR_MSG, K.ConnectionParameters): S.OPEN,
+    # 3.1.5.5-3.1.5.8: acknowledgments and messages, on an open session only
+    **{(role, S.OPEN, kind): S.OPEN for role in ROLES for kind in _OPEN_KINDS},
+}
+
+# The rule a packet of a kind breaks when it arrives in a state the table does not accept it in.
+WRONG_STATE: dict[PacketKind, RuleId] = {
+    K.EstablishConnection: RuleId.MQQB_3_1_5_3_WRONG_STATE,
+    K.ConnectionParameters: RuleId.MQQB_3_1_5_4_WRONG_STATE,
+    K.SessionAck: RuleId.MQQB_3_1_5_5_WRONG_STATE,
+    K.OrderAck: RuleId.MQQB_3_1_5_6_WRONG_STATE,
+    K.FinalAck: RuleId.MQQB_3_1_5_7_WRONG_STATE,
+    K.UserMessage: RuleId.MQQB_3_1_5_8_WRONG_STATE,
+}
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What receiving a packet does: ``next`` the SessionState after it (None: not accepted),
+    ``rule`` the rule broken when it is not accepted."""
+
+    next: SessionState | None
+    rule: RuleId | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.next is not None
+
+
+def transition(role: Role, state: SessionState, kind: PacketKind | str) -> Transition:
+    """The row of the table for a packet of ``kind`` received by ``role`` in ``state``."""
+    try:
+        kind = PacketKind(kind)
+    except ValueError:
+        return Transition(None, RuleId.MQQB_3_1_5_1_1_UNKNOWN_PACKET)
+    after = TRANSITIONS.get((role, state, kind))
+    if after is not None:
+        return Transition(after)
+    return Transition(None, WRONG_STATE.get(kind, RuleId.MQQB_3_1_5_1_1_UNKNOWN_PACKET))
