@@ -1,8 +1,9 @@
 # ruff: noqa: E501  (the text of a Markdown page and of JSON lines, one line each)
 """docs/adapters.md, written from the registries so that it cannot drift from the code.
 
-``python -m harness.cases.adapterdoc`` writes it; a test fails when the file differs from
-:func:`render`, and another runs its example session against the reference adapter.  Sources:
+``python -m harness.cases.adapterdoc`` writes it, and the list of wire actions of
+``harness/cases/case.schema.json``; a test fails when either differs from what the registries say,
+and another runs the example session against the reference adapter.  Sources:
 target kinds (harness.cases.targets.registry), capabilities (harness.cases.target), model events
 (harness.cases.events), control operations and case actions (harness.cases.actions).
 """
@@ -172,9 +173,24 @@ peer).
 """
 
 
+def schema_text() -> str:
+    """harness/cases/case.schema.json with its list of wire actions from the action registry."""
+    import json
+
+    from harness.cases.actions import load_actions
+    from harness.cases.schema import SCHEMA_PATH
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema["$defs"]["wireStep"]["properties"]["action"]["enum"] = sorted(load_actions())
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
 def main() -> int:
+    from harness.cases.schema import SCHEMA_PATH
+
     PATH.write_text(render(), encoding="utf-8")
-    print(f"wrote {PATH}", file=sys.stderr)
+    SCHEMA_PATH.write_text(schema_text(), encoding="utf-8")
+    print(f"wrote {PATH} and {SCHEMA_PATH}", file=sys.stderr)
     return 0
 
 

@@ -26,8 +26,11 @@ def test_docs_adapters_md_is_what_the_registries_say() -> None:
 
 
 def test_the_case_schema_lists_the_actions_of_the_registry() -> None:
+    from harness.cases.adapterdoc import schema_text
+
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     assert sorted(schema["$defs"]["wireStep"]["properties"]["action"]["enum"]) == sorted(load_actions())
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), "run: python -m harness.cases.adapterdoc"
 
 
 def test_every_control_operation_is_served_by_the_reference_sender() -> None:
