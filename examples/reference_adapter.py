@@ -28,7 +28,14 @@ SERVED = ("model", "wire:initiator", "wire:sender-ping", "adm:outgoing")
 
 
 def handle(target: ReferenceTarget, request: dict[str, Any]) -> dict[str, Any] | None:
-    """One request -> its reply (None for ``bye``)."""
+    """One request -> its reply, which echoes the request's ``id`` (None for ``bye``)."""
+    reply = _answer(target, request)
+    if reply is not None and "id" in request:
+        reply = {"id": request["id"], **reply}
+    return reply
+
+
+def _answer(target: ReferenceTarget, request: dict[str, Any]) -> dict[str, Any] | None:
     op = request.get("op")
     try:
         if op == "hello":
@@ -69,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
+        request: Any = None
         try:
             request = json.loads(line)
         except ValueError as e:

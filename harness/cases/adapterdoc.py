@@ -20,24 +20,24 @@ PATH = Path(__file__).resolve().parents[2] / "docs" / "adapters.md"
 # The example session: requests (">") and the replies the reference adapter gives ("<"); "…" in
 # a reply stands for any value, and 1801 for the port of the harness's acceptor.
 EXAMPLE = """\
-> {"op": "hello"}
-< {"ok": true, "name": "reference", "events": "…", "capabilities": ["model", "wire:initiator", "wire:sender-ping", "adm:outgoing"]}
-> {"op": "setup", "given": {"queues": [{"name": "q", "messages": [{"id": "m1"}, {"id": "m2", "Priority": 7}]}], "open": [{"name": "h", "queue": "q", "access": "ReceiveAccess", "share": "DenyNone"}]}}
-< {"ok": true}
-> {"op": "event", "event": "dequeue_message", "args": {"iQueueDesc": "h", "iTimeout": 0}}
-< {"ok": true, "result": {"rStatus": "MQ_OK", "rMessage": "m2"}}
-> {"op": "observe", "queues": ["q"], "cursors": []}
-< {"ok": true, "queues": {"q": [{"message": "m1", "State": "Available", "Priority": 3, "Label": "", "AllowPeekWhenLocked": false}]}, "cursors": {}}
-> {"op": "control", "control": "wire_setup", "args": {"host": "127.0.0.1", "port": 1801, "ping_port": null, "scale": 0.05, "window": 2, "ping": false}}
-< {"ok": true, "result": {"scale": 0.05, "window": 2, "QueueManager.Identifier": "…", "timers": "…"}}
-> {"op": "control", "control": "create_outgoing_queue", "args": {"name": "out", "DestinationFormatName": "DIRECT=TCP:127.0.0.1\\\\private$\\\\out", "address": {"host": "127.0.0.1", "port": 1801}}}
-< {"ok": true, "result": {"State": "Inactive"}}
-> {"op": "control", "control": "enqueue", "args": {"queue": "out", "message": {"id": "m1", "delivery": "recoverable", "Priority": 5}}}
-< {"ok": true, "result": {"rStatus": "NoError", "connection_requested": true, "OutgoingMessagePosition": "…", "State": "…", "ConnectionHistory": "…"}}
-> {"op": "control", "control": "observe_outgoing", "args": {"queues": ["out"]}}
-< {"ok": true, "result": {"queues": {"out": {"State": "…", "ConnectionHistory": "…", "OutgoingMessagePositions": "…"}}}}
-> {"op": "control", "control": "wire_close", "args": {}}
-< {"ok": true, "result": {}}
+> {"id": 1, "op": "hello"}
+< {"id": 1, "ok": true, "name": "reference", "events": "…", "capabilities": ["model", "wire:initiator", "wire:sender-ping", "adm:outgoing"]}
+> {"id": 2, "op": "setup", "given": {"queues": [{"name": "q", "messages": [{"id": "m1"}, {"id": "m2", "Priority": 7}]}], "open": [{"name": "h", "queue": "q", "access": "ReceiveAccess", "share": "DenyNone"}]}}
+< {"id": 2, "ok": true}
+> {"id": 3, "op": "event", "event": "dequeue_message", "args": {"iQueueDesc": "h", "iTimeout": 0}}
+< {"id": 3, "ok": true, "result": {"rStatus": "MQ_OK", "rMessage": "m2"}}
+> {"id": 4, "op": "observe", "queues": ["q"], "cursors": []}
+< {"id": 4, "ok": true, "queues": {"q": [{"message": "m1", "State": "Available", "Priority": 3, "Label": "", "AllowPeekWhenLocked": false}]}, "cursors": {}}
+> {"id": 5, "op": "control", "control": "wire_setup", "args": {"host": "127.0.0.1", "port": 1801, "ping_port": null, "scale": 0.05, "window": 2, "ping": false}}
+< {"id": 5, "ok": true, "result": {"scale": 0.05, "window": 2, "QueueManager.Identifier": "…", "timers": "…"}}
+> {"id": 6, "op": "control", "control": "create_outgoing_queue", "args": {"name": "out", "DestinationFormatName": "DIRECT=TCP:127.0.0.1\\\\private$\\\\out", "address": {"host": "127.0.0.1", "port": 1801}}}
+< {"id": 6, "ok": true, "result": {"State": "Inactive"}}
+> {"id": 7, "op": "control", "control": "enqueue", "args": {"queue": "out", "message": {"id": "m1", "delivery": "recoverable", "Priority": 5}}}
+< {"id": 7, "ok": true, "result": {"rStatus": "NoError", "connection_requested": true, "OutgoingMessagePosition": "…", "State": "…", "ConnectionHistory": "…"}}
+> {"id": 8, "op": "control", "control": "observe_outgoing", "args": {"queues": ["out"]}}
+< {"id": 8, "ok": true, "result": {"queues": {"out": {"State": "…", "ConnectionHistory": "…", "OutgoingMessagePositions": "…"}}}}
+> {"id": 9, "op": "control", "control": "wire_close", "args": {}}
+< {"id": 9, "ok": true, "result": {}}
 > {"op": "bye"}
 """
 
@@ -130,6 +130,12 @@ decides from the capabilities alone which cases run; a case that needs one the t
 | `{{"op": "observe", "queues": [...], "cursors": [...]}}` | `{{"ok": true, "queues": {{q: [{{"message", "State"}}, ...]}}, "cursors": {{c: {{"CursorState", "MessagePositionReference"}}}}}}` |
 | `{{"op": "control", "control": OP, "args": {{...}}}}` | `{{"ok": true, "result": {{...}}}}`: a control operation (below) |
 | `{{"op": "bye"}}` | none: the adapter exits |
+
+Every request but `bye` carries an `id` (1, 2, 3, ... for one adapter process), and its reply
+MUST echo it: a reply with another `id` (an unsolicited line, or a late answer to a request that
+timed out) is one protocol error: the case errs, the adapter is killed and started afresh, and the
+next cases are not shifted by it. A reply line is at most 16 MiB. The adapter runs in a process
+group of its own, killed as a whole (a wrapper script's children too).
 
 A reply `{{"ok": false, "error": "...", "kind": "UndefinedBehaviour" | "Unsupported" | "Error"}}` fails
 the step (or satisfies its `expect_error`); `Unsupported` makes the case `unsupported`. Every

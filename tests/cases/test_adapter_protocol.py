@@ -75,7 +75,7 @@ def test_the_example_session_runs_against_the_reference_adapter() -> None:
                 request = json.loads(request_text.replace("1801", port))
                 if request["op"] == "bye":
                     break
-                reply = target._request(request, start=True)
+                reply = target._request({k: v for k, v in request.items() if k != "id"}, start=True)
                 assert _matches(json.loads(reply_text), reply), (request_text, reply)
         finally:
             target.close()
@@ -89,7 +89,7 @@ def test_a_cmd_adapter_cannot_claim_an_acceptor_it_does_not_serve(tmp_path: Path
         "for line in sys.stdin:\n"
         "    r = json.loads(line)\n"
         "    if r['op'] == 'bye': break\n"
-        "    print(json.dumps({'ok': True, 'name': 'x', 'events': [],"
+        "    print(json.dumps({'id': r['id'], 'ok': True, 'name': 'x', 'events': [],"
         " 'capabilities': ['model', 'wire:acceptor', 'peer-behaviours', 'wire:initiator']}), flush=True)\n"
     )
     target = make_target(f"cmd:{sys.executable} {adapter}")
@@ -97,3 +97,77 @@ def test_a_cmd_adapter_cannot_claim_an_acceptor_it_does_not_serve(tmp_path: Path
         assert target.hello().capabilities == ["model", "wire:initiator"]
     finally:
         target.close()
+
+
+def _adapter(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "adapter.py"
+    script.write_text("import json, sys, time\n" + body)
+    return f"{sys.executable} {script}"
+
+
+def test_an_unsolicited_reply_is_one_protocol_error_not_a_cascade(tmp_path: Path) -> None:
+    """The adapter answers its first event twice: that event's case is fine, the next request
+    gets a reply with the wrong id (one error), and a fresh adapter answers the rest in step."""
+    body = (
+        "for line in sys.stdin:\n"
+        "    r = json.loads(line)\n"
+        "    if r['op'] == 'bye': break\n"
+        "    reply = {'id': r['id'], 'ok': True, 'name': 'x', 'events': [], 'result': {}}\n"
+        "    print(json.dumps(reply), flush=True)\n"
+        "    if r['id'] == 2:  # the first event, answered twice\n"
+        "        print(json.dumps(reply), flush=True)\n"
+    )
+    target = CommandTarget(_adapter(tmp_path, body), timeout=5.0)
+    try:
+        target.hello()
+        assert target.event("a", {}) == {}
+        try:
+            target.event("b", {})
+        except Exception as e:
+            assert "out of step" in str(e)
+        else:
+            raise AssertionError("the shifted reply was taken as an answer")
+        target.setup({})  # a fresh adapter
+        assert target.event("c", {}) == {}
+        assert target.event("d", {}) == {}
+    finally:
+        target.close()
+
+
+def test_a_reply_line_without_end_is_cut_at_the_limit(tmp_path: Path, monkeypatch: Any) -> None:
+    import harness.cases.targets.command as command
+
+    monkeypatch.setattr(command, "MAX_LINE", 1 << 16)
+    body = "for line in sys.stdin:\n    sys.stdout.write('x' * (1 << 20)); sys.stdout.flush(); time.sleep(30)\n"
+    target = CommandTarget(_adapter(tmp_path, body), timeout=5.0)
+    try:
+        target.hello()
+    except Exception as e:
+        assert "longer than 65536 bytes" in str(e)
+    else:
+        raise AssertionError("an endless line was accepted")
+    finally:
+        target.close()
+
+
+def test_a_wrapper_whose_child_keeps_stdout_open_is_killed_as_a_group(tmp_path: Path) -> None:
+    import time
+
+    child = tmp_path / "child.py"
+    child.write_text("import time\ntime.sleep(120)\n")
+    body = (
+        "import subprocess\n"
+        f"subprocess.Popen([sys.executable, {str(child)!r}])  # inherits stdout, outlives us\n"
+        "sys.exit(0)\n"
+    )
+    target = CommandTarget(_adapter(tmp_path, body), timeout=1.0)
+    start = time.monotonic()
+    try:
+        target.hello()
+    except Exception as e:
+        assert "exited" in str(e) or "no reply" in str(e)
+    else:
+        raise AssertionError("a hello without a reply")
+    finally:
+        target.close()
+    assert time.monotonic() - start < 10

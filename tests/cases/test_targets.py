@@ -344,7 +344,7 @@ FAKE_ADAPTER = textwrap.dedent("""
             reply = {"ok": True, "queues": {q: [] for q in req["queues"]}, "cursors": {}}
         else:
             reply = {"ok": True, "result": {"rStatus": "MQ_OK"}}
-        print(json.dumps(reply), flush=True)
+        print(json.dumps({"id": req.get("id"), **reply}), flush=True)
 """)
 
 

@@ -16,6 +16,7 @@ import json
 import os
 import queue
 import shlex
+import signal
 import subprocess
 import threading
 from typing import IO, Any
@@ -27,6 +28,9 @@ __all__ = ["CommandTarget", "split_command"]
 
 _KINDS = ("UndefinedBehaviour", "Unsupported", "Error")
 _STDERR_KEEP = 64  # lines of stderr kept for failure details
+_STDERR_LINE = 4096  # bytes kept of each
+MAX_LINE = 16 << 20  # the longest reply line read (16 MiB); a longer one is a protocol error
+TOO_LONG = "\0too long"  # what the reader thread hands over for such a line
 
 
 def split_command(command: str) -> list[str]:
@@ -40,7 +44,9 @@ def split_command(command: str) -> list[str]:
 
 
 class _Adapter:
-    """One running adapter process with reader threads for its stdout and stderr."""
+    """One running adapter process, in a process group of its own (a wrapper script's children
+    go with it), with reader threads for its stdout (lines of at most :data:`MAX_LINE` bytes) and
+    its stderr (the last :data:`_STDERR_KEEP` lines)."""
 
     def __init__(self, argv: list[str], cwd: str | None) -> None:
         self.proc = subprocess.Popen(
@@ -49,10 +55,7 @@ class _Adapter:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            bufsize=1,
+            start_new_session=True,
         )
         self.owner_pid = os.getpid()
         self.lines: queue.Queue[str | None] = queue.Queue()
@@ -61,18 +64,27 @@ class _Adapter:
         threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
         threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
 
-    def _pump(self, stream: IO[str]) -> None:
+    def _pump(self, stream: IO[bytes]) -> None:
         try:
-            for line in stream:
-                self.lines.put(line)
+            while True:
+                line = stream.readline(MAX_LINE + 1)
+                if not line:
+                    break
+                if len(line) > MAX_LINE:  # no newline within the limit: nothing more is read
+                    self.lines.put(TOO_LONG)
+                    break
+                self.lines.put(line.decode("utf-8", "replace"))
         except (OSError, ValueError):
             pass
         self.lines.put(None)
 
-    def _drain(self, stream: IO[str]) -> None:
+    def _drain(self, stream: IO[bytes]) -> None:
         try:
-            for line in stream:
-                self.stderr.append(line.rstrip("\n"))
+            while True:
+                line = stream.readline(MAX_LINE + 1)
+                if not line:
+                    break
+                self.stderr.append(line[:_STDERR_LINE].decode("utf-8", "replace").rstrip("\n"))
         except (OSError, ValueError):
             pass
 
@@ -82,9 +94,18 @@ class _Adapter:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def write(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode("utf-8", "surrogatepass"))
+        self.proc.stdin.flush()
+
     def kill(self) -> None:
+        """Kill the adapter's whole process group, then close its pipes."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         if self.proc.poll() is None:
-            self.proc.kill()
+            with contextlib.suppress(OSError):
+                self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
@@ -121,6 +142,7 @@ class CommandTarget:
         self.cwd = cwd
         self._adapter: _Adapter | None = None
         self._info: TargetInfo | None = None
+        self._next_id = 0
 
     # ------------------------------------------------------------------------ plumbing
     def _start(self) -> _Adapter:
@@ -156,14 +178,14 @@ class CommandTarget:
             if message.get("op") != "hello":
                 self._hello(adapter)
         op = message.get("op")
+        self._next_id += 1
+        message = {**message, "id": self._next_id}
         try:
             line = json.dumps(message, allow_nan=False) + "\n"
         except (TypeError, ValueError) as e:
             raise TargetError("Error", f"{op}: cannot encode the request as JSON: {e}") from e
         try:
-            assert adapter.proc.stdin is not None
-            adapter.proc.stdin.write(line)
-            adapter.proc.stdin.flush()
+            adapter.write(line)
         except (OSError, ValueError) as e:
             raise self._fail(adapter, f"{op}: cannot write to the adapter: {e}") from e
         try:
@@ -172,12 +194,20 @@ class CommandTarget:
             raise self._fail(adapter, f"{op}: no reply within {self.timeout:g} s") from None
         if reply_line is None:
             raise self._fail(adapter, f"{op}: the adapter exited without a reply")
+        if reply_line == TOO_LONG:
+            raise self._fail(adapter, f"{op}: a reply line longer than {MAX_LINE} bytes")
         try:
             reply = json.loads(reply_line)
         except ValueError:
             raise self._fail(adapter, f"{op}: the reply is not JSON: {reply_line.strip()[:200]!r}") from None
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
             raise self._fail(adapter, f"{op}: the reply has no boolean 'ok': {reply_line.strip()[:200]!r}")
+        if reply.get("id") != message["id"]:  # one protocol error, then a fresh adapter: no cascade
+            raise self._fail(
+                adapter,
+                f"{op}: the reply answers request id {reply.get('id')!r}, not {message['id']} "
+                "(an unsolicited or late reply: the adapter is out of step)",
+            )
         if not reply["ok"]:
             kind = reply.get("kind", "Error")
             raise TargetError(kind if kind in _KINDS else "Error", str(reply.get("error", "")))
@@ -228,8 +258,7 @@ class CommandTarget:
             return
         try:
             if adapter.alive() and adapter.proc.stdin is not None:
-                adapter.proc.stdin.write(json.dumps({"op": "bye"}) + "\n")
-                adapter.proc.stdin.flush()
+                adapter.write(json.dumps({"op": "bye"}) + "\n")
                 adapter.proc.stdin.close()
                 adapter.proc.wait(timeout=min(self.timeout, 2.0))
         except (OSError, ValueError, subprocess.TimeoutExpired):
