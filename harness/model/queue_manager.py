@@ -52,7 +52,13 @@ from harness.model.positions import (
     MessagePosition,
     MessagePositionList,
 )
-from packets.formatname import format_name_kind, try_parse_format_name
+from packets.formatname import (
+    FormatNameError,
+    format_name_kind,
+    parse_format_names,
+    parse_path_name,
+    try_parse_format_name,
+)
 
 _Available = MessagePositionState.Available
 _Locked = MessagePositionState.Locked
@@ -326,28 +332,28 @@ class QueueManager:
     ) -> tuple[MQStatus | DirectoryOperationResult, Queue | None]:
         """3.1.7.1.3 Create Queue: returns (rStatus, rQueue)."""
         path = iQueue.Pathname
-        parts = path.split("\\")
-        if len(parts) < 2 or not all(parts):
+        try:
+            pathName = parse_path_name(path)  # [MS-MQMQ] 2.1.1
+        except FormatNameError:
             return (MQStatus.MQ_ERROR_ILLEGAL_FORMATNAME, None)
         newQueue = self.new_queue(type(iQueue))
-        if ";" not in path:  # not a subqueue: create its queue journal
+        if not (pathName.subqueue or pathName.system):  # not a subqueue: create its queue journal
             newQueue.JournalQueueReference = self.new_queue(Queue, path + ";journal")
         for name in (
             "Label", "Type", "Pathname", "Journaling", "Quota", "JournalQuota", "Authentication",
             "PrivacyLevel", "Transactional", "MulticastAddress", "Security", "BasePriority",
         ):
             setattr(newQueue, name, getattr(iQueue, name))
-        lower = path.lower()
-        if "\\private$\\" in lower:
+        if pathName.private:
             newQueue.QueueType = QueueType.Private
-        elif "\\system$" in lower:
+        elif pathName.system:
             newQueue.QueueType = QueueType.System
         else:
             newQueue.QueueType = QueueType.Public
         now = int(self.clock())
         newQueue.CreateTime = now
         newQueue.ModifyTime = now
-        newQueue.QualifiedPathname = self.QualifiedComputerName + "\\" + "\\".join(parts[1:])
+        newQueue.QualifiedPathname = self.QualifiedComputerName + path[len(pathName.computer) :]
         newQueue.Scope = "Enterprise"
         if newQueue.QueueType is QueueType.Private:
             used = {q.PrivateQueueNumber for q in self.QueueCollection
@@ -381,7 +387,7 @@ class QueueManager:
         if fmt is None:
             return None
         if fmt.kind == "DIRECT":
-            machine, qpart = fmt.machine, fmt.queue
+            machine, qpart = fmt.machine, fmt.queue_path
             if machine.lower() not in (".", self.ComputerName.lower(),
                                        self.QualifiedComputerName.lower()):
                 return None
@@ -1123,16 +1129,18 @@ class QueueManager:
 
     def expand_format_name(self, iInputFormatName: str) -> tuple[bool, str | None]:
         """3.1.7.3.8 Expand Format Name: returns (rStatus, rOutputFormatName)."""
-        elements = [e.strip() for e in iInputFormatName.split(",")]
-        is_dl = any(format_name_kind(e) == "DL" for e in elements)
-        if not is_dl and len(elements) == 1:
+        if format_name_kind(iInputFormatName) != "DL" and "," not in iInputFormatName:
             return (True, iInputFormatName)
-        if is_dl:
+        try:
+            parsed = parse_format_names(iInputFormatName)  # [MS-MQMQ] 2.1.7
+        except FormatNameError:
+            return (False, None)
+        if any(e.kind == "DL" for e in parsed):
             # Resolve Distribution List (MS-MQDSSM 3.1.6.9) needs the directory.
             return (False, None)
-        seen: dict[str, str] = {}
-        for e in sorted(elements, key=str.lower):
-            seen.setdefault(e.lower(), e)
+        seen: dict[str, str] = {}  # one element per queue: the name as written, keyed by its canonical form
+        for text, e in sorted(zip(iInputFormatName.split(","), parsed, strict=True), key=lambda p: p[0].lower()):
+            seen.setdefault(str(e).lower(), text)
         output = list(seen.values())
         if len(output) == 1:
             return (True, output[0])

@@ -256,8 +256,8 @@ def _destination(format_name: str) -> tuple[int, Container, GUID]:
         fmt = parse_format_name(format_name)
     except FormatNameError as e:
         raise SessionError(f"3.1.7.1.30: {e}") from None
-    if fmt.kind == "DIRECT":  # the DirectFormatName is the name after "DIRECT="
-        return 0x7, Container(DirectFormatName=format_name.partition("=")[2].strip()), NULL_GUID
+    if fmt.kind == "DIRECT":  # the DirectFormatName is the name after "DIRECT=", as written
+        return 0x7, Container(DirectFormatName=format_name[len("DIRECT=") :]), NULL_GUID
     if fmt.kind == "PRIVATE":
         assert fmt.guid is not None and fmt.number is not None
         return 0x3, Container(PrivateQueueIdentifier=fmt.number), GUID(fmt.guid.bytes_le)

@@ -116,7 +116,7 @@ def test_step_6_the_user_message_is_constructed_from_the_message() -> None:
 
 
 def test_step_6_a_private_format_name_addresses_the_destination_queue_manager() -> None:
-    qm, q, _oqp = setup("PRIVATE={AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE}\\0000001a")
+    qm, q, _oqp = setup("PRIVATE=AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE\\0000001a")  # [MS-MQMQ] 2.1.4: no braces
     enqueue(qm, q)
     (pos,) = q.OutgoingMessageTable.values()
     uh = packets.parse(packets.build(pos.UserMessage)).UserHeader

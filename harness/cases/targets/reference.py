@@ -56,6 +56,7 @@ from harness.model import (
     UndefinedBehaviour,
     WaitingMessageReadOperation,
 )
+from packets.formatname import FormatName
 
 __all__ = [
     "ARG_KINDS",
@@ -300,7 +301,7 @@ class ReferenceTarget:
     def _format_name(self, queue: Queue) -> str:
         if isinstance(queue, OutgoingQueue):
             return queue.DestinationFormatName
-        return "DIRECT=OS:" + queue.Pathname
+        return str(FormatName.direct(queue.Pathname))  # [MS-MQMQ] 2.1.1, 2.1.2
 
     @staticmethod
     def _set_attrs(obj: Any, attrs: dict[str, Any], what: str) -> None:
