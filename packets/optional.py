@@ -110,6 +110,22 @@ TransactionHeader = Header(
 TRANSACTION_HEADER = header_parser("TransactionHeader", TransactionHeader)
 
 
+def default_transaction_header(tx_sequence_id: int = 0, **fields: object) -> Container:
+    """A TransactionHeader ([MS-MQMQ] 2.2.20.5) of the first and last message of a one-message
+    transaction: Flags FM and LM, no ConnectorQMGuid (CG 0), TxSequenceNumber 1,
+    PreviousTxSequenceNumber 0; ``tx_sequence_id`` is the 64-bit TxSequenceID (2.2.18.1.2: Ordinal
+    its low 32 bits, TimeStamp its high 32 bits); ``fields`` override the rest."""
+    header = Container(
+        Flags=TransactionHeaderFlags.make(FM=1, LM=1),
+        TxSequenceID=Container(Ordinal=tx_sequence_id & 0xFFFFFFFF, TimeStamp=tx_sequence_id >> 32 & 0xFFFFFFFF),
+        TxSequenceNumber=1,
+        PreviousTxSequenceNumber=0,
+        ConnectorQMGuid=None,
+    )
+    header.update(fields)
+    return header
+
+
 def check_transaction_header(headers: Container) -> Iterator[tuple[str, str, str]]:
     """MUSTs of [MS-MQMQ] 2.2.20.5.
 

@@ -21,7 +21,7 @@ from harness.session import Initiator, SessionConfig, user_message
 from packets import GUID, NULL_GUID, Packet, StreamSplitter, base
 from packets import session as sp
 from packets.mqrr import COMPOUND_MESSAGE_HEADER, SRMP_ENVELOPE_HEADER
-from packets.optional import TransactionHeaderFlags
+from packets.optional import TransactionHeaderFlags, default_transaction_header
 from packets.properties import default_message_properties_header
 from packets.user import UserHeaderFlags, default_user_header
 
@@ -73,12 +73,11 @@ def message_headers(
         ),
     )
     if transactional:
-        headers.TransactionHeader = Container(
+        headers.TransactionHeader = default_transaction_header(
+            tx_sequence_id,
             Flags=TransactionHeaderFlags.make(FM=int(tx[0] == 1), LM=0),
-            TxSequenceID=Container(Ordinal=tx_sequence_id & 0xFFFFFFFF, TimeStamp=tx_sequence_id >> 32),
             TxSequenceNumber=tx[0],
             PreviousTxSequenceNumber=tx[1],
-            ConnectorQMGuid=None,
         )
     headers.MessagePropertiesHeader = default_message_properties_header(body)
     if session_header is not None:
