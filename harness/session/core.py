@@ -449,6 +449,7 @@ class SessionEngine:
         self._last_ack_received = 0
         self._last_ack_sent = 0
         self._timers: set[str] = set()
+        self._timer_started: dict[str, tuple[float, float]] = {}  # timer -> (clock when started, seconds)
         self._out: list[Action] = []
         self._splitter = StreamSplitter()
         self._transport = False  # a transport connection is attached
@@ -461,7 +462,15 @@ class SessionEngine:
 
     def _start_timer(self, name: str, seconds: float) -> None:
         self._timers.add(name)
+        self._timer_started[name] = (self.clock(), seconds)
         self._out.append(StartTimer(name, seconds))
+
+    def _elapsed_fraction(self, name: str) -> float:
+        """How much of a running timer's duration has elapsed (0 when it is not running)."""
+        if name not in self._timers or name not in self._timer_started:
+            return 0.0
+        started, seconds = self._timer_started[name]
+        return (self.clock() - started) / seconds if seconds > 0 else 1.0
 
     def _start_if_stopped(self, name: str, seconds: float) -> None:
         if name not in self._timers:

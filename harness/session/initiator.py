@@ -42,7 +42,7 @@ from harness.session.events import (
 from harness.session.messages import prepare_message
 from harness.session.rules import RuleId
 from harness.session.transitions import Role
-from packets import GUID, NULL_GUID, Packet, PacketKind
+from packets import GUID, NULL_GUID, Packet, PacketKind, base
 from packets import session as sp
 
 __all__ = ["MQ_ERROR_RESOLVE_ADDRESS", "Initiator", "OutgoingMessagePosition", "destination_host_name"]
@@ -428,9 +428,36 @@ class Initiator(SessionEngine):
         self._start_if_stopped(Timer.SessionAckWait, self._ack_wait_seconds())
         self.SessionActive = True
         self._sent[pos.message_id] = pos
+        self._piggy_back(headers)
         self._send_packet(headers, PacketKind.UserMessage)
         self.sent_message_ids.add(pos.message_id)
         pos.Transmitted = True
+
+    def _piggy_back(self, headers: Container) -> None:
+        """[MS-MQQB] 3.1.7.11: "If more than 75 percent of the time on the Session Ack Send Timer
+        (section 3.1.2.5) has elapsed and the UnackedReceivedMsgCount ADM element does not equal
+        0x0000", the UserMessage Packet carries a SessionHeader acknowledging what was received
+        (AckSequenceNumber := MessageReceivedCount, UserMsgSequenceNumber := MessageSentCount, its
+        own packet counted, ...), BaseHeader.Flags.SH is set, RecoverableMsgAckFlags and
+        UnackedReceivedMsgCount become 0, LastAckedRecoverableMsgSeqNumber :=
+        RecoverableMessageReceivedCount, and the Session Ack Send Timer is restarted.  The packet is
+        constructed when the message becomes available, long before it is sent; the test is made
+        when it is sent, the moment the acknowledgment goes out.  A retransmission carries no
+        acknowledgment it does not owe."""
+        flags = int(headers.BaseHeader.Flags)
+        due = self._elapsed_fraction(Timer.SessionAckSend) > 0.75 and self.counters.UnackedReceivedMsgCount != 0
+        if not due:
+            if headers.get("SessionHeader") is not None:
+                headers.SessionHeader = None
+                headers.BaseHeader.Flags = base.BaseHeaderFlags.make(flags, SH=0)
+            return
+        seconds = self._timer_started[Timer.SessionAckSend][1]
+        headers.SessionHeader = self.counters.session_header(self.WindowSize)
+        headers.BaseHeader.Flags = base.BaseHeaderFlags.make(flags, SH=1)
+        self._last_ack_sent = self.counters.MessageReceivedCount
+        self.counters.acknowledged()
+        self._stop_timer(Timer.SessionAckSend)
+        self._start_timer(Timer.SessionAckSend, seconds)
 
     def _ack_wait_seconds(self) -> float:
         return self.config.ack_wait_multiple * self.AckWaitTimeout / 1000

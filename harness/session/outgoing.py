@@ -30,6 +30,7 @@ from harness.model import (
     Queue,
     QueueManager,
 )
+from harness.session import attributes
 from harness.session.events import Action, DeliveryClass, SessionConfig, SessionError
 from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.messages import prepare_message
@@ -166,52 +167,89 @@ class OutgoingQueueProcessing:
     # -- 3.1.7.11 ------------------------------------------------------------------------------------
 
     def construction_of_a_user_message_packet(self, iMessage: Message) -> Container:
-        """[MS-MQQB] 3.1.7.11 Construction of a UserMessage Packet: [MS-MQDMPR] 3.1.7.1.30.
+        """[MS-MQQB] 3.1.7.11 Construction of a UserMessage Packet: [MS-MQDMPR] 3.1.7.1.30, its fields
+        as [MS-MQDMPR] 3.1.7.1.32 Serialize Message to Buffer sets them from the Message's attributes
+        (the value tables: harness.session.attributes).
 
-        A UserMessage Packet ([MS-MQMQ] 2.2.20) from the Message's attributes: BaseHeader.Flags.PR
-        := Priority and TimeToReachQueue; UserHeader SourceQueueManager := QueueManager.Identifier,
-        the destination from DestinationQueueFormatName (DIRECT= -> DQ 0x7 with a NULL
-        QueueManagerAddress; PRIVATE=guid\\id -> DQ 0x3), TimeToBeReceived, SentTime (the Message's,
-        else the wall clock now: the message is constructed to be sent at once, and [MS-MQMQ]
-        2.2.19.2 makes SentTime "the time when the packet was sent", from which TimeToReachQueue
-        counts; a retransmission keeps it, so that its lifetime does not grow), MessageID (the
-        Identifier's uniquifier, 0 when none: 3.1.7.1.1 assigns one), DM from DeliveryGuarantee; a
-        TransactionHeader (TH) when TransactionIdentifier is specified, its numbers filled when sent
-        (3.1.7.1.3); the MessagePropertiesHeader (MP) with Label, Body, BodyType, ApplicationTag,
-        CorrelationIdentifier.  A Message that needs a SecurityHeader (AuthenticationLevel),
-        a DebugHeader (TracingQueueIdentifier) or a MultiQueueFormatHeader is not constructed here:
-        SessionError.  No SessionHeader: 3.1.7.1.3 adds one when it piggy-backs an acknowledgment."""
-        if iMessage.AuthenticationLevel != "None":
-            raise SessionError("3.1.7.1.30: a SecurityHeader (AuthenticationLevel) is not constructed here")
-        if iMessage.TracingQueueIdentifier != uuid.UUID(int=0):
-            raise SessionError("3.1.7.1.30: a DebugHeader (TracingQueueIdentifier) is not constructed here")
+        - BaseHeader ([MS-MQMQ] 2.2.19.1): Flags.PR := Priority (0 with a TransactionHeader,
+          3.1.7.1.32), TimeToReachQueue.
+        - UserHeader (2.2.19.2): SourceQueueManager := QueueManager.Identifier; the destination from
+          DestinationQueueFormatName (DIRECT= -> DQ 0x7 with a NULL QueueManagerAddress;
+          PRIVATE=guid\\id -> DQ 0x3); TimeToBeReceived; SentTime (the Message's, else the wall clock
+          now: [MS-MQMQ] 2.2.19.2 makes it "the time when the packet was sent", from which
+          TimeToReachQueue counts; a retransmission keeps it); MessageID (the Identifier's
+          uniquifier, 0 when none: 3.1.7.1.1 assigns one); DM := DeliveryGuarantee; JP / JN :=
+          Positive / NegativeJournalingRequested; AQ and AdminQueue := AdministrationQueueType and
+          AdministrationQueueFormatName, RQ and ResponseQueue := ResponseQueueType and
+          ResponseQueueFormatName.
+        - TransactionHeader (TH) when TransactionIdentifier is specified, its numbers filled when
+          sent (3.1.7.1.3).
+        - MessagePropertiesHeader (MP, 2.2.19.3): Flags := AcknowledgementsRequested, MessageClass :=
+          Class, CorrelationID := CorrelationIdentifier, BodyType, ApplicationTag, PrivacyLevel,
+          HashAlgorithm, EncryptionAlgorithm, Label, ExtensionData := Extension, MessageBody := Body.
+
+        A Message that needs a SecurityHeader (AuthenticationLevel, or a PrivacyLevel other than
+        None), a DebugHeader (TracingRequested, TracingQueueIdentifier: Flags.TR and DH) or a
+        MultiQueueFormatHeader is not constructed
+        here: SessionError.  The piggy-backed SessionHeader of 3.1.7.11 is added when the packet is
+        sent (harness.session.Initiator), when the timer it depends on is known."""
+        if iMessage.AuthenticationLevel != "None" or str(iMessage.PrivacyLevel) != "None":
+            raise SessionError(
+                "3.1.7.1.30: a SecurityHeader (AuthenticationLevel, PrivacyLevel) is not constructed here"
+            )
+        if iMessage.TracingQueueIdentifier != uuid.UUID(int=0) or iMessage.TracingRequested:
+            # 3.1.7.1.32: BaseHeader.Flags.TR and .DH := TracingRequested, DH announcing a DebugHeader
+            raise SessionError(
+                "3.1.7.1.30: a DebugHeader (TracingRequested, TracingQueueIdentifier) is not constructed here"
+            )
         if iMessage.DestinationMultiQueueFormatName:
             raise SessionError("3.1.7.1.30: a MultiQueueFormatHeader is not constructed here")
         dq, destination, destination_qm = _destination(iMessage.DestinationQueueFormatName)
+        source = self.qm.Identifier
+        aq, admin = attributes.queue_reference(
+            iMessage.AdministrationQueueFormatName, iMessage.AdministrationQueueType, source, destination_qm
+        )
+        rq, response = attributes.queue_reference(
+            iMessage.ResponseQueueFormatName, iMessage.ResponseQueueType, source, destination_qm, response=True
+        )
         body = bytes(iMessage.Body)
-        label = iMessage.Label or None
-        correlation = _correlation(iMessage.CorrelationIdentifier)
         headers = Container(
             BaseHeader=base.default_base_header(
-                Flags=base.BaseHeaderFlags.make(PR=int(iMessage.Priority) & 0x7),
+                Flags=base.BaseHeaderFlags.make(
+                    PR=int(iMessage.Priority) & 0x7, TR=int(bool(iMessage.TracingRequested))
+                ),
                 TimeToReachQueue=int(iMessage.TimeToReachQueue) & 0xFFFFFFFF,
             ),
             UserHeader=default_user_header(
-                SourceQueueManager=_guid(self.qm.Identifier),
+                SourceQueueManager=_guid(source),
                 QueueManagerAddress=destination_qm,
                 TimeToBeReceived=int(iMessage.TimeToBeReceived) & 0xFFFFFFFF,
                 SentTime=self._sent_time(iMessage),
                 MessageID=_uniquifier(iMessage.Identifier),
-                Flags=UserHeaderFlags.make(MP=1, DQ=dq),
+                Flags=UserHeaderFlags.make(
+                    MP=1,
+                    DQ=dq,
+                    AQ=aq,
+                    RQ=rq,
+                    JP=int(bool(iMessage.PositiveJournalingRequested)),
+                    JN=int(bool(iMessage.NegativeJournalingRequested)),
+                ),
                 DestinationQueue=destination,
+                AdminQueue=admin,
+                ResponseQueue=response,
             ),
             MessagePropertiesHeader=default_message_properties_header(
                 body,
-                CorrelationID=correlation,
+                Flags=attributes.ack_flags(iMessage.AcknowledgementsRequested),
+                MessageClass=int(iMessage.Class),
+                CorrelationID=_correlation(iMessage.CorrelationIdentifier),
                 BodyType=int(iMessage.BodyType),
                 ApplicationTag=int(iMessage.ApplicationTag),
+                PrivacyLevel=attributes.privacy_level(iMessage.PrivacyLevel),
+                HashAlgorithm=attributes.hash_algorithm(iMessage.HashAlgorithm),
+                EncryptionAlgorithm=attributes.encryption_algorithm(iMessage.EncryptionAlgorithm),
                 ExtensionSize=len(iMessage.Extension),
-                Label=label,
+                Label=iMessage.Label or None,
                 ExtensionData=bytes(iMessage.Extension),
             ),
         )
