@@ -22,9 +22,18 @@ from harness.cases.model import Level
 
 if TYPE_CHECKING:
     from harness.cases.model import Case, Step
-    from harness.report.results import StepFailure
+    from harness.report.results import CaseResult, StepFailure
 
-__all__ = ["ANNOTATION", "attribute", "case_outcome", "grade", "graded", "requirement_annotations", "unwrap"]
+__all__ = [
+    "ANNOTATION",
+    "attribute",
+    "case_outcome",
+    "grade",
+    "graded",
+    "graded_result",
+    "requirement_annotations",
+    "unwrap",
+]
 
 ANNOTATION = "requirement"  # the key that attributes an expectation to a requirement
 
@@ -117,3 +126,11 @@ def requirement_annotations(
     elif isinstance(value, list):
         for i, item in enumerate(value):
             yield from requirement_annotations(item, (*path, i))
+
+
+def graded_result(case: Case, start: float, failures: list[StepFailure]) -> CaseResult:
+    """The result of a case that stopped at these graded differences: the worst grade among them
+    (:func:`case_outcome`), the differences as its detail."""
+    from harness.report.results import CaseResult, Outcome
+
+    return CaseResult.since(case, Outcome(case_outcome(failures)), start, failures)

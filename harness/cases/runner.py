@@ -30,7 +30,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from harness.cases.compare import compare_result, compare_then
-from harness.cases.grading import case_outcome, graded
+from harness.cases.grading import graded, graded_result
 from harness.cases.model import Case, Step
 from harness.cases.target import Target, TargetError, TargetInfo
 from harness.cases.targets import make_target
@@ -212,9 +212,6 @@ def step_section(case: Case, event: str, requirement: str = "") -> str:
     return case.spec[0].section if case.spec else ""
 
 
-def _result(case: Case, outcome: Outcome, start: float, failures: list[StepFailure], detail: str) -> CaseResult:
-    return CaseResult.of(case, outcome, time.perf_counter() - start, failures, detail)
-
 
 def _crash(exc: BaseException) -> str:
     if isinstance(exc, TargetError):
@@ -256,11 +253,6 @@ def _grader(case: Case, step: Step | None) -> Callable[[StepFailure, Any], StepF
     return grader
 
 
-def _finish(case: Case, start: float, failures: list[StepFailure]) -> CaseResult:
-    outcome = Outcome(case_outcome(failures))
-    return _result(case, outcome, start, failures, "\n".join(f.message for f in failures))
-
-
 def run_case(
     case: Case, target: Target, *, step_timeout: float = 10.0, info: TargetInfo | None = None
 ) -> CaseResult:
@@ -272,7 +264,7 @@ def run_case(
     start = time.perf_counter()
     excluded = applicability(case, info)
     if excluded is not None:
-        return _result(case, excluded[0], start, [], excluded[1])
+        return CaseResult.since(case, excluded[0], start, [], excluded[1])
     if case.wire:  # [MS-MQQB] wire cases run over TCP: harness.cases.targets.wire
         from harness.cases.targets.wire import run_wire_case
 
@@ -287,7 +279,7 @@ def run_case(
                 result = _with_timeout(target, step_timeout, target.event, step.event, step.args)
             except TargetError as e:
                 if e.kind == "Unsupported" and step.expect_error != "Unsupported":
-                    return _result(case, Outcome.unsupported, start, [], f"{where}: {e.message}")
+                    return CaseResult.since(case, Outcome.unsupported, start, [], f"{where}: {e.message}")
                 if e.kind == "Error" and step.expect_error != "Error":
                     raise
                 if step.expect_error == e.kind:
@@ -302,7 +294,7 @@ def run_case(
                     section=section,
                     message=f"{where}: expected {expected}, the target reported {e.kind}: {e.message}",
                 )
-                return _finish(case, start, [graded(case, step, failure)])
+                return graded_result(case, start, [graded(case, step, failure)])
             if not isinstance(result, dict):
                 raise TargetError("Error", f"event returned {type(result).__name__}, not a mapping")
             if step.expect_error:
@@ -315,11 +307,11 @@ def run_case(
                     section=section,
                     message=f"{where}: expected {step.expect_error}, the event returned {result}",
                 )
-                return _finish(case, start, [graded(case, step, failure)])
+                return graded_result(case, start, [graded(case, step, failure)])
             if step.expect:
                 failures = compare_result(index, step.event, step.expect, result, section, _grader(case, step))
                 if failures:
-                    return _finish(case, start, failures)
+                    return graded_result(case, start, failures)
         then = case.then or {}
         queues = list(then.get("queues") or {})
         cursors = list(then.get("cursors") or {})
@@ -329,12 +321,12 @@ def run_case(
             section = case.spec[0].section if case.spec else ""
             failures = compare_then(then, observed, section, _grader(case, None))
             if failures:
-                return _finish(case, start, failures)
+                return graded_result(case, start, failures)
     except StepTimeout:
-        return _result(case, Outcome.error, start, [], f"{where}: timed out after {step_timeout:g} s")
+        return CaseResult.since(case, Outcome.error, start, [], f"{where}: timed out after {step_timeout:g} s")
     except Exception as e:
-        return _result(case, Outcome.error, start, [], f"{where}: {_crash(e)}")
-    return _result(case, Outcome.passed, start, [], "")
+        return CaseResult.since(case, Outcome.error, start, [], f"{where}: {_crash(e)}")
+    return CaseResult.since(case, Outcome.passed, start, [], "")
 
 
 # ====================================================================================== run
@@ -406,7 +398,7 @@ def _worker_init(target_spec: str, step_timeout: float) -> None:
 def _worker_run(case: Case) -> CaseResult:
     target = _WORKER["target"]
     if target is None:
-        return _result(case, Outcome.error, time.perf_counter(), [], _WORKER["problem"])
+        return CaseResult.since(case, Outcome.error, time.perf_counter(), [], _WORKER["problem"])
     return run_case(case, target, step_timeout=_WORKER["step_timeout"], info=_WORKER["info"])
 
 
@@ -426,7 +418,7 @@ def _iter_parallel(
                 yield result
         except BrokenProcessPool as e:
             for case in cases[done:]:
-                yield _result(case, Outcome.error, time.perf_counter(), [], f"worker process died: {e}")
+                yield CaseResult.since(case, Outcome.error, time.perf_counter(), [], f"worker process died: {e}")
 
 
 def run(

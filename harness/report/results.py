@@ -89,6 +89,18 @@ class CaseResult:
     requirements: list[str] = field(default_factory=list)  # the ids the case cites
 
     @classmethod
+    def since(
+        cls, case: Case, outcome: Outcome, start: float, failures: list[StepFailure] | None = None, detail: str = ""
+    ) -> CaseResult:
+        """The result of ``case`` whose run began at ``start`` (``time.perf_counter()``); when
+        ``failures`` are given and ``detail`` is not, the detail is their messages."""
+        import time
+
+        failures = list(failures or [])
+        detail = detail or "\n".join(f.message for f in failures)
+        return cls.of(case, outcome, time.perf_counter() - start, failures, detail)
+
+    @classmethod
     def of(cls, case: Case, outcome: Outcome, duration: float, failures: list[StepFailure], detail: str) -> CaseResult:
         """The result of ``case`` (one variant) with its identity taken from the case."""
         return cls(

@@ -36,6 +36,7 @@ __all__ = ["ADM_RESULT_KEYS", "ReferenceSender", "message_from_spec"]
 # only by a sender with the ``adm:outgoing`` capability.
 ADM_RESULT_KEYS = ("connection_requested", "OutgoingMessagePosition", "State", "ConnectionHistory")
 CONNECT_TIMEOUT = 2.0  # real seconds a TCP connect to the harness's peer may take
+ROUND = 0.01  # real seconds the sender's thread waits on its sockets in one round
 _POSITION_ATTRIBUTES = (
     "AwaitingAck",
     "ReceivedSessionAck",
@@ -139,17 +140,24 @@ class _Driver:
             link.step(0.0)
 
     def _run(self) -> None:
+        """Move bytes and fire timers until stopped: each round waits on the links' sockets (up to
+        :data:`ROUND` seconds, less when a timer is due), holding the lock only while it does so
+        for a few milliseconds, so that control operations are never held up for long."""
         while not self._stop.is_set():
             with self.lock:
                 try:
                     self.flush()
-                    for init in list(self.oqp.initiators.values()):
-                        self._link(init).step(0.0)
+                    links = [self._link(init) for init in self.oqp.initiators.values()]
+                    for link in links:
+                        link.step(ROUND / len(links))
                 except Exception:  # a closed link after stop: the loop ends below
                     if self._stop.is_set():
                         return
                     raise
-            time.sleep(0.002)
+            if not links:
+                time.sleep(ROUND)
+            else:
+                time.sleep(0)  # let a waiting control operation take the lock
 
     def close(self) -> None:
         self._stop.set()

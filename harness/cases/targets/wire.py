@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.cases.grading import case_outcome, graded, unwrap
+from harness.cases.grading import graded, graded_result, unwrap
 from harness.cases.model import Case, Step
 from harness.cases.target import (
     ADM_OUTGOING,
@@ -112,9 +112,6 @@ def _expects_nothing(step: Step) -> bool:
     return nothing is not None and nothing[0] in expect and unwrap(expect[nothing[0]]) is nothing[1]
 
 
-def _result(case: Case, outcome: Outcome, start: float, failures: list[StepFailure], detail: str) -> CaseResult:
-    return CaseResult.of(case, outcome, time.perf_counter() - start, failures, detail)
-
 
 def _run_for(case: Case, target: Any, info: TargetInfo) -> Any:
     from harness.cases.wireruns import AcceptorRun, InitiatorRun
@@ -146,7 +143,7 @@ def run_wire_case(
     info = info if info is not None else target.hello()
     why = wire_applicability(case, info)
     if why:
-        return _result(case, Outcome.not_applicable, start, [], why)
+        return CaseResult.since(case, Outcome.not_applicable, start, [], why)
     run = _run_for(case, target, info)
     where = "setup"
     failures: list[StepFailure] = []
@@ -175,9 +172,9 @@ def run_wire_case(
             checked += len(then.get("outgoing") or {}) + bool(then.get("peer")) - len(skipped)
             failures = [_graded(case, None, -1, "then", f, "") for f in found]
     except NotApplicable as e:
-        return _result(case, Outcome.not_applicable, start, [], str(e))
+        return CaseResult.since(case, Outcome.not_applicable, start, [], str(e))
     except Exception as e:
-        return _result(case, Outcome.error, start, [], f"{where}: {type(e).__name__}: {e}")
+        return CaseResult.since(case, Outcome.error, start, [], f"{where}: {type(e).__name__}: {e}")
     finally:
         with contextlib.suppress(Exception):
             run.close()
@@ -185,8 +182,8 @@ def run_wire_case(
             for ts, data in run.sent_packets():
                 on_sent(ts, data)
     if failures:
-        return _result(case, Outcome(case_outcome(failures)), start, failures, "\n".join(f.message for f in failures))
+        return graded_result(case, start, failures)
     detail = ("not checked: " + "; ".join(not_checked)) if not_checked else ""
     if not_checked and checked <= 0:
-        return _result(case, Outcome.not_applicable, start, [], detail)
-    return _result(case, Outcome.passed, start, [], detail)
+        return CaseResult.since(case, Outcome.not_applicable, start, [], detail)
+    return CaseResult.since(case, Outcome.passed, start, [], detail)

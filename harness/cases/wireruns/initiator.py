@@ -35,7 +35,7 @@ __all__ = ["ADM", "InitiatorRun", "NotApplicable"]
 ADM = "adm:outgoing"
 ADM_KEYS = ("connection_requested", "OutgoingMessagePosition", "State", "ConnectionHistory")
 _NO_ADM = f"the target reports no ADM state (capability {ADM})"
-POLL = 0.005  # real seconds between two looks at what the harness's acceptor saw
+POLL = 0.01  # real seconds between two looks at what the harness's acceptor saw
 SETTLE = 0.5  # real seconds the reported ADM state may take to show what crossed the wire
 
 
