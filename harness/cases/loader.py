@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+MAX_DEPTH = 64  # nested collections in one case file
+MAX_NODES = 200_000  # nodes of a document once its aliases are expanded
 REQUIREMENTS_FILE = "requirements.yaml"  # the requirement list, skipped when a folder is loaded
 
 
@@ -89,12 +91,67 @@ def _record(node: yaml.Node, path: PathT, lines: Lines, depth: int = 0) -> None:
 _COMPOSER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+_OPEN = (
+    yaml.BlockMappingStartToken,
+    yaml.BlockSequenceStartToken,
+    yaml.FlowMappingStartToken,
+    yaml.FlowSequenceStartToken,
+)
+_CLOSE = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+
+
+def _check_depth(text: str, file: str) -> None:
+    """No collection nested deeper than :data:`MAX_DEPTH`: checked on the scanner's tokens (an
+    iterative pass) before the recursive composer sees the text."""
+    depth = 0
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if isinstance(token, _OPEN):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = token.start_mark.line + 1
+                    raise CaseError(file, line, "", f"collections nested deeper than {MAX_DEPTH} levels")
+            elif isinstance(token, _CLOSE):
+                depth -= 1
+    except yaml.YAMLError as exc:
+        raise _yaml_error(file, exc) from None
+
+
+def _check_size(node: yaml.Node, file: str) -> None:
+    """A document whose aliases expand to more than :data:`MAX_NODES` nodes is refused before it
+    is built (an alias names a node already composed: the size is counted once per node)."""
+    sizes: dict[int, int] = {}
+
+    def size(n: yaml.Node) -> int:
+        known = sizes.get(id(n))
+        if known is not None:
+            return known
+        sizes[id(n)] = 1  # a recursive alias counts once
+        total = 1
+        if isinstance(n, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            total += sum(size(v) for v in n.value)
+        total = min(total, MAX_NODES + 1)
+        sizes[id(n)] = total
+        return total
+
+    if size(node) > MAX_NODES:
+        line = node.start_mark.line + 1
+        raise CaseError(file, line, "", f"the document expands to more than {MAX_NODES} nodes (aliases)")
+
+
 def _documents(text: str, file: str) -> list[tuple[Any, Lines]]:
-    """The documents of a YAML stream, each with its lines (empty documents are skipped)."""
+    """The documents of a YAML stream, each with its lines (empty documents are skipped).  Nesting
+    and alias expansion are bounded (:data:`MAX_DEPTH`, :data:`MAX_NODES`)."""
+    _check_depth(text, file)
     try:
         nodes = list(yaml.compose_all(text, Loader=_COMPOSER))
     except yaml.YAMLError as exc:
         raise _yaml_error(file, exc) from None
+    for node in nodes:
+        if node is not None:
+            _check_size(node, file)
     out: list[tuple[Any, Lines]] = []
     for node in nodes:
         if node is None:
@@ -343,8 +400,14 @@ def _requirement(item: Any, i: int, lines: Lines, seen: dict[str, int]) -> Requi
         raise lines.error((i, "id"), f"duplicate requirement id {item['id']!r} (first at line {seen[item['id']]})")
     seen[item["id"]] = lines.line((i,))
     return Requirement(
-        item["id"], item["section"], item["quote"].strip(), level, (item.get("note") or "").strip(),
-        alternatives, lines.line((i,)), lines.file,
+        item["id"],
+        item["section"],
+        item["quote"].strip(),
+        level,
+        (item.get("note") or "").strip(),
+        alternatives,
+        lines.line((i,)),
+        lines.file,
     )
 
 

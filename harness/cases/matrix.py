@@ -21,6 +21,7 @@ __all__ = ["PLACEHOLDER", "check_placeholders", "expand", "substitute"]
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 _WHOLE = re.compile(r"^\$\{([^}]*)\}$")
 _FIXED = ("id", "matrix")  # top-level keys that are never substituted
+MAX_VARIANTS = 1000  # variants one matrix may expand to
 
 
 def _strings(obj: Any, path: PathT) -> Iterator[tuple[PathT, str]]:
@@ -89,6 +90,11 @@ def expand(doc: dict[str, Any], lines: Lines) -> list[tuple[dict[str, Any], dict
     if not isinstance(matrix, dict) or not matrix:
         return [({}, doc, lines)]
     names = list(matrix)
+    count = 1
+    for n in names:
+        count *= len(matrix[n]) if isinstance(matrix[n], list) else 1
+    if count > MAX_VARIANTS:
+        raise lines.error(("matrix",), f"{count} variants: a matrix expands to at most {MAX_VARIANTS}")
     variants = []
     for combo in itertools.product(*(matrix[n] for n in names)):
         values = dict(zip(names, combo, strict=True))
