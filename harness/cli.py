@@ -101,7 +101,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOTHING_RAN = 0, 1, 2, 5
 
 
 def _writable(path: str) -> str:
-    """"" when a report can be written to ``path``, else why not (checked before any case runs)."""
+    """ "" when a report can be written to ``path``, else why not (checked before any case runs)."""
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -162,14 +162,25 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
     except ConfigurationError as e:
         return _usage_error(str(e))
-    terminal.print_summary(result)
-    written = []
-    for path, writer in writers:
+    written, failed = [], []
+    for path, writer in writers:  # the reports first: a terminal that cannot print loses none of them
         if path:
-            writer(result, path)
-            written.append(str(path))
-    if written:
-        print("reports: " + ", ".join(written))
+            try:
+                writer(result, path)
+                written.append(str(path))
+            except (OSError, ValueError) as e:
+                failed.append(f"{path}: {e}")
+    try:
+        terminal.print_summary(result)
+        if written:
+            print("reports: " + ", ".join(written))
+    except (OSError, ValueError) as e:  # e.g. a terminal whose encoding cannot show the text
+        print(
+            f"msmq-harness run: the summary could not be printed ({e}); reports: {', '.join(written)}", file=sys.stderr
+        )
+    if failed:
+        print("msmq-harness run: cannot write the report " + "; ".join(failed), file=sys.stderr)
+        return EXIT_USAGE
     if not result.ran:
         why = "no case selected" if not cases else f"none of the {len(cases)} selected cases ran on this target"
         print(f"msmq-harness run: nothing ran: {why}", file=sys.stderr)
@@ -228,9 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument("files", nargs="+", metavar="FILE")
     decode.add_argument("--json", action="store_true", help="one JSON object per packet")
     decode.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
-    decode.add_argument(
-        "--fail-on-violation", action="store_true", help="exit 1 when any packet breaks a rule"
-    )
+    decode.add_argument("--fail-on-violation", action="store_true", help="exit 1 when any packet breaks a rule")
     decode.set_defaults(func=cmd_decode)
 
     demo = sub.add_parser("demo", help="decode the bundled example frames and write reports")

@@ -12,8 +12,9 @@ target declared it does not implement an event or action the case raises), ``not
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,32 @@ class StepFailure:
     level: str = "MUST"  # that requirement's level: MUST, SHOULD, MAY or interpretation
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean(value: Any) -> Any:
+    """``value`` with every lone surrogate of its text written as ``\\udXXX``: text an
+    implementation sent (a JSON reply may carry ``"\\ud800"``) that no report, terminal or
+    UTF-8 file could otherwise hold.  Lists, tuples and mappings are cleaned through."""
+    if isinstance(value, str):
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list | tuple):
+        return type(value)(clean(v) for v in value)
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    return value
+
+
+def _clean_failure(f: StepFailure) -> StepFailure:
+    return replace(
+        f,
+        expected=clean(f.expected),
+        observed=clean(f.observed),
+        message=clean(f.message),
+        evidence=clean(f.evidence),
+    )
+
+
 @dataclass
 class CaseResult:
     case_id: str
@@ -110,8 +137,8 @@ class CaseResult:
             level=str(case.level),
             outcome=outcome,
             duration=duration,
-            failures=failures,
-            detail=detail,
+            failures=[_clean_failure(f) for f in failures],
+            detail=clean(detail),
             source=case.source,
             line=case.line,
             tags=list(case.tags),
@@ -140,6 +167,9 @@ class RunResult:
     results: list[CaseResult] = field(default_factory=list)
     duration: float = 0.0
     strict: bool = False  # non_strict outcomes fail the run (--strict)
+
+    def __post_init__(self) -> None:
+        self.target = clean(self.target)  # argv may carry undecodable bytes as lone surrogates
 
     def counts(self) -> Counter[str]:
         return Counter(str(r.outcome) for r in self.results)

@@ -4,7 +4,12 @@ time and memory, never a crash of the process."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +57,41 @@ def test_a_matrix_beyond_the_limit_names_its_line() -> None:
     with pytest.raises(CaseError) as e:
         load_text(text, "matrix.yaml")
     assert f"at most {MAX_VARIANTS}" in e.value.message and e.value.line == 8
+
+
+SURROGATE_ADAPTER = """\
+import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "bye":
+        break
+    if r["op"] == "hello":
+        reply = {"ok": True, "name": "name\\\\ud800", "events": []}
+    elif r["op"] == "event":
+        reply = {"ok": False, "kind": "Error", "error": "broken \\\\udcff text"}
+    else:
+        reply = {"ok": True}
+    sys.stdout.write(json.dumps({"id": r["id"], **reply}).replace("\\\\\\\\u", "\\\\u") + "\\n")
+    sys.stdout.flush()
+"""
+
+
+def test_text_an_adapter_sends_cannot_cost_a_report(tmp_path: Path) -> None:
+    """Lone surrogates in an adapter's replies, and a terminal that cannot print the summary: every
+    report is still written, with the text escaped."""
+    adapter = tmp_path / "adapter.py"
+    adapter.write_text(SURROGATE_ADAPTER)
+    seek = Path(__file__).resolve().parents[2] / "cases" / "mqdmpr" / "seek"
+    command = [
+        sys.executable, "-m", "harness.cli", "run", str(seek), "-k", "end-is-tail",
+        "--target", f"cmd:{sys.executable} {adapter}",
+        "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"), "--html", str(tmp_path / "r.html"),
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONIOENCODING": "ascii:strict"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    for name in ("r.json", "r.xml", "r.html"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert "\\udcff" in json.dumps(data) or "udcff" in (tmp_path / "r.json").read_text(encoding="utf-8")

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from harness.cases.target import ADM_OUTGOING, MODEL, WIRE_INITIATOR, WIRE_SENDER_PING, TargetError, TargetInfo
 from harness.cases.targets.registry import target_kind
+from harness.report.results import clean
 
 __all__ = ["CommandTarget", "split_command"]
 
@@ -197,7 +198,7 @@ class CommandTarget:
         if reply_line == TOO_LONG:
             raise self._fail(adapter, f"{op}: a reply line longer than {MAX_LINE} bytes")
         try:
-            reply = json.loads(reply_line)
+            reply = clean(json.loads(reply_line))  # lone surrogates of "\ud800" escapes made printable
         except ValueError:
             raise self._fail(adapter, f"{op}: the reply is not JSON: {reply_line.strip()[:200]!r}") from None
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
