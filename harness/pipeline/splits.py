@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import glob
 import io
+import itertools
 import os
 import re
 import struct
@@ -52,6 +53,7 @@ __all__ = [
     "describe",
     "expand_inputs",
     "find_split_start",
+    "index_starts",
     "is_local",
     "plan_tasks",
     "read_split",
@@ -63,6 +65,7 @@ CONFIRM = 16
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
 _REC = {"<": struct.Struct("<IIII"), ">": struct.Struct(">IIII")}
 _U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
+_BLOCK = {"<": struct.Struct("<II"), ">": struct.Struct(">II")}  # pcapng Block Type, Block Total Length
 
 
 class SplitError(Exception):
@@ -88,6 +91,9 @@ class Split:
     start: int
     end: int
     index: int = 0  #: position of this range within its file
+    #: ``start`` and ``end`` are record (block) boundaries the driver walked to (:func:`index_starts`):
+    #: the range is read from ``start`` to ``end`` with no search
+    proven: bool = False
 
     @property
     def length(self) -> int:
@@ -170,19 +176,97 @@ def _splittable(header: PcapHeader) -> bool:
     return header.format == "pcap" or bool(header.interfaces)
 
 
+def index_starts(path: str, header: PcapHeader, size: int, cuts: list[int]) -> list[int] | None:
+    """The offset of the first record (pcap) or block (pcapng) at or after each cut, found by
+    walking the chain of record headers from the first record, reading the headers only and seeking
+    over the data: the boundaries the sequential reader meets, proven rather than guessed (a record
+    body may hold bytes that look like record headers).  A cut past the last record gets ``size``.
+    None when the chain is not whole (a header the sequential reader would resynchronise after,
+    a pcapng section that starts again): such a file is read by one task."""
+    out: list[int] = []
+    pending = sorted(cuts)
+    with open(path, "rb") as f:
+        pos = header.length
+        if header.format == "pcapng":
+            after = _skip_interfaces(f, header, pos, size)
+            if after is None:
+                return None
+            pos = after
+        while pending:
+            while pending and pending[0] <= pos:
+                out.append(pos)
+                pending.pop(0)
+            if pos >= size:
+                break
+            step = _record_length(f, header, pos, size)
+            if step is None:
+                return None
+            pos += step
+        out.extend(size for _ in pending)
+    return out
+
+
+_SHB = 0x0A0D0D0A
+_IDB = 0x00000001
+
+
+def _skip_interfaces(f: BinaryIO, header: PcapHeader, pos: int, size: int) -> int | None:
+    """Past the Interface Description Blocks that follow the Section Header Block."""
+    unpack = _U32[header.byteorder].unpack
+    while pos + 8 <= size:
+        f.seek(pos)
+        btype = unpack(f.read(4))[0]
+        if btype != _IDB:
+            return pos
+        step = _record_length(f, header, pos, size)
+        if step is None:
+            return None
+        pos += step
+    return pos
+
+
+def _record_length(f: BinaryIO, header: PcapHeader, pos: int, size: int) -> int | None:
+    """The length of the record (pcap: 16-byte header and data) or block (pcapng) at ``pos`` when
+    the sequential reader would take it as it stands, else None."""
+    f.seek(pos)
+    if header.format == "pcap":
+        raw = f.read(16)
+        if len(raw) < 16:
+            return None
+        _, frac, caplen, wirelen = _REC[header.byteorder].unpack(raw)
+        frac_max = 1_000_000_000 if header.ts_unit < 1e-6 else 1_000_000
+        limit = min(header.snaplen, MAX_CAPLEN) if header.snaplen else MAX_CAPLEN
+        if caplen > limit or caplen > wirelen or frac >= frac_max or pos + 16 + caplen > size:
+            return None
+        return 16 + caplen
+    raw = f.read(8)
+    if len(raw) < 8:
+        return None
+    btype, blen = _BLOCK[header.byteorder].unpack(raw)
+    if btype == _SHB or blen < 12 or blen % 4 or blen > MAX_BLOCK or pos + blen > size:
+        return None
+    f.seek(pos + blen - 4)
+    if _U32[header.byteorder].unpack(f.read(4))[0] != blen:
+        return None
+    return int(blen)
+
+
 def plan_tasks(files: list[InputFile], split_size: int, tasks: int) -> list[list[Split]]:
-    """Cut splittable files larger than ``split_size`` into ranges and pack everything into at
-    least ``tasks`` task lists of about equal bytes (largest first onto the lightest task)."""
+    """Cut splittable files larger than ``split_size`` into ranges at record boundaries the driver
+    walked to (:func:`index_starts`; a file whose chain is not whole is read by one task) and pack
+    everything into at least ``tasks`` task lists of about equal bytes (largest first onto the
+    lightest task)."""
     if split_size <= 0:
         raise SplitError("split size must be positive")
     pieces: list[Split] = []
     for f in files:
-        if f.splittable and f.size > split_size:
-            n = -(-f.size // split_size)
-            step = -(-f.size // n)
-            pieces.extend(Split(f.path, s, min(s + step, f.size), i) for i, s in enumerate(range(0, f.size, step)))
-        else:
+        starts = _proven_cuts(f, split_size)
+        if starts is None:
             pieces.append(Split(f.path, 0, max(f.size, 1), 0))
+            continue
+        bounds = [0, *starts, f.size]
+        ranges = [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+        pieces.extend(Split(f.path, a, b, i, proven=True) for i, (a, b) in enumerate(ranges))
     n_tasks = max(1, min(tasks, len(pieces)))
     loads = [0] * n_tasks
     plan: list[list[Split]] = [[] for _ in range(n_tasks)]
@@ -193,6 +277,20 @@ def plan_tasks(files: list[InputFile], split_size: int, tasks: int) -> list[list
     for task in plan:
         task.sort(key=lambda p: (p.path, p.start))
     return [t for t in plan if t]
+
+
+def _proven_cuts(f: InputFile, split_size: int) -> list[int] | None:
+    """The record boundaries a splittable local file larger than ``split_size`` is cut at."""
+    if not (f.splittable and f.size > split_size and is_local(f.path)):
+        return None
+    n = -(-f.size // split_size)
+    step = -(-f.size // n)
+    with open(_local(f.path), "rb") as stream:
+        header = read_header(stream)
+    if isinstance(header, CaptureProblem):
+        return None
+    starts = index_starts(_local(f.path), header, f.size, list(range(step, f.size, step)))
+    return sorted(set(starts)) if starts is not None else None
 
 
 def _confirm(buf: bytes, p: int, header: PcapHeader, at_eof: bool) -> bool:
@@ -279,12 +377,18 @@ def read_split(split: Split, result: SplitResult | None = None, data: bytes | No
                 result.problems.append(header._replace(path=split.path))
             return
         splittable = _splittable(header)
-        stop = find_split_start(f, split.end, size, header, size) if splittable and split.end < size else None
+        if split.proven:  # boundaries the driver walked to
+            stop: int | None = split.end if split.end < size else None
+        else:
+            stop = find_split_start(f, split.end, size, header, size) if splittable and split.end < size else None
         if split.start == 0:
             f.seek(0)
             items = iter_records(f, path=split.path, end_offset=stop)
         else:
-            begin = find_split_start(f, split.start, split.end, header, size) if splittable else None
+            if split.proven:
+                begin: int | None = split.start
+            else:
+                begin = find_split_start(f, split.start, split.end, header, size) if splittable else None
             if begin is None:
                 return
             f.seek(begin)
@@ -315,8 +419,6 @@ def check_chaining(results: list[SplitResult]) -> list[CaptureProblem]:
             if r.first is None:
                 continue
             if prev is not None and prev.next is not None and not prev.problems and prev.next != r.first:
-                out.append(
-                    CaptureProblem(path, r.split.start, f"ranges do not chain: {prev.next} then {r.first}")
-                )
+                out.append(CaptureProblem(path, r.split.start, f"ranges do not chain: {prev.next} then {r.first}"))
             prev = r
     return out

@@ -1,0 +1,78 @@
+"""Record boundaries are proven, not guessed: message bodies that hold bytes looking like pcap
+record headers -- a whole pcap file, chains of plausible record headers, ``03 00 00 00`` runs --
+cannot make a range start inside a record.  At any split size the ranges the driver plans give
+exactly the sequential reader's records, and they chain."""
+
+from __future__ import annotations
+
+import random
+import struct
+from pathlib import Path
+
+import pytest
+
+from harness.capture.pcapfile import iter_records
+from harness.pipeline.splits import SplitResult, check_chaining, describe, plan_tasks, read_split
+
+TS = 1_700_000_000
+
+
+def _pcap(records: list[bytes], ts: int = TS) -> bytes:
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    for i, data in enumerate(records):
+        out.append(struct.pack("<IIII", ts + i, i, len(data), len(data)) + data)
+    return b"".join(out)
+
+
+def _adversarial_body(rng: random.Random, i: int) -> bytes:
+    kind = i % 4
+    if kind == 0:  # a whole pcap file of plausible records, timestamps next to the real ones
+        inner = [bytes(rng.randrange(256) for _ in range(rng.randrange(20, 60))) for _ in range(24)]
+        return _pcap(inner, TS + i)[24:] + _pcap(inner[:3], TS + i)
+    if kind == 1:  # a run of 03 00 00 00
+        return b"\x03\x00\x00\x00" * rng.randrange(20, 200)
+    if kind == 2:  # record headers whose lengths point at further headers
+        chain = b""
+        for k in range(20):
+            chain += struct.pack("<IIII", TS + i, k, 8, 8) + b"\x00" * 8
+        return chain
+    return bytes(rng.randrange(256) for _ in range(rng.randrange(10, 400)))
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rng = random.Random(11)
+    path = tmp_path_factory.mktemp("adversarial") / "bodies.pcap"
+    path.write_bytes(_pcap([_adversarial_body(rng, i) for i in range(160)]))
+    return path
+
+
+def _sequential(path: Path) -> list[tuple[int, bytes]]:
+    with path.open("rb") as f:
+        return [(r.offset, r.data) for r in iter_records(f, path=str(path)) if hasattr(r, "data")]
+
+
+@pytest.mark.parametrize("split_size", [97, 500, 1_000, 4_096, 20_000])
+def test_any_split_size_gives_the_sequential_records(hostile: Path, split_size: int) -> None:
+    expected = _sequential(hostile)
+    assert len(expected) == 160
+    plan = plan_tasks([describe(str(hostile))], split_size, tasks=8)
+    splits = [s for task in plan for s in task]
+    assert len(splits) > 1 and all(s.proven for s in splits)
+    got: list[tuple[int, bytes]] = []
+    results = []
+    for split in sorted(splits, key=lambda s: s.start):
+        result = SplitResult(split)
+        got += [(r.offset, r.data) for r in read_split(split, result)]
+        results.append(result)
+    assert got == expected
+    assert not check_chaining(results) and not [p for r in results for p in r.problems]
+
+
+def test_a_damaged_chain_is_read_by_one_task(tmp_path: Path) -> None:
+    data = bytearray(_pcap([b"x" * 100] * 50))
+    struct.pack_into("<I", data, 24 + 20 * 116 + 8, 0x7FFFFFFF)  # record 20: an impossible caplen
+    path = tmp_path / "damaged.pcap"
+    path.write_bytes(bytes(data))
+    plan = plan_tasks([describe(str(path))], 500, tasks=4)
+    assert [len(task) for task in plan] == [1] and not plan[0][0].proven
