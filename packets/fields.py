@@ -17,12 +17,13 @@ import codecs
 import functools
 import struct
 import uuid
-from collections.abc import Callable, Mapping
+from array import array
+from collections.abc import Callable, Iterator, Mapping, MutableSequence
 from io import BytesIO
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import construct as c
-from construct import ConstructError, Container, StreamError
+from construct import ConstructError, Container, ListContainer, StreamError
 
 from packets.errors import PacketError
 
@@ -31,6 +32,8 @@ __all__ = [
     "NULL_GUID",
     "BitFlags",
     "Data",
+    "ElementList",
+    "Elements",
     "Fields",
     "FlagsField",
     "Guid",
@@ -616,3 +619,315 @@ def utf16z_bytes(key: str) -> Callable[[Any], int]:
 def utf16z_chars(key: str) -> Callable[[Any], int]:
     """Character count (with NUL) of the string field ``key`` — a default for its length field."""
     return reads_own_fields(lambda ctx: len(encode_utf16z(ctx.get(key) or "")) // 2)
+
+
+# --------------------------------------------------------------------------------------------
+# Repeated elements: a count field, then that many elements of one type
+
+
+class ElementList(c.Construct):
+    """``count`` elements of ``subcon`` one after another (``count`` may be a ``this``
+    expression), parsed into an :class:`Elements`.
+
+    Parsing walks the elements with a generated scanner (packets.generate: the element's own
+    construct definition with the value-building left out) that records where each element
+    starts, and decodes an element only when it is read; so a list of a million small elements
+    costs one pass and an offset per element, not a decoded object per element.  Building an
+    :class:`Elements` that was not changed copies its bytes; anything else is built element by
+    element (generated builders).  A scan that fails runs the interpreted parser of the failing
+    element alone, which names its field and offset.  ``name`` identifies the element type (a
+    pickled :class:`Elements` finds it again by this name).
+    """
+
+    _REGISTRY: ClassVar[dict[str, ElementList]] = {}
+
+    def __init__(self, count: Any, subcon: c.Construct, name: str) -> None:
+        super().__init__()
+        self.count = count
+        self.subcon = subcon
+        self.element_name = name
+        self._functions: tuple[Any, Any, Any] | None = None
+        ElementList._REGISTRY[name] = self
+
+    @property
+    def functions(self) -> tuple[Any, Any, Any]:
+        """(scan, decode, build) generated for the element (packets.generate)."""
+        if self._functions is None:
+            from packets.generate import element_functions
+
+            self._functions = element_functions(self.subcon, self.element_name)
+        return self._functions
+
+    # -- parsing ---------------------------------------------------------------------------
+
+    def parse_at(self, data: bytes, pos: int, count: int) -> tuple[Elements, int]:
+        """The ``count`` elements at ``pos``: (elements, offset after them); raises anything
+        (an element that does not decode, a count the bytes cannot hold) on bad input."""
+        if count < 0:
+            raise c.RangeError(f"invalid count {count}")
+        offsets = _offset_array(len(data))
+        end = self.functions[0](data, pos, count, offsets)
+        return Elements._parsed(self, data, offsets, end), end
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Elements:
+        count = c.evaluate(self.count, context)
+        if count < 0:
+            raise c.RangeError(f"invalid count {count}", path=path)
+        data = stream.getvalue()  # an unwritten BytesIO shares its bytes
+        pos = stream.tell()
+        offsets = _offset_array(len(data))
+        try:
+            end = self.functions[0](data, pos, count, offsets)
+        except Exception:
+            failed = len(offsets) - 1
+            if failed < 0:  # nothing scanned
+                raise c.StreamError("cannot read the elements", path=path) from None
+            stream.seek(offsets[failed])
+            self.subcon._parsereport(stream, context, f"{path} -> {failed}")
+            raise c.StreamError(f"element {failed} does not decode", path=path) from None
+        stream.seek(end)
+        return Elements._parsed(self, data, offsets, end)
+
+    def _emitparse(self, code: Any) -> str:
+        code.linkedinstances[id(self)] = self
+        return f"linkedinstances[{id(self)}]._parse(io, this, '(compiled)')"
+
+    # -- building --------------------------------------------------------------------------
+
+    def encode(self, obj: Any, pos: int, count: int | None = None) -> bytes:
+        """The bytes of ``obj``'s elements written at offset ``pos`` of the header being built
+        (the elements' padding depends on it); ``count``, when given, must be their number."""
+        if obj is None:
+            obj = ()
+        n = len(obj)
+        if count is not None and count != n:
+            raise c.RangeError(f"expected {count} elements, found {n}")
+        if isinstance(obj, Elements) and obj._kind is self:
+            return obj._encode(pos)
+        build = self.functions[2]
+        out = bytearray()
+        for element in obj:
+            out += self.encode_one(element, pos + len(out), build)
+        return bytes(out)
+
+    def encode_one(self, element: Any, pos: int, build: Any = None) -> bytes:
+        """One element written at ``pos`` (its generated builder; construct's own, which words
+        the error, when that declines)."""
+        try:
+            return bytes((build or self.functions[2])(element, pos))
+        except Exception:
+            pass
+        stream = BytesIO()
+        stream.write(bytes(pos % 4))  # every alignment of the spec's elements divides 4
+        ctx = Container(_parsing=False, _building=True, _sizing=False, _params=Container(), _index=None)
+        ctx._params = ctx
+        self.subcon._build(element, stream, ctx, self.element_name)
+        return stream.getvalue()[pos % 4 :]
+
+    def encoded_size(self, obj: Any, pos: int = 0) -> int:
+        """Bytes ``obj``'s elements occupy when written at ``pos``."""
+        if isinstance(obj, Elements) and obj._kind is self:
+            return obj._encoded_size(pos)
+        return len(self.encode(obj, pos))
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        count = c.evaluate(self.count, context)
+        if count < 0:
+            raise c.RangeError(f"invalid count {count}", path=path)
+        try:
+            data = self.encode(obj, stream.tell(), count)
+        except ConstructError as e:
+            e.path = e.path or path
+            raise
+        c.stream_write(stream, data, len(data), path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise c.SizeofError("elements of variable size", path=path)
+
+
+def _offset_array(size: int) -> array:
+    return array("I" if size < 1 << 32 else "Q")
+
+
+def _restore_elements(name: str, raw: bytes, start: int, offsets: array, cache: dict[int, Any]) -> Elements:
+    """Unpickle an :class:`Elements` (raw bytes rebased to offset ``start``)."""
+    data = bytes(start) + raw
+    elements = Elements._parsed(ElementList._REGISTRY[name], data, offsets, len(data))
+    elements._cache.update(cache)
+    return elements
+
+
+class Elements(MutableSequence):
+    """The decoded elements of an :class:`ElementList`: a list whose elements are read from the
+    packet's bytes when first used (and kept, so a change to one sticks).
+
+    Built from items (``Elements([...])``) it is an ordinary list.  Equality is a list's (with
+    lists, ``ListContainer`` and other ``Elements``); it prints as a ``ListContainer``.  An
+    insertion or a deletion turns a parsed one into an ordinary list of its decoded elements.
+    """
+
+    __slots__ = ("_cache", "_data", "_end", "_items", "_kind", "_offsets")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, items: Any = ()) -> None:
+        self._items: list[Any] | None = list(items)
+        self._kind: ElementList | None = None
+        self._data = b""
+        self._offsets: array | None = None
+        self._end = 0
+        self._cache: dict[int, Any] = {}
+
+    @classmethod
+    def _parsed(cls, kind: ElementList, data: bytes, offsets: array, end: int) -> Elements:
+        self = cls.__new__(cls)
+        self._items = None
+        self._kind, self._data, self._offsets, self._end = kind, data, offsets, end
+        self._cache = {}
+        return self
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._items) if self._items is not None else len(self._offsets)  # type: ignore[arg-type]
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._items is not None:
+            return self._items[index] if isinstance(index, int) else ListContainer(self._items[index])
+        if isinstance(index, slice):
+            return ListContainer(self[i] for i in range(*index.indices(len(self))))
+        i = self._index(index)
+        try:
+            return self._cache[i]
+        except KeyError:
+            value = self._cache[i] = self._decode(i)
+            return value
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._items is not None:
+            yield from self._items
+        else:
+            for i in range(len(self)):
+                yield self[i]
+
+    def _index(self, index: int) -> int:
+        n = len(self)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError("element index out of range")
+        return int(i)
+
+    def _decode(self, i: int) -> Any:
+        value, _ = self._kind.functions[1](self._data, self._offsets[i])  # type: ignore[union-attr,index]
+        return value
+
+    def decoded(self) -> Iterator[tuple[int, Any]]:
+        """(index, element) of every element held as an object: those read (or set) so far of a
+        parsed list, every element of an ordinary one.  The others are still their parsed bytes."""
+        if self._items is not None:
+            yield from enumerate(self._items)
+        else:
+            yield from sorted(self._cache.items())
+
+    # -- changing --------------------------------------------------------------------------
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if self._items is None and isinstance(index, int):
+            self._cache[self._index(index)] = value
+            return
+        self._materialise()[index] = value
+
+    def __delitem__(self, index: Any) -> None:
+        del self._materialise()[index]
+
+    def insert(self, index: int, value: Any) -> None:
+        self._materialise().insert(index, value)
+
+    def _materialise(self) -> list[Any]:
+        if self._items is None:
+            self._items = list(self)
+            self._kind, self._data, self._offsets, self._cache = None, b"", None, {}
+        return self._items
+
+    # -- as a list -------------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if isinstance(other, Elements) and self._unchanged() and other._unchanged():
+            same_alignment = (self._start() - other._start()) % 4 == 0
+            if self._kind is other._kind and same_alignment and self._raw() == other._raw():
+                return True
+        if not isinstance(other, list | tuple | Elements):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __repr__(self) -> str:
+        return repr(ListContainer(self))
+
+    def __str__(self) -> str:
+        return str(ListContainer(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._items is not None or self._kind is None:
+            return (Elements, (self._items or [],))
+        assert self._offsets is not None
+        start = self._offsets[0] if len(self._offsets) else self._end
+        return (
+            _restore_elements,
+            (self._kind.element_name, self._raw(), start, self._offsets, dict(self._cache)),
+        )
+
+    def copy(self) -> Elements:
+        return Elements(self)
+
+    # -- building --------------------------------------------------------------------------
+
+    def _unchanged(self) -> bool:
+        return self._items is None and not self._cache
+
+    def _start(self) -> int:
+        assert self._offsets is not None
+        return self._offsets[0] if len(self._offsets) else self._end
+
+    def _raw(self) -> bytes:
+        return self._data[self._start() : self._end]
+
+    def _encoded_size(self, pos: int) -> int:
+        if self._unchanged() and (pos - self._start()) % 4 == 0:
+            return self._end - self._start()
+        return len(self._encode(pos))
+
+    def _encode(self, pos: int) -> bytes:
+        """The elements written at ``pos``: the parsed bytes of every element not read since
+        (while ``pos`` keeps their alignment), the others through their builder."""
+        kind = self._kind
+        if self._items is not None or kind is None:
+            return kind.encode(self._items or [], pos) if kind is not None else b""
+        offsets, data, cache = self._offsets, self._data, self._cache
+        assert offsets is not None
+        if (pos - self._start()) % 4 == 0 and not cache:
+            return self._raw()
+        _, decode, build = kind.functions
+        out = bytearray()
+        n = len(offsets)
+        i = 0
+        while i < n:
+            at = pos + len(out)
+            start = offsets[i]
+            if (at - start) % 4 == 0:  # the parsed bytes hold until the next element read
+                j = i
+                while j < n and j not in cache:
+                    j += 1
+                if j > i:
+                    out += data[start : offsets[j] if j < n else self._end]
+                    i = j
+                    continue
+            element = cache[i] if i in cache else decode(data, start)[0]
+            out += kind.encode_one(element, at, build)
+            i += 1
+        return bytes(out)

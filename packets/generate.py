@@ -40,6 +40,7 @@ from packets.fields import (
     GUID,
     NULL_GUID,
     Data,
+    ElementList,
     Fields,
     FlagsField,
     HeaderParser,
@@ -64,8 +65,10 @@ __all__ = [
     "ShapeFunction",
     "ShortInput",
     "builder_function",
+    "element_functions",
     "header_function",
     "read_utf16_terminated_at",
+    "skip_utf16_terminated_at",
 ]
 
 # (data, offset, headers parsed before) -> (decoded header, offset after it)
@@ -90,6 +93,19 @@ def read_utf16_terminated_at(data: bytes, pos: int) -> tuple[str, int]:
             raise ShortInput("UTF-16 string without a terminating NUL")
         if (end - pos) % 2 == 0:
             return decode_utf16(data[pos:end]), end + 2
+        at = end + 1
+
+
+def skip_utf16_terminated_at(data: bytes, pos: int) -> int:
+    """The offset after the UTF-16LE string at ``pos`` and its NUL (read_utf16_terminated_at
+    without the decoding: any code units decode, lone surrogates included)."""
+    at = pos
+    while True:
+        end = data.find(b"\0\0", at)
+        if end < 0:
+            raise ShortInput("UTF-16 string without a terminating NUL")
+        if (end - pos) % 2 == 0:
+            return end + 2
         at = end + 1
 
 
@@ -133,11 +149,14 @@ class _Source:
             "decode_utf16": decode_utf16,
             "_utf_16_le_decode": codecs.utf_16_le_decode,
             "read_utf16_terminated_at": read_utf16_terminated_at,
+            "skip_utf16_terminated_at": skip_utf16_terminated_at,
             "ListContainer": c.ListContainer,
             "ExplicitError": c.ExplicitError,
         }
         self._ids = 0
         self._consts: dict[int, str] = {}
+        # A scanner: the same reads and checks, no values built (structs, strings, wrappers).
+        self.skip = False
 
     def var(self, hint: str) -> str:
         self._ids += 1
@@ -202,7 +221,7 @@ class _Source:
         self.add(indent, f"{targets}, = {s}.unpack_from(data, pos)")
         self.add(indent, f"pos += {struct.calcsize(fmt)}")
         for target, _, wrap in run:
-            if wrap:
+            if wrap and not self.skip:
                 self.add(indent, f"{target} = {wrap}({target})")
 
     def wrapper(self, sc: c.Construct) -> str:
@@ -232,6 +251,8 @@ class _Source:
                 stored.append((sub.name, value))
         if run:
             self.fixed(run, indent)
+        if self.skip:
+            return
         self.add(indent, f"{target} = _fields_new(Fields)")
         self.add(indent, f"_set_dict({target}, '__dict__', {target})")
         for name, value in stored:
@@ -247,13 +268,26 @@ class _Source:
         elif isinstance(sc, Data | Pad | Utf16z):
             start, end = self.take(self.expr(sc.length, scope), indent)
             raw = f"data[{start}:{end}]"
-            if isinstance(sc, Utf16z):  # decode_utf16, inline
+            if self.skip:
+                if isinstance(sc, Utf16z):  # decoding rejects an odd byte count
+                    self.add(indent, f"if ({end} - {start}) % 2: raise ShortInput('odd UTF-16 length')")
+            elif isinstance(sc, Utf16z):  # decode_utf16, inline
                 self.add(indent, f"{target} = _utf_16_le_decode({raw}, 'surrogatepass', True)[0]")
                 self.add(indent, f"if {target}[-1:] == '\\0': {target} = {target}[:-1]")
             else:
                 self.add(indent, f"{target} = {raw}")
         elif type(sc).__name__ == "Utf16Terminated":
-            self.add(indent, f"{target}, pos = read_utf16_terminated_at(data, pos)")
+            if self.skip:  # skip_utf16_terminated_at, inline
+                end = self.var("end")
+                self.add(indent, f"{end} = data.find(b'\\0\\0', pos)")
+                self.add(indent, f"while {end} >= 0 and ({end} - pos) % 2: {end} = data.find(b'\\0\\0', {end} + 1)")
+                self.add(indent, f"if {end} < 0: raise ShortInput('UTF-16 string without a terminating NUL')")
+                self.add(indent, f"pos = {end} + 2")
+            else:
+                self.add(indent, f"{target}, pos = read_utf16_terminated_at(data, pos)")
+        elif isinstance(sc, ElementList) and not self.skip:
+            count = self.expr(sc.count, scope)
+            self.add(indent, f"{target}, pos = {self.const(sc, 'elements')}.parse_at(data, pos, {count})")
         elif isinstance(sc, c.IfThenElse):
             self.add(indent, f"if {self.expr(sc.condfunc, scope)}:")
             self.construct(sc.thensubcon, scope, target, indent + 1)
@@ -281,7 +315,7 @@ class _Source:
             self.add(indent, f"{target} = pos")
         elif sc is c.Error:
             self.add(indent, "raise ExplicitError('parsing hit an Error construct')")
-        elif isinstance(sc, c.Array) and not sc.discard:
+        elif isinstance(sc, c.Array) and not sc.discard and not self.skip:
             count, item = self.var("count"), self.var("item")
             self.add(indent, f"{count} = {self.expr(sc.count, scope)}")
             self.add(indent, f"if {count} < 0: raise ShortInput({count})")
@@ -636,6 +670,13 @@ class _BuildSource(_Source):
             self.add(indent, "else:")
             self.build_piece(sc.default, scope, value, indent + 1)
             self.add(indent + 1, "pass")
+        elif isinstance(sc, ElementList):
+            # The built value stays the given list: no expression reads into the elements.
+            raw = self.var("raw")
+            count = self.expr(sc.count, scope)
+            self.add(indent, f"{raw} = {self.const(sc, 'elements')}.encode({value}, pos, {count})")
+            self.add(indent, f"parts.append({raw})")
+            self.advance(indent, f"len({raw})")
         elif sc is c.Pass:
             pass
         elif sc is c.Tell:
@@ -681,13 +722,21 @@ def builder_function(parser: HeaderParser) -> HeaderBuilder | None:
     """A generated ``build(obj) -> bytes`` for one header, or None when a piece of it has no
     rule here (construct builds such a header).  The generated builder raises on anything it
     does not build exactly as construct would; the caller then lets construct build it."""
-    src = _BuildSource(track_pos=_has_tell(parser.header))
-    src.add(0, "def build(obj):")
+    fn: HeaderBuilder | None = _struct_builder(parser.header, parser.name, at_offset=False)
+    return fn
+
+
+def _struct_builder(sc: c.Construct, label: str, at_offset: bool) -> Callable[..., bytes] | None:
+    """``build(obj) -> bytes``, or ``build(obj, pos) -> bytes`` writing at offset ``pos`` of
+    the header being built (for the elements of an ElementList); None when unsupported."""
+    src = _BuildSource(track_pos=at_offset or _has_tell(sc))
+    src.add(0, "def build(obj, pos):" if at_offset else "def build(obj):")
     src.add(1, "parts = []")
-    src.add(1, "pos = 0")
+    if not at_offset:
+        src.add(1, "pos = 0")
     src.add(1, "v_0 = obj")
     try:
-        header = _unwrap(parser.header)
+        header = _unwrap(sc)
         if not isinstance(header, c.Struct):
             raise _Unsupported(type(header).__name__)
         src.add(1, "if v_0 is None: v_0 = {}")
@@ -695,5 +744,68 @@ def builder_function(parser: HeaderParser) -> HeaderBuilder | None:
     except _Unsupported:
         return None
     src.add(1, "return b''.join(parts)")
-    fn: HeaderBuilder = src.compile(parser.name + " builder")["build"]
+    fn: Callable[..., bytes] = src.compile(label + " builder")["build"]
     return fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Elements of an ElementList
+
+ElementScanner = Callable[[bytes, int, int, Any], int]
+ElementDecoder = Callable[[bytes, int], tuple[Any, int]]
+ElementBuilder = Callable[[Any, int], bytes]
+
+
+def element_functions(
+    sc: c.Construct, name: str
+) -> tuple[ElementScanner, ElementDecoder, ElementBuilder | None]:
+    """Generated functions for the elements of an :class:`~packets.fields.ElementList`:
+
+    - ``scan(data, pos, count, offsets) -> end``: walks ``count`` elements from ``pos``,
+      appending where each starts to ``offsets``, with the reads and checks of the element's
+      parser and none of its values built; raises on input the parser would reject (the
+      failing element is the last offset appended).  An element that occupies no bytes is an
+      error, so the offsets never outnumber the input's bytes.
+    - ``decode(data, pos) -> (element, end)``: the element's generated parser.
+    - ``build(obj, pos) -> bytes`` (or None: construct builds the elements).
+    """
+    src = _Source()
+    src.add(0, "def decode(data, pos):")
+    src.add(1, "size = len(data)")
+    src.add(1, "headers = {}")
+    src.construct(sc, _Scope(None), "result", 1)
+    src.add(1, "return result, pos")
+    decode: ElementDecoder = src.compile(name)["decode"]
+
+    scan_src = _Source()
+    scan_src.skip = True
+    scan_src.add(0, "def scan(data, pos, count, offsets):")
+    scan_src.add(1, "size = len(data)")
+    scan_src.add(1, "headers = {}")
+    scan_src.add(1, "append = offsets.append")
+    scan_src.add(1, "for _ in range(count):")
+    scan_src.add(2, "append(pos)")
+    scan_src.add(2, "start = pos")
+    try:
+        scan_src.construct(sc, _Scope(None), "element", 2)
+        scan_src.add(2, "if pos <= start: raise ShortInput('an element of no bytes')")
+        scan_src.add(1, "return pos")
+        scan: ElementScanner = scan_src.compile(name + " scanner")["scan"]
+    except _Unsupported:
+        scan = _decoding_scanner(decode)
+    return scan, decode, _struct_builder(sc, name, at_offset=True)
+
+
+def _decoding_scanner(decode: ElementDecoder) -> ElementScanner:
+    """A scanner that decodes each element (for an element the scanner generator cannot render)."""
+
+    def scan(data: bytes, pos: int, count: int, offsets: Any) -> int:
+        for _ in range(count):
+            offsets.append(pos)
+            _, end = decode(data, pos)
+            if end <= pos:
+                raise ShortInput("an element of no bytes")
+            pos = end
+        return pos
+
+    return scan

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import construct as c
 from construct import Container, Default, If, Tell, this
 
 from packets.fields import (
     BitFlags,
     Data,
+    ElementList,
+    Elements,
     FlagsField,
     Guid,
     Header,
@@ -382,11 +383,16 @@ MQF_SIGNATURE_ID = 0x015E
 MQF_ADDRESS_FIXED_SIZE = 12
 
 
+FORMAT_NAME_LIST = ElementList(this.ElementCount, MQFFormatNameElement, "MQFFormatNameElement")
+"""ElementCount MQFFormatNameElement structures ([MS-MQMQ] 2.2.18.1.4), one after another."""
+
+
 def format_name_list_size(elements: Any) -> int:
     """Bytes of a FormatNameList starting on a 4-byte boundary, before its end padding."""
-    return len(c.Array(len(elements), MQFFormatNameElement).build(list(elements)))
+    return FORMAT_NAME_LIST.encoded_size(elements or [], 0)
 
 
+@reads_own_fields
 def _address_header_size(ctx: Any) -> int:
     n = format_name_list_size(ctx.get("FormatNameList") or [])
     return MQF_ADDRESS_FIXED_SIZE + n + pad4(n)
@@ -397,8 +403,8 @@ MQFAddressHeader = Header(
     "HeaderSize" / Default(Int32ul, _address_header_size),
     "HeaderID" / Int16ul,
     "Reserved" / Default(Int16ul, 0),
-    "ElementCount" / Default(Int32ul, lambda ctx: len(ctx.get("FormatNameList") or [])),
-    "FormatNameList" / c.Array(this.ElementCount, MQFFormatNameElement),
+    "ElementCount" / Default(Int32ul, reads_own_fields(lambda ctx: len(ctx.get("FormatNameList") or []))),
+    "FormatNameList" / FORMAT_NAME_LIST,
     "_end" / Tell,
     # "The end of this field is rounded up to the next 4-byte boundary"; HeaderSize counts it.
     "_pad" / Pad(this.HeaderSize - (this._end - this._start)),
@@ -459,7 +465,10 @@ def check_multi_queue_format_header(headers: Container) -> Iterator[tuple[str, s
                 f"{MQF_ADDRESS_FIXED_SIZE + n + pad4(n)}",
                 MQF_ADDRESS_SECTION,
             )
-        for i, element in enumerate(elements):
+        # A parsed list's elements not read since end at their first NUL: only those held as
+        # objects can hold one.
+        held = elements.decoded() if isinstance(elements, Elements) else enumerate(elements)
+        for i, element in held:
             if element.FormatType == 0x0003 and "\0" in (element.FormatName.get("DirectFormatName") or ""):
                 where = f"{path}.FormatNameList.{i}.FormatName"
                 yield (where, "NUL inside the direct format name", "MS-MQMQ 2.2.18.1.4.1")
