@@ -1,7 +1,7 @@
 """Message attributes as UserMessage Packet fields: [MS-MQDMPR] 3.1.7.1.32 Serialize Message to Buffer.
 
-The value tables of [MS-MQDMPR] 3.1.7.1.31 Deserialize Message From Buffer, read the other way:
-Message.Class -> MessagePropertiesHeader.MessageClass, HashAlgorithm and EncryptionAlgorithm ->
+The value tables of [MS-MQDMPR] 3.1.7.1.32 (those of 3.1.7.1.31 Deserialize Message From Buffer,
+read the other way): Message.Class -> MessagePropertiesHeader.MessageClass, HashAlgorithm and EncryptionAlgorithm ->
 their CALG constants, PrivacyLevel, AcknowledgementsRequested -> MessagePropertiesHeader.Flags
 (PA, PR, NA, NR of [MS-MQMQ] 2.2.19.3, from the meaning [MS-MQDMPR] 3.1.1.12 gives each
 acknowledgment kind), and the administration and response queues -> UserHeader.Flags.AQ / RQ and
@@ -11,7 +11,6 @@ the tables do not map raises :class:`~harness.session.events.SessionError` namin
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,8 +29,8 @@ __all__ = [
     "queue_reference",
 ]
 
-# 3.1.7.1.31: MessagePropertiesHeader.HashAlgorithm (the table lists 0x8003 as MD4 a second time:
-# it is CALG_MD5, the value no other name takes)
+# 3.1.7.1.32: MessagePropertiesHeader.HashAlgorithm (3.1.7.1.31 lists 0x8003 as MD4 a second time;
+# 3.1.7.1.32 names it MD5).  SHA is "the SHA-1 algorithm" (3.1.1.12), no value of its own: 0x8004.
 HASH_ALGORITHMS = {"MD2": 0x8001, "MD4": 0x8002, "MD5": 0x8003, "SHA1": 0x8004, "SHA": 0x8004,
                    "SHA_256": 0x800C, "SHA_512": 0x800E}  # fmt: skip
 ENCRYPTION_ALGORITHMS = {"RC2": 0x6602, "RC4": 0x6801, "AES256": 0x6610, "AES128": 0x660E, "AES192": 0x660F}
@@ -60,6 +59,8 @@ QUEUE_TYPES = {
     "PrivateQueueOnOther": 0x6,
     "DirectQueue": 0x7,
 }
+# 3.1.7.1.32: AdministrationQueueType takes no SameAsAdministrationQueue (0x1) or PrivateQueueOnAdmin (0x4)
+ADMINISTRATION_QUEUE_TYPES = {k: v for k, v in QUEUE_TYPES.items() if v not in (0x1, 0x4)}
 
 
 def _lookup(table: dict[str, int], value: Any, attribute: str) -> int:
@@ -97,7 +98,7 @@ def ack_flags(requested: Iterable[Any] | str) -> BitFlags:
 
 
 def queue_reference(
-    format_name: str, queue_type: Any, source_qm: uuid.UUID, destination_qm: GUID, *, response: bool = False
+    format_name: str, queue_type: Any, source_qm: GUID, destination_qm: GUID, *, response: bool = False
 ) -> tuple[int, Container | None]:
     """(UserHeader.Flags.AQ or RQ, the AdminQueue or ResponseQueue field) for an administration or
     response queue format name ([MS-MQMQ] 2.2.19.2, 2.2.18.1.5).  The type is the Message's
@@ -118,7 +119,7 @@ def queue_reference(
             type_name = "DirectQueue"
         elif fmt.kind == "PUBLIC":
             type_name = "PublicQueue"
-        elif fmt.kind == "PRIVATE" and fmt.guid == source_qm:
+        elif fmt.kind == "PRIVATE" and fmt.guid is not None and GUID(fmt.guid.bytes_le) == source_qm:
             type_name = "PrivateQueueOnSource"
         elif fmt.kind == "PRIVATE" and fmt.guid is not None and GUID(fmt.guid.bytes_le) == destination_qm:
             type_name = "PrivateQueueOnDestination"
@@ -126,7 +127,10 @@ def queue_reference(
             type_name = "PrivateQueueOnOther"
         else:
             raise SessionError(f"3.1.7.1.32: {format_name!r} is no queue a UserHeader can name")
-    value = _lookup(QUEUE_TYPES, type_name, "ResponseQueueType" if response else "AdministrationQueueType")
+    if response:
+        value = _lookup(QUEUE_TYPES, type_name, "ResponseQueueType")
+    else:
+        value = _lookup(ADMINISTRATION_QUEUE_TYPES, type_name, "AdministrationQueueType")
     if value == 0x7:
         return value, Container(DirectFormatName=format_name[len("DIRECT=") :])
     if value == 0x5 and fmt.guid is not None:

@@ -36,7 +36,8 @@ from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.messages import prepare_message
 from packets import GUID, NULL_GUID, base
 from packets.formatname import FormatNameError, direct_machine, is_direct_http, parse_format_name
-from packets.properties import default_message_properties_header
+from packets.optional import DebugHeaderFlags, TransactionHeaderFlags, default_transaction_header
+from packets.properties import ACK_BITS, default_message_properties_header
 from packets.user import UserHeaderFlags, default_user_header
 
 __all__ = ["OutgoingQueueProcessing"]
@@ -167,93 +168,169 @@ class OutgoingQueueProcessing:
     # -- 3.1.7.11 ------------------------------------------------------------------------------------
 
     def construction_of_a_user_message_packet(self, iMessage: Message) -> Container:
-        """[MS-MQQB] 3.1.7.11 Construction of a UserMessage Packet: [MS-MQDMPR] 3.1.7.1.30, its fields
-        as [MS-MQDMPR] 3.1.7.1.32 Serialize Message to Buffer sets them from the Message's attributes
-        (the value tables: harness.session.attributes).
+        """[MS-MQQB] 3.1.7.11 Construction of a UserMessage Packet: [MS-MQDMPR] 3.1.7.1.30 Construct a
+        UserMessage Packet (which headers, [MS-MQMQ] 2.2.20) with the fields [MS-MQDMPR] 3.1.7.1.32
+        Serialize Message to Buffer sets from the Message's attributes (its value tables:
+        harness.session.attributes).  One step per Message attribute, in the order of the table:
 
-        - BaseHeader ([MS-MQMQ] 2.2.19.1): Flags.PR := Priority (0 with a TransactionHeader,
-          3.1.7.1.32), TimeToReachQueue.
-        - UserHeader (2.2.19.2): SourceQueueManager := QueueManager.Identifier; the destination from
-          DestinationQueueFormatName (DIRECT= -> DQ 0x7 with a NULL QueueManagerAddress;
-          PRIVATE=guid\\id -> DQ 0x3); TimeToBeReceived; SentTime (the Message's, else the wall clock
-          now: [MS-MQMQ] 2.2.19.2 makes it "the time when the packet was sent", from which
-          TimeToReachQueue counts; a retransmission keeps it); MessageID (the Identifier's
-          uniquifier, 0 when none: 3.1.7.1.1 assigns one); DM := DeliveryGuarantee; JP / JN :=
-          Positive / NegativeJournalingRequested; AQ and AdminQueue := AdministrationQueueType and
-          AdministrationQueueFormatName, RQ and ResponseQueue := ResponseQueueType and
-          ResponseQueueFormatName.
-        - TransactionHeader (TH) when TransactionIdentifier is specified, its numbers filled when
-          sent (3.1.7.1.3).
-        - MessagePropertiesHeader (MP, 2.2.19.3): Flags := AcknowledgementsRequested, MessageClass :=
-          Class, CorrelationID := CorrelationIdentifier, BodyType, ApplicationTag, PrivacyLevel,
-          HashAlgorithm, EncryptionAlgorithm, Label, ExtensionData := Extension, MessageBody := Body.
+        - Priority -> BaseHeader.Flags.PR (0x0 with a TransactionHeader); TracingRequested ->
+          BaseHeader.Flags.TR and .DH with a DebugHeader ([MS-MQMQ] 2.2.20.8), whose QT and
+          QueueIdentifier say TracingQueueIdentifier (a DebugHeader is also included when only
+          TracingQueueIdentifier is specified, 3.1.7.1.30; DH then announces it, [MS-MQMQ] 2.2.19.1);
+          TimeToReachQueue -> BaseHeader.TimeToReachQueue.
+        - MessagePropertiesHeader ([MS-MQMQ] 2.2.19.3): Label (LabelLength), BodyType, Body
+          (MessageSize, MessageBody), Extension (ExtensionSize, ExtensionData), EncryptionAlgorithm,
+          HashAlgorithm, ApplicationTag, CorrelationIdentifier, AcknowledgementsRequested (Flags),
+          Class (MessageClass), PrivacyLevel.
+        - TransactionHeader ([MS-MQMQ] 2.2.20.5) when TransactionIdentifier is specified:
+          FinalAckRequired -> Flags.FA, FirstInTransaction -> FM, LastInTransaction -> LM,
+          ConnectorQueueManagerIdentifier -> CG and ConnectorQMGuid; the sequence fields are filled
+          when it is sent ([MS-MQQB] 3.1.7.1.3).
+        - UserHeader ([MS-MQMQ] 2.2.19.2): DestinationQueueManagerIdentifier -> QueueManagerAddress
+          (else the GUID a PRIVATE= destination names; NULL for a direct one, [MS-MQMQ] 2.2.19.2);
+          ConnectorTypeIdentifier -> CQ and ConnectorType; SentTime (the Message's, else the wall clock now, kept for
+          retransmissions); DestinationQueueFormatName -> DQ and DestinationQueue;
+          AdministrationQueueType and AdministrationQueueFormatName -> AQ and AdminQueue;
+          ResponseQueueType and ResponseQueueFormatName -> RQ and ResponseQueue; TimeToBeReceived;
+          Identifier -> MessageID (0 when none: [MS-MQQB] 3.1.7.1.1 assigns one);
+          SourceMachineIdentifier -> SourceQueueManager (QueueManager.Identifier when none);
+          DeliveryGuarantee -> DM; PositiveJournalingRequested -> JP; NegativeJournalingRequested -> JN.
 
-        A Message that needs a SecurityHeader (AuthenticationLevel, or a PrivacyLevel other than
-        None), a DebugHeader (TracingRequested, TracingQueueIdentifier: Flags.TR and DH) or a
-        MultiQueueFormatHeader is not constructed
-        here: SessionError.  The piggy-backed SessionHeader of 3.1.7.11 is added when the packet is
-        sent (harness.session.Initiator), when the timer it depends on is known."""
-        if iMessage.AuthenticationLevel != "None" or str(iMessage.PrivacyLevel) != "None":
-            raise SessionError(
-                "3.1.7.1.30: a SecurityHeader (AuthenticationLevel, PrivacyLevel) is not constructed here"
+        A Message whose packet could not conform to [MS-MQMQ] 2.2.19.2 (an AdminQueue without an
+        acknowledgment requested, or the other way round) is refused (SessionError), as are the
+        headers not constructed here: the SecurityHeader (AuthenticationLevel other than
+        None, or a PrivacyLevel other than None, whose body encryption needs it: Flags.EB) and the
+        MultiQueueFormatHeader (DestinationMultiQueueFormatName).  The piggy-backed SessionHeader of
+        3.1.7.11 is added when the packet is sent (harness.session.Initiator), when the Session Ack
+        Send Timer it depends on is known."""
+        self._refuse_unconstructed_headers(iMessage)
+        base_flags: dict[str, int] = {}
+        user_flags: dict[str, int] = {"MP": 1}
+        base_fields: dict[str, Any] = {}
+        user_fields: dict[str, Any] = {}
+        properties: dict[str, Any] = {}
+        optional: dict[str, Container] = {}
+
+        # BaseHeader.Flags.PR := Priority (0x0 with a TransactionHeader: prepare_message)
+        base_flags["PR"] = int(iMessage.Priority) & 0x7
+        # BaseHeader.Flags.TR and .DH := TracingRequested; DebugHeader := TracingQueueIdentifier
+        tracing_queue = _guid(iMessage.TracingQueueIdentifier)
+        base_flags["TR"] = int(bool(iMessage.TracingRequested))
+        if iMessage.TracingRequested or not tracing_queue.is_null:
+            base_flags["DH"] = 1
+            optional["DebugHeader"] = Container(
+                Flags=DebugHeaderFlags.make(QT=0 if tracing_queue.is_null else 1),
+                Reserved=0,
+                QueueIdentifier=None if tracing_queue.is_null else tracing_queue,
             )
-        if iMessage.TracingQueueIdentifier != uuid.UUID(int=0) or iMessage.TracingRequested:
-            # 3.1.7.1.32: BaseHeader.Flags.TR and .DH := TracingRequested, DH announcing a DebugHeader
+        # BaseHeader.TimeToReachQueue := TimeToReachQueue
+        base_fields["TimeToReachQueue"] = int(iMessage.TimeToReachQueue) & 0xFFFFFFFF
+
+        # MessagePropertiesHeader.LabelLength, .Label := Label
+        properties["Label"] = iMessage.Label or None
+        # MessagePropertiesHeader.BodyType := BodyType
+        properties["BodyType"] = int(iMessage.BodyType)
+        # MessagePropertiesHeader.MessageSize, .MessageBody := Body
+        body = bytes(iMessage.Body)
+        # MessagePropertiesHeader.ExtensionSize, .ExtensionData := Extension
+        properties["ExtensionSize"] = len(iMessage.Extension)
+        properties["ExtensionData"] = bytes(iMessage.Extension)
+        # MessagePropertiesHeader.EncryptionAlgorithm := EncryptionAlgorithm
+        properties["EncryptionAlgorithm"] = attributes.encryption_algorithm(iMessage.EncryptionAlgorithm)
+        # MessagePropertiesHeader.HashAlgorithm := HashAlgorithm
+        properties["HashAlgorithm"] = attributes.hash_algorithm(iMessage.HashAlgorithm)
+        # MessagePropertiesHeader.ApplicationTag := ApplicationTag ("Message.AppSpecific" in the table)
+        properties["ApplicationTag"] = int(iMessage.ApplicationTag) & 0xFFFFFFFF
+        # MessagePropertiesHeader.CorrelationID := CorrelationIdentifier
+        properties["CorrelationID"] = _correlation(iMessage.CorrelationIdentifier)
+        # MessagePropertiesHeader.Flags := AcknowledgementsRequested
+        properties["Flags"] = attributes.ack_flags(iMessage.AcknowledgementsRequested)
+        # MessagePropertiesHeader.MessageClass := Class
+        properties["MessageClass"] = int(iMessage.Class) & 0xFFFF
+        # MessagePropertiesHeader.PrivacyLevel := PrivacyLevel
+        properties["PrivacyLevel"] = attributes.privacy_level(iMessage.PrivacyLevel)
+
+        # TransactionHeader (UserHeader.Flags.TH) when TransactionIdentifier is specified
+        if iMessage.TransactionIdentifier is not None:
+            connector = _guid(iMessage.ConnectorQueueManagerIdentifier)
+            optional["TransactionHeader"] = default_transaction_header(
+                Flags=TransactionHeaderFlags.make(
+                    CG=int(not connector.is_null),
+                    FA=int(bool(iMessage.FinalAckRequired)),  # := FinalAckRequired
+                    FM=int(bool(iMessage.FirstInTransaction)),  # := FirstInTransaction
+                    LM=int(bool(iMessage.LastInTransaction)),  # := LastInTransaction
+                ),
+                ConnectorQMGuid=None if connector.is_null else connector,  # := ConnectorQueueManagerIdentifier
+            )
+
+        # UserHeader.Flags.DQ, .DestinationQueue := DestinationQueueFormatName
+        dq, destination, named_qm = _destination(iMessage.DestinationQueueFormatName)
+        user_flags["DQ"] = dq
+        user_fields["DestinationQueue"] = destination
+        # UserHeader.QueueManagerAddress := DestinationQueueManagerIdentifier ([MS-MQMQ] 2.2.19.2: a
+        # NULL GUID for a direct destination, whatever the attribute says)
+        destination_qm = _guid(iMessage.DestinationQueueManagerIdentifier)
+        if destination_qm.is_null or dq == 0x7:
+            destination_qm = named_qm
+        user_fields["QueueManagerAddress"] = destination_qm
+        # UserHeader.Flags.CQ, .ConnectorType := ConnectorTypeIdentifier
+        connector_type = _guid(iMessage.ConnectorTypeIdentifier)
+        if not connector_type.is_null:
+            user_flags["CQ"] = 1
+            user_fields["ConnectorType"] = connector_type
+        # UserHeader.SentTime := SentTime
+        user_fields["SentTime"] = self._sent_time(iMessage)
+        # UserHeader.SourceQueueManager := SourceMachineIdentifier
+        source = _guid(iMessage.SourceMachineIdentifier)
+        if source.is_null:
+            source = _guid(self.qm.Identifier)
+        user_fields["SourceQueueManager"] = source
+        # UserHeader.Flags.AQ, .AdminQueue := AdministrationQueueType, AdministrationQueueFormatName
+        user_flags["AQ"], user_fields["AdminQueue"] = attributes.queue_reference(
+            iMessage.AdministrationQueueFormatName, iMessage.AdministrationQueueType, source, destination_qm
+        )
+        # UserHeader.Flags.RQ, .ResponseQueue := ResponseQueueType, ResponseQueueFormatName
+        user_flags["RQ"], user_fields["ResponseQueue"] = attributes.queue_reference(
+            iMessage.ResponseQueueFormatName, iMessage.ResponseQueueType, source, destination_qm, response=True
+        )
+        # [MS-MQMQ] 2.2.19.2 (the rules 3.1.7.1.30 constructs to): an AdminQueue if and only if
+        # MessagePropertiesHeader.Flags requests an administration acknowledgment
+        if bool(int(properties["Flags"]) & ACK_BITS) != bool(user_flags["AQ"]):
             raise SessionError(
-                "3.1.7.1.30: a DebugHeader (TracingRequested, TracingQueueIdentifier) is not constructed here"
+                "3.1.7.1.30, [MS-MQMQ] 2.2.19.2: UserHeader.AdminQueue is present if and only if an acknowledgment "
+                f"is requested; AcknowledgementsRequested {iMessage.AcknowledgementsRequested!r}, "
+                f"AdministrationQueueFormatName {iMessage.AdministrationQueueFormatName!r}"
+            )
+        # UserHeader.TimeToBeReceived := TimeToBeReceived
+        user_fields["TimeToBeReceived"] = int(iMessage.TimeToBeReceived) & 0xFFFFFFFF
+        # UserHeader.MessageID := Identifier
+        user_fields["MessageID"] = _uniquifier(iMessage.Identifier)
+        # UserHeader.Flags.DM := DeliveryGuarantee (with TH: prepare_message)
+        delivery = _delivery(iMessage)
+        # UserHeader.Flags.JP := PositiveJournalingRequested, .JN := NegativeJournalingRequested
+        user_flags["JP"] = int(bool(iMessage.PositiveJournalingRequested))
+        user_flags["JN"] = int(bool(iMessage.NegativeJournalingRequested))
+
+        headers = Container(
+            BaseHeader=base.default_base_header(Flags=base.BaseHeaderFlags.make(**base_flags), **base_fields),
+            UserHeader=default_user_header(Flags=UserHeaderFlags.make(**user_flags), **user_fields),
+            MessagePropertiesHeader=default_message_properties_header(body, **properties),
+            **optional,
+        )
+        return prepare_message(headers, delivery)
+
+    @staticmethod
+    def _refuse_unconstructed_headers(iMessage: Message) -> None:
+        """The headers of [MS-MQDMPR] 3.1.7.1.30 this sender does not construct: SessionError."""
+        if str(getattr(iMessage.AuthenticationLevel, "name", iMessage.AuthenticationLevel)) != "None":
+            raise SessionError("3.1.7.1.30: a SecurityHeader (AuthenticationLevel) is not constructed here")
+        if str(getattr(iMessage.PrivacyLevel, "name", iMessage.PrivacyLevel)) != "None":
+            raise SessionError(
+                "3.1.7.1.32: a PrivacyLevel other than None needs the SecurityHeader (Flags.EB) and an "
+                "encrypted body ([MS-MQQB] 3.1.7.1.5), which are not constructed here"
             )
         if iMessage.DestinationMultiQueueFormatName:
             raise SessionError("3.1.7.1.30: a MultiQueueFormatHeader is not constructed here")
-        dq, destination, destination_qm = _destination(iMessage.DestinationQueueFormatName)
-        source = self.qm.Identifier
-        aq, admin = attributes.queue_reference(
-            iMessage.AdministrationQueueFormatName, iMessage.AdministrationQueueType, source, destination_qm
-        )
-        rq, response = attributes.queue_reference(
-            iMessage.ResponseQueueFormatName, iMessage.ResponseQueueType, source, destination_qm, response=True
-        )
-        body = bytes(iMessage.Body)
-        headers = Container(
-            BaseHeader=base.default_base_header(
-                Flags=base.BaseHeaderFlags.make(
-                    PR=int(iMessage.Priority) & 0x7, TR=int(bool(iMessage.TracingRequested))
-                ),
-                TimeToReachQueue=int(iMessage.TimeToReachQueue) & 0xFFFFFFFF,
-            ),
-            UserHeader=default_user_header(
-                SourceQueueManager=_guid(source),
-                QueueManagerAddress=destination_qm,
-                TimeToBeReceived=int(iMessage.TimeToBeReceived) & 0xFFFFFFFF,
-                SentTime=self._sent_time(iMessage),
-                MessageID=_uniquifier(iMessage.Identifier),
-                Flags=UserHeaderFlags.make(
-                    MP=1,
-                    DQ=dq,
-                    AQ=aq,
-                    RQ=rq,
-                    JP=int(bool(iMessage.PositiveJournalingRequested)),
-                    JN=int(bool(iMessage.NegativeJournalingRequested)),
-                ),
-                DestinationQueue=destination,
-                AdminQueue=admin,
-                ResponseQueue=response,
-            ),
-            MessagePropertiesHeader=default_message_properties_header(
-                body,
-                Flags=attributes.ack_flags(iMessage.AcknowledgementsRequested),
-                MessageClass=int(iMessage.Class),
-                CorrelationID=_correlation(iMessage.CorrelationIdentifier),
-                BodyType=int(iMessage.BodyType),
-                ApplicationTag=int(iMessage.ApplicationTag),
-                PrivacyLevel=attributes.privacy_level(iMessage.PrivacyLevel),
-                HashAlgorithm=attributes.hash_algorithm(iMessage.HashAlgorithm),
-                EncryptionAlgorithm=attributes.encryption_algorithm(iMessage.EncryptionAlgorithm),
-                ExtensionSize=len(iMessage.Extension),
-                Label=iMessage.Label or None,
-                ExtensionData=bytes(iMessage.Extension),
-            ),
-        )
-        return prepare_message(headers, _delivery(iMessage))
 
     def _sent_time(self, message: Message) -> int:
         """UserHeader.SentTime: the Message's SentTime, or now (seconds since 1970) when it has none."""
