@@ -21,7 +21,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.decoding import StreamReport, decode_file
+import packets
+from harness.capture.pcapfile import CaptureProblem, read_header
+from harness.decoding import PCAP_MAGICS, StreamReport, decode_file, read_hex
+from packets import PacketError, wire_length
 from packets.render import render_tree, to_jsonable
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,8 +66,54 @@ def _print_report(report: StreamReport, as_json: bool, out: list[str]) -> int:
     return problems
 
 
+def _starts_with_msmq(data: bytes) -> bool:
+    """Does ``data`` begin with a packet: a BaseHeader ([MS-MQMQ] 2.2.19.1) or a Ping datagram
+    ([MS-MQQB] 2.2.7)?"""
+    if len(data) >= 16:
+        try:
+            wire_length(data[:16])
+            return True
+        except PacketError:
+            pass
+    try:
+        packets.parse_ping(data, strict=True)
+    except PacketError:
+        return False
+    return True
+
+
+def _decode_input_problem(name: str) -> str:
+    """ "" when ``name`` holds something decode reads (a capture whose file header can be read, a
+    hex dump, or a raw stream that starts with an MSMQ packet), else why not, in a few words."""
+    try:
+        with open(name, "rb") as f:
+            head = f.read(4)
+            if not head:
+                return "empty file"
+            if head in PCAP_MAGICS:
+                f.seek(0)
+                header = read_header(f)
+                return f"not a readable capture: {header.reason}" if isinstance(header, CaptureProblem) else ""
+            raw = head + f.read()
+    except OSError as e:
+        return e.strerror or str(e)
+    try:
+        if read_hex(raw.decode("ascii")):
+            return ""
+    except (UnicodeDecodeError, ValueError):
+        pass
+    if _starts_with_msmq(raw):
+        return ""
+    return f"not a pcap or pcapng capture (magic 0x{raw[:4].hex()}), a hex dump or a stream of MSMQ packets"
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
     ports = frozenset(int(p) for p in args.ports.split(","))
+    for name in args.files:  # every input first: nothing is printed for a run that cannot finish
+        why = _decode_input_problem(name)
+        if why:
+            print(f"msmq-harness decode: {name}: {why}", file=sys.stderr)
+            return 2
     problems = 0
     for name in args.files:
         out: list[str] = []
@@ -235,7 +284,13 @@ def build_parser() -> argparse.ArgumentParser:
     cov.add_argument("--json", action="store_true")
     cov.set_defaults(func=cmd_coverage)
 
-    decode = sub.add_parser("decode", help="decode hex, raw streams or pcap/pcapng captures")
+    decode = sub.add_parser(
+        "decode",
+        help="decode hex, raw streams or pcap/pcapng captures",
+        description="Decode hex dumps, raw MSMQ session streams or pcap/pcapng captures. Exit status: 0 "
+        "decoded, 1 a packet broke a rule (with --fail-on-violation), 2 an input cannot be read or is "
+        "none of these (every input is checked before anything is printed).",
+    )
     decode.add_argument("files", nargs="+", metavar="FILE")
     decode.add_argument("--json", action="store_true", help="one JSON object per packet")
     decode.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")

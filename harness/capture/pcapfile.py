@@ -8,7 +8,11 @@ allocates from a length field before checking it against what the file can hold 
 sanity limit; bad input never raises out of :func:`iter_records` but is yielded as a
 :class:`CaptureProblem` naming the byte offset, after which the reader resynchronises on the next
 plausible record header (classic pcap) or the next block whose type and repeated trailing length
-agree (pcapng), so that one damaged record does not cost the rest of the file.
+agree (pcapng), so that one damaged record does not cost the rest of the file. A pcapng block of
+any type, known or not, is taken by its Block Total Length only when that length is plausible
+(at least 12, a multiple of 4, within the file, repeated at the block's end; a block too long to
+hold is checked by seeking to its end before it is skipped), and an Interface Description Block
+whose option overruns the block keeps its interface (link type and snaplen are in its fixed part).
 """
 
 from __future__ import annotations
@@ -168,6 +172,28 @@ class _Reader:
     def remaining_hint(self) -> int:
         return len(self.buf) - self.pos
 
+    def peek(self, offset: int, n: int) -> bytes | None:
+        """The ``n`` bytes at file ``offset`` (at or after the window's start), fewer where the file
+        ends, without moving the window or holding what lies between: a seek to them and back.
+        None when the stream cannot seek."""
+        end = self.base + len(self.buf)
+        if offset + n <= end:
+            start = offset - self.base
+            return self.buf[start : start + n]
+        if self.eof:
+            return self.buf[offset - self.base :] if offset < end else b""
+        try:
+            if not self.stream.seekable():
+                return None
+            here = self.stream.tell()
+            self.stream.seek(here + offset - end)
+            try:
+                return self.stream.read(n)
+            finally:
+                self.stream.seek(here)
+        except (OSError, ValueError):
+            return None
+
 
 # --------------------------------------------------------------------------------------------
 # headers
@@ -202,11 +228,18 @@ def _shb_byteorder(head: bytes) -> str | None:
     return None
 
 
-def _parse_idb(body: bytes, bo: str) -> Interface | str:
+def _parse_idb(body: bytes, bo: str) -> tuple[Interface | None, list[str]]:
+    """The interface an IDB body declares and the problems of its options.
+
+    Link type and snaplen sit in the fixed part, so an option that runs past the options area
+    costs only itself (and the options after it, which can no longer be found): the interface is
+    kept with what the options before it said. None only when the fixed part itself is missing.
+    """
     if len(body) < 8:
-        return "interface description block too short"
+        return None, ["interface description block too short"]
     linktype, _res, snaplen = _IDB_BODY[bo].unpack_from(body, 0)
     unit, ts_offset = 1e-6, 0
+    problems: list[str] = []
     opt = _OPT[bo]
     p = 8
     while p + 4 <= len(body):
@@ -215,14 +248,23 @@ def _parse_idb(body: bytes, bo: str) -> Interface | str:
         if code == 0:
             break
         if p + olen > len(body):
-            return f"option {code} overruns the interface description block"
+            problems.append(
+                f"option {code} of the interface description block claims {olen} bytes, "
+                f"{len(body) - p} left: option ignored, interface kept"
+            )
+            break
         if code == 9 and olen >= 1:
             v = body[p]
             unit = 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0**-v
         elif code == 14 and olen >= 8:
             ts_offset = _Q[bo].unpack_from(body, p)[0]
         p += (olen + 3) & ~3
-    return Interface(linktype, snaplen, unit, ts_offset)
+    return Interface(linktype, snaplen, unit, ts_offset), problems
+
+
+#: Stands in for an interface whose block is too short to declare one, so that the interface ids
+#: of the packets after it still name the right interfaces.
+_NO_INTERFACE = Interface(-1, 0, 1e-6, 0)
 
 
 def read_header(stream: BinaryIO) -> PcapHeader | CaptureProblem:
@@ -233,6 +275,11 @@ def read_header(stream: BinaryIO) -> PcapHeader | CaptureProblem:
     """
     head = stream.read(64 * 1024)
     if len(head) >= 4 and _U32["<"].unpack_from(head, 0)[0] == _SHB_TYPE:
+        bo = _shb_byteorder(head)
+        if bo is not None and len(head) == 64 * 1024:  # a section header longer than the first read
+            blen = _U32[bo].unpack_from(head, 4)[0]
+            if len(head) < blen <= MAX_BLOCK:
+                head += stream.read(blen)
         res = _parse_shb_and_idbs(head)
     else:
         res = _parse_pcap_global(head)
@@ -258,10 +305,10 @@ def _parse_shb_and_idbs(head: bytes) -> PcapHeader | str:
         btype, l2 = hdr.unpack_from(head, p)
         if btype != _IDB or l2 < 12 or l2 % 4 or p + l2 > len(head):
             break
-        idb = _parse_idb(head[p + 8 : p + l2 - 4], bo)
-        if isinstance(idb, str):
-            break
-        ifaces.append(idb)
+        if _U32[bo].unpack_from(head, p + l2 - 4)[0] != l2:
+            break  # the reader resynchronises here: the interfaces after it are not declared yet
+        idb, _problems = _parse_idb(head[p + 8 : p + l2 - 4], bo)  # the reader reports the problems
+        ifaces.append(idb or _NO_INTERFACE)  # as the reader numbers them
         p += l2
     first = ifaces[0] if ifaces else Interface(-1, 0, 1e-6, 0)
     return PcapHeader("pcapng", bo, first.linktype, first.snaplen, first.ts_unit, (vmaj, vmin), blen, tuple(ifaces))
@@ -497,9 +544,24 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
             reason = f"block length {blen} invalid"
         if reason is None and blen > MAX_BLOCK and btype not in (_SHB_TYPE, _IDB, _EPB, _SPB, _PB):
             # a large block of another type: skip it in bounded chunks, then check its trailing length
+            trail_raw = rd.peek(off + blen - 4, 4) if blen <= MAX_SKIP_BLOCK else None
             if blen > MAX_SKIP_BLOCK:
                 reason = f"block length {blen} above the {MAX_SKIP_BLOCK}-byte sanity limit"
-            else:
+            elif trail_raw is not None:  # checked before skipping: a bogus length costs only this block
+                if len(trail_raw) < 4:
+                    reason = f"truncated block of type 0x{btype:x} ({blen} bytes declared, the file ends first)"
+                else:
+                    trail = _U32[bo].unpack_from(trail_raw, 0)[0]
+                    if trail == blen:
+                        if rd.skip(blen) < blen:  # the file shrank under us
+                            yield CaptureProblem(path, off, f"truncated block of type 0x{btype:x} ({blen} bytes)")
+                            return
+                        continue
+                    reason = (
+                        f"block length inconsistent ({blen} leading, {trail} trailing; "
+                        "checked by seeking, not skipped unverified)"
+                    )
+            else:  # a stream that cannot seek: skip, then check
                 got = rd.skip(blen - 4)
                 if got < blen - 4 or not rd.fill(4):
                     yield CaptureProblem(path, off, f"truncated block of type 0x{btype:x} ({blen} bytes declared)")
@@ -513,8 +575,9 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
         if reason is None and blen > MAX_BLOCK:
             reason = f"block length {blen} above the {MAX_BLOCK}-byte sanity limit"
         if reason is None and not rd.fill(blen):
-            yield CaptureProblem(path, off, f"truncated block ({rd.remaining_hint()} of {blen} bytes)")
-            return
+            # a block running past the end of the file: the last one, cut short, or a bogus length
+            # followed by more blocks
+            reason = f"truncated block ({rd.remaining_hint()} of {blen} bytes)"
         if reason is None:
             buf, pos = rd.buf, rd.pos
             trail = _U32[bo].unpack_from(buf, pos + blen - 4)[0]
@@ -530,11 +593,10 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
                     in_section = True
                     ifaces = []
             elif btype == _IDB:
-                idb = _parse_idb(body, bo)
-                if isinstance(idb, str):
-                    yield CaptureProblem(path, off, idb)
-                    idb = Interface(-1, 0, 1e-6, 0)  # keep interface numbering aligned
-                ifaces.append(idb)
+                idb, problems = _parse_idb(body, bo)
+                for problem in problems:
+                    yield CaptureProblem(path, off, problem)
+                ifaces.append(idb or _NO_INTERFACE)  # keep interface numbering aligned
             elif btype in (_EPB, _SPB, _PB):
                 item = _packet_block(btype, body, bo, ifaces, off, path)
                 if isinstance(item, list):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 __all__ = ["add_subcommands", "cmd_capture_to_case", "cmd_pipeline", "cmd_synth"]
@@ -40,7 +42,44 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _unreadable_input(inputs: list[str]) -> str:
+    """ "" when every local input (a path or ``file:`` URI, also under ``--via-hadoop``) names
+    capture files that can be opened, else why not; other schemes are listed by Spark itself."""
+    from harness.pipeline.splits import SplitError, expand_inputs, is_local
+
+    for raw in inputs:
+        if not is_local(raw):
+            continue
+        try:
+            for path in expand_inputs([raw]):
+                with open(path, "rb"):
+                    pass
+        except SplitError as e:
+            return str(e)
+        except OSError as e:
+            return f"{e.filename or raw}: {e.strerror or e}"
+    return ""
+
+
+def _unusable_out(out: str) -> str:
+    """ "" when the folder ``out`` exists or can be made and a file can be written in it, else why
+    not (made here if missing, as the job would)."""
+    target = Path(out)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=target):
+            pass
+    except OSError as e:
+        return f"--out {out}: {e.strerror or e}"
+    return ""
+
+
 def cmd_pipeline(args: argparse.Namespace) -> int:
+    # the paths first, before Spark starts (seconds, and pages of Java logging, for a typo)
+    why = _unreadable_input(args.inputs) or _unusable_out(args.out)
+    if why:
+        print(f"msmq-harness pipeline: {why}", file=sys.stderr)
+        return 2
     from harness.pipeline.job import PipelineError, run_pipeline
 
     ports = frozenset(int(p) for p in args.ports.split(","))
