@@ -3,8 +3,13 @@
 Stands in for the acceptor of [MS-MQQB] 2.1.1 / 3.1.5.10 (see :mod:`harness.peers.server`):
 answers EstablishConnection and ConnectionParameters, accepts UserMessages, acknowledges them, with
 the chosen fault behaviour; checks every initiator that connects and writes its violations as JSON
-lines (``--report``) and the traffic as a pcap (``--record``).  Listens on loopback only unless
-``--allow-non-loopback`` is given.
+lines (``--report``) and the traffic as a pcap (``--record``), both written as they happen; keeps
+the details of the last ``--history`` packets in memory and counts everything.  Listens on loopback
+only unless ``--allow-non-loopback`` is given.
+
+Exit status: 0 no violation, 1 violations, 2 a usage or set-up error, 3 the peer stopped (SIGINT,
+SIGTERM or ``--duration``) while a connection's packet was unfinished: that connection's verdict is
+incomplete.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import threading
 from typing import Any
 
 __all__ = ["add_parser", "cmd_peer", "is_loopback", "list_behaviours"]
+
+STOPPED_MID_PACKET = 3  # exit status: a connection's packet was unfinished when the peer stopped
 
 
 def is_loopback(host: str) -> bool:
@@ -54,6 +61,12 @@ def _time_scale(text: str) -> float:
     return value
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
+
+
 def list_behaviours() -> list[str]:
     """One line per behaviour: name, family (fault or boundary), what it does, the sections that
     make a boundary behaviour legal; then the parametrised families."""
@@ -75,6 +88,8 @@ def list_behaviours() -> list[str]:
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``peer`` on the ``msmq-harness`` subcommand parser."""
+    from harness.peers.server import HISTORY, HISTORY_BYTES
+
     p: argparse.ArgumentParser = sub.add_parser(
         "peer", help="run a simulated remote queue manager (acceptor) that checks whoever connects"
     )
@@ -85,7 +100,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until interrupted)")
     p.add_argument("--max-connections", type=int, default=256, metavar="N")
     p.add_argument(
-        "--read-timeout", type=float, default=10.0, metavar="S", help="close a connection stalled mid-packet"
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="close a connection whose packet is not complete S seconds after its first byte (default 10)",
+    )
+    p.add_argument(
+        "--history",
+        type=_positive,
+        default=HISTORY,
+        metavar="N",
+        help=f"keep the details of the last N packets, deliveries, violations, closed connections and pings "
+        f"(default {HISTORY}); everything is counted",
+    )
+    p.add_argument(
+        "--history-mb",
+        type=_positive,
+        default=HISTORY_BYTES >> 20,
+        metavar="MB",
+        help=f"keep no more than MB mebibytes of packet details (default {HISTORY_BYTES >> 20})",
     )
     p.add_argument(
         "--ping-port",
@@ -126,9 +160,10 @@ def cmd_peer(args: argparse.Namespace) -> int:
         )
         return 2
     stop = threading.Event()
-    previous = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
-    if previous is not None:
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    for sig in previous:  # both stop the peer the same way: every connection closed, then the summary
+        signal.signal(sig, lambda *_: stop.set())
     try:
         peer = SimulatedPeer(
             host,
@@ -141,6 +176,8 @@ def cmd_peer(args: argparse.Namespace) -> int:
             max_connections=args.max_connections,
             ping_port=None if args.ping_port < 0 else args.ping_port,
             time_scale=args.time_scale,
+            history=args.history,
+            history_bytes=args.history_mb << 20,
         )
         with peer:
             h, p = peer.address
@@ -159,22 +196,40 @@ def cmd_peer(args: argparse.Namespace) -> int:
         print(f"msmq-harness peer: {e}", file=sys.stderr)
         return 2
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return _summary(peer, args)
+
+
+def _summary(peer: Any, args: argparse.Namespace) -> int:
+    """Print what the peer saw (the connections it still holds in detail, then the totals) and
+    return the exit status."""
     connections = peer.connections
-    total = 0
     for c in connections:
-        total += len(c.violations)
         note = f", error: {c.error}" if c.error else ""
+        closed = f"closed by {c.closed_by or '-'}" + (f" ({c.close_reason})" if c.closed_by == "stopped" else "")
         print(
-            f"connection {c.index} from {c.client[0]}:{c.client[1]} [{c.behaviour}]: {len(c.packets)} packets, "
-            f"{len(c.delivered)} delivered, {len(c.violations)} violations, closed by {c.closed_by or '-'}{note}"
+            f"connection {c.index} from {c.client[0]}:{c.client[1]} [{c.behaviour}]: {c.packet_count} packets, "
+            f"{c.delivered_count} delivered, {c.violation_count} violations, {closed}{note}"
         )
         for v in c.violations:
             print(f"  {v.section} {v.rule_id} (packet {v.packet_index}): {v.evidence}")
-    rejected = f", {peer.rejected} rejected" if peer.rejected else ""
-    print(f"{len(connections)} connections, {total} violations{rejected}")
+        if len(c.violations) < c.violation_count:
+            print(f"  ({c.violation_count - len(c.violations)} earlier violations left the history; see --report)")
+    t = peer.totals
+    rejected = f", {t.rejected} rejected" if t.rejected else ""
+    left = t.connections - len(connections)
+    shown = f" ({left} earlier ones left the history)" if left else ""
+    print(
+        f"{t.connections} connections{shown}, {t.packets} packets, {t.delivered} delivered, "
+        f"{t.violations} violations{rejected}"
+    )
     for label, path in (("record", args.record), ("report", args.report)):
         if path:
             print(f"{label}: {path}")
-    return 1 if total else 0
+    cut = [c for c in connections if c.stopped_mid_packet]
+    if cut:
+        which = ", ".join(str(c.index) for c in cut)
+        print(f"stopped with an unfinished packet on connection {which}: the verdict on it is incomplete")
+        return STOPPED_MID_PACKET
+    return 1 if t.violations else 0

@@ -10,11 +10,22 @@ times their durations: 0.05 runs the 3.1.2 timers a twentieth of theirs, for tes
 live ``mqqb://...?scale=0.05`` target), its CURRENT_TIME for message expiration ([MS-MQMQ]
 2.2.19.1) is ``time.time`` (never scaled: SentTime is wall-clock time), and the queue
 manager state of [MS-MQQB] 3.1.1.3 that outlives a session (MessageIDHistoryTable, the incoming
-transactional sequences of [MS-MQDMPR] 3.1.1.5) is shared by all of them.  A connection that
-stalls inside a packet is closed after ``read_timeout`` seconds; anything a client sends, and any
-error while handling it, ends that connection only.  Every packet in both directions and every
-delivered message is kept per connection; violations go to ``report`` as JSON lines and the
-traffic to ``record`` as a pcap with TCP framing (:mod:`harness.peers.recorder`).
+transactional sequences of [MS-MQDMPR] 3.1.1.5) is shared by all of them.  A connection whose
+packet is not complete ``read_timeout`` seconds after its first byte arrived is closed (however
+the bytes are spread); anything a client sends, and any error while handling it, ends that
+connection only.
+
+Fairness: no connection delays another's timers or replies.  A read hands the Acceptor at most
+``INLINE_BYTES`` of whole packets on the loop; a read that completes more (a packet of megabytes)
+is handed to a worker thread, and that connection is neither read nor timed until the worker is
+done, while the loop goes on serving every other connection.
+
+Bounded memory: totals are counted for everything (``PeerConnection`` counters,
+:attr:`SimulatedPeer.totals`), details are kept in a ring: the last ``history`` packets, delivered
+messages and violations of all connections together, no more than ``history_bytes`` of packet
+bytes, the last ``history`` closed connections and Ping exchanges.  Violations go to ``report``
+as JSON lines and the traffic to ``record`` as a pcap with TCP framing
+(:mod:`harness.peers.recorder`), both written as they happen.
 
 The peer also listens for Ping Requests ([MS-MQQB] 2.1.2) on a UDP port of its own (``ping_port``,
 0 for an ephemeral one; 2.1.2 names 3527) and answers each as 3.1.7.7 Receive Ping Request says
@@ -26,6 +37,7 @@ is kept in ``pings``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import selectors
@@ -35,6 +47,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -59,7 +72,11 @@ __all__ = ["PeerConnection", "PeerError", "PingExchange", "SimulatedPeer"]
 
 log = logging.getLogger(__name__)
 
-RECV_SIZE = 1 << 18
+RECV_SIZE = 1 << 16
+INLINE_BYTES = 1 << 16  # whole-packet bytes a read may hand the Acceptor on the loop; more go to a worker
+WORKERS = 2  # threads parsing what a read completed beyond INLINE_BYTES
+HISTORY = 100_000  # default: packets, delivered messages and violations kept in detail (all connections)
+HISTORY_BYTES = 256 << 20  # default: packet bytes kept in detail
 # Acceptor attributes that belong to the queue manager, not the session: the MessageIDHistoryTable
 # ([MS-MQQB] 3.1.1.3), the incoming transactional sequences ([MS-MQDMPR] 3.1.1.5) and what the
 # initiators' TransactionHeaders revealed so far (3.1.1.5).
@@ -88,24 +105,64 @@ def _behaviour(b: Behaviour) -> AcceptorBehaviour:
 class PeerConnection:
     """What happened on one accepted connection.
 
-    ``packets``: (direction "c2s"/"s2c", bytes, wall-clock timestamp) for every whole packet in
-    the order the peer read or wrote it; bytes left over that never made a whole packet (a
-    truncated or unreadable stream) form one last "c2s" entry.  ``delivered``: the UserMessage
-    Packets the Acceptor accepted.  ``violations``: the Acceptor's Violation actions.
-    ``closed_by``: "acceptor" (the session engine closed), "client", "read-timeout", "error" or
-    "stopped".
+    ``packets``: (direction "c2s"/"s2c", bytes, wall-clock timestamp) for whole packets in the
+    order the peer read or wrote them; bytes left over that never made a whole packet (a truncated
+    or unreadable stream) form one last "c2s" entry.  ``delivered``: the UserMessage Packets the
+    Acceptor accepted.  ``violations``: the Acceptor's Violation actions.  The three hold the
+    latest details the peer's history keeps; ``packet_count``, ``byte_count``,
+    ``delivered_count`` and ``violation_count`` count everything.  ``closed_by``: "acceptor" (the
+    session engine closed), "client", "read-timeout", "error" or "stopped" (``close_reason`` says
+    how many bytes of an unfinished packet the stop cut off).
     """
 
     index: int
     behaviour: str
     client: tuple[str, int]
-    packets: list[tuple[str, bytes, float]] = field(default_factory=list)
-    delivered: list[Packet] = field(default_factory=list)
-    violations: list[Violation] = field(default_factory=list)
+    packets: deque[tuple[str, bytes, float]] = field(default_factory=deque)
+    delivered: deque[Packet] = field(default_factory=deque)
+    violations: deque[Violation] = field(default_factory=deque)
+    packet_count: int = 0
+    byte_count: int = 0
+    delivered_count: int = 0
+    violation_count: int = 0
     closed: bool = False
     error: str | None = None
     closed_by: str = ""
     close_reason: str = ""
+    stopped_mid_packet: int = 0  # bytes of an unfinished packet when the peer stopped
+
+
+@dataclass
+class PeerTotals:
+    """Everything the peer counted since it started (details may have left the history)."""
+
+    connections: int = 0
+    packets: int = 0
+    bytes: int = 0
+    delivered: int = 0
+    violations: int = 0
+    pings: int = 0
+    rejected: int = 0
+
+
+class _History:
+    """The ring of details: every kept packet, delivered message and violation, oldest first,
+    with the deque it sits in; the oldest leave (from the left of their own deque, where the
+    oldest of each sits) when there are more than ``limit`` or their bytes pass ``max_bytes``."""
+
+    def __init__(self, limit: int, max_bytes: int) -> None:
+        self.limit, self.max_bytes = limit, max_bytes
+        self._ring: deque[tuple[deque[Any], int]] = deque()
+        self.bytes = 0
+
+    def keep(self, where: deque[Any], item: Any, size: int) -> None:
+        where.append(item)
+        self._ring.append((where, size))
+        self.bytes += size
+        while self._ring and (len(self._ring) > self.limit or self.bytes > self.max_bytes):
+            oldest, n = self._ring.popleft()
+            oldest.popleft()
+            self.bytes -= n
 
 
 @dataclass(frozen=True)
@@ -134,6 +191,9 @@ class _Slot:
         self.splitter = StreamSplitter()
         self.unframed = bytearray()  # bytes after a framing error
         self.last_rx = time.monotonic()
+        self.packet_started = 0.0  # when the first byte of the unfinished packet arrived (0: none)
+        self.busy: Future[list[Any]] | None = None  # a worker is handling what the last read completed
+        self.lost: tuple[str, str] | None = None  # the transport went away while busy: (by, reason)
         self.closing = False  # the acceptor closed: flush what is queued, then close
         self.close_deadline = 0.0
         self.mask = 0
@@ -147,7 +207,9 @@ class SimulatedPeer:
     multiplies the durations of the Acceptors' [MS-MQQB] 3.1.2 timers (1: the real ones).  ``behaviour``
     (settable) applies to connections accepted later; ``queue_behaviours([...])`` sets the
     behaviours of the next connections one by one.  ``max_connections`` bounds the connections
-    served at once (more are accepted and closed at once, counted in ``rejected``).
+    served at once (more are accepted and closed at once, counted in ``rejected``).  ``history``
+    and ``history_bytes`` bound the details kept (see the module docstring); :attr:`totals`
+    counts everything.
     """
 
     def __init__(
@@ -164,9 +226,13 @@ class SimulatedPeer:
         config: SessionConfig | None = None,
         ping_port: int | None = 0,
         time_scale: float = 1.0,
+        history: int = HISTORY,
+        history_bytes: int = HISTORY_BYTES,
     ) -> None:
         if not time_scale > 0:
             raise PeerError(f"time scale {time_scale!r} is not a positive number")
+        if history < 1 or history_bytes < 0:
+            raise PeerError(f"history {history} / {history_bytes} bytes: keep at least one detail")
         self.time_scale = float(time_scale)
         self.host, self.port = host, port
         self.ping_port = ping_port  # None: no Ping listener
@@ -179,10 +245,15 @@ class SimulatedPeer:
         self.read_timeout = read_timeout
         self.max_connections = max_connections
         self.config = config
-        self.rejected = 0
+        self.history = history
+        self.totals = PeerTotals()
+        self._history = _History(history, history_bytes)
         self._queued: deque[AcceptorBehaviour] = deque()
-        self._connections: list[PeerConnection] = []
+        self._connections: dict[int, PeerConnection] = {}  # the open ones and the last closed ones
+        self._closed: deque[int] = deque()
         self._slots: dict[int, _Slot] = {}
+        self._workers: ThreadPoolExecutor | None = None
+        self._done: deque[_Slot] = deque()  # slots whose worker finished, for the loop to pick up
         self._lock = threading.Lock()
         self._cond = threading.Condition()
         self._stop = threading.Event()
@@ -196,7 +267,7 @@ class SimulatedPeer:
         self._address: tuple[str, int] | None = None
         self._ping_sock: socket.socket | None = None
         self._ping_address: tuple[str, int] | None = None
-        self._pings: list[PingExchange] = []
+        self._pings: deque[PingExchange] = deque(maxlen=history)
         # Holds the queue manager state every session shares ([MS-MQQB] 3.1.1.3, [MS-MQDMPR] 3.1.1.5).
         self._queue_manager = Acceptor(self.identifier, config=config)
 
@@ -215,6 +286,11 @@ class SimulatedPeer:
             why = "is not started" if self._address is None else "does not listen for pings"
             raise PeerError(f"the peer {why}")
         return self._ping_address
+
+    @property
+    def rejected(self) -> int:
+        """Connections closed at once because ``max_connections`` were being served."""
+        return self.totals.rejected
 
     @property
     def pings(self) -> list[PingExchange]:
@@ -237,8 +313,9 @@ class SimulatedPeer:
 
     @property
     def connections(self) -> list[PeerConnection]:
+        """The open connections and the last ``history`` closed ones, in the order accepted."""
         with self._lock:
-            return list(self._connections)
+            return list(self._connections.values())
 
     @property
     def delivered(self) -> list[Packet]:
@@ -304,6 +381,7 @@ class SimulatedPeer:
         if self._ping_sock is not None:
             self._sel.register(self._ping_sock, selectors.EVENT_READ, "ping")
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._workers = ThreadPoolExecutor(WORKERS, thread_name_prefix=f"SimulatedPeer:{self._address[1]}:parse")
         self._thread = threading.Thread(target=self._run, name=f"SimulatedPeer:{self._address[1]}", daemon=True)
         self._thread.start()
         return self
@@ -366,6 +444,8 @@ class SimulatedPeer:
                     self._guard(slot, self._flush)
                 if mask & selectors.EVENT_READ and slot.sock.fileno() != -1:
                     self._guard(slot, self._readable)
+        while self._done:
+            self._resume(self._done.popleft())
         self._due()
 
     def _notify(self) -> None:
@@ -383,6 +463,8 @@ class SimulatedPeer:
     def _next_deadline(self) -> float:
         deadline = time.monotonic() + TICK
         for slot in self._slots.values():
+            if slot.busy is not None:
+                continue  # the worker's end wakes the loop
             if slot.timers:
                 deadline = min(deadline, min(slot.timers.values()))
             if slot.closing:
@@ -391,8 +473,15 @@ class SimulatedPeer:
             if slot.read_resume:
                 deadline = min(deadline, slot.read_resume)
             if slot.splitter.buffered:
-                deadline = min(deadline, slot.last_rx + self.read_timeout)
+                deadline = min(deadline, self._read_deadline(slot))
         return deadline
+
+    def _read_deadline(self, slot: _Slot) -> float:
+        """When the unfinished packet times out: ``read_timeout`` after its first byte arrived; for
+        a slow reader (which itself delays the bytes) after the last byte."""
+        if slot.acceptor.behaviour.read_rate is not None:
+            return slot.last_rx + self.read_timeout
+        return slot.packet_started + self.read_timeout
 
     def _guard(self, slot: _Slot, step: Callable[[_Slot], None]) -> None:
         """Run one step for a connection; any exception ends that connection only."""
@@ -416,7 +505,7 @@ class SimulatedPeer:
                 log.warning("accept failed: %s", e)
                 return
             if len(self._slots) >= self.max_connections:
-                self.rejected += 1
+                self.totals.rejected += 1
                 sock.close()
                 continue
             self._open(sock, client[:2])
@@ -442,6 +531,7 @@ class SimulatedPeer:
                 response = None
             with self._lock:  # kept before it goes out: whoever got the response finds it here
                 self._pings.append(PingExchange(source[:2], data, response, behaviour.name, time.time()))
+                self.totals.pings += 1
             if response is not None:
                 try:
                     self._ping_sock.sendto(response, source)
@@ -455,13 +545,19 @@ class SimulatedPeer:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self._lock:
             behaviour = self._queued.popleft() if self._queued else self._behaviour
-            conn = PeerConnection(len(self._connections), behaviour.name, client)
-            self._connections.append(conn)
+            conn = PeerConnection(self.totals.connections, behaviour.name, client)
+            self._connections[conn.index] = conn
+            self.totals.connections += 1
         if behaviour.receive_buffer is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, behaviour.receive_buffer)
         acceptor = Acceptor(
-            self.identifier, behaviour, config=self.config, clock=self._session_clock, wall_clock=time.time
+            self.identifier,
+            behaviour,
+            config=self.config,
+            clock=self._session_clock,
+            wall_clock=time.time,
+            keep=0,  # the peer keeps the details (its history)
         )
         # One queue manager behind every connection: what outlives a session is shared.
         for name in QUEUE_MANAGER_STATE:
@@ -496,20 +592,69 @@ class SimulatedPeer:
             self._set_mask(slot)
         if slot.flow is not None:
             slot.flow.data("c2s", data, ts)
-        self._keep_packets(slot, data, ts)
+        completed = self._keep_packets(slot, data, ts, now)
         if slot.closing:
             return  # the session is closed: the bytes are recorded, not processed
-        self._perform(slot, slot.acceptor.receive_data(data))
+        if completed <= INLINE_BYTES:
+            self._perform(slot, slot.acceptor.receive_data(data))
+            return
+        # Megabytes of whole packets: a worker parses them; this connection waits (not read, not
+        # timed) while the loop serves the others.
+        assert self._workers is not None
+        slot.busy = self._workers.submit(slot.acceptor.receive_data, data)
+        slot.busy.add_done_callback(functools.partial(self._worker_done, slot))
+        self._set_mask(slot)
 
-    def _keep_packets(self, slot: _Slot, data: bytes, ts: float) -> None:
+    def _worker_done(self, slot: _Slot, _: Future[list[Any]]) -> None:
+        """In the worker: hand the slot back to the loop."""
+        self._done.append(slot)
+        self._wake()
+
+    def _resume(self, slot: _Slot) -> None:
+        """On the loop: take what the worker's Acceptor call produced, then serve the slot again."""
+        future, slot.busy = slot.busy, None
+        if future is None or slot.conn.closed:
+            return
+        if slot.packet_started:  # the time the connection was not read is not the client's
+            slot.packet_started = max(slot.packet_started, time.monotonic())
+        try:
+            actions = future.result()
+        except Exception as e:
+            log.debug("connection %d failed", slot.conn.index, exc_info=True)
+            slot.conn.error = f"{type(e).__name__}: {e}"
+            self._finish(slot, "error", slot.conn.error, closer="s2c")
+            return
+        self._guard(slot, lambda s: self._perform(s, actions))
+        if slot.lost is not None and not slot.conn.closed:
+            by, reason = slot.lost
+            self._guard(slot, lambda s: self._lost(s, by, reason))
+        elif not slot.conn.closed:
+            self._set_mask(slot)
+
+    def _keep_packets(self, slot: _Slot, data: bytes, ts: float, now: float) -> int:
+        """Record the whole packets ``data`` completes; their bytes (0 after a framing error)."""
         if slot.unframed:
             slot.unframed += data
-            return
+            return 0
+        completed = 0
         try:
             for piece in slot.splitter.feed(data):
-                slot.conn.packets.append(("c2s", piece.data, ts))
+                completed += len(piece.data)
+                self._keep(slot.conn, "c2s", piece.data, ts)
         except PacketError:
             slot.unframed += slot.splitter.remainder()
+        if not slot.splitter.buffered:
+            slot.packet_started = 0.0
+        elif completed or not slot.packet_started:  # a new packet began in this read
+            slot.packet_started = now
+        return completed
+
+    def _keep(self, conn: PeerConnection, direction: str, data: bytes, ts: float) -> None:
+        conn.packet_count += 1
+        conn.byte_count += len(data)
+        self.totals.packets += 1
+        self.totals.bytes += len(data)
+        self._history.keep(conn.packets, (direction, data, ts), len(data))
 
     def _perform(self, slot: _Slot, actions: list[Any]) -> None:
         conn, now = slot.conn, time.monotonic()
@@ -517,18 +662,15 @@ class SimulatedPeer:
             if isinstance(act, Send):
                 ts = time.time()
                 slot.out += act.data
-                conn.packets.append(("s2c", act.data, ts))
+                self._keep(conn, "s2c", act.data, ts)
                 if slot.flow is not None:
                     slot.flow.data("s2c", act.data, ts)
             elif isinstance(act, StartTimer):
                 slot.timers[act.name] = now + act.seconds * self.time_scale
             elif isinstance(act, CancelTimer):
                 slot.timers.pop(act.name, None)
-            elif isinstance(act, Deliver):
-                conn.delivered.append(act.packet)
-            elif isinstance(act, Violation):
-                conn.violations.append(act)
-                self._write_report(conn, act)
+            elif isinstance(act, Deliver | Violation):
+                self._record(conn, act)
             elif isinstance(act, Close):
                 slot.closing = True
                 slot.timers.clear()
@@ -561,10 +703,11 @@ class SimulatedPeer:
         """Watch a connection for writing while output is queued, for reading unless it is closing
         or a slow reader's pause runs (then the selector times out at ``read_resume``)."""
         assert self._sel is not None
-        reading = not slot.closing and slot.read_resume <= time.monotonic()
+        paused = slot.read_resume > time.monotonic() or slot.busy is not None
+        reading = not slot.closing and not paused
         mask = (selectors.EVENT_READ if reading else 0) | (selectors.EVENT_WRITE if slot.out else 0)
         if mask == 0:
-            if slot.read_resume > time.monotonic():
+            if paused:
                 # nothing to watch during the pause: unregister until _due resumes reading
                 if slot.mask:
                     self._sel.unregister(slot.sock)
@@ -579,6 +722,9 @@ class SimulatedPeer:
 
     def _lost(self, slot: _Slot, by: str, reason: str) -> None:
         """The transport connection went away under the acceptor ([MS-MQQB] 3.1.7.3)."""
+        if slot.busy is not None:  # the worker's Acceptor call comes first
+            slot.lost = slot.lost or (by, reason)
+            return
         if not slot.closing:
             try:
                 self._perform_quiet(slot, slot.acceptor.connection_lost())
@@ -589,11 +735,20 @@ class SimulatedPeer:
     def _perform_quiet(self, slot: _Slot, actions: list[Any]) -> None:
         """Actions after the transport is gone: keep the records, send nothing."""
         for act in actions:
-            if isinstance(act, Deliver):
-                slot.conn.delivered.append(act.packet)
-            elif isinstance(act, Violation):
-                slot.conn.violations.append(act)
-                self._write_report(slot.conn, act)
+            if isinstance(act, Deliver | Violation):
+                self._record(slot.conn, act)
+
+    def _record(self, conn: PeerConnection, act: Deliver | Violation) -> None:
+        """Count a delivered message or a violation, keep its details in the history, report it."""
+        if isinstance(act, Deliver):
+            conn.delivered_count += 1
+            self.totals.delivered += 1
+            self._history.keep(conn.delivered, act.packet, act.packet.size)
+        else:
+            conn.violation_count += 1
+            self.totals.violations += 1
+            self._history.keep(conn.violations, act, 64 + len(act.evidence))
+            self._write_report(conn, act)
 
     def _finish(self, slot: _Slot, by: str, reason: str, closer: str) -> None:
         """Close the connection and its record; never raises (it is the last resort of ``_guard``)."""
@@ -604,9 +759,17 @@ class SimulatedPeer:
         self._slots.pop(conn.index, None)
         slot.timers.clear()
         leftover = bytes(slot.unframed) or slot.splitter.remainder()
-        if leftover:
-            conn.packets.append(("c2s", leftover, time.time()))
+        if leftover:  # kept with the packets, not counted as one
+            conn.byte_count += len(leftover)
+            self._history.keep(conn.packets, ("c2s", leftover, time.time()), len(leftover))
+        if by == "stopped" and slot.splitter.buffered and not slot.unframed:
+            conn.stopped_mid_packet = slot.splitter.buffered
+            reason = f"{reason} with {slot.splitter.buffered} bytes of an unfinished packet"
         conn.closed_by, conn.close_reason = by, conn.close_reason or reason
+        with self._lock:  # the history keeps the last closed connections
+            self._closed.append(conn.index)
+            while len(self._closed) > self.history:
+                self._connections.pop(self._closed.popleft(), None)
         if slot.flow is not None:
             try:
                 slot.flow.fin(closer, time.time())
@@ -623,7 +786,7 @@ class SimulatedPeer:
     def _due(self) -> None:
         now = time.monotonic()
         for slot in list(self._slots.values()):
-            if slot.conn.closed:
+            if slot.conn.closed or slot.busy is not None:
                 continue
             if slot.closing:
                 if now >= slot.close_deadline:
@@ -633,10 +796,10 @@ class SimulatedPeer:
             if slot.read_resume and now >= slot.read_resume:  # a slow reader's pause is over
                 slot.read_resume = 0.0
                 self._set_mask(slot)
-            if slot.splitter.buffered and not slot.unframed and now - slot.last_rx >= self.read_timeout:
+            if slot.splitter.buffered and not slot.unframed and now >= self._read_deadline(slot):
                 reason = (
-                    f"read timeout: {slot.splitter.buffered} bytes of an incomplete packet, "
-                    f"nothing for {self.read_timeout:g} s"
+                    f"read timeout: {slot.splitter.buffered} bytes of a packet not complete "
+                    f"{self.read_timeout:g} s after its first byte"
                 )
                 slot.conn.error = reason
                 self._guard(slot, lambda s, r=reason: self._lost(s, "read-timeout", r))  # type: ignore[misc]
@@ -660,6 +823,10 @@ class SimulatedPeer:
         self._report.flush()
 
     def _shutdown(self) -> None:
+        if self._workers is not None:  # a worker's packet is taken in before the connections stop
+            self._workers.shutdown(wait=True)
+            while self._done:
+                self._resume(self._done.popleft())
         for slot in list(self._slots.values()):
             self._finish(slot, "stopped", "the peer stopped", closer="s2c")
         for s in (self._listener, self._ping_sock, self._wake_r, self._wake_w):

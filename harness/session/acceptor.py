@@ -16,7 +16,8 @@ MessageIDHistoryTable of 3.1.1.3, the incoming transactional sequences) outlives
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -285,8 +286,11 @@ class Acceptor(SessionEngine):
         clock: Callable[[], float] = lambda: 0.0,
         wall_clock: Callable[[], float] | None = None,
         message_id_history_size: int = 1 << 16,
+        keep: int | None = None,
     ) -> None:
         super().__init__(identifier, config, clock, wall_clock)
+        if keep is not None:  # python-only: hold only the last ``keep`` violations and delivered packets
+            self.violations = deque(maxlen=keep)
         if isinstance(behaviour, str):
             behaviour = named_behaviour(behaviour)
         self.behaviour = behaviour or AcceptorBehaviour()
@@ -300,7 +304,7 @@ class Acceptor(SessionEngine):
         self.incoming_tx: dict[bytes, list[int]] = {}
         self.TxMessageRejectCount = 0
         self.LastOrderAckSendTime = 0.0
-        self.delivered: list[Packet] = []
+        self.delivered: MutableSequence[Packet] = [] if keep is None else deque(maxlen=keep)
         self.duplicates_discarded = 0
         self.time_to_be_received_elapsed = 0  # accepted, but removed from the queue at once (2.2.19.2)
         self.connections = 0

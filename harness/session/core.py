@@ -12,7 +12,7 @@ engines and by :class:`~harness.session.observer.Observer` alike.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableSequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -443,7 +443,7 @@ class SessionEngine:
         self.RecoverableAckSendTimeout = 0xFFFFFFFF
         self.SessionActive = False
         self.ReceivedAck = False
-        self.violations: list[Violation] = []
+        self.violations: MutableSequence[Violation] = []
         self.expired_ignored = 0  # UserMessages ignored as expired ([MS-MQMQ] 2.2.19.1), python-only
         self.packets_received = 0  # python-only: packets taken from this connection's stream
         self._last_ack_received = 0

@@ -1,0 +1,176 @@
+"""The simulated peer ([MS-MQQB] 3.1.5 acceptor) against hostile clients: one connection's work
+never holds up another's replies, the read timeout bounds the time to complete a packet, the
+details kept are bounded while everything is counted, and SIGTERM / SIGINT stop with a complete
+summary (exit 3 when a packet was cut off)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+from peerkit import NormalSession, RawClient, ec_request, still_serves, user_message_bytes
+
+from harness.peers import SimulatedPeer
+from harness.peers import server as peer_server
+from harness.session import user_message
+
+COMMAND = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())"]
+
+
+class _GatedAcceptor(peer_server.Acceptor):
+    """An Acceptor whose handling of a read on a worker thread (one that completes more than
+    INLINE_BYTES of packets) waits on a gate: a parse that takes as long as the test wants."""
+
+    gate = threading.Event()
+    entered = threading.Event()
+
+    def receive_data(self, data: bytes) -> list[Any]:
+        if ":parse_" in threading.current_thread().name:
+            type(self).entered.set()
+            type(self).gate.wait(30)
+        return super().receive_data(data)
+
+
+def test_a_connection_parsing_a_huge_packet_does_not_hold_up_another(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(peer_server, "Acceptor", _GatedAcceptor)
+    _GatedAcceptor.gate.clear()
+    _GatedAcceptor.entered.clear()
+    with SimulatedPeer() as peer:
+        big = user_message_bytes(peer.identifier, 1, b"\0" * (2 << 20))
+        hostile = RawClient(peer.address)
+        try:
+            hostile.handshake(peer.identifier)
+            hostile.send(big)
+            assert _GatedAcceptor.entered.wait(10), "the big packet never reached the Acceptor"
+            # While that packet is being handled, another initiator holds a whole session.
+            still_serves(peer, "meanwhile")
+            assert not _GatedAcceptor.gate.is_set()
+        finally:
+            _GatedAcceptor.gate.set()
+        assert peer.wait_for(lambda: peer.totals.delivered >= 4, 10)  # the big one too, afterwards
+        hostile.close()
+        assert any(len(p.MessagePropertiesHeader.MessageBody) == 2 << 20 for p in peer.delivered)
+
+
+def test_the_read_timeout_bounds_the_time_to_complete_a_packet_not_the_gap_between_bytes() -> None:
+    with SimulatedPeer(read_timeout=0.5) as peer:
+        data = user_message_bytes(peer.identifier, 1, b"x" * 200)
+        with RawClient(peer.address) as client:
+            client.handshake(peer.identifier)
+            sent = 0
+            for byte in data[:-1]:  # one byte every 50 ms: each gap is well inside the timeout
+                try:
+                    client.send(bytes([byte]))
+                except OSError:
+                    break
+                sent += 1
+                if peer.wait_for(lambda: bool(peer.connections[0].closed), 0.05):
+                    break
+            assert peer.connections[0].closed_by == "read-timeout", peer.connections[0]
+            assert sent < len(data) - 1
+            assert "not complete 0.5 s after its first byte" in (peer.connections[0].error or "")
+
+
+def test_history_keeps_the_latest_details_and_counts_everything() -> None:
+    with SimulatedPeer(history=40) as peer:
+        for n in range(3):
+            s = NormalSession(peer, f"s{n}")
+            try:
+                s.deliver(30)
+            finally:
+                s.close()
+        assert peer.wait_for(lambda: all(c.closed for c in peer.connections), 5)
+        t = peer.totals
+        assert (t.connections, t.delivered, t.violations) == (3, 90, 0)
+        assert t.packets >= 3 * (4 + 30)  # EC and CP both ways, the messages
+        conns = peer.connections
+        kept = sum(len(c.packets) + len(c.delivered) + len(c.violations) for c in conns)
+        assert kept <= 40
+        assert sum(c.delivered_count for c in conns) == 90
+        assert [len(c.delivered) for c in conns][-1] > 0  # the latest details are the ones kept
+
+
+def test_history_bytes_bound_the_packet_bytes_kept() -> None:
+    with SimulatedPeer(history_bytes=1 << 20) as peer:
+        s = NormalSession(peer, "big")
+        body = b"\xab" * (200 << 10)
+        try:
+            for n in range(12):  # 2.4 MB of bodies, each kept twice (packet and delivered message)
+                s.link.send_message(user_message(s.client, peer.identifier, body + bytes([n])))
+            assert s.link.run_until(lambda: peer.totals.delivered >= 12, 10)
+        finally:
+            s.close()
+        conn = peer.connections[0]
+        kept = sum(len(d) for _, d, _ in conn.packets) + sum(p.size for p in conn.delivered)
+        assert kept <= 1 << 20
+        assert conn.delivered_count == 12 and conn.byte_count > 12 * len(body)
+
+
+def test_garbage_datagrams_are_counted_not_all_kept() -> None:
+    with SimulatedPeer(history=20) as peer:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for n in range(200):
+                s.sendto(b"garbage %d" % n, peer.ping_address)
+                if n % 20 == 19:
+                    peer.wait_for(lambda n=n: peer.totals.pings > n - 5, 1)
+        assert peer.wait_for(lambda: peer.totals.pings >= 150, 5)  # loopback may drop a few
+        assert len(peer.pings) == 20
+
+
+def _start_peer(*extra: str) -> tuple[subprocess.Popen[str], tuple[str, int], str]:
+    """``msmq-harness peer`` on an ephemeral loopback port: (process, address, identifier)."""
+    proc = subprocess.Popen(
+        [*COMMAND, "peer", "--listen", "127.0.0.1:0", "--duration", "60", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    m = re.match(r"listening on 127\.0\.0\.1:(\d+) as (\{[0-9A-F-]+\})", first)
+    assert m, first
+    return proc, ("127.0.0.1", int(m.group(1))), m.group(2)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_packet_stops_with_a_complete_summary_and_exit_3(sig: signal.Signals) -> None:
+    proc, address, _ = _start_peer()
+    try:
+        with RawClient(address) as client:
+            client.send(ec_request())
+            assert client.read(1)
+            client.send(b"\x10\x00\xc0\x0b")  # the first bytes of a BaseHeader: a packet begun
+            time.sleep(0.2)
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 3, (out, err)
+    assert "closed by stopped (the peer stopped with 4 bytes of an unfinished packet)" in out
+    assert re.search(r"^1 connections, 2 packets, 0 delivered, 0 violations$", out, re.M), out
+    assert "stopped with an unfinished packet on connection 0" in out
+    assert "Traceback" not in err
+
+
+def test_a_signal_between_packets_stops_cleanly_with_exit_0() -> None:
+    proc, address, _ = _start_peer()
+    try:
+        with RawClient(address) as client:
+            client.send(ec_request())
+            assert client.read(1)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, (out, err)
+    assert "1 connections, 2 packets" in out
+
