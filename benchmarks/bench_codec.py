@@ -25,6 +25,7 @@ from __future__ import annotations
 import struct
 import time
 import timeit
+import tracemalloc
 from typing import Any
 
 from scapy.fields import (
@@ -40,7 +41,7 @@ from scapy.fields import (
 from scapy.packet import Packet as ScapyPacket
 
 import packets
-from benchmarks.messages import typical_user_message
+from benchmarks.messages import sized_user_message, typical_user_message
 
 # --- the ceiling: struct only, no checks --------------------------------------------------------
 
@@ -218,9 +219,67 @@ def _full(packet: packets.Packet) -> None:
             getattr(header, field)
 
 
+SIZES = (200, 4 << 10, 64 << 10, 1 << 20, 4 << 20)  # up to the 4 MiB PacketSize limit ([MS-MQMQ] 2.2.19.1)
+SHAPES = ("body", "mqf-direct", "mqf-named")
+
+
+def _best(fn: Any, budget: float) -> float:
+    """The shortest wall-clock time of ``fn()`` over repeats filling about ``budget`` seconds."""
+    best, spent = float("inf"), 0.0
+    while spent < budget or best == float("inf"):
+        t = time.perf_counter()
+        fn()
+        took = time.perf_counter() - t
+        best, spent = min(best, took), spent + took
+        if spent > 4 * budget:
+            break
+    return best
+
+
+def _materialised(packet: packets.Packet) -> packets.Packet:
+    """The packet with every MultiQueueFormatHeader element list read into plain objects, so that
+    building it writes each element (a parsed list left alone is copied as bytes)."""
+    mqf = packet.headers.get("MultiQueueFormatHeader")
+    if mqf is not None:
+        for part in ("Destination", "Administration", "Response"):
+            mqf[part].FormatNameList = list(mqf[part].FormatNameList)
+    return packet
+
+
+def scaling_rows(quick: bool) -> list[dict[str, Any]]:
+    """Cost per MiB of parse and build, and the parse's peak memory over the packet's size, from
+    200 B to 4 MiB: linear means flat columns."""
+    rows = []
+    for shape in SHAPES:
+        for size in SIZES[:3] if quick else SIZES:
+            data = sized_user_message(size, shape)
+            mib = len(data) / (1 << 20)
+            parsed = _materialised(packets.parse(data))
+            assert packets.build(parsed) == data
+            budget = 0.05 if quick else 0.3
+            parse_s = _best(lambda d=data: packets.parse(d), budget)
+            build_s = _best(lambda p=parsed: packets.build(p), budget)
+            tracemalloc.start()
+            kept = packets.parse(data)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            del kept
+            rows.append(
+                {
+                    "name": f"UserMessage of {len(data):,} B, large by {shape}",
+                    "unit": "ms per MiB",
+                    "parse": 1000 * parse_s / mib,
+                    "build_from_fields": 1000 * build_s / mib,
+                    "parse_ms": 1000 * parse_s,
+                    "parse_peak_memory_x_size": peak / len(data),
+                }
+            )
+    return rows
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
     seconds = 0.2 if quick else 1.5
-    rows = []
+    rows = scaling_rows(quick)
     for optional in (False, True):
         data = typical_user_message(optional)
         parsed = packets.parse(data)

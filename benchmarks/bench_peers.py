@@ -14,16 +14,22 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import socket
 import sys
 import time
 from collections import deque
 from typing import Any
 
+import packets
+from benchmarks.messages import sized_user_message
 from harness.peers import InitiatorLink, SimulatedPeer
 from harness.session import Acceptor, Initiator, Send, user_message
+from packets import GUID, StreamSplitter
+from packets import session as sp
 
 CLIENT = "{11111111-2222-3333-4444-555555555555}"
 SERVER = "{AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE}"
+_TIMEOUTS = (sp.RECOVERABLE_ACK_TIMEOUT_RANGE[0], sp.ACK_TIMEOUT_RANGE[0])
 
 
 def _messages(count: int) -> list[Any]:
@@ -38,7 +44,7 @@ def loopback_rate(count: int) -> float:
 
         def done() -> bool:
             connections = peer.connections
-            return bool(connections) and len(connections[0].delivered) >= count
+            return bool(connections) and connections[0].delivered_count >= count
 
         t0 = time.perf_counter()
         for m in messages:
@@ -56,9 +62,100 @@ def _serve(address: Any, delivered: Any, stop: Any) -> None:
     with SimulatedPeer(identifier=SERVER) as peer:
         address.send(peer.address)
         while not stop.is_set():
-            connections = peer.connections
-            delivered.value = sum(len(c.delivered) for c in connections)
+            delivered.value = peer.totals.delivered
             time.sleep(0.002)
+
+
+class _PeerProcess:
+    """``_serve`` in a spawned process: its address, delivered count and resident memory."""
+
+    def __enter__(self) -> _PeerProcess:
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe()
+        self.delivered = ctx.Value("q", 0)
+        self.stop = ctx.Event()
+        self.proc = ctx.Process(target=_serve, args=(child, self.delivered, self.stop), daemon=True)
+        self.proc.start()
+        if not parent.poll(30.0):
+            raise RuntimeError("the peer process did not start")
+        self.address = parent.recv()
+        return self
+
+    def rss_mib(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            kib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        return kib / 1024
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.proc.join(10.0)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def _round_trip(address: Any) -> float:
+    """Seconds from an EstablishConnection request to its response on a new connection."""
+    t = time.perf_counter()
+    with socket.create_connection(address, timeout=60) as s:
+        s.sendall(packets.build(sp.establish_connection(GUID(CLIENT), GUID(SERVER), 1)))
+        splitter = StreamSplitter()
+        while not splitter.feed(s.recv(4096)):
+            pass
+    return time.perf_counter() - t
+
+
+def fairness(quick: bool) -> dict[str, Any]:
+    """Another connection's EstablishConnection round trip while one connection sends the costliest
+    packet there is (4 MiB of MultiQueueFormatHeader Direct elements), against the same round trip
+    on an idle peer."""
+    data = sized_user_message(1 << 20 if quick else 4 << 20, "mqf-direct")
+    with _PeerProcess() as peer:
+        idle = sorted(_round_trip(peer.address) for _ in range(20))
+        hostile = socket.create_connection(peer.address, timeout=30)
+        hostile.sendall(packets.build(sp.establish_connection(GUID(CLIENT), GUID(SERVER), 2)))
+        hostile.recv(4096)
+        hostile.sendall(packets.build(sp.connection_parameters(*_TIMEOUTS, 64)))
+        hostile.recv(4096)
+        busy: list[float] = []
+        for _ in range(3):
+            hostile.sendall(data)
+            end = time.perf_counter() + 1.0
+            while time.perf_counter() < end:
+                busy.append(_round_trip(peer.address))
+        hostile.close()
+    return {
+        "name": f"EstablishConnection round trip while another connection sends {len(data):,} B packets",
+        "unit": "ms",
+        "worst_while_parsing": 1000 * max(busy),
+        "median_while_parsing": 1000 * sorted(busy)[len(busy) // 2],
+        "median_idle": 1000 * idle[len(idle) // 2],
+    }
+
+
+def long_run_memory(quick: bool) -> dict[str, Any]:
+    """The peer process's resident memory after sessions of many messages each (details beyond the
+    history are dropped, counts kept)."""
+    sessions, per_session = (5, 500) if quick else (50, 2000)
+    with _PeerProcess() as peer:
+        start = peer.rss_mib()
+        samples = []
+        for n in range(sessions):
+            client = f"{{11111111-2222-3333-4444-{n:012d}}}"
+            link = InitiatorLink(Initiator(client, SERVER), peer.address, timeout=10.0)
+            goal = (n + 1) * per_session
+            for m in range(per_session):
+                link.send_message(user_message(client, SERVER, b"long run %d" % m))
+            if not link.run_until(lambda g=goal: peer.delivered.value >= g, 120.0):
+                raise RuntimeError(f"only {peer.delivered.value} of {goal} delivered")
+            link.close()
+            samples.append(peer.rss_mib())
+    return {
+        "name": f"peer resident memory, {sessions} sessions x {per_session:,} messages",
+        "unit": "MiB",
+        "at_start": start,
+        "after_first_tenth": samples[max(0, sessions // 10 - 1)],
+        "at_end": samples[-1],
+    }
 
 
 def separate_process_rate(count: int) -> float:
@@ -123,6 +220,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     other_process = separate_process_rate(count)
     memory = in_memory_rate(count)
     return [
+        fairness(quick),
+        long_run_memory(quick),
         {
             "name": f"express messages, Initiator -> SimulatedPeer over loopback TCP, {count:,} messages",
             "unit": "messages/s",

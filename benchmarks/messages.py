@@ -64,3 +64,42 @@ def connection_parameters() -> bytes:
 def session_ack(ack: int = 1) -> bytes:
     """[MS-MQQB] 2.2.6: BaseHeader (IN, SH) + InternalHeader (PT 1) + SessionHeader."""
     return base_header(0x001B, 36) + struct.pack("<HH", 0, 1) + struct.pack("<HHLHHHH", ack, 0, 0, ack, 0, 64, 0)
+
+
+def _mqf_address(header_id: int, elements: bytes, count: int) -> bytes:
+    """[MS-MQMQ] 2.2.20.2 MQFAddressHeader: HeaderSize counts the end padding to 4 bytes."""
+    pad = b"\0" * (-len(elements) % 4)
+    return struct.pack("<LHHL", 12 + len(elements) + len(pad), header_id, 0, count) + elements + pad
+
+
+def sized_user_message(size: int, shape: str) -> bytes:
+    """A UserMessage of about ``size`` bytes (at most 4 MiB, [MS-MQMQ] 2.2.19.1), made large by
+    ``shape``: "body" (MessageBody), "mqf-direct" (a MultiQueueFormatHeader, 2.2.20.1, whose
+    Destination lists Direct elements with empty names: 4 bytes each, the most elements per byte)
+    or "mqf-named" (Direct elements naming DIRECT_NAME)."""
+    if shape == "body":
+        length = max(0, size - typical_user_message(False).index(BODY))
+        return _with_body((bytes(range(256)) * (length // 256 + 1))[:length])
+    small = _with_body(b"")
+    name = "" if shape == "mqf-direct" else DIRECT_NAME
+    element = struct.pack("<H", 3) + (name + "\0").encode("utf-16-le")  # FormatType 3: Direct
+    fixed = len(small) + 3 * 12 + 8
+    count = max(1, (size - fixed) // len(element))
+    mqf = _mqf_address(0x64, element * count, count) + _mqf_address(0xC8, b"", 0) + _mqf_address(0x12C, b"", 0)
+    mqf += struct.pack("<HHL", 0x15E, 0, 0)  # 2.2.20.3 MQFSignatureHeader, no signature
+    data = bytearray(small + mqf)
+    struct.pack_into("<L", data, 8, len(data))  # BaseHeader.PacketSize
+    (flags,) = struct.unpack_from("<L", data, 16 + 44)
+    struct.pack_into("<L", data, 16 + 44, flags | 1 << 23)  # UserHeader.Flags.MQ
+    return bytes(data)
+
+
+def _with_body(body: bytes) -> bytes:
+    """typical_user_message(False) with another MessageBody (MessageSize, MessageSizeAllocated)."""
+    small = typical_user_message(False)
+    head = small.index(BODY)  # the body ends the MessagePropertiesHeader, then its padding
+    props_at = head - 56 - len((LABEL + "\0").encode("utf-16-le"))  # 2.2.19.3: 56 bytes, then Label
+    data = bytearray(small[:head] + body + b"\0" * (-(head + len(body)) % 4))
+    struct.pack_into("<LL", data, props_at + 32, len(body), len(body))  # MessageSize, AllocationBodySize
+    struct.pack_into("<L", data, 8, len(data))
+    return bytes(data)
