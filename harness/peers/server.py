@@ -75,7 +75,7 @@ log = logging.getLogger(__name__)
 RECV_SIZE = 1 << 16
 INLINE_BYTES = 1 << 16  # whole-packet bytes a read may hand the Acceptor on the loop; more go to a worker
 WORKERS = 2  # threads parsing what a read completed beyond INLINE_BYTES
-HISTORY = 100_000  # default: packets, delivered messages and violations kept in detail (all connections)
+HISTORY = 10_000  # default: packets, delivered messages and violations kept in detail (all connections)
 HISTORY_BYTES = 256 << 20  # default: packet bytes kept in detail
 # Acceptor attributes that belong to the queue manager, not the session: the MessageIDHistoryTable
 # ([MS-MQQB] 3.1.1.3), the incoming transactional sequences ([MS-MQDMPR] 3.1.1.5) and what the
