@@ -21,7 +21,8 @@ PEER_CONFIG = SessionConfig(order_ack_timeout=0.01, maximum_order_ack_delay=0.05
 
 
 def deliver_all(behaviour: str) -> tuple[SimulatedPeer, InitiatorLink]:
-    with SimulatedPeer(behaviour=behaviour, config=PEER_CONFIG) as peer:
+    # every packet and delivered message kept in detail (the default history keeps the last 10,000)
+    with SimulatedPeer(behaviour=behaviour, config=PEER_CONFIG, history=100_000) as peer:
         initiator = Initiator(CLIENT, peer.identifier, config=FAST)
         link = InitiatorLink(initiator, peer.address, timeout=5.0)
         for n in range(EXPRESS):
