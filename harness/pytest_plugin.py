@@ -34,6 +34,8 @@ acts on its own items.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import os
 import time
 import warnings
 from collections.abc import Generator, Iterator
@@ -88,6 +90,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--msmq-step-timeout", type=float, default=10.0, metavar="SECONDS", help="timeout of one step (default 10)"
     )
+    group.addoption(
+        "--msmq-no-case-cache",
+        action="store_true",
+        default=False,
+        help="load every case file, ignoring the cache of loaded cases (harness.cases.cache; "
+        "MSMQ_HARNESS_CASE_CACHE=off does the same)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -128,6 +137,8 @@ class _Session:
         self.problem = ""  # why the target could not be opened
         self.registered: set[str] = set()
         self._known: set[str] | None = None
+        self._cache: Any = False  # not looked up yet
+        self.prefetched = False
 
     def open(self) -> None:
         if self.opened:
@@ -158,6 +169,35 @@ class _Session:
             else:
                 self._known = set()
         return self._known
+
+    @property
+    def cache(self) -> Any:
+        """The cache of loaded case files (harness.cases.cache), shared by the xdist workers;
+        None when disabled."""
+        if self._cache is False:
+            from harness.cases.cache import CaseCache
+
+            off = self.config.getoption("msmq_no_case_cache")
+            self._cache = None if off else CaseCache.default()
+        return self._cache
+
+    def prefetch(self) -> None:
+        """Under pytest-xdist, load this worker's share of the case files into the cache before
+        collecting: worker k of n takes every n-th file from the k-th, so that the workers split
+        the loading instead of each doing all of it (a file another worker is loading is waited
+        for, then read back).  Errors are left for collection to report."""
+        if self.prefetched:
+            return
+        self.prefetched = True
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+        if count < 2 or not worker.startswith("gw") or not worker[2:].isdigit() or self.cache is None:
+            return
+        from harness.cases.loader import CaseError, load_file
+
+        for path in _case_files(self.config)[int(worker[2:]) % count :: count]:
+            with contextlib.suppress(CaseError):
+                load_file(path, events=self.events, cache=self.cache)
 
     def register(self, marker: str, help_text: str) -> None:
         if marker not in self.registered:
@@ -193,6 +233,30 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile |
     return file
 
 
+def _is_case_file(path: Path, rootpath: Path) -> bool:
+    return path.suffix in _CASE_SUFFIXES and path.name != _REQUIREMENTS and _under_cases_folder(path, rootpath)
+
+
+def _case_files(config: pytest.Config) -> list[Path]:
+    """The case files below the session's arguments (pytest's ``norecursedirs`` skipped), sorted:
+    what collection will most likely ask for."""
+    skip = config.getini("norecursedirs")
+    found: set[Path] = set()
+    for arg in config.args:
+        top = Path(config.invocation_params.dir, arg.split("::", 1)[0])
+        if top.is_file():
+            if _is_case_file(top, config.rootpath):
+                found.add(top)
+            continue
+        for folder, subfolders, names in os.walk(top):
+            subfolders[:] = [d for d in subfolders if not any(fnmatch.fnmatch(d, pattern) for pattern in skip)]
+            for name in names:
+                path = Path(folder, name)
+                if _is_case_file(path, config.rootpath):
+                    found.add(path)
+    return sorted(found)
+
+
 class CaseFile(pytest.File):
     """A YAML case file: one item per case variant."""
 
@@ -201,8 +265,9 @@ class CaseFile(pytest.File):
 
         state = _state(self.config)
         state.open()  # the target's extra events are events the loader accepts
+        state.prefetch()
         try:
-            cases = load_file(self.path, events=state.events)
+            cases = load_file(self.path, events=state.events, cache=state.cache)
         except CaseError as e:
             raise self.CollectError(str(e)) from None
         for case in cases:

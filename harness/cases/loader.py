@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from harness.cases.cache import CaseCache
 from harness.cases.grading import requirement_annotations
 from harness.cases.matrix import check_placeholders, expand
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
@@ -30,8 +31,10 @@ from harness.cases.schema import (
     check_case,
     format_path,
     known_events,
+    substitution_units,
     validate,
     validate_def,
+    validate_variant,
 )
 
 __all__ = [
@@ -102,10 +105,26 @@ _CLOSE = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToke
 
 def _check_depth(text: str, file: str) -> None:
     """No collection nested deeper than :data:`MAX_DEPTH`: checked on the scanner's tokens (an
-    iterative pass) before the recursive composer sees the text."""
+    iterative pass) before the recursive composer sees the text.
+
+    libyaml's scanner where PyYAML has it; a text it refuses is scanned again by PyYAML's, whose
+    message the error quotes (as it always has)."""
+    if _COMPOSER is yaml.SafeLoader:
+        _scan_depth(text, file, yaml.SafeLoader)
+        return
+    try:
+        _scan_depth(text, file, _COMPOSER)
+    except CaseError as e:
+        if not e.message.startswith("invalid YAML"):
+            raise
+        _scan_depth(text, file, yaml.SafeLoader)
+        raise
+
+
+def _scan_depth(text: str, file: str, loader: Any) -> None:
     depth = 0
     try:
-        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+        for token in yaml.scan(text, Loader=loader):
             if isinstance(token, _OPEN):
                 depth += 1
                 if depth > MAX_DEPTH:
@@ -230,14 +249,22 @@ def _cited(doc: dict[str, Any], lines: Lines, known: Mapping[str, Requirement]) 
 
 
 def _cases(doc: Any, lines: Lines, events: Collection[str], known: Mapping[str, Requirement]) -> list[Case]:
+    """The variants of one document.  The schema is checked once per document: in full on its
+    first variant, and on the other variants only where a placeholder was substituted
+    (harness.cases.schema.validate_variant); the semantic checks run on every variant."""
     if not isinstance(doc, dict):
         validate(doc, lines)  # reports "expected a mapping"
     if "matrix" in doc:
         validate_def("matrix", doc["matrix"], ("matrix",), lines)
     check_placeholders(doc, lines)
+    variants = expand(doc, lines)
+    units = substitution_units(doc) if len(variants) > 1 else []
     cases = []
-    for values, variant_doc, variant_lines in expand(doc, lines):
-        validate(variant_doc, variant_lines)
+    for n, (values, variant_doc, variant_lines) in enumerate(variants):
+        if n == 0:
+            validate(variant_doc, variant_lines)
+        else:
+            validate_variant(variant_doc, variant_lines, units)
         check_case(variant_doc, variant_lines, events)
         cases.append(_build(variant_doc, variant_lines, values, known))
     return cases
@@ -278,15 +305,36 @@ def _duplicate(case: Case, earlier: Case) -> CaseError:
 
 
 def load_file(
-    path: str | Path, *, events: Collection[str] = (), requirements: Mapping[str, Requirement] | None = None
+    path: str | Path,
+    *,
+    events: Collection[str] = (),
+    requirements: Mapping[str, Requirement] | None = None,
+    cache: CaseCache | None = None,
 ) -> list[Case]:
-    """The cases of one file, matrix variants expanded, validated; raises CaseError."""
+    """The cases of one file, matrix variants expanded, validated; raises CaseError.
+
+    With a ``cache`` (harness.cases.cache), a file whose cases it holds for the same file, the
+    same requirement list and the same events is not loaded again (``requirements`` given
+    explicitly bypasses it)."""
     p = Path(path)
+
+    def load() -> list[Case]:
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CaseError(str(path), 1, "", f"cannot read: {exc}") from None
+        return load_text(text, str(path), events=events, requirements=requirements)
+
+    if cache is None or requirements is not None:
+        return load()
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CaseError(str(path), 1, "", f"cannot read: {exc}") from None
-    return load_text(text, str(path), events=events, requirements=requirements)
+        st = p.stat()
+        found = _requirements_file(p)
+        listed = (str(found), found.stat().st_mtime_ns, found.stat().st_size) if found else None
+    except OSError:
+        return load()
+    parts = (str(path), str(p.resolve()), st.st_mtime_ns, st.st_size, listed, sorted(known_events(events)))
+    return cache.load(parts, load)
 
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
@@ -305,16 +353,19 @@ def _files(paths: Iterable[str | Path]) -> list[Path]:
     return list(files)
 
 
-def load_paths(paths: Iterable[str | Path], *, events: Collection[str] = ()) -> list[Case]:
+def load_paths(
+    paths: Iterable[str | Path], *, events: Collection[str] = (), cache: CaseCache | None = None
+) -> list[Case]:
     """The cases of files and folders (``*.yaml``/``*.yml`` recursively), in the order given.
 
     Case ids are unique across everything loaded together.  Raises CaseError for the first bad
     file (``requirements.yaml``, the requirement list, is not a case file and is skipped in folders).
+    ``cache``: as for :func:`load_file`.
     """
     cases: list[Case] = []
     first: dict[str, Case] = {}
     for f in _files(paths):
-        for case in load_file(f, events=events):
+        for case in load_file(f, events=events, cache=cache):
             _check_unique(case, first)
             cases.append(case)
     return cases
@@ -325,13 +376,19 @@ BUNDLED_REQUIREMENTS = Path(__file__).resolve().parents[2] / "cases" / REQUIREME
 _LOADED: dict[tuple[str, int], dict[str, Requirement]] = {}
 
 
-def requirements_for(file: str | Path) -> dict[str, Requirement]:
-    """The requirements that the cases of ``file`` cite, by id: the requirements.yaml beside
-    it or in the nearest folder above it, else the bundled cases/requirements.yaml (none: {})."""
+def _requirements_file(file: str | Path) -> Path | None:
+    """The requirements.yaml beside ``file`` or in the nearest folder above it, else the bundled one."""
     here = Path(file).resolve().parent
     found = next((d / REQUIREMENTS_FILE for d in (here, *here.parents) if (d / REQUIREMENTS_FILE).is_file()), None)
     if found is None:
         found = BUNDLED_REQUIREMENTS if BUNDLED_REQUIREMENTS.is_file() else None
+    return found
+
+
+def requirements_for(file: str | Path) -> dict[str, Requirement]:
+    """The requirements that the cases of ``file`` cite, by id: the requirements.yaml beside
+    it or in the nearest folder above it, else the bundled cases/requirements.yaml (none: {})."""
+    found = _requirements_file(file)
     if found is None:
         return {}
     key = (str(found), found.stat().st_mtime_ns)

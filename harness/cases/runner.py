@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import itertools
 import multiprocessing
 import re
 import signal
@@ -402,23 +403,73 @@ def _worker_run(case: Case) -> CaseResult:
     return run_case(case, target, step_timeout=_WORKER["step_timeout"], info=_WORKER["info"])
 
 
+# The cases of the runs under way, by run: a forked worker finds its run's cases here (copied
+# with the parent's memory), so that a chunk travels as (run, start, stop), not as pickled cases.
+_SHARED: dict[int, list[Case]] = {}
+_RUN_IDS = itertools.count()
+
+Chunk = tuple[int, int, int] | list[Case]  # (run, start, stop) of _SHARED, or the cases themselves
+
+
+def _worker_chunk(chunk: Chunk) -> list[CaseResult]:
+    cases = _SHARED[chunk[0]][chunk[1] : chunk[2]] if isinstance(chunk, tuple) else chunk
+    return [_worker_run(case) for case in cases]
+
+
+def _chunks(cases: Sequence[Case], workers: int) -> list[tuple[int, int]]:
+    """Consecutive cases, as (start, stop): a wire case alone (it waits on the spec's timers and
+    would hold up the cases queued behind it), model cases up to 16 at a time, fewer when there
+    are few cases, so that each worker gets several chunks."""
+    size = max(1, min(16, len(cases) // (workers * 8)))
+    out: list[tuple[int, int]] = []
+    begin = 0
+    for i, case in enumerate(cases):
+        if case.wire:
+            if begin < i:
+                out.append((begin, i))
+            out.append((i, i + 1))
+            begin = i + 1
+        elif i + 1 - begin == size:
+            out.append((begin, i + 1))
+            begin = i + 1
+    if begin < len(cases):
+        out.append((begin, len(cases)))
+    return out
+
+
 def _iter_parallel(
     cases: list[Case], target_spec: str, step_timeout: float, workers: int
 ) -> Generator[CaseResult, None, None]:
+    """The results of ``cases`` in their order, run by ``workers`` processes that take chunks
+    (:func:`_chunks`) as they become free.  Forked workers read the cases from the parent's
+    memory; spawned ones receive them pickled."""
     methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    chunksize = max(1, min(16, len(cases) // (workers * 8)))
+    method = "fork" if "fork" in methods else "spawn"
+    ctx = multiprocessing.get_context(method)
+    run_id = next(_RUN_IDS)
+    _SHARED[run_id] = cases
     done = 0
-    with concurrent.futures.ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(target_spec, step_timeout)
-    ) as pool:
-        try:
-            for result in pool.map(_worker_run, cases, chunksize=chunksize):
-                done += 1
-                yield result
-        except BrokenProcessPool as e:
-            for case in cases[done:]:
-                yield CaseResult.since(case, Outcome.error, time.perf_counter(), [], f"worker process died: {e}")
+    futures: list[concurrent.futures.Future[list[CaseResult]]] = []
+    try:
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(target_spec, step_timeout)
+        ) as pool:
+            try:
+                for begin, stop in _chunks(cases, workers):
+                    chunk: Chunk = (run_id, begin, stop) if method == "fork" else cases[begin:stop]
+                    futures.append(pool.submit(_worker_chunk, chunk))
+                for future in futures:
+                    for result in future.result():
+                        done += 1
+                        yield result
+            except BrokenProcessPool as e:
+                for case in cases[done:]:
+                    yield CaseResult.since(case, Outcome.error, time.perf_counter(), [], f"worker process died: {e}")
+            finally:
+                for future in futures:
+                    future.cancel()
+    finally:
+        _SHARED.pop(run_id, None)
 
 
 def run(

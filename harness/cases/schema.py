@@ -33,8 +33,10 @@ __all__ = [
     "known_events",
     "register_events",
     "schema",
+    "substitution_units",
     "validate",
     "validate_def",
+    "validate_variant",
 ]
 
 SCHEMA_PATH = Path(__file__).with_name("case.schema.json")
@@ -104,12 +106,22 @@ class Lines:
 
 
 # ------------------------------------------------------------------------------- the events
+_MODEL_EVENTS: list[tuple[object, dict[str, tuple[str, ...]]]] = []  # (registry, its events), the last one
+
+
 def _model_events() -> dict[str, tuple[str, ...]]:
     """Spec event -> argument names (harness.cases.events: the reference model's methods whose
-    docstring opens with their [MS-MQDMPR] section; pseudo-events are the target's, registered)."""
+    docstring opens with their [MS-MQDMPR] section; pseudo-events are the target's, registered).
+
+    Built once per registry (harness.cases.events caches it), not once per step checked."""
     from harness.cases.events import spec_events as registry
 
-    return {e.name: e.parameters for e in registry().values() if e.owner != "target"}
+    events = registry()
+    if _MODEL_EVENTS and _MODEL_EVENTS[0][0] is events:
+        return _MODEL_EVENTS[0][1]
+    built = {e.name: e.parameters for e in events.values() if e.owner != "target"}
+    _MODEL_EVENTS[:] = [(events, built)]
+    return built
 
 
 def register_events(*names: str) -> None:
@@ -164,9 +176,15 @@ def _inline_refs(node: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) ->
 
 
 @functools.cache
-def _validator() -> jsonschema.Draft202012Validator:
+def _inlined() -> dict[str, Any]:
     full = schema()
-    return jsonschema.Draft202012Validator(_inline_refs(full, full["$defs"]))
+    inlined: dict[str, Any] = _inline_refs(full, full["$defs"])
+    return inlined
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(_inlined())
 
 
 _TYPE_WORDS = {
@@ -253,10 +271,87 @@ def _schema_error(error: ValidationError, lines: Lines, prefix: PathT = ()) -> C
 
 
 def validate(doc: Any, lines: Lines) -> None:
-    """Raise the best-matching schema violation of ``doc`` as a CaseError (none: return)."""
-    error = best_match(_validator().iter_errors(doc))
+    """Raise the best-matching schema violation of ``doc`` as a CaseError (none: return).
+
+    The compiled validator answers ``is_valid`` first; only a document that fails is walked again
+    with ``iter_errors`` for the best-matching error (file, line and key of the message).
+    """
+    validator = _validator()
+    if validator.is_valid(doc):
+        return
+    error = best_match(validator.iter_errors(doc))
     if error is not None:
         raise _schema_error(error, lines)
+
+
+# ----------------------------------------------------------------------- matrix variants
+# A variant of a matrix document differs from the document's first variant only where a
+# ``${name}`` was substituted (harness.cases.matrix: strings, keys included; ``id`` and ``matrix``
+# never).  Whole placeholders may become any value, keys may change, so the first variant is
+# validated in full and every other variant only in the parts that hold a placeholder: the value
+# of a top-level key, or one item of a top-level list whose schema only constrains its items.
+WHOLE_DOCUMENT: PathT = ()
+_ITEM_KEYWORDS = frozenset({"type", "minItems", "maxItems", "items", "description"})
+
+
+def _placeholder_paths(obj: Any, path: PathT) -> Iterable[PathT]:
+    if isinstance(obj, str):
+        if "${" in obj:
+            yield path
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(k, str) and "${" in k:
+                yield (*path, k)
+            yield from _placeholder_paths(v, (*path, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _placeholder_paths(v, (*path, i))
+
+
+def substitution_units(doc: dict[str, Any], fixed: Iterable[str] = ("id", "matrix")) -> list[PathT]:
+    """The parts of a matrix document that substitution can change, each validated on its own in
+    every variant: ``(key,)`` (a top-level value), ``(key, i)`` (an item of a top-level list whose
+    schema only constrains its items) or :data:`WHOLE_DOCUMENT` (a top-level key holds a
+    placeholder, or a key the schema does not know)."""
+    props: dict[str, Any] = _inlined()["properties"]
+    skip = set(fixed)
+    units: dict[PathT, None] = {}
+    for key, value in doc.items():
+        if key in skip:
+            continue
+        if not isinstance(key, str) or "${" in key or key not in props:
+            if any(True for _ in _placeholder_paths({key: value}, ())):
+                return [WHOLE_DOCUMENT]
+            continue
+        itemwise = isinstance(value, list) and set(props[key]) <= _ITEM_KEYWORDS and "items" in props[key]
+        for path in _placeholder_paths(value, (key,)):
+            units[path[:2] if itemwise and len(path) >= 2 else path[:1]] = None
+    return list(units)
+
+
+@functools.cache
+def _unit_validator(key: str, item: bool) -> jsonschema.Draft202012Validator:
+    sub = _inlined()["properties"][key]
+    return jsonschema.Draft202012Validator(sub["items"] if item else sub)
+
+
+def validate_variant(doc: dict[str, Any], lines: Lines, units: Iterable[PathT]) -> None:
+    """Validate a matrix variant whose first sibling passed :func:`validate`: only its
+    ``units`` (:func:`substitution_units` of the document) are checked; a unit that fails makes
+    the whole variant go through :func:`validate`, for the same message a full check gives."""
+    for unit in units:
+        if unit == WHOLE_DOCUMENT:
+            ok = _validator().is_valid(doc)
+        elif str(unit[0]) not in doc:
+            ok = False
+        elif len(unit) == 1:
+            ok = _unit_validator(str(unit[0]), False).is_valid(doc[str(unit[0])])
+        else:
+            items, i = doc[str(unit[0])], int(unit[1])
+            ok = isinstance(items, list) and i < len(items) and _unit_validator(str(unit[0]), True).is_valid(items[i])
+        if not ok:
+            validate(doc, lines)
+            return
 
 
 @functools.cache

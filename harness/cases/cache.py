@@ -1,0 +1,151 @@
+"""A cache of loaded case files, shared by the processes of a run and by later runs.
+
+Loading a case file (YAML composition, the schema and the semantic checks of docs/cases.md:
+harness.cases.loader) costs about a millisecond per case; under pytest-xdist every worker collects
+every file.  The cases of a file that has not changed are read back instead, pickled, from a
+folder of the current user's.  An entry is keyed by the file (resolved path, size, mtime), the
+requirement list its citations resolve against (path, size, mtime), every event the loader
+accepts, and a fingerprint of what loading depends on: the schema with the action registry, the
+model's spec events and their parameters, the sources of ``harness.cases`` and the Python version.
+A file that one process is loading is waited for, not loaded again, by another (one ``flock`` per
+entry where the platform has it).  Only files that load without error are stored; an error is
+found again on every load, with its file and line.
+
+The folder is ``$MSMQ_HARNESS_CASE_CACHE`` (``off`` disables the cache), else
+``msmq-harness-<uid>/cases`` in the system's temporary folder.  A folder that another user owns,
+or that others may write to, is not used: its pickles are not trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import pickle
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.cases.model import Case
+
+__all__ = ["ENV", "CaseCache", "fingerprint"]
+
+ENV = "MSMQ_HARNESS_CASE_CACHE"
+
+
+@functools.cache
+def fingerprint() -> str:
+    """A digest of everything besides the file that the cases loaded from it depend on."""
+    from harness.cases import schema
+
+    digest = hashlib.sha256()
+    digest.update(sys.version.encode())
+    digest.update(json.dumps(schema.schema(), sort_keys=True).encode())
+    digest.update(repr(sorted(schema.spec_events())).encode())
+    digest.update(repr(sorted((e, schema.event_parameters(e)) for e in schema.spec_events())).encode())
+    package = Path(schema.__file__).parent
+    for source in sorted([*package.glob("*.py"), schema.SCHEMA_PATH]):
+        digest.update(source.name.encode())
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` for the block (none where ``fcntl`` is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _private(folder: Path) -> bool:
+    """Is ``folder`` a folder of the current user's that no one else may write to?"""
+    try:
+        st = folder.stat()
+    except OSError:
+        return False
+    mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    return stat.S_ISDIR(st.st_mode) and mine and not st.st_mode & 0o022
+
+
+class CaseCache:
+    """Loaded cases by file, pickled in ``folder`` (see the module's docstring)."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self.hits = 0
+        self.misses = 0
+
+    @classmethod
+    def default(cls) -> CaseCache | None:
+        """The cache of ``$MSMQ_HARNESS_CASE_CACHE`` or of the temporary folder; None when it is
+        ``off`` or the folder cannot be made private."""
+        setting = os.environ.get(ENV, "")
+        if setting.lower() in ("off", "0", "no", "false", "none"):
+            return None
+        if setting:
+            folder = Path(setting)
+        else:
+            uid = os.getuid() if hasattr(os, "getuid") else os.getpid()
+            folder = Path(tempfile.gettempdir()) / f"msmq-harness-{uid}" / "cases"
+        made = (folder,) if setting else (folder.parent, folder)
+        try:
+            for part in made:
+                part.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError:
+            return None
+        return cls(folder) if all(_private(part) for part in made) else None
+
+    def key(self, parts: tuple[Any, ...]) -> str:
+        """The entry name of a file described by ``parts`` (the loader's: path, size, mtime,
+        requirement list, events)."""
+        return hashlib.sha256(repr((fingerprint(), parts)).encode()).hexdigest()
+
+    def _read(self, entry: Path) -> list[Case] | None:
+        try:
+            with entry.open("rb") as f:
+                cases = pickle.load(f)
+        except Exception:  # none yet, or a torn or stale entry: load the file again
+            return None
+        return cases if isinstance(cases, list) else None
+
+    def _write(self, entry: Path, cases: list[Case]) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=entry.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(cases, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, entry)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def load(self, parts: tuple[Any, ...], loader: Callable[[], list[Case]]) -> list[Case]:
+        """The cases stored under ``parts``, else ``loader()`` (stored when it returns)."""
+        name = self.key(parts)
+        entry = self.folder / f"{name}.pickle"
+        cases = self._read(entry)
+        if cases is None:
+            with contextlib.ExitStack() as stack:
+                with contextlib.suppress(OSError):
+                    stack.enter_context(_locked(self.folder / f"{name}.lock"))
+                cases = self._read(entry)  # stored by another process meanwhile
+                if cases is None:
+                    self.misses += 1
+                    cases = loader()
+                    self._write(entry, cases)
+                    return cases
+        self.hits += 1
+        return cases
