@@ -115,15 +115,22 @@ def cmd_decode(args: argparse.Namespace) -> int:
             print(f"msmq-harness decode: {name}: {why}", file=sys.stderr)
             return 2
     problems = 0
+    write = sys.stdout.write
     for name in args.files:
-        out: list[str] = []
+        # each stream's lines as soon as it is decoded: memory does not grow with the input
+        printed = False
         try:
             for report in decode_file(name, ports):
+                out: list[str] = []
                 problems += _print_report(report, args.json, out)
+                if out:
+                    write("\n".join(out) + "\n")
+                    printed = True
         except OSError as e:
             print(f"msmq-harness decode: {name}: {e.strerror or e}", file=sys.stderr)
             return 2
-        print("\n".join(out))
+        if not printed:
+            write("\n")
     return 1 if problems and args.fail_on_violation else 0
 
 

@@ -52,6 +52,10 @@ class StreamReport:
     gaps: list[tuple[int, int]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     skipped: list[tuple[int, int]] = field(default_factory=list)  # resynchronised after a gap
+    #: (stream offset, bytes) of the whole packets of a run that ends in a framing error: the
+    #: report lists none of that run's packets (as when the splitter was fed the run at once), but
+    #: the passive observer, fed the run piecemeal, checks them -- so they are kept, not parsed
+    unlisted: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 def read_hex(text: str) -> bytes:
@@ -112,9 +116,27 @@ def decode_pieces(
                 index += 1
         except PacketError as e:
             report.errors.append(PacketError(e.field_path, base + start + e.offset, e.reason, e.section))
+            report.unlisted += _framed_before_error(data, start, base)
         else:
             report.trailing += splitter.buffered
     return report
+
+
+def _framed_before_error(data: bytes, start: int, base: int) -> list[tuple[int, bytes]]:
+    """(stream offset, bytes) of the whole packets before the first BaseHeader of ``data[start:]``
+    that cannot start a packet (framed as :class:`packets.StreamSplitter` frames)."""
+    out = []
+    at = start
+    while len(data) - at >= 16:
+        try:
+            length = wire_length(data[at : at + 16])
+        except PacketError:
+            break
+        if len(data) - at < length:
+            break
+        out.append((base + at, data[at : at + length]))
+        at += length
+    return out
 
 
 def decode_stream(name: str, data: bytes) -> StreamReport:

@@ -8,15 +8,30 @@ stream — is kept with its offset, so the caller can report it next to the pack
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import pickle
+import tempfile
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any, TypeVar
 
-from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp
+from harness.capture.frames import _ETH_IPV4_TCP, _TCP, FrameProblem, TcpSegment, _addr4, decode_tcp
 from harness.capture.pcapfile import CaptureProblem, Record, iter_records
 from harness.capture.tcp import Gap, StreamProblem, reassemble
 
-__all__ = ["CaptureStream", "capture_segments", "capture_streams"]
+__all__ = [
+    "CaptureStream",
+    "by_connection",
+    "capture_segments",
+    "capture_streams",
+    "connection_key",
+    "segment_connection",
+]
+
+T = TypeVar("T")
+
+#: bytes of finished connections held in memory while an earlier one is still open (then spilled)
+HOLD_BYTES = 64 << 20
 
 
 @dataclass
@@ -44,35 +59,189 @@ class CaptureReading:
     problems: list[str] = field(default_factory=list)
 
 
+Connection = tuple[tuple[str, int], tuple[str, int]]
+
+
+def connection_key(linktype: int, data: bytes, ports: frozenset[int]) -> Connection | None:
+    """The TCP connection (its two endpoints, in sorted order) of a frame that
+    :func:`harness.capture.frames.decode_tcp` decodes to a segment to or from ``ports``, else
+    None; untagged Ethernet II + IPv4 + TCP frames (decode_tcp's fast path, same conditions) are
+    read without building the segment."""
+    if linktype == 1 and len(data) >= 54:
+        etype, vihl, total, frag, proto, src, dst = _ETH_IPV4_TCP.unpack_from(data, 0)
+        if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and total >= 40:
+            sport, dport, _seq, _ack, offl = _TCP.unpack_from(data, 34)
+            hl = (offl >> 12) * 4
+            if hl >= 20 and 34 + hl <= 14 + total and 34 + hl <= len(data):
+                if sport not in ports and dport not in ports:
+                    return None
+                a, b = (_addr4(src), sport), (_addr4(dst), dport)
+                return (a, b) if a <= b else (b, a)
+    seg = decode_tcp(linktype, data)
+    if not isinstance(seg, TcpSegment) or (seg.sport not in ports and seg.dport not in ports):
+        return None
+    return segment_connection(seg)
+
+
+def segment_connection(seg: TcpSegment) -> Connection:
+    """The connection of a decoded segment, as :func:`connection_key` names it."""
+    a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
+    return (a, b) if a <= b else (b, a)
+
+
+class _Spill:
+    """Finished connections waiting for their turn, pickled to a temporary file."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+
+    def put(self, items: list[Any]) -> tuple[int, int]:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="msmq-harness-")  # noqa: SIM115 (closed by close())
+        self._file.seek(0, 2)
+        at = self._file.tell()
+        pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        return at, self._file.tell() - at
+
+    def get(self, where: tuple[int, int]) -> list[Any]:
+        assert self._file is not None
+        self._file.seek(where[0])
+        items: list[Any] = pickle.loads(self._file.read(where[1]))
+        return items
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def by_connection(
+    first: Iterable[tuple[int, float, Hashable]],
+    second: Iterable[tuple[int, Hashable, T]],
+    *,
+    ordered: bool = True,
+    size: Callable[[T], int] = lambda item: 100,
+    hold: int = HOLD_BYTES,
+) -> Iterator[list[T]]:
+    """The items of each TCP connection, as soon as the connection's last one has been read.
+
+    ``first`` and ``second`` are two readings of the same capture: ``(record offset, timestamp,
+    connection)`` and ``(record offset, connection, item)`` of the records kept, in file order
+    (the connection values of the two readings need not be alike: only offsets are compared).
+    With ``ordered`` the connections come in the order of their first record's timestamp (ties:
+    file order), as :func:`reassemble` sorted by ``Flow.first_ts`` gives them; a connection that
+    ends before an earlier one waits, in a temporary file once more than ``hold`` bytes (by
+    ``size``) wait.  Without, each comes as it ends.  Memory: the open connections, the waiting
+    ones up to ``hold``, and two small numbers per connection."""
+    firsts: dict[Hashable, tuple[float, int]] = {}
+    lasts: dict[Hashable, int] = {}
+    for offset, ts, key in first:
+        if key not in firsts:
+            firsts[key] = (ts, offset)
+        lasts[key] = offset
+    ends = set(lasts.values())
+    starts = {at[1]: n for n, at in enumerate(sorted(firsts.values()))} if ordered else {}
+    del firsts, lasts
+    open_: dict[Hashable, list[T]] = {}
+    rank: dict[Hashable, int] = {}
+    waiting: dict[int, list[T] | tuple[int, int]] = {}
+    held = 0
+    spill = _Spill()
+    due = 0
+    try:
+        for offset, key, item in second:
+            items = open_.get(key)
+            if items is None:
+                items = open_[key] = []
+                rank[key] = starts.get(offset, len(starts) + len(rank))
+            items.append(item)
+            if offset not in ends:
+                continue
+            del open_[key]
+            n = rank.pop(key)
+            if not ordered:
+                yield items
+                continue
+            if n != due:
+                weight = sum(size(i) for i in items)
+                if held + weight > hold:
+                    waiting[n] = spill.put(items)
+                else:
+                    waiting[n], held = items, held + weight
+                continue
+            yield items
+            due += 1
+            while due in waiting:
+                ready = waiting.pop(due)
+                if isinstance(ready, tuple):
+                    ready = spill.get(ready)
+                else:
+                    held -= sum(size(i) for i in ready)
+                yield ready
+                due += 1
+        # whatever the first reading did not see end (a file that changed in between)
+        for key in sorted(open_, key=lambda k: rank[k]):
+            waiting[rank[key]] = open_.pop(key)
+        for n in sorted(waiting):
+            ready = waiting.pop(n)
+            yield spill.get(ready) if isinstance(ready, tuple) else ready
+    finally:
+        spill.close()
+
+
+def _records(path: str | Path) -> Iterator[Record | CaptureProblem]:
+    with open(path, "rb") as f:
+        yield from iter_records(f, path=str(path))
+
+
+def _segments(
+    path: str | Path, ports: frozenset[int], reading: CaptureReading
+) -> Iterator[tuple[int, float, TcpSegment]]:
+    for item in _records(path):
+        if isinstance(item, CaptureProblem):
+            reading.problems.append(str(item))
+            continue
+        assert isinstance(item, Record)
+        reading.records += 1
+        seg = decode_tcp(item.linktype, item.data)
+        if seg is None:
+            reading.frames_not_tcp += 1
+        elif isinstance(seg, FrameProblem):
+            reading.problems.append(f"{path}: record at {item.offset}: {seg.reason} (frame byte {seg.offset})")
+        elif seg.sport in ports or seg.dport in ports:
+            yield item.offset, item.ts, seg
+
+
 def capture_segments(
     path: str | Path, ports: Iterable[int], reading: CaptureReading
 ) -> Iterator[tuple[float, TcpSegment]]:
     """TCP segments to or from ``ports``, in capture order; problems go to ``reading``."""
-    port_set = frozenset(ports)
-    with open(path, "rb") as f:
-        for item in iter_records(f, path=str(path)):
-            if isinstance(item, CaptureProblem):
-                reading.problems.append(str(item))
-                continue
-            assert isinstance(item, Record)
-            reading.records += 1
-            seg = decode_tcp(item.linktype, item.data)
-            if seg is None:
-                reading.frames_not_tcp += 1
-            elif isinstance(seg, FrameProblem):
-                reading.problems.append(f"{path}: record at {item.offset}: {seg.reason} (frame byte {seg.offset})")
-            elif seg.sport in port_set or seg.dport in port_set:
-                yield item.ts, seg
+    for _offset, ts, seg in _segments(path, frozenset(ports), reading):
+        yield ts, seg
+
+
+def _connections(path: str | Path, ports: frozenset[int]) -> Iterator[tuple[int, float, Connection]]:
+    for item in _records(path):
+        if isinstance(item, Record):
+            key = connection_key(item.linktype, item.data, ports)
+            if key is not None:
+                yield item.offset, item.ts, key
 
 
 def capture_streams(
     path: str | Path, ports: Iterable[int] = frozenset({1801}), reading: CaptureReading | None = None
 ) -> Iterator[CaptureStream]:
-    """Both directions of every MSMQ flow in the capture, client side first."""
+    """Both directions of every MSMQ flow in the capture, client side first, flows in the order
+    of their first segment's timestamp; each flow as soon as it is whole (the file is read twice:
+    :func:`by_connection`), so memory does not grow with the capture."""
     reading = reading if reading is not None else CaptureReading()
     port_set = frozenset(ports)
-    flows = reassemble(capture_segments(path, port_set, reading), port_set)
-    for flow in sorted(flows.values(), key=lambda f: f.first_ts):
-        for direction, side in (("client", flow.client), ("server", flow.server)):
-            if side.pieces or side.gaps:
-                yield CaptureStream(flow.id, direction, side.pieces, side.gaps, side.problems, side.timestamps)
+    keyed = ((offset, segment_connection(seg), (ts, seg)) for offset, ts, seg in _segments(path, port_set, reading))
+    for segments in by_connection(_connections(path, port_set), keyed, size=_segment_size):
+        for flow in reassemble(segments, port_set).values():
+            for direction, side in (("client", flow.client), ("server", flow.server)):
+                if side.pieces or side.gaps:
+                    yield CaptureStream(flow.id, direction, side.pieces, side.gaps, side.problems, side.timestamps)
+
+
+def _segment_size(item: tuple[float, TcpSegment]) -> int:
+    return 200 + len(item[1].payload)

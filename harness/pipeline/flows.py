@@ -24,11 +24,13 @@ from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp
 from harness.capture.pcapfile import Record
 from harness.capture.tcp import Direction, Flow, FlowKey, reassemble
 from harness.decoding import StreamReport, decode_pieces
+from packets import Packet
 
 __all__ = [
     "FrameCounts",
     "analyse_flow",
     "flow_rows",
+    "iter_local",
     "key_fields",
     "process_local",
     "segments_of",
@@ -109,9 +111,24 @@ def flow_id(seg: TcpSegment) -> str:
 # one flow
 
 
+_GUID_TEXT: dict[bytes, str] = {}
+
+
 def _guid(value: Any) -> str | None:
+    """``str(packets.GUID(value))`` -- ``{XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX}`` of the 16 wire
+    bytes (``bytes_le``: the first three groups little-endian) -- formatted from the bytes without
+    a ``uuid.UUID``, and remembered (a capture names few queue managers)."""
     if value is None:
         return None
+    if type(value) is not str and isinstance(value, bytes) and len(value) == 16:
+        text = _GUID_TEXT.get(value)
+        if text is None:
+            h = (value[3::-1] + value[5:3:-1] + value[7:5:-1] + value[8:]).hex().upper()
+            text = f"{{{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}}}"
+            if len(_GUID_TEXT) >= 4096:
+                _GUID_TEXT.clear()
+            _GUID_TEXT[bytes(value)] = text
+        return text
     from packets import GUID
 
     try:
@@ -170,8 +187,8 @@ def key_fields(packet: Any) -> dict[str, Any]:
     return out
 
 
-def _chunks(side: Direction) -> list[tuple[float, int, bytes, bool]]:
-    """(timestamp, stream offset, bytes, follows a gap) of each delivered run, in stream order.
+def _runs(side: Direction) -> list[tuple[float, int, bool]]:
+    """(timestamp, stream offset, follows a gap) of each delivered run, in stream order.
 
     A run is stamped with the capture time at which it became deliverable: a piece that arrived
     ahead of a missing one is stamped no earlier than the piece that filled the hole."""
@@ -181,68 +198,114 @@ def _chunks(side: Direction) -> list[tuple[float, int, bytes, bool]]:
     latest = 0.0
     for base, data in side.pieces:
         i = bisect.bisect_left(starts, base)
-        cuts = [s for s in starts[i:] if s < base + len(data)]
+        end = base + len(data)
+        j = bisect.bisect_left(starts, end, i)
+        cuts = starts[i:j]
         if not cuts or cuts[0] != base:
             cuts.insert(0, base)
-        for a, b in zip(cuts, [*cuts[1:], base + len(data)], strict=True):
+        for a in cuts:
             latest = max(latest, side.timestamps.get(a, 0.0))
-            out.append((latest, a, data[a - base : b - base], a in gap_ends))
+            out.append((latest, a, a in gap_ends))
     return out
-
-
-def _ts_of(starts: list[int], timestamps: dict[int, float], offset: int) -> float:
-    i = bisect.bisect_right(starts, offset) - 1
-    return timestamps[starts[i]] if i >= 0 else 0.0
 
 
 #: the observer's direction of the packet that broke a rule -> the pipeline's direction names
 _SENDER = {"c2s": "client", "s2c": "server"}
 
 
-def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]:
-    """Packets, the session and its violations for one reassembled flow."""
+def _observe(flow: Flow, reports: dict[str, StreamReport], runs: dict[str, list[tuple[float, int, bool]]]) -> list[Any]:
+    """The observer's violations for a flow whose directions ``decode_pieces`` has already framed
+    and parsed: each packet is handed over parsed (:meth:`harness.session.Observer.packet`), in
+    the order and with the capture time at which replaying the delivered runs of both directions
+    in capture order would complete it (runs sorted by timestamp, client first, stream offset),
+    up to the first run after a gap -- after a gap nothing more is given to the observer: the
+    session cannot be judged beyond what was captured.  A stream that cannot be framed is
+    reported where the replay would meet it: in the run that completes the bad BaseHeader, whose
+    other completed packets the replayed splitter never returns."""
     from harness.session import Observer
 
+    events: list[tuple[tuple[float, int, int], int, Any]] = []
+    cutoff: tuple[float, int, int] | None = None
+    for order, direction in enumerate(("client", "server")):
+        side = flow.client if order == 0 else flow.server
+        side_runs = runs[direction]
+        gap_run = next(((ts, order, off) for ts, off, gap in side_runs if gap), None)
+        if gap_run is not None and (cutoff is None or gap_run < cutoff):
+            cutoff = gap_run
+        if not side.pieces:
+            continue
+        starts = [off for _ts, off, _gap in side_runs]
+
+        def run_of(offset: int, starts: list[int] = starts, runs: list[Any] = side_runs, order: int = order) -> Any:
+            ts, off, _gap = runs[bisect.bisect_right(starts, offset) - 1]
+            return (ts, order, off)
+
+        base, data = side.pieces[0]  # the replay stops at the first gap: only the first run counts
+        end = base + len(data)
+        report = reports[direction]
+        error = report.errors[0] if report.errors and report.errors[0].offset < end else None
+        first: list[tuple[int, bytes, Packet | None]]
+        if error is None:
+            first = [(item.offset, item.data, item.packet) for item in report.packets if item.offset < end]
+        else:  # the run's packets are not in the report: parsed by the observer, once
+            first = [(offset, raw, None) for offset, raw in report.unlisted if offset < end]
+        error_run = None
+        if error is not None:
+            header = first[-1][0] + len(first[-1][1]) if first else base
+            error_run = run_of(header + 15)  # the splitter raises once 16 bytes of the header are in
+            events.append((error_run, header, (direction, None, None, error)))
+        for offset, raw, packet in first:
+            at = run_of(offset + len(raw) - 1)
+            if at != error_run:
+                events.append((at, offset, (direction, raw, packet, None)))
+    events.sort(key=lambda e: (e[0], e[1]))
+    observer = Observer()
+    found: list[Any] = []
+    for at, _offset, (direction, raw, packet, error) in events:
+        if cutoff is not None and at >= cutoff:
+            break
+        if raw is None:
+            found += observer.unframed(direction, error)
+        else:
+            # the capture time is the clock message expiry is judged by ([MS-MQQB] 3.1.7.1.2)
+            found += observer.packet(direction, raw, packet, at[0])
+    if not (flow.client.gaps or flow.server.gaps):
+        found += observer.end({d: r.trailing for d, r in reports.items()})
+    return found
+
+
+def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]:
+    """Packets, the session and its violations for one reassembled flow: each packet is parsed
+    once (by ``decode_pieces``), for its row and for the observer."""
     reports: dict[str, StreamReport] = {}
-    chunks: dict[str, list[tuple[float, int, bytes, bool]]] = {}
+    runs: dict[str, list[tuple[float, int, bool]]] = {}
     packet_rows: list[dict[str, Any]] = []
     for direction, side in (("client", flow.client), ("server", flow.server)):
         gaps = [(g.stream_offset, g.length) for g in side.gaps]
         report = decode_pieces(f"{flow.id} {direction}", side.pieces, gaps)
         report.problems.extend(f"{p.reason} at stream offset {p.stream_offset}" for p in side.problems)
         reports[direction] = report
-        runs = chunks[direction] = _chunks(side)
-        starts = [off for _ts, off, _data, _gap in runs]
-        stamps = {off: ts for ts, off, _data, _gap in runs}
+        side_runs = runs[direction] = _runs(side)
+        starts = [off for _ts, off, _gap in side_runs]
         for item in report.packets:
+            packet = item.packet
+            i = bisect.bisect_right(starts, item.offset + len(item.data) - 1) - 1
             row = {
                 "input": input_name,
                 "flow": flow.id,
                 "direction": direction,
                 "index": item.index,
                 "stream_offset": item.offset,
-                "timestamp": _ts_of(starts, stamps, item.offset + len(item.data) - 1),
-                "kind": item.packet.kind.name,
+                "timestamp": side_runs[i][0] if i >= 0 else 0.0,
+                "kind": packet.kind.name,
                 "size": len(item.data),
-                "problems": [str(v) for v in item.packet.violations],
+                "problems": [str(v) for v in packet.violations],
             }
-            row.update(key_fields(item.packet))
+            row.update(key_fields(packet))
             packet_rows.append(row)
 
-    # replay both directions into the observer in capture order, up to the first gap
-    observer = Observer()
-    events = [(ts, 0, off, data, gap, "client") for ts, off, data, gap in chunks["client"]]
-    events += [(ts, 1, off, data, gap, "server") for ts, off, data, gap in chunks["server"]]
-    events.sort(key=lambda e: (e[0], e[1], e[2]))
     any_gap = bool(flow.client.gaps or flow.server.gaps)
-    found: list[Any] = []
-    for ts, _order, _off, data, after_gap, direction in events:
-        if after_gap:
-            break
-        # the capture time is the clock message expiry is judged by ([MS-MQQB] 3.1.7.1.2)
-        found += observer.client_data(data, ts) if direction == "client" else observer.server_data(data, ts)
-    if not any_gap:
-        found += observer.end()
+    found = _observe(flow, reports, runs)
     violation_rows = [
         {
             "input": input_name,
@@ -366,23 +429,49 @@ _SESSION_COLUMNS = (
 )
 
 
+def _first_reading(split: Any, ports: frozenset[int]) -> Iterator[tuple[int, float, Any]]:
+    """(record offset, timestamp, connection) of the records of a range that :func:`segments_of`
+    keeps, without building the segments (:func:`harness.capture.streams.connection_key`)."""
+    from harness.capture.streams import connection_key
+    from harness.pipeline.splits import read_split
+
+    for rec in read_split(split):
+        key = connection_key(rec.linktype, rec.data, ports)
+        if key is not None:
+            yield rec.offset, rec.ts, key
+
+
+def iter_local(
+    paths: Iterable[str], ports: frozenset[int] = DEFAULT_PORTS, counts: list[FrameCounts] | None = None
+) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """The whole chain in this process, one file after the other (what each Spark task runs): the
+    rows of each connection as soon as its last segment has been read, so neither segments nor
+    rows pile up (each file is read twice, :func:`harness.capture.streams.by_connection`).  The
+    per-input reconciliation of each file is appended to ``counts`` once the file is read."""
+    from harness.capture.streams import by_connection, segment_connection
+    from harness.pipeline.splits import Split, SplitResult, read_split
+
+    for path in paths:
+        file_counts = FrameCounts(path)
+        result = SplitResult(Split(path, 0, max(1, os.path.getsize(path))))
+        keyed = (
+            (item[0], segment_connection(item[2]), item)
+            for item in segments_of(read_split(result.split, result), file_counts, ports)
+        )
+        for segs in by_connection(_first_reading(result.split, ports), keyed, ordered=False):
+            yield flow_rows(path, segs, ports)
+        file_counts.problems.extend(str(p) for p in result.problems)
+        if counts is not None:
+            counts.append(file_counts)
+
+
 def process_local(
     paths: Iterable[str], ports: frozenset[int] = DEFAULT_PORTS
 ) -> tuple[dict[str, list[dict[str, Any]]], list[FrameCounts]]:
-    """The whole chain in this process, one file after the other (what each Spark task runs)."""
-    from harness.pipeline.splits import Split, SplitResult, read_split
-
+    """Every row of :func:`iter_local` collected (for tests and small inputs: the rows stay in memory)."""
     tables: dict[str, list[dict[str, Any]]] = {"packets": [], "sessions": [], "violations": []}
-    all_counts = []
-    for path in paths:
-        counts = FrameCounts(path)
-        result = SplitResult(Split(path, 0, max(1, os.path.getsize(path))))
-        by_flow: dict[str, list[tuple[int, float, TcpSegment]]] = {}
-        for item in segments_of(read_split(result.split, result), counts, ports):
-            by_flow.setdefault(flow_id(item[2]), []).append(item)
-        counts.problems.extend(str(p) for p in result.problems)
-        for segs in by_flow.values():
-            for table, rows in flow_rows(path, segs, ports).items():
-                tables[table].extend(rows)
-        all_counts.append(counts)
+    all_counts: list[FrameCounts] = []
+    for flow_tables in iter_local(paths, ports, all_counts):
+        for table, rows in flow_tables.items():
+            tables[table].extend(rows)
     return tables, all_counts

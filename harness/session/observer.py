@@ -16,14 +16,22 @@ first violation after which the spec has the receiving end close the session.
 Feed the client's bytes (initiator -> acceptor) to :meth:`Observer.client_data` and the server's
 to :meth:`Observer.server_data` in capture order, each with the capture timestamp of the bytes
 (seconds since 1970, UTC; without one, message expiration is not checked), then call
-:meth:`Observer.end`.
+:meth:`Observer.end`.  A caller that has already cut the streams into packets ([MS-MQMQ]
+2.2.19.1 BaseHeader.PacketSize) and parsed them (``packets.parse(data, strict=False)``, as
+:func:`harness.decoding.decode_pieces` does) feeds them to :meth:`Observer.packet` instead, and a
+stream that could not be framed any further to :meth:`Observer.unframed`: the checks and their
+results are the same, and no packet is parsed twice.
 """
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Mapping
+
 from construct import Container
 
 from harness.session.core import (
+    CODEC_RULES,
     U16,
     Finding,
     TxSequenceChecker,
@@ -43,6 +51,7 @@ from harness.session.events import SessionState, Violation
 from harness.session.rules import RuleId, rule
 from harness.session.transitions import WRONG_STATE, transition
 from packets import GUID, Packet, PacketError, PacketKind, StreamSplitter
+from packets.base import SIGNATURE, VERSION_NUMBER
 
 __all__ = ["Observer"]
 
@@ -68,6 +77,31 @@ class _Side:
         self.message_ids: set[tuple[bytes, int]] = set()  # non-transactional, sent on this session
         self.tx_sent: dict[int, int] = {}  # TxSequenceID -> highest TxSequenceNumber sent
         self.order_acked: dict[int, int] = {}  # TxSequenceID -> highest number this endpoint OrderAcked
+
+
+_SENDERS = {C2S: "client", S2C: "server"}
+
+
+def _checked(data: bytes, parsed: Packet | None) -> tuple[Packet | None, list[Finding]]:
+    """:func:`harness.session.core.check_packet` of ``data`` whose parse is ``parsed`` (when not
+    None: the packet is not parsed again).  The signature is checked on the bytes first, as
+    check_packet does ([MS-MQQB] 3.1.5.1.2), then the packet's violations and kind (3.1.5.1.3,
+    3.1.5.1.1)."""
+    if parsed is None or len(data) < 16 or data[0] != VERSION_NUMBER or _SIG.unpack_from(data, 4)[0] != SIGNATURE:
+        return check_packet(data)  # parses only when no packet was given
+    if parsed.violations:  # every rule the packet breaks, each once (they all close: 3.1.5.1.3)
+        by_rule: dict[str, list[str]] = {}
+        for v in parsed.violations:
+            by_rule.setdefault(CODEC_RULES.get(v.field_path, RuleId.MQQB_3_1_5_1_3_MALFORMED), []).append(str(v))
+        return None, [(rule_id, "; ".join(found[:3])) for rule_id, found in by_rule.items()]
+    if parsed.kind == PacketKind.Unknown:
+        pt = parsed.headers.get("InternalHeader")
+        what = f"InternalHeader.Flags 0x{int(pt.Flags):04X}" if pt is not None else "no InternalHeader"
+        return None, [(RuleId.MQQB_3_1_5_1_1_UNKNOWN_PACKET, what)]
+    return parsed, []
+
+
+_SIG = struct.Struct("<I")
 
 
 class Observer:
@@ -107,22 +141,46 @@ class Observer:
         """Bytes the acceptor sent, in any fragmentation, captured at ``timestamp``."""
         return self._feed(self.server, data, timestamp)
 
-    def end(self) -> list[Violation]:
-        """The recording ended (both directions closed): unfinished packets, a session never opened."""
+    def packet(
+        self, sender: str, data: bytes, packet: Packet | None = None, timestamp: float | None = None
+    ) -> list[Violation]:
+        """One whole packet ``sender`` (``"client"``: the initiator, or ``"server"``) sent: ``data``
+        as framed by BaseHeader.PacketSize, and ``packet`` what ``packets.parse(data, strict=False)``
+        returned for it (parsed here when None), captured at ``timestamp``.
+
+        Each sender's packets in stream order, both senders interleaved in capture order: the order
+        :meth:`client_data` and :meth:`server_data` would complete them in.  Do not mix the two ways
+        of feeding for one sender."""
+        side = self._side(sender)
+        if side.dead:
+            return []
+        self._now = timestamp
+        return self._packet(side, data, packet)
+
+    def unframed(self, sender: str, error: PacketError) -> list[Violation]:
+        """``sender``'s stream cannot be framed any further: ``error`` is what
+        :class:`packets.StreamSplitter` raised (at the point :meth:`client_data` or
+        :meth:`server_data` would have met it)."""
+        side = self._side(sender)
+        if side.dead:
+            return []
+        return self._unframed(side, error)
+
+    def end(self, unfinished: Mapping[str, int] | None = None) -> list[Violation]:
+        """The recording ended (both directions closed): unfinished packets, a session never opened.
+
+        ``unfinished``: for a sender fed by :meth:`packet`, the bytes of an incomplete packet left
+        at the end of its stream (``{"client": n, "server": m}``)."""
         if self._ended:
             return []
         self._ended = True
         out: list[Violation] = []
         for side in (self.client, self.server):
-            if not side.dead and side.splitter.buffered:
+            left = side.splitter.buffered + (unfinished or {}).get(_SENDERS[side.direction], 0)
+            if not side.dead and left:
                 out += self._report(
                     side,
-                    [
-                        (
-                            RuleId.MQQB_3_1_5_1_3_TRUNCATED,
-                            f"{side.splitter.buffered} bytes of an unfinished packet at the end",
-                        )
-                    ],
+                    [(RuleId.MQQB_3_1_5_1_3_TRUNCATED, f"{left} bytes of an unfinished packet at the end")],
                     self.packets,
                 )
         if self.packets and self.phase != OPEN and not self.refused and self.closing is None:
@@ -139,23 +197,35 @@ class Observer:
         try:
             chunks = side.splitter.feed(data)
         except PacketError as e:
-            side.dead = True
-            rule_id = (
-                RuleId.MQQB_3_1_5_1_2_SIGNATURE
-                if e.field_path == "BaseHeader.Signature"
-                else RuleId.MQQB_3_1_5_1_3_MALFORMED
-            )
-            return self._report(side, [(rule_id, str(e))], self.packets)
+            return self._unframed(side, e)
         for chunk in chunks:
-            index = self.packets
-            self.packets += 1
-            packet, findings = check_packet(chunk.data)
-            if packet is None:
-                out += self._report(side, findings, index)
-                continue
-            handler = self._client_packet if side is self.client else self._server_packet
-            out += self._report(side, handler(packet), index)
+            out += self._packet(side, chunk.data, None)
         return out
+
+    def _side(self, sender: str) -> _Side:
+        if sender == "client":
+            return self.client
+        if sender == "server":
+            return self.server
+        raise ValueError(f"sender is 'client' or 'server', not {sender!r}")
+
+    def _unframed(self, side: _Side, error: PacketError) -> list[Violation]:
+        side.dead = True
+        rule_id = (
+            RuleId.MQQB_3_1_5_1_2_SIGNATURE
+            if error.field_path == "BaseHeader.Signature"
+            else RuleId.MQQB_3_1_5_1_3_MALFORMED
+        )
+        return self._report(side, [(rule_id, str(error))], self.packets)
+
+    def _packet(self, side: _Side, data: bytes, parsed: Packet | None) -> list[Violation]:
+        index = self.packets
+        self.packets += 1
+        packet, findings = _checked(data, parsed)
+        if packet is None:
+            return self._report(side, findings, index)
+        handler = self._client_packet if side is self.client else self._server_packet
+        return self._report(side, handler(packet), index)
 
     def _report(self, side: _Side, findings: list[Finding], index: int = -1) -> list[Violation]:
         found = [Violation.of(rule_id, index, evidence, side.direction) for rule_id, evidence in findings]
