@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import select
 import socket
+import struct
 import sys
 import time
+import uuid
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import packets
+from benchmarks import messages as hand
 from benchmarks.messages import sized_user_message
 from harness.peers import InitiatorLink, SimulatedPeer
 from harness.session import Acceptor, Initiator, Send, user_message
@@ -190,6 +195,127 @@ def separate_process_rate(count: int) -> float:
     return count / elapsed
 
 
+# --- an independent sender: socket and struct only ----------------------------------------------
+
+_SESSION_ACK = struct.Struct("<BBHLLLHHHHLHHHH")  # BaseHeader, InternalHeader, SessionHeader ([MS-MQQB] 2.2.6)
+
+
+def _guid_le(text: str) -> bytes:
+    return uuid.UUID(text).bytes_le
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        more = sock.recv(n - len(data))
+        if not more:
+            raise RuntimeError("stdlib sender: the peer closed the connection")
+        data += more
+    return data
+
+
+def _stdlib_user_message(source: bytes, destination: bytes, message_id: int, body: bytes) -> bytes:
+    """What :func:`harness.session.user_message` describes, encoded by hand ([MS-MQMQ] 2.2.19-2.2.20):
+    BaseHeader PR 3, TimeToReachQueue INFINITE; UserHeader DQ 0x3 (PrivateQueueIdentifier 1), MP;
+    MessagePropertiesHeader of a normal message (SHA1, RC4), no label."""
+    user = source + destination + struct.pack("<LLLLL", 0xFFFFFFFF, 0, message_id, (3 << 10) | (1 << 21), 1)
+    props = struct.pack("<BBH20sLLLLLLLL", 0, 0, 0, bytes(20), 0, 0, len(body), len(body), 0, 0x8004, 0x6801, 0)
+    props += body + bytes(-len(body) % 4)
+    size = 16 + len(user) + len(props)
+    return hand.base_header(0x0003, size, 0xFFFFFFFF) + user + props
+
+
+def stdlib_send(address: Any, bodies: list[bytes], delivered: Callable[[], bool], timeout: float = 120.0) -> None:
+    """An independent express sender written with ``socket`` and ``struct`` only: the
+    EstablishConnection ([MS-MQQB] 2.2.3, 3.1.5.2.3) and ConnectionParameters (2.2.2, 3.1.5.3.2)
+    handshake, then one UserMessage per body, MessageIDs 1, 2, ..., as many unacknowledged as the
+    window allows (3.1.7.1: the smaller of ours and the acceptor's WindowSize), the window moved by
+    each SessionAck's AckSequenceNumber (2.2.6, 3.1.5.5), until ``delivered()``."""
+    client, server = _guid_le(CLIENT), _guid_le(SERVER)
+    with socket.create_connection(address, timeout=timeout) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        ec = client + server + struct.pack("<LHH", 0, 0x0110, 0) + b"\x5a" * 512  # RE 0x10, SE 1
+        sock.sendall(hand.base_header(0x000B, 572) + struct.pack("<HH", 0, 2) + ec)
+        reply = _recv_exact(sock, 572)
+        if reply[20:36] != client or struct.unpack_from("<H", reply, 18)[0] & 0x10:  # InternalHeader.Flags.CS
+            raise RuntimeError("stdlib sender: EstablishConnection refused")
+        sock.sendall(hand.connection_parameters())
+        reply = _recv_exact(sock, 32)
+        window = max(1, min(64, struct.unpack_from("<H", reply, 30)[0]))
+        sock.setblocking(False)
+        pending, received = bytearray(), bytearray()
+        sent = acked = 0
+        deadline = time.monotonic() + timeout
+        while not delivered():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"stdlib sender: {acked} of {len(bodies)} acknowledged")
+            room = min(window - (sent - acked), len(bodies) - sent)
+            for _ in range(max(0, room)):
+                pending += _stdlib_user_message(client, server, sent + 1, bodies[sent])
+                sent += 1
+            while pending:
+                try:
+                    n = sock.send(pending)
+                except BlockingIOError:
+                    break
+                del pending[:n]
+            readable, _, _ = select.select([sock], [sock] if pending else [], [], 0.05)
+            if readable:
+                data = sock.recv(1 << 16)
+                if not data:
+                    raise RuntimeError("stdlib sender: the peer closed the connection")
+                received += data
+                while len(received) >= 16:  # BaseHeader.PacketSize frames each packet
+                    size = struct.unpack_from("<L", received, 8)[0]
+                    if len(received) < size:
+                        break
+                    fields = _SESSION_ACK.unpack_from(received) if size == _SESSION_ACK.size else ()
+                    if fields and fields[2] & 0x8 and fields[7] & 0xF == 1:  # IN, InternalHeader PT 1
+                        ack = fields[8]  # SessionHeader.AckSequenceNumber
+                        acked += (ack - acked) % 0x10000
+                    del received[:size]
+        if pending:
+            raise RuntimeError("stdlib sender: unsent bytes")
+
+
+def cpu_per_message(count: int) -> dict[str, Any]:
+    """CPU seconds per express message of the sending process (``time.process_time``), ours
+    (Initiator + InitiatorLink) against :func:`stdlib_send`, each sending the same ``count``
+    messages to a SimulatedPeer in its own process, from the first message until the peer has
+    delivered the last."""
+    bodies = [b"bench message %d" % n for n in range(count)]
+    first = user_message(CLIENT, SERVER, bodies[0], message_id=1)
+    ours_bytes = packets.build(first)
+    if ours_bytes != _stdlib_user_message(_guid_le(CLIENT), _guid_le(SERVER), 1, bodies[0]):
+        raise RuntimeError("the stdlib sender and ours would not send the same UserMessage")
+    results: dict[str, float] = {}
+    for _ in range(2):  # the better of two runs each
+        with _PeerProcess() as peer:
+            link = InitiatorLink(Initiator(CLIENT, SERVER), peer.address, timeout=10.0)
+            headers = _messages(count)  # the input of ours: packet headers (the stdlib's: bodies)
+            t0 = time.process_time()
+            for message in headers:
+                link.send_message(message)
+            ok = link.run_until(lambda: peer.delivered.value >= count, 120.0)
+            ours = time.process_time() - t0
+            link.close()
+            if not ok:
+                raise RuntimeError(f"ours: only {peer.delivered.value} of {count} delivered")
+        with _PeerProcess() as peer:
+            t0 = time.process_time()
+            stdlib_send(peer.address, bodies, lambda: peer.delivered.value >= count)
+            stdlib = time.process_time() - t0
+        results["ours"] = min(results.get("ours", float("inf")), ours)
+        results["stdlib"] = min(results.get("stdlib", float("inf")), stdlib)
+    return {
+        "name": f"sender CPU per express message, -> SimulatedPeer in its own process, {count:,} messages",
+        "unit": "us CPU per message",
+        "ours": 1e6 * results["ours"] / count,
+        "stdlib_sender": 1e6 * results["stdlib"] / count,
+        "ours_vs_stdlib": results["ours"] / results["stdlib"],
+    }
+
+
 def in_memory_rate(count: int) -> float:
     """The same engines with Send.data handed across in memory: the ceiling without sockets."""
     messages = _messages(count)
@@ -222,6 +348,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     other_process = separate_process_rate(count)
     memory = in_memory_rate(count)
     return [
+        cpu_per_message(count),
         fairness(quick),
         long_run_memory(quick),
         {

@@ -359,12 +359,16 @@ def parse_ping(datagram: bytes | bytearray | memoryview, strict: bool = True) ->
 # build
 
 
-def _headers_of(packet: Packet | Mapping[str, Any]) -> Container:
+def _headers_of(packet: Packet | Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(packet, Packet):
         return packet.headers
     if isinstance(packet, Mapping):
-        return Container(packet)
+        return packet
     raise PacketError("", -1, f"build takes a Packet or a mapping of headers, not {type(packet).__name__}")
+
+
+# The BaseHeader fields every build starts from (base.default_base_header's values).
+_BASE_DEFAULTS: dict[str, Any] = dict(base.default_base_header())
 
 
 def build(packet: Packet | Mapping[str, Any]) -> bytes:
@@ -379,18 +383,31 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
     headers as context, which also words the PacketError.
     """
     headers = _headers_of(packet)
-    base_header = base.default_base_header(**dict(headers.get("BaseHeader") or {}))
-    known, plan = _build_plan(layout_for(base_header))
-    for name in headers:
-        if name not in known and not name.startswith("_"):
-            raise PacketError(name, -1, "not a header of this packet layout")
+    given = headers.get("BaseHeader")
+    base_header = {**_BASE_DEFAULTS, **given} if given else dict(_BASE_DEFAULTS)
+    steps = _build_steps(layout_for(base_header))
+    present: list[tuple[int, _BuildStep, Any]] = []
+    ordered = True
+    last = -1
+    for name, value in headers.items():
+        step = steps.get(name)
+        if step is None:
+            if name != "BaseHeader" and not name.startswith("_"):
+                raise PacketError(name, -1, "not a header of this packet layout")
+            continue
+        if value is None:
+            continue
+        index = step[0]
+        if index < last:
+            ordered = False
+        last = index
+        present.append((index, step, value))
+    if not ordered:
+        present.sort(key=lambda item: item[0])
     context: Container | None = None
     parts: list[bytes] = []
     counted = base.BASE_HEADER_SIZE
-    for name, parser, builder, is_counted in plan:
-        value = headers.get(name)
-        if value is None:
-            continue
+    for _, (_, name, parser, builder, is_counted), value in present:
         try:
             if builder is None:
                 raise NeedsContext(name)
@@ -398,18 +415,19 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
         except Exception:
             if context is None:
                 context = Container(headers)
-                context.BaseHeader = base_header
+                context.BaseHeader = Container(base_header)
             data = parser.build(value, context)
         parts.append(data)
         if is_counted:
             counted += len(data)
-    if base_header.get("PacketSize") is None:
-        base_header.PacketSize = counted
+    if base_header["PacketSize"] is None:
+        base_header["PacketSize"] = counted
     try:
         data = _build_base_header(base_header)
     except Exception:
-        data = base.BASE_HEADER.build(base_header)
-    return data + b"".join(parts)
+        data = base.BASE_HEADER.build(Container(base_header))
+    parts.insert(0, data)
+    return b"".join(parts)
 
 
 def _build_base_header(base_header: Mapping[str, Any]) -> bytes:
@@ -419,19 +437,20 @@ def _build_base_header(base_header: Mapping[str, Any]) -> bytes:
     return builder(base_header)
 
 
-_BuildStep = tuple[str, HeaderParser, HeaderBuilder | None, bool]
-_BUILD_PLANS: dict[int, tuple[tuple[Slot, ...], frozenset[str], tuple[_BuildStep, ...]]] = {}
+# (position in the layout, name, parser, generated builder, whether PacketSize counts it)
+_BuildStep = tuple[int, str, HeaderParser, HeaderBuilder | None, bool]
+_BUILD_STEPS: dict[int, tuple[tuple[Slot, ...], dict[str, _BuildStep]]] = {}
 
 
-def _build_plan(layout: tuple[Slot, ...]) -> tuple[frozenset[str], tuple[_BuildStep, ...]]:
-    """The header names a layout knows and, per slot, its name, parser, generated builder and
-    whether PacketSize counts it (kept per layout object)."""
-    entry = _BUILD_PLANS.get(id(layout))
+def _build_steps(layout: tuple[Slot, ...]) -> dict[str, _BuildStep]:
+    """Per header name of a layout: its build step (kept per layout object)."""
+    entry = _BUILD_STEPS.get(id(layout))
     if entry is None or entry[0] is not layout:
-        known = frozenset(slot.name for slot in layout) | {"BaseHeader"}
-        plan = tuple((s.name, s.parser, builder_function(s.parser), s.counted) for s in layout)
-        entry = _BUILD_PLANS[id(layout)] = (layout, known, plan)
-    return entry[1], entry[2]
+        steps = {
+            s.name: (i, s.name, s.parser, builder_function(s.parser), s.counted) for i, s in enumerate(layout)
+        }
+        entry = _BUILD_STEPS[id(layout)] = (layout, steps)
+    return entry[1]
 
 
 def build_ping(ping: Packet | Mapping[str, Any]) -> bytes:

@@ -259,20 +259,24 @@ class BitFlags(int):
     __slots__ = ()
     _fields_: ClassVar[tuple[tuple[str, int, int], ...]] = ()
     _width_: ClassVar[int] = 32
+    _known_: ClassVar[dict[str, tuple[int, int]]] = {}  # name -> (shift, width), from _fields_
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for name, shift, width in cls._fields_:
             setattr(cls, name, property(_subfield_getter(shift, (1 << width) - 1)))
+        cls._known_ = {name: (shift, width) for name, shift, width in cls._fields_}
 
     @classmethod
     def make(cls, value: int | Mapping[str, int] = 0, **fields: int) -> BitFlags:
         """Flags from an integer, a mapping of sub-fields, or keyword sub-fields (or both)."""
+        if not fields and type(value) is int:  # the common case: a plain flag word
+            return cls(value)
         if isinstance(value, Mapping):
             fields = {**value, **fields}
             value = 0
         out = int(value)
-        known = {name: (shift, width) for name, shift, width in cls._fields_}
+        known = cls._known_
         for name, v in fields.items():
             if name not in known:
                 raise PacketError(cls.__name__ + "." + name, -1, "no such flag")

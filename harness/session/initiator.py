@@ -33,6 +33,7 @@ from harness.session.events import (
     Connect,
     Deliver,
     DeliveryClass,
+    Send,
     SendPing,
     SessionConfig,
     SessionError,
@@ -69,8 +70,11 @@ class OutgoingMessagePosition:
     ``MessagePosition`` is the [MS-MQDMPR] MessagePosition it stands for (None when a message was
     handed to :meth:`Initiator.send_message` directly).  Python-only: ``message_id`` (the
     UserHeader.MessageID that keys the OutgoingMessageTable), ``delivery`` (express, recoverable or
-    transactional, from UserHeader.Flags.DM and the TransactionHeader) and ``tx_numbered`` (the
-    TransactionHeader numbers were assigned on a first transmission, kept across sessions).
+    transactional, from UserHeader.Flags.DM and the TransactionHeader), ``tx_numbered`` (the
+    TransactionHeader numbers were assigned on a first transmission, kept across sessions) and
+    ``wire`` (the UserMessage encoded when it joined the table, without a piggy-backed
+    SessionHeader: what each transmission of an express or recoverable message sends unless it
+    carries one; None for a transactional message, whose TransactionHeader is filled when sent).
     """
 
     MessagePosition: Any = None
@@ -85,6 +89,7 @@ class OutgoingMessagePosition:
     message_id: int = 0
     delivery: DeliveryClass = DeliveryClass.express
     tx_numbered: bool = False
+    wire: bytes | None = None
 
 
 class Initiator(SessionEngine):
@@ -332,7 +337,8 @@ class Initiator(SessionEngine):
         OutgoingMessagePosition) followed by 3.1.7.16/3.1.7.1 (dispatch, send within the window).
         :class:`~harness.session.outgoing.OutgoingQueueProcessing` does the same steps through the
         model.  ``last_message_id`` holds the UserHeader.MessageID used."""
-        delivery = DeliveryClass(delivery)
+        if type(delivery) is not DeliveryClass:
+            delivery = DeliveryClass(delivery)
         pos = OutgoingMessagePosition(UserMessage=prepare_message(message, delivery), delivery=delivery)
         if not self.OutgoingQueueReference.ConnectionHistory:
             self._start()
@@ -358,6 +364,8 @@ class Initiator(SessionEngine):
         message_id = int(uh.MessageID)
         if message_id in self.OutgoingMessageTable:
             raise SessionError(f"MessageID {message_id} is already in the OutgoingMessageTable")
+        if pos.delivery is not DeliveryClass.transactional:
+            pos.wire = self._encode(pos.UserMessage)
         pos.message_id = message_id
         self.last_message_id = message_id
         self.OutgoingMessageTable[message_id] = pos
@@ -428,12 +436,14 @@ class Initiator(SessionEngine):
         self._start_if_stopped(Timer.SessionAckWait, self._ack_wait_seconds())
         self.SessionActive = True
         self._sent[pos.message_id] = pos
-        self._piggy_back(headers)
-        self._send_packet(headers, PacketKind.UserMessage)
+        data = pos.wire
+        if self._piggy_back(headers) or data is None:
+            data = self._encode(headers)
+        self._out.append(Send(data, PacketKind.UserMessage))
         self.sent_message_ids.add(pos.message_id)
         pos.Transmitted = True
 
-    def _piggy_back(self, headers: Container) -> None:
+    def _piggy_back(self, headers: Container) -> bool:
         """[MS-MQQB] 3.1.7.11: "If more than 75 percent of the time on the Session Ack Send Timer
         (section 3.1.2.5) has elapsed and the UnackedReceivedMsgCount ADM element does not equal
         0x0000", the UserMessage Packet carries a SessionHeader acknowledging what was received
@@ -443,14 +453,14 @@ class Initiator(SessionEngine):
         RecoverableMessageReceivedCount, and the Session Ack Send Timer is restarted.  The packet is
         constructed when the message becomes available, long before it is sent; the test is made
         when it is sent, the moment the acknowledgment goes out.  A retransmission carries no
-        acknowledgment it does not owe."""
-        flags = int(headers.BaseHeader.Flags)
-        due = self._elapsed_fraction(Timer.SessionAckSend) > 0.75 and self.counters.UnackedReceivedMsgCount != 0
+        acknowledgment it does not owe.  True when the packet carries a SessionHeader."""
+        due = self.counters.UnackedReceivedMsgCount != 0 and self._elapsed_fraction(Timer.SessionAckSend) > 0.75
         if not due:
             if headers.get("SessionHeader") is not None:
                 headers.SessionHeader = None
-                headers.BaseHeader.Flags = base.BaseHeaderFlags.make(flags, SH=0)
-            return
+                headers.BaseHeader.Flags = base.BaseHeaderFlags.make(int(headers.BaseHeader.Flags), SH=0)
+            return False
+        flags = int(headers.BaseHeader.Flags)
         seconds = self._timer_started[Timer.SessionAckSend][1]
         headers.SessionHeader = self.counters.session_header(self.WindowSize)
         headers.BaseHeader.Flags = base.BaseHeaderFlags.make(flags, SH=1)
@@ -458,6 +468,7 @@ class Initiator(SessionEngine):
         self.counters.acknowledged()
         self._stop_timer(Timer.SessionAckSend)
         self._start_timer(Timer.SessionAckSend, seconds)
+        return True
 
     def _ack_wait_seconds(self) -> float:
         return self.config.ack_wait_multiple * self.AckWaitTimeout / 1000

@@ -16,6 +16,7 @@ from construct import Container
 import packets
 from harness.session.events import DeliveryClass, SessionError
 from packets import GUID, Packet, base
+from packets.fields import BitFlags
 from packets.optional import TransactionHeaderFlags
 from packets.properties import default_message_properties_header
 from packets.user import UserHeaderFlags, default_user_header
@@ -51,7 +52,7 @@ def user_message(
     return prepare_message(headers, delivery)
 
 
-def _headers(message: Packet | Mapping[str, Any] | bytes) -> Container:
+def _headers(message: Packet | Mapping[str, Any] | bytes) -> Mapping[str, Any]:
     if isinstance(message, bytes | bytearray | memoryview):
         try:
             return packets.parse(bytes(message)).headers
@@ -60,54 +61,70 @@ def _headers(message: Packet | Mapping[str, Any] | bytes) -> Container:
     if isinstance(message, Packet):
         return message.headers
     if isinstance(message, Mapping):
-        return Container(message)
+        return message
     raise SessionError(f"send_message takes packet headers, a Packet or bytes, not {type(message).__name__}")
 
 
-def _copy(value: Any) -> Any:
-    """A private copy of packet headers: containers and lists are copied, the leaves (int, str,
-    bytes, GUID and BitFlags, all immutable) are shared; bytearrays are copied."""
-    if isinstance(value, dict):
-        out = type(value)()
-        for k, v in value.items():
-            out[k] = _copy(v)
-        return out
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    if isinstance(value, bytearray):
-        return bytearray(value)
-    return value
+def _mask(flags: type[BitFlags], *names: str) -> int:
+    """The bits of the named sub-fields of a flag word."""
+    out = 0
+    for name in names:
+        shift, width = flags._known_[name]
+        out |= ((1 << width) - 1) << shift
+    return out
+
+
+# BaseHeader.Flags cleared by prepare_message: SH and IN always, PR for a transactional message;
+# UserHeader.Flags it sets: DM (1 unless express) and TH (transactional).
+_BASE_CLEAR = _mask(base.BaseHeaderFlags, "SH", "IN")
+_BASE_CLEAR_TX = _BASE_CLEAR | _mask(base.BaseHeaderFlags, "PR")
+_USER_CLEAR = _mask(UserHeaderFlags, "DM", "TH")
+_USER_SET = {
+    DeliveryClass.express: 0,
+    DeliveryClass.recoverable: 1 << UserHeaderFlags._known_["DM"][0],
+    DeliveryClass.transactional: 1 << UserHeaderFlags._known_["DM"][0] | 1 << UserHeaderFlags._known_["TH"][0],
+}
+_BASE_DEFAULTS: dict[str, Any] = dict(base.default_base_header())
+_DEFAULT_BASE_FLAGS = int(base.BaseHeaderFlags.make(PR=3))
 
 
 def prepare_message(message: Packet | Mapping[str, Any] | bytes, delivery: DeliveryClass) -> Container:
     """A private copy of ``message`` whose headers say ``delivery``: DM, TH and a TransactionHeader
     (sequence fields are filled when it is sent, 3.1.7.1.3), no piggy-backed SessionHeader (the
-    sender fills one when it sends, 3.1.7.1.3), PacketSize recomputed."""
-    headers = _copy(_headers(message))
-    if "UserHeader" not in headers or headers.get("UserHeader") is None:
+    sender fills one when it sends, 3.1.7.1.3), PacketSize recomputed.
+
+    The copy is one level deep: the packet's mapping and each header are new, what a header's
+    fields hold (queue formats, element lists, bytes) is shared; the sender replaces fields, it
+    never changes what they hold, and encodes the packet when it takes the message
+    (:meth:`~harness.session.Initiator.add_outgoing_message_position`)."""
+    source = _headers(message)
+    if source.get("UserHeader") is None:
         raise SessionError("send_message: the packet has no UserHeader (not a UserMessage Packet)")
-    bh = dict(headers.get("BaseHeader") or {})
-    flags = base.BaseHeaderFlags.make(int(bh.get("Flags", base.BaseHeaderFlags.make(PR=3))))
     transactional = delivery is DeliveryClass.transactional
-    flags = base.BaseHeaderFlags.make(flags, SH=0, IN=0, **({"PR": 0} if transactional else {}))
-    bh.update(Flags=flags, PacketSize=None)
-    headers.BaseHeader = base.default_base_header(**bh)
-    headers.pop("SessionHeader", None)
-    uh = headers.UserHeader
-    uh.Flags = UserHeaderFlags.make(
-        int(uh.Flags), DM=0 if delivery is DeliveryClass.express else 1, TH=int(transactional)
-    )
-    if transactional:
-        if headers.get("TransactionHeader") is None:
-            headers.TransactionHeader = Container(
-                Flags=TransactionHeaderFlags.make(FM=1, LM=1),
-                TxSequenceID=Container(Ordinal=0, TimeStamp=0),
-                TxSequenceNumber=1,
-                PreviousTxSequenceNumber=0,
-                ConnectorQMGuid=None,
-            )
-    else:
-        headers.pop("TransactionHeader", None)
+    headers = Container()
+    for name, value in source.items():
+        if name == "SessionHeader" or (name == "TransactionHeader" and not transactional):
+            continue
+        headers[name] = Container(value) if isinstance(value, dict) else value
+    given = source.get("BaseHeader") or {}
+    flags = given.get("Flags")
+    flags = _DEFAULT_BASE_FLAGS if flags is None else int(flags)
+    flags &= ~(_BASE_CLEAR_TX if transactional else _BASE_CLEAR)
+    bh = Container(_BASE_DEFAULTS)
+    bh.update(given)
+    bh["Flags"] = base.BaseHeaderFlags(flags)
+    bh["PacketSize"] = None
+    headers["BaseHeader"] = bh
+    uh = headers["UserHeader"]
+    uh["Flags"] = UserHeaderFlags(int(uh["Flags"]) & ~_USER_CLEAR | _USER_SET[delivery])
+    if transactional and headers.get("TransactionHeader") is None:
+        headers["TransactionHeader"] = Container(
+            Flags=TransactionHeaderFlags.make(FM=1, LM=1),
+            TxSequenceID=Container(Ordinal=0, TimeStamp=0),
+            TxSequenceNumber=1,
+            PreviousTxSequenceNumber=0,
+            ConnectorQMGuid=None,
+        )
     return headers
 
 
