@@ -5,13 +5,21 @@ ConnectionParameters, UserMessages and acknowledgments, [MS-MQQB] 3.1, over TCP 
 
 - pipeline: the Spark job (:func:`harness.pipeline.job.run_pipeline`) on ``local[2]``, Parquet
   written, JVM start-up excluded (the session is created before the clock starts);
-- one process: the same functions in one Python process (:func:`harness.pipeline.flows.process_local`:
-  read, decode frames, reassemble, ``decode_pieces``, the observer), no output written;
+- one process: the same functions in one Python process (:func:`harness.pipeline.flows.iter_local`:
+  read, decode frames, reassemble, ``decode_pieces``, the observer; rows handed on per connection
+  and dropped), no output written;
 - scapy: ``rdpcap`` with the MSMQ scapy layers bound to TCP 1801 (every frame dissected down to its
   MSMQ layers), on the first ``SCAPY_FRAMES`` frames (scapy is slow; its rate is per frame).
 
 Sizes: ``BENCH_PIPELINE_FRAMES`` (default 1,600,000 frames, which carry more than 1,000,000 MSMQ
 packets; 20,000 with --quick) and ``BENCH_PIPELINE_SCAPY_FRAMES`` (default 20,000; 5,000 with --quick).
+
+Parse calls per packet: ``packets.parse`` calls counted through the one-process chain (every
+packet parsed once, for its row and for the observer).
+
+Decode memory: peak resident memory of ``msmq-harness decode --json`` written to /dev/null, on
+captures of ``BENCH_PIPELINE_DECODE_SESSIONS`` (default 13,000 sessions, about 185 MB; 1,000 with
+--quick; 0 skips it) and twice as many sessions: it must not grow with the capture.
 
 Driver memory: ``msmq-harness pipeline --master local[2]`` in a subprocess on a capture of
 ``BENCH_PIPELINE_BIG_BYTES`` (default 2,000,000,000; 50,000,000 with --quick; 0 skips it), with the
@@ -63,12 +71,12 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         synth_s = time.perf_counter() - t
         size = path.stat().st_size
 
-        from harness.pipeline.flows import process_local
+        from harness.pipeline.flows import iter_local
 
         t = time.perf_counter()
-        tables, _counts = process_local([str(path)])
+        msmq_packets = sum(len(tables["packets"]) for tables in iter_local([str(path)]))
         local_s = time.perf_counter() - t
-        msmq_packets = len(tables["packets"])
+        calls_per_packet = _parse_calls(path) / max(1, msmq_packets)
 
         from harness.pipeline.job import run_pipeline, spark_session
 
@@ -123,6 +131,12 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "scapy_frames": len(dissected),
             },
         ]
+        rows.append(
+            {"name": "packets.parse calls per MSMQ packet (one process)", "unit": "calls", "calls": calls_per_packet}
+        )
+        sessions = int(os.environ.get("BENCH_PIPELINE_DECODE_SESSIONS", 1_000 if quick else 13_000))
+        if sessions:
+            rows.append(_decode_memory(folder, sessions))
         big = int(os.environ.get("BENCH_PIPELINE_BIG_BYTES", 50_000_000 if quick else 2_000_000_000))
         if big:
             rows.append(_driver_memory(folder, big))
@@ -132,6 +146,61 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
 
 BYTES_PER_SESSION = 10_050  # synth's sessions, on average, in a classic pcap file
+
+
+def _parse_calls(path: Path) -> int:
+    """``packets.parse`` calls while the one-process chain reads ``path``."""
+    import packets
+    from harness.pipeline.flows import iter_local
+
+    real = packets.parse
+    calls = 0
+
+    def counting(data: Any, strict: bool = True) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(data, strict)
+
+    packets.parse = counting  # type: ignore[assignment]
+    try:
+        for _tables in iter_local([str(path)]):
+            pass
+    finally:
+        packets.parse = real  # type: ignore[assignment]
+    return calls
+
+
+def _peak_rss(cmd: list[str]) -> tuple[int, float]:
+    """Peak resident bytes and wall seconds of ``cmd``, its output to /dev/null."""
+    import subprocess
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}")
+    return usage.ru_maxrss * 1024, time.perf_counter() - start
+
+
+def _decode_memory(folder: Path, sessions: int) -> dict[str, Any]:
+    """Peak resident memory of ``decode --json`` on a capture of ``sessions`` sessions and on one
+    of twice as many: flat when decode streams."""
+    import sys
+
+    from harness.pipeline.synth import synthesize
+
+    row: dict[str, Any] = {"name": "decode --json > /dev/null, peak RSS at 1x and 2x the capture", "unit": "MiB"}
+    for scale in (1, 2):
+        path = folder / f"decode-{scale}x.pcap"
+        synthesize(path, sessions * scale, 0.02, seed=11, manifest=folder / f"decode-{scale}x.json")
+        rss, wall = _peak_rss([sys.executable, "-m", "harness.cli", "decode", "--json", str(path)])
+        row[f"capture_{scale}x_MB"] = round(path.stat().st_size / 1e6)
+        row[f"peak_{scale}x"] = round(rss / 2**20)
+        row[f"wall_{scale}x_s"] = round(wall, 1)
+        path.unlink()
+    row["peak_2x_over_1x"] = row["peak_2x"] / max(1, row["peak_1x"])
+    return row
 
 
 def _tree(root: int) -> dict[int, tuple[str, int]]:
