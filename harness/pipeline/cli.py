@@ -103,14 +103,39 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_capture_to_case(args: argparse.Namespace) -> int:
-    from harness.pipeline.tocase import CaseBuildError, capture_to_case, write_case
+    from harness.pipeline.minimize import NotReproduced, Reproducer, minimize
+    from harness.pipeline.tocase import CaseBuildError, capture_to_case, sessions_with_problems, write_case
 
     ports = frozenset(int(p) for p in args.ports.split(","))
+    if args.flow is None:  # the sessions a case can be made of
+        try:
+            found = sessions_with_problems(args.capture, ports)
+        except OSError as e:
+            print(f"msmq-harness capture-to-case: {e}", file=sys.stderr)
+            return 2
+        print(f"{len(found)} sessions of {args.capture} broke a rule; make a case of one with --flow ID --out FILE:")
+        for flow, rules in found:
+            print(f"  {flow}  {', '.join(rules)}")
+        return 0
+    if args.out is None:
+        print("msmq-harness capture-to-case: --out FILE is required with --flow", file=sys.stderr)
+        return 2
     try:
         case = capture_to_case(args.capture, args.flow, ports=ports, behaviour=args.behaviour, case_id=args.id)
     except (CaseBuildError, OSError) as e:
         print(f"msmq-harness capture-to-case: {e}", file=sys.stderr)
         return 2
+    if args.minimize:
+        reproducer = Reproducer(args.target, args.step_timeout)
+        try:
+            shrunk = minimize(case, reproducer, max_runs=args.max_runs)
+        except NotReproduced as e:
+            print(f"msmq-harness capture-to-case: {args.target}: {e}; nothing to minimize", file=sys.stderr)
+            return 2
+        finally:
+            reproducer.close()
+        case = shrunk.case
+        print(shrunk.summary())
     write_case(case, args.out)
     print(f"wrote {args.out}: {case['id']}, {len(case['when'])} steps")
     return 0
@@ -171,11 +196,21 @@ def add_subcommands(sub: Any) -> None:
 
     to_case = sub.add_parser("capture-to-case", help="write a wire case replaying the initiator's side of a flow")
     to_case.add_argument("capture", metavar="CAPTURE")
-    to_case.add_argument("--flow", required=True, metavar="ID", help="as in the pipeline's flow column")
-    to_case.add_argument("--out", required=True, metavar="case.yaml")
-    to_case.add_argument("--ports", default="1801")
+    to_case.add_argument(
+        "--flow", metavar="ID", help="as in the pipeline's flow column (without it: list the sessions with problems)"
+    )
+    to_case.add_argument("--out", metavar="case.yaml", help="where to write the case (required with --flow)")
+    to_case.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
     to_case.add_argument("--behaviour", metavar="NAME", help="the simulated peer's behaviour (given.peer.behaviour)")
-    to_case.add_argument("--id", metavar="CASE_ID")
+    to_case.add_argument("--id", metavar="CASE_ID", help="the case's id (default: capture.<flow>)")
+    to_case.add_argument(
+        "--minimize",
+        action="store_true",
+        help="shrink the case by delta debugging to the smallest that still fails the same way against --target",
+    )
+    to_case.add_argument("--target", default="reference", help="the target --minimize runs against (default reference)")
+    to_case.add_argument("--max-runs", type=int, default=300, metavar="N", help="most runs of --minimize")
+    to_case.add_argument("--step-timeout", type=float, default=10.0, metavar="S", help="per step (default 10)")
     to_case.set_defaults(func=cmd_capture_to_case)
 
 

@@ -33,7 +33,7 @@ from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, analyse_flow, flo
 from harness.pipeline.splits import Split, read_split
 from harness.session.rules import RuleId
 
-__all__ = ["CaseBuildError", "capture_to_case", "find_flow", "write_case"]
+__all__ = ["CaseBuildError", "capture_to_case", "find_flow", "sessions_with_problems", "write_case"]
 
 SESSION_ACK_RULES = frozenset({RuleId.MQQB_3_1_5_5_5_COUNT_MISMATCH, RuleId.MQQB_3_1_5_5_1_ACK_BEYOND_SENT})
 _ACKS = ["SessionAck", "OrderAck", "FinalAck"]
@@ -53,6 +53,21 @@ def find_flow(path: str | Path, flow: str, ports: frozenset[int] = DEFAULT_PORTS
     if not segs:
         raise CaseBuildError(f"{path}: no TCP flow {flow} on ports {','.join(map(str, sorted(ports)))}")
     return next(iter(reassemble(segs, ports).values()))
+
+
+def sessions_with_problems(path: str | Path, ports: frozenset[int] = DEFAULT_PORTS) -> list[tuple[str, list[str]]]:
+    """(flow id, rules broken) of every flow of a capture whose session broke a rule, in the
+    order the flows begin: what ``capture-to-case`` can make a case of."""
+    path = str(path)
+    split = Split(path, 0, max(1, os.path.getsize(path)))
+    segments = segments_of(read_split(split), FrameCounts(path), ports)
+    flows = reassemble([(ts, seg) for _off, ts, seg in segments], ports)
+    found = []
+    for flow in flows.values():
+        rules = sorted({v["rule_id"] for v in analyse_flow(path, flow)["violations"]})
+        if rules:
+            found.append((flow.id, rules))
+    return found
 
 
 def _packets_in_order(flow: Flow) -> list[tuple[str, int, bytes, str]]:

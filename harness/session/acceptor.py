@@ -96,6 +96,8 @@ class AcceptorBehaviour:
         ``TCP:<initiator address>\PRIVATE$\order_queue$``; private when the address is unknown).
     base_reserved: BaseHeader.Reserved of every packet sent ([MS-MQMQ] 2.2.19.1: "can be set to any
         arbitrary value when sent and MUST be ignored on receipt"); None: 0.
+    ack_overshoot: every SessionAck's AckSequenceNumber this many beyond the UserMessages received
+        (a fault: the initiator's 3.1.5.5.1 check of an acknowledgment beyond what it sent).
     """
 
     name: str = "normal"
@@ -115,6 +117,7 @@ class AcceptorBehaviour:
     longest_timers: bool = False
     order_ack_queue: Literal["private", "direct"] = "private"
     base_reserved: int | None = None
+    ack_overshoot: int = 0
     boundary: bool = False
     summary: str = ""
     sections: tuple[str, ...] = ()
@@ -145,6 +148,9 @@ BEHAVIOURS: dict[str, AcceptorBehaviour] = {
         AcceptorBehaviour("missing-ack", session_ack="missing", summary="never sends a SessionAck"),
         AcceptorBehaviour("missing-order-ack", order_ack=False, summary="never sends an OrderAck"),
         AcceptorBehaviour("window-1", window_size=1, summary="advertises WindowSize 1"),
+        AcceptorBehaviour(
+            "ack-beyond-sent", ack_overshoot=1, summary="SessionAcks acknowledge one UserMessage more than received"
+        ),
         AcceptorBehaviour("garbage-reply", garbage_reply=bytes(range(256)) * 2, summary="answers EC with garbage"),
         AcceptorBehaviour(
             "slow-reader",
@@ -349,6 +355,11 @@ class Acceptor(SessionEngine):
                 headers.BaseHeader["VersionNumber"] = b.reply_version
             if b.base_reserved is not None:  # [MS-MQMQ] 2.2.19.1: any value when sent
                 headers.BaseHeader["Reserved"] = b.base_reserved
+        if b.ack_overshoot and headers.get("SessionHeader") is not None and headers.get("UserHeader") is None:
+            headers.SessionHeader = dict(headers.SessionHeader)  # a SessionAck Packet (2.2.6)
+            headers.SessionHeader["AckSequenceNumber"] = (
+                headers.SessionHeader["AckSequenceNumber"] + b.ack_overshoot
+            ) % (1 << 16)
         return packets.build(headers)
 
     def _after_packet(self, index: int) -> None:
