@@ -5,13 +5,17 @@ Renders a :class:`~harness.report.results.RunResult` in the shape of ``RunResult
 outcome counts, a difference counted once under the requirement it broke), ``results``: one
 record per case variant with ``case_id``, ``title``, ``sections``, ``level``, ``outcome``,
 ``duration``, ``failures`` (each ``step``, ``event``, ``field``, ``expected``, ``observed``,
-``section``, ``message``, ``evidence``, ``requirement``, ``level``), ``detail``, ``source``,
-``line``, ``tags``, ``requirements``) plus the run's metadata: ``format`` (:data:`FORMAT`),
+``section``, ``message``, ``evidence``, ``requirement``, ``level``, ``quote`` (the
+requirement's sentence), ``inputs`` (the step's arguments), ``line`` (the step's line)),
+``detail``, ``source``, ``line``, ``tags``, ``requirements``, ``stopped`` (the step an error
+stopped the case at, or null) and ``explanations`` (why the case did not pass, as every report
+shows it: harness.report.explain)) plus the run's metadata: ``format`` (:data:`FORMAT`),
 ``generated`` (UTC, ISO 8601), ``harness_version``, ``python``, ``host``, ``ok`` and
 ``by_section`` (spec section -> outcome counts, a case counted once per section, sorted by
 document and section number), and whatever ``metadata`` the caller adds.  Values JSON cannot hold (bytes, sets,
 enumerations) are written as hex, sorted lists and their string.  :func:`read_json` reads a
-report back into a RunResult.
+report back into a RunResult.  harness/report/results.schema.json (:data:`SCHEMA`) is the JSON
+Schema of the format; a change of the format's shape changes :data:`FORMAT`'s number.
 """
 
 from __future__ import annotations
@@ -26,12 +30,17 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from harness.report.explain import explain
 from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
 from harness.report.terminal import section_key
 
-__all__ = ["FORMAT", "read_json", "render_json", "to_json_dict", "write_json"]
+__all__ = ["FORMAT", "READABLE", "SCHEMA", "load_schema", "read_json", "render_json", "to_json_dict", "write_json"]
 
-FORMAT = "msmq-harness-results/1"
+FORMAT = "msmq-harness-results/2"
+# the formats read_json reads: /2 added each failure's quote, inputs and line, each result's
+# stopped and explanations; /1 reports read as they are
+READABLE = ("msmq-harness-results/1", FORMAT)
+SCHEMA = Path(__file__).with_name("results.schema.json")
 
 
 def _version() -> str:
@@ -61,6 +70,8 @@ def to_json_dict(run: RunResult, *, metadata: Mapping[str, Any] | None = None) -
         "host": socket.gethostname(),
     }
     out.update(run.to_dict())
+    for record, result in zip(out["results"], run.results, strict=True):
+        record["explanations"] = [e.to_dict() for e in explain(result)]
     out["ok"] = run.ok
     out["by_section"] = {
         section: dict(counts) for section, counts in sorted(run.by_section().items(), key=lambda i: section_key(i[0]))
@@ -82,14 +93,25 @@ def write_json(run: RunResult, path: str | os.PathLike[str], *, metadata: Mappin
     return out
 
 
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema of the report (:data:`SCHEMA`, draft 2020-12), whose ``format`` is :data:`FORMAT`."""
+    schema: dict[str, Any] = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    return schema
+
+
 def read_json(path: str | os.PathLike[str]) -> RunResult:
     """A report written by :func:`write_json`, back as a RunResult (values as JSON holds them)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
+    if data.get("format", READABLE[0]) not in READABLE:
+        raise ValueError(f"{path}: format {data.get('format')!r} is none of {', '.join(READABLE)}")
     results = []
     for record in data["results"]:
         fields = dict(record)
         fields["outcome"] = Outcome(fields["outcome"])
         fields["failures"] = [StepFailure(**f) for f in fields.get("failures", [])]
+        fields.pop("explanations", None)  # derived from the rest (harness.report.explain)
+        if fields.get("stopped") is not None:
+            fields["stopped"] = StepFailure(**fields["stopped"])
         results.append(CaseResult(**fields))
     return RunResult(
         target=data["target"], results=results, duration=data.get("duration", 0.0), strict=data.get("strict", False)

@@ -5,7 +5,10 @@ Renders a :class:`~harness.report.results.RunResult` as ``<testsuites>`` with on
 MS-MQQB, MS-MQMQ, by each case's first section) and one ``<testcase>`` per case variant:
 ``classname`` is the case's first spec section, ``name`` its full id (matrix values included),
 ``time`` its duration.  A failed case has a ``<failure>`` whose ``message`` is the first
-failure's section with the expected and the observed value and whose text lists every failure;
+failure's section with the expected and the observed value and whose text explains every
+failure as the terminal does (harness.report.explain: the case's title, the requirement and the
+spec's sentence, the step and its inputs, expected and observed, what the target said, the
+evidence);
 a case the target errored on has an ``<error>``; a known failure that passed (xpass) is a
 ``<failure>`` too, and so is a non_strict case in a ``--strict`` run.  A non_strict case of
 an ordinary run passes, with its differences in ``<system-out>`` and the property
@@ -22,12 +25,13 @@ from __future__ import annotations
 import os
 import re
 import socket
+import textwrap
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.report.results import CaseResult, Outcome, RunResult
-from harness.report.terminal import DOCUMENTS, case_headline, failure_line, section_key
+from harness.report.terminal import DOCUMENTS, case_headline, case_lines, section_key
 
 __all__ = ["render_junit", "to_element", "write_junit"]
 
@@ -61,13 +65,8 @@ def _testcase(result: CaseResult, strict: bool = False) -> ET.Element:
     ET.SubElement(props, "property", name="outcome", value=str(result.outcome))
     if result.title:
         ET.SubElement(props, "property", name="title", value=_clean(result.title))
-    text = "\n".join(failure_line(f) for f in result.failures)
+    text = textwrap.dedent("\n".join(case_lines(result)))  # harness.report.explain, as the terminal shows it
     detail = result.detail.strip()
-    if detail and not result.failures:
-        text = detail
-    for f in result.failures:
-        if f.evidence:
-            text += f"\n--- evidence ({f.field}) ---\n{f.evidence}"
     outcome = result.outcome
     if outcome is Outcome.failed or (outcome is Outcome.non_strict and strict):
         kind = "conformance" if outcome is Outcome.failed else "non_strict"

@@ -12,6 +12,7 @@ target declared it does not implement an event or action the case raises), ``not
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
@@ -72,6 +73,9 @@ class StepFailure:
     evidence: str = ""  # e.g. a hex dump with the field marked, for wire cases
     requirement: str = ""  # the requirement id the expectation checks (harness.cases.grading)
     level: str = "MUST"  # that requirement's level: MUST, SHOULD, MAY or interpretation
+    quote: str = ""  # that requirement's sentence, as cases/requirements.yaml quotes the spec
+    inputs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the step's arguments, as the case wrote them
+    line: int = 0  # line of the step in the case file (0: the case's line)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -97,7 +101,51 @@ def _clean_failure(f: StepFailure) -> StepFailure:
         observed=clean(f.observed),
         message=clean(f.message),
         evidence=clean(f.evidence),
+        inputs=clean(f.inputs),
     )
+
+
+def _in_context(f: StepFailure, case: Case) -> StepFailure:
+    """``f`` with what the case knows of it: the step's inputs and line, the requirement's sentence."""
+    if 0 <= f.step < len(case.when):
+        step = case.when[f.step]
+        if not f.inputs:
+            f.inputs = dict(step.args)
+        f.line = f.line or step.line
+    found = case.requirements.get(f.requirement) if f.requirement else None
+    if found is not None and not f.quote:
+        f.quote = found.quote
+    return f
+
+
+_AT_STEP = re.compile(r"step (\d+) \((?:[^)]*)\): ")
+
+
+def _stopped(case: Case, outcome: Outcome, failures: list[StepFailure], detail: str) -> StepFailure | None:
+    """The step an error (or an Unsupported reply) stopped ``case`` at, read from the runners'
+    ``"step N (event, line L): what the target said"`` detail; None when none is named."""
+    if failures or outcome not in (Outcome.error, Outcome.unsupported):
+        return None
+    found = _AT_STEP.match(detail)
+    if found is None or int(found.group(1)) >= len(case.when):
+        return None
+    from harness.cases.grading import attribute, section_of
+
+    index = int(found.group(1))
+    step = case.when[index]
+    requirement, level = attribute(case, step)
+    stopped = StepFailure(
+        step=index,
+        event=step.event,
+        field="",
+        expected=None,
+        observed=clean(detail[found.end() :]),
+        section=section_of(case, requirement),
+        message=clean(detail),
+        requirement=requirement,
+        level=str(level),
+    )
+    return _clean_failure(_in_context(stopped, case))
 
 
 @dataclass
@@ -114,6 +162,9 @@ class CaseResult:
     line: int = 0
     tags: list[str] = field(default_factory=list)
     requirements: list[str] = field(default_factory=list)  # the ids the case cites
+    # an error (or unsupported) at a step: that step, its inputs and requirement; ``observed``
+    # holds what the target said (harness.report.explain)
+    stopped: StepFailure | None = None
 
     @classmethod
     def since(
@@ -137,12 +188,13 @@ class CaseResult:
             level=str(case.level),
             outcome=outcome,
             duration=duration,
-            failures=[_clean_failure(f) for f in failures],
+            failures=[_clean_failure(_in_context(f, case)) for f in failures],
             detail=clean(detail),
             source=case.source,
             line=case.line,
             tags=list(case.tags),
             requirements=list(case.requirements) or [r.requirement for r in case.spec if r.requirement],
+            stopped=_stopped(case, outcome, failures, detail),
         )
 
     def counted_sections(self) -> list[str]:

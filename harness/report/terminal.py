@@ -23,6 +23,7 @@ from collections import Counter
 from types import TracebackType
 from typing import IO, Any
 
+from harness.report.explain import Explanation, explain, explanation_lines, show_value
 from harness.report.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "SHOWN_OUTCOMES",
     "Progress",
     "case_headline",
+    "case_lines",
     "failure_line",
     "format_value",
     "print_summary",
@@ -112,9 +114,10 @@ def requirement_tag(failure: StepFailure) -> str:
 
 def failure_line(failure: StepFailure) -> str:
     """``MS-MQDMPR 3.1.7.3.2 [DMPR-..., MUST]: step 0 (seek_...): rMessagePosition expected "m2",
-    observed "m3"``."""
+    observed "m3"`` (a long value cut, harness.report.explain.show_value)."""
     where = "then" if failure.step < 0 else f"step {failure.step} ({failure.event})"
-    expected, observed = format_value(failure.expected), format_value(failure.observed)
+    limit = 60 if failure.evidence else 100  # the evidence below shows the value whole
+    expected, observed = show_value(failure.expected, limit), show_value(failure.observed, limit)
     text = f"{where}: {failure.field} expected {expected}, observed {observed}"
     tag = requirement_tag(failure)
     return f"{tag}: {text}" if tag else text
@@ -155,6 +158,28 @@ def _listed(run: RunResult) -> list[tuple[str, list[CaseResult]]]:
     return groups
 
 
+_DETAIL_INDENT = "          "  # the rows of an explanation, under its case and difference
+_ROW_STYLES = {"expected": "green", "observed": "red", "spec says": "italic", "target said": "yellow"}
+
+
+def _explained(result: CaseResult) -> list[tuple[Explanation, StepFailure | None]]:
+    """Each explanation of ``result`` with the difference it explains (None for an error)."""
+    explanations = explain(result)
+    failures: list[StepFailure | None] = list(result.failures) or [None] * len(explanations)
+    return list(zip(explanations, failures, strict=True))
+
+
+def case_lines(result: CaseResult, width: int = 100) -> list[str]:
+    """The lines under a listed case: its title, then for each difference its headline
+    (:func:`failure_line`) and its explanation (harness.report.explain), the evidence last."""
+    lines = [f"      {result.title}"] if result.title else []
+    for e, f in _explained(result):
+        if f is not None:
+            lines.append(f"      {failure_line(f)}")
+        lines.extend(explanation_lines(e, _DETAIL_INDENT, width))
+    return lines
+
+
 def _count_line(counts: Counter[str]) -> str:
     return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
 
@@ -173,10 +198,7 @@ def render_summary(run: RunResult) -> str:
         lines.append(f"{title}:")
         for r in shown:
             lines.append(f"  {str(r.outcome).upper()} {r.case_id}" + (f"  ({r.source}:{r.line})" if r.source else ""))
-            if r.failures:
-                lines.extend(f"      {failure_line(f)}" for f in r.failures)
-            for detail_line in ([] if r.failures else r.detail.strip().splitlines()):
-                lines.append(f"      {detail_line}")
+            lines.extend(case_lines(r))
         lines.append("")
     table = sections_by_document(run)
     if table:
@@ -224,18 +246,25 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
             if r.source:
                 head.append(f"  ({r.source}:{r.line})", style="dim")
             console.print(head)
-            for f in r.failures:
-                line = Text("    ")
-                line.append(requirement_tag(f) or "-", style="cyan")
-                line.append(f"  {'then' if f.step < 0 else f'step {f.step} ({f.event})'}: {f.field} ")
-                line.append("expected ", style="dim")
-                line.append(format_value(f.expected), style="green")
-                line.append(", observed ", style="dim")
-                line.append(format_value(f.observed), style="red")
-                console.print(line)
-            if not r.failures and r.detail.strip():
-                for detail_line in r.detail.strip().splitlines():
-                    console.print(Text("    " + detail_line))
+            if r.title:
+                console.print(Text(f"      {r.title}", style="italic"))
+            for e, f in _explained(r):
+                if f is not None:
+                    line = Text("      ")
+                    line.append(requirement_tag(f) or "-", style="cyan")
+                    line.append(f"  {'then' if f.step < 0 else f'step {f.step} ({f.event})'}: {f.field} ")
+                    line.append("expected ", style="dim")
+                    line.append(show_value(f.expected), style="green")
+                    line.append(", observed ", style="dim")
+                    line.append(show_value(f.observed), style="red")
+                    console.print(line)
+                for text in explanation_lines(e, _DETAIL_INDENT, max(60, console.width)):
+                    label, colon, rest = text.partition(":")
+                    styled = Text(label + colon, style="dim") if colon and not label.startswith(" " * 12) else Text(
+                        label + colon
+                    )
+                    styled.append(rest, style=_ROW_STYLES.get(label.strip(), ""))
+                    console.print(styled, no_wrap=text.startswith(_DETAIL_INDENT + "  "), crop=False)
     table = sections_by_document(run)
     if table:
         longest = max(len(section) for _, rows in table for section, _ in rows)

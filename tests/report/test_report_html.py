@@ -7,14 +7,18 @@ inline script ran, which this test parses (html.parser) for the matrix rows and 
 
 from __future__ import annotations
 
+import html as _html
+import json
 import re
 import shutil
 import subprocess
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 from harness.report.html import render_html, section_anchor, write_html
-from harness.report.results import Outcome, RunResult
+from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
 from harness.report.terminal import OUTCOMES
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -150,35 +154,245 @@ def test_self_contained_and_escaped(run: RunResult, nasty: str) -> None:
     assert page.count("<script>") == 1  # only the report's own inline script
 
 
-def test_failures_show_section_expected_observed_and_evidence(run: RunResult) -> None:
+def test_failures_show_the_explanation_rows_and_evidence(run: RunResult) -> None:
     page = render_html(run)
-    failure = page.split('<li class="case o-failed" data-outcome="failed">', 1)[1].split("</li>", 1)[0]
-    assert "<th>section</th><td>MS-MQDMPR 3.1.7.3.2</td><" in failure
-    assert "<th>requirement</th><td>DMPR-SEEK-SKIP (MUST)</td>" in failure
-    assert '<tr class="expected"><th>expected</th><td><code>&quot;m2&quot;</code></td></tr>' in failure
-    assert '<tr class="observed"><th>observed</th><td><code>&quot;m1&quot;</code></td></tr>' in failure
-    assert "<th>section</th><td>MS-MQDMPR 3.1.1.11</td>" in failure  # the second failure
-    assert "<th>requirement</th><td>DMPR-STATE-LOCKED (MUST)</td>" in failure
-    assert '<pre class="evidence">0000  4c 49 4f 52  LIOR' in failure
-    error = page.split('<li class="case o-error" data-outcome="error">', 1)[1].split("</li>", 1)[0]
-    assert '<pre class="detail">step 1 (dequeue_message): timed out after 10 s' in error
+    failures = page.split('<section id="failures">', 1)[1].split('<section id="matrix">', 1)[0]
+    # grouped by requirement, the requirement's id and level heading its group
+    group = failures.split('data-requirement="DMPR-SEEK-SKIP">', 1)[1].split("</section>", 1)[0]
+    assert '<code>DMPR-SEEK-SKIP</code> <span class="level">MUST</span>' in group
+    assert '<code class="id">dmpr.seek.fwd[peek=True]</code>' in group
+    at = "cases/mqdmpr/seek.yaml:1, step 0: seek_available_message_position"
+    assert f'<tr class="at"><th>at</th><td>{at}</td>' in group
+    assert '<tr class="expected"><th>expected</th><td>&quot;m2&quot;</td></tr>' in group
+    assert '<tr class="observed"><th>observed</th><td>&quot;m1&quot;</td></tr>' in group
+    locked = failures.split('data-requirement="DMPR-STATE-LOCKED">', 1)[1].split("</section>", 1)[0]
+    assert '<pre class="evidence">0000  4c 49 4f 52  LIOR' in locked
+    error = failures.split('<article class="explanation o-error"', 1)[1].split("</article>", 1)[0]
+    assert "step 1 (dequeue_message): timed out after 10 s" in error
     assert "second line \\x01 control" in error
-    soft = page.split('<li class="case o-non_strict" data-outcome="non_strict">', 1)[1].split("</li>", 1)[0]
-    assert '<div class="failure soft">' in soft
-    assert "<th>requirement</th><td>DMPR-PEEK-POSITION (interpretation)</td>" in soft
-    assert '<tr class="expected"><th>expected</th><td><code>&quot;End&quot;</code></td></tr>' in soft
+    soft = failures.split('<h2 id="non-strict">', 1)[1]
+    assert '<article class="explanation o-non_strict soft"' in soft
+    assert '<code>DMPR-PEEK-POSITION</code> <span class="level">interpretation</span>' in soft
+    assert '<tr class="expected"><th>expected</th><td>&quot;End&quot;</td></tr>' in soft
+    assert failures.index("o-error") < failures.index("o-failed") < failures.index("o-non_strict")  # worst first
     for outcome in OUTCOMES:
         assert f'<span class="badge b-{outcome}">' in page
 
 
 def test_verdict(run: RunResult) -> None:
-    assert '<span class="verdict fail">FAILED</span>' in render_html(run)
+    every = run.results
+    assert '<span class="verdict fail" id="verdict">FAILED</span>' in render_html(run)
     run.results = [r for r in run.results if r.outcome in (Outcome.passed, Outcome.non_strict)]
-    assert '<span class="verdict pass">PASSED</span>' in render_html(run)
+    assert '<span class="verdict pass" id="verdict">PASSED</span>' in render_html(run)
     run.strict = True
-    assert '<span class="verdict fail">FAILED</span>' in render_html(run)
+    assert '<span class="verdict fail" id="verdict">FAILED</span>' in render_html(run)
+    run.results = [r for r in every if not r.outcome.ran]
+    assert '<span class="verdict none" id="verdict">NOTHING RAN</span>' in render_html(run)
 
 
 def test_empty_run(tmp_path: Path) -> None:
     page = render_html(RunResult(target="reference"))
-    assert 'id="conformance-matrix"' in page and "No cases were run." in page
+    assert 'id="conformance-matrix"' in page and "No cases were run." in page and "No failures." in page
+
+
+# ============================================================ the page as a reader sees it
+WIDTH, HEIGHT = 1280, 900
+
+
+def _with_long_values(run: RunResult) -> RunResult:
+    """``run`` with a failure whose id, value path, observed value and section are long words."""
+    long_id = "mqqb.acceptor." + "very-long-case-identifier-" * 12
+    run.results.insert(
+        0,
+        CaseResult(
+            case_id=long_id,
+            title="A case whose every value is long " + "x" * 200,
+            sections=["MS-MQQB 2.2.3.1.999.999.999.999.999.999.999.999.999.999.999.999.999.999"],
+            level="MUST",
+            outcome=Outcome.failed,
+            failures=[
+                StepFailure(
+                    step=1,
+                    event="receive",
+                    field="EstablishConnectionHeader." + "Padding" * 30,
+                    expected={"every_byte": 90},
+                    observed="00" * 600,
+                    section="MS-MQQB 2.2.3.1.999.999.999.999.999.999.999.999.999.999.999.999.999.999",
+                    evidence="000040  " + "[00]" * 16 + "  " + "." * 16 + "\n" + "f" * 400,
+                    requirement="MQQB-2.2.3.1-RESPONSE-PADDING-" + "LONG" * 30,
+                    quote="The Padding field MUST be set to 0x5A " + "and-so-on-" * 40,
+                    inputs={"packet": "EstablishConnection", "hex": "ab" * 400},
+                    line=61,
+                )
+            ],
+            source="cases/mqqb/" + "deep/" * 30 + "acceptor.yaml",
+            line=44,
+            tags=["mqqb", "wire"],
+        ),
+    )
+    return run
+
+
+_MEASURE = """
+<script>
+(function () {
+  function box(el) { if (!el) { return null; } var r = el.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right, shown: r.width > 0 && r.height > 0}; }
+  var out = {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
+    innerHeight: window.innerHeight, verdict: box(document.getElementById("verdict")),
+    failure: box(document.querySelector("#failures article.explanation")),
+    failureRow: box(document.querySelector("#failures article.explanation tr.observed")),
+    matrix: box(document.getElementById("conformance-matrix"))};
+  %s
+  var pre = document.createElement("pre"); pre.id = "measure"; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def _measure(run: RunResult, tmp_path: Path, actions: str = "") -> tuple[dict[str, Any], str]:
+    """The layout measures of ``run``'s report in a 1280x900 window (after ``actions``, script
+    statements that may add to ``out``), and the DOM after the scripts ran."""
+    page = render_html(run).replace("</body>", _MEASURE % actions + "</body>")
+    report = tmp_path / "measured.html"
+    report.write_text(page, encoding="utf-8")
+    dom = chromium(report, tmp_path / "profile", f"--window-size={WIDTH},{HEIGHT}", "--dump-dom")
+    found = re.search(r'<pre id="measure">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    return json.loads(_html.unescape(found.group(1))), dom
+
+
+def test_first_screen_shows_the_verdict_and_the_first_failure(run: RunResult, tmp_path: Path) -> None:
+    measures, dom = _measure(run, tmp_path)
+    assert '<html lang="en" class="js">' in dom
+    verdict, failure, row = measures["verdict"], measures["failure"], measures["failureRow"]
+    assert verdict["shown"] and verdict["top"] >= 0 and verdict["bottom"] <= measures["innerHeight"]
+    assert failure["shown"] and verdict["bottom"] <= failure["top"] < measures["innerHeight"]
+    assert row["shown"] and row["bottom"] <= measures["innerHeight"]  # its expected/observed too
+    assert measures["matrix"]["top"] > failure["top"]  # failures before the matrix
+    markers = ('id="verdict"', 'id="filters"', 'id="failures"', 'id="matrix"', 'id="cases"')
+    order = [dom.index(marker) for marker in markers]
+    assert order == sorted(order)
+
+
+def test_the_page_never_scrolls_sideways(run: RunResult, tmp_path: Path) -> None:
+    measures, dom = _measure(_with_long_values(run), tmp_path, 'document.getElementById("expand-matrix").click();')
+    assert "very-long-case-identifier-" in dom
+    assert 'id="conformance-matrix" class="expanded"' in dom  # every section shown, long ones too
+    assert measures["innerWidth"] == WIDTH
+    assert measures["scrollWidth"] <= measures["innerWidth"], measures
+
+
+def test_matrix_shows_the_sections_with_problems_until_expanded(run: RunResult, tmp_path: Path) -> None:
+    actions = """
+    var rows = document.querySelectorAll("#conformance-matrix tr.section");
+    function visible() { var n = []; for (var i = 0; i < rows.length; i++) {
+      if (rows[i].getBoundingClientRect().height > 0) { n.push(rows[i].getAttribute("data-section")); } } return n; }
+    out.folded = visible();
+    document.getElementById("expand-matrix").click();
+    out.expanded = visible();
+    """
+    measures, _ = _measure(run, tmp_path, actions)
+    assert measures["folded"] == [
+        "MS-MQDMPR 3.1.1.11", "MS-MQDMPR 3.1.7.1.9", "MS-MQDMPR 3.1.7.1.10", "MS-MQDMPR 3.1.7.3.2", "MS-MQDMPR 3.2.7.2"
+    ]  # fmt: skip
+    assert len(measures["expanded"]) == 9
+
+
+def test_search_and_filters(run: RunResult, tmp_path: Path) -> None:
+    actions = """
+    var form = document.getElementById("filters");
+    function shown(sel) { var n = []; var items = document.querySelectorAll(sel);
+      for (var i = 0; i < items.length; i++) { if (items[i].getBoundingClientRect().height > 0) {
+        n.push(items[i].querySelector("code.id").textContent); } } return n; }
+    function pick(name, value) { var s = form.querySelector("select[name=" + name + "]"); s.value = value;
+      s.dispatchEvent(new Event("change")); }
+    out.formShown = form.getBoundingClientRect().height > 0;
+    pick("outcome", "failed");
+    out.failedCases = shown("#cases li.case"); out.failedExplained = shown("#failures article.explanation");
+    pick("outcome", ""); pick("level", "SHOULD");
+    out.should = shown("#cases li.case");
+    pick("level", ""); pick("tag", "seek");
+    out.seek = shown("#cases li.case");
+    pick("tag", ""); pick("section", "MS-MQDMPR 3.1.7.1.9");
+    out.section = shown("#cases li.case");
+    pick("section", "");
+    var search = form.querySelector("input[type=search]"); search.value = "peek waits";
+    search.dispatchEvent(new Event("input"));
+    out.search = shown("#cases li.case"); out.searchExplained = shown("#failures article.explanation");
+    search.value = ""; search.dispatchEvent(new Event("input"));
+    out.all = shown("#cases li.case").length;
+    """
+    measures, _ = _measure(run, tmp_path, actions)
+    assert measures["formShown"]
+    assert set(measures["failedCases"]) == {"dmpr.seek.fwd[peek=True]"}
+    assert measures["failedExplained"] == ["dmpr.seek.fwd[peek=True]"] * 2
+    assert measures["should"] == ["mqmq.header.priority"]
+    assert set(measures["seek"]) == {"dmpr.seek.fwd[peek=False]"}
+    assert set(measures["section"]) == {"dmpr.dequeue.timeout", "dmpr.purge.locked", "dmpr.purge.empty"}
+    assert set(measures["search"]) == {"dmpr.cursor.waiting"}
+    assert measures["searchExplained"] == ["dmpr.cursor.waiting"]
+    assert measures["all"] >= 10  # every case again (a case counts under each of its sections)
+
+
+def _pixels(png: bytes) -> tuple[int, int, list[bytes]]:
+    """(width, height, rows of RGB(A) bytes) of an 8-bit RGB or RGBA PNG, as Chromium writes them."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", b""
+    while pos < len(png):
+        length = int.from_bytes(png[pos : pos + 4], "big")
+        kind, body = png[pos + 4 : pos + 8], png[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height = int.from_bytes(header[0:4], "big"), int.from_bytes(header[4:8], "big")
+    depth, color, interlace = header[8], header[9], header[12]
+    assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
+    bpp = 4 if color == 6 else 3
+    raw, stride, rows_, previous = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = previous[i], previous[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+        rows_.append(bytes(line))
+        previous = line
+    return width, height, [bytes(r[i] for i in range(len(r)) if i % bpp < 3) for r in rows_]
+
+
+def test_screenshot_of_the_first_screen(run: RunResult, tmp_path: Path) -> None:
+    report = write_html(run, tmp_path / "report.html")
+    shot = tmp_path / "first-screen.png"
+    chromium(report, tmp_path / "profile", f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
+    width, height, rows_ = _pixels(shot.read_bytes())
+    assert (width, height) == (WIDTH, HEIGHT)
+
+    def is_red(r: int, g: int, b: int) -> bool:  # the FAILED verdict and the failed badges (#cf222e)
+        return r > 170 and g < 90 and b < 90
+
+    inked = red_top = red_lower = 0
+    for y, line in enumerate(rows_[::3]):
+        for x in range(0, width * 3, 9):
+            r, g, b = line[x], line[x + 1], line[x + 2]
+            inked += r + g + b < 600
+            if is_red(r, g, b):
+                if y * 3 < 120:
+                    red_top += 1
+                elif y * 3 > 180:
+                    red_lower += 1
+    assert inked > 0.02 * (height // 3) * (width // 3)  # a rendered page, not a blank one
+    assert red_top > 20  # the verdict, red, at the top
+    assert red_lower > 20  # a failure's badge and border below it, on the same first screen

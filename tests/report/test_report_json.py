@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.report.json_report import FORMAT, read_json, write_json
+import jsonschema
+import pytest
+
+from harness.report.json_report import FORMAT, load_schema, read_json, write_json
 from harness.report.results import Outcome, RunResult, StepFailure
 
 
@@ -42,7 +45,11 @@ def test_shape(run: RunResult, tmp_path: Path, expected_rows: list[tuple[str, st
 
     records = data["results"]
     assert len(records) == len(run.results)
-    assert records == [r.to_dict() for r in run.results]  # one record per case, to_dict() shape
+    # one record per case, to_dict() shape, plus why it did not pass (harness.report.explain)
+    assert [{k: v for k, v in r.items() if k != "explanations"} for r in records] == [
+        r.to_dict() for r in run.results
+    ]
+    assert [len(r["explanations"]) for r in records] == [0, 2, 1, 1, 1, 0, 0, 0, 1, 0]
     failed = records[1]
     assert failed["case_id"] == "dmpr.seek.fwd[peek=True]"
     assert failed["sections"] == ["MS-MQDMPR 3.1.7.3.2", "MS-MQDMPR 3.1.1.11"]
@@ -60,7 +67,15 @@ def test_shape(run: RunResult, tmp_path: Path, expected_rows: list[tuple[str, st
         "evidence": "",
         "requirement": "DMPR-SEEK-SKIP",
         "level": "MUST",
+        "quote": "",
+        "inputs": {},
+        "line": 0,
     }
+    explained = failed["explanations"][0]
+    assert (explained["where"], explained["event"], explained["field"]) == (
+        "step 0", "seek_available_message_position", "rMessagePosition")
+    assert (explained["expected_text"], explained["observed_text"]) == ('"m2"', '"m1"')
+    assert ["at", "cases/mqdmpr/seek.yaml:1, step 0: seek_available_message_position"] in explained["rows"]
     assert failed["failures"][1]["expected"] == {"any_of": ["Locked", "Deleted"]}
     soft = records[8]
     assert (soft["outcome"], soft["failures"][0]["requirement"], soft["failures"][0]["level"]) == (
@@ -94,3 +109,22 @@ def test_values_json_cannot_hold_and_round_trip(run: RunResult, tmp_path: Path) 
     assert back.results[1].failures[0].observed == "m1"
     assert (back.results[8].failures[0].requirement, back.results[8].failures[0].level) == (
         "DMPR-PEEK-POSITION", "interpretation")
+
+
+def test_the_fixture_run_matches_the_schema(run: RunResult, tmp_path: Path) -> None:
+    schema = load_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["format"] == {"const": FORMAT}  # the schema is of this version
+    data = json.loads(write_json(run, tmp_path / "results.json", metadata={"corpus": "cases/"}).read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    data["results"][0]["outcome"] = "green"
+    assert not jsonschema.Draft202012Validator(schema).is_valid(data)
+
+
+def test_a_report_of_another_format_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"format": "msmq-harness-results/99", "target": "x", "results": []}))
+    with pytest.raises(ValueError, match="msmq-harness-results/99"):
+        read_json(path)
+    path.write_text(json.dumps({"format": "msmq-harness-results/1", "target": "x", "results": []}))
+    assert read_json(path).target == "x"  # the format before explanations still reads
