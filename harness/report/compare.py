@@ -1,0 +1,357 @@
+"""Several implementations side by side: ``msmq-harness compare A.json B.json ...``.
+
+Reads the JSON reports of runs of the same corpus against different targets
+(harness.report.json_report, any readable format) and renders one matrix: a row per case
+variant, a column per implementation, each cell that implementation's outcome, the rows grouped
+by spec section (a case's first section; sections in document and numeric order).  The cases
+where the implementations **disagree** (their outcomes differ, or a case is missing from a run)
+come first, then those where they all agree.  For a case that did not pass, a cell carries the
+first line of its explanation (harness.report.explain: the requirement, the value, expected and
+observed).
+
+The terminal gets the disagreements case by case and, for the agreements, one line per section;
+``--html FILE`` writes the whole matrix as one self-contained page (inline CSS, no script needed,
+no external resource), disagreements first, agreements folded per section.  ``--all`` lists the
+agreeing cases one by one in the terminal too.  ``--name LABEL`` (once per report, in order) names
+the columns; by default a column is named by its run's target (with the file name when two runs
+share one).  Exit status, as ``diff``'s: 0 every implementation agrees on every case, 1 they
+disagree somewhere, 2 a report cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.report.explain import explain
+from harness.report.html import BASE_CSS, escape
+from harness.report.json_report import read_json
+from harness.report.results import SEVERITY, CaseResult, RunResult
+from harness.report.terminal import section_key, verdict
+
+__all__ = [
+    "MISSING",
+    "Comparison",
+    "Implementation",
+    "Row",
+    "add_parser",
+    "cmd_compare",
+    "compare",
+    "render_compare_html",
+    "render_compare_text",
+    "write_compare_html",
+]
+
+MISSING = "missing"  # the case is not in that run
+
+
+@dataclass
+class Implementation:
+    """One run's report: its column of the matrix."""
+
+    name: str
+    source: str  # the report file
+    run: RunResult
+
+
+@dataclass
+class Row:
+    """One case variant across the implementations."""
+
+    case_id: str
+    title: str
+    section: str
+    cells: list[CaseResult | None]  # per implementation, None when its run lacks the case
+
+    @property
+    def outcomes(self) -> list[str]:
+        return [str(c.outcome) if c is not None else MISSING for c in self.cells]
+
+    @property
+    def agree(self) -> bool:
+        return len(set(self.outcomes)) == 1
+
+
+@dataclass
+class Comparison:
+    implementations: list[Implementation]
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def disagreements(self) -> list[Row]:
+        return [r for r in self.rows if not r.agree]
+
+    @property
+    def agreements(self) -> list[Row]:
+        return [r for r in self.rows if r.agree]
+
+    def ordered(self) -> list[Row]:
+        """Every row, disagreements first; within each part, grouped by section in order."""
+        return self.disagreements + self.agreements
+
+    @staticmethod
+    def by_section(rows: Sequence[Row]) -> list[tuple[str, list[Row]]]:
+        """``rows`` grouped by section, sections in document and numeric order (rows in order)."""
+        groups: dict[str, list[Row]] = {}
+        for row in rows:
+            groups.setdefault(row.section, []).append(row)
+        return sorted(groups.items(), key=lambda item: section_key(item[0]))
+
+
+def compare(runs: Sequence[tuple[str, RunResult]], names: Sequence[str] = ()) -> Comparison:
+    """The comparison of ``runs`` ((report file, run) pairs); ``names`` label the columns."""
+    labels = list(names) + [run.target or Path(source).stem for source, run in runs[len(names) :]]
+    given = list(labels)
+    for i, label in enumerate(given):
+        if given.count(label) > 1 and i >= len(names):
+            labels[i] = f"{label} ({Path(runs[i][0]).name})"
+    impls = [Implementation(label, source, run) for label, (source, run) in zip(labels, runs, strict=True)]
+    order: dict[str, CaseResult] = {}
+    for impl in impls:
+        for result in impl.run.results:
+            order.setdefault(result.case_id, result)
+    by_impl = [{r.case_id: r for r in impl.run.results} for impl in impls]
+    rows = []
+    for case_id, first in order.items():
+        rows.append(
+            Row(
+                case_id=case_id,
+                title=first.title,
+                section=first.sections[0] if first.sections else "unspecified",
+                cells=[table.get(case_id) for table in by_impl],
+            )
+        )
+    comparison = Comparison(impls)
+    for part in ([r for r in rows if not r.agree], [r for r in rows if r.agree]):
+        for _, group in Comparison.by_section(part):
+            comparison.rows.extend(group)
+    return comparison
+
+
+def why(result: CaseResult | None) -> str:
+    """One line on why a cell did not pass ("" when it passed or is missing)."""
+    if result is None:
+        return ""
+    explained = explain(result)
+    if not explained:
+        return result.detail.strip().splitlines()[0] if result.detail.strip() else ""
+    e = explained[0]
+    if e.compared:
+        text = f"{e.field}: expected {e.expected_text}, observed {e.observed_text}"
+    else:
+        text = e.said.splitlines()[0] if e.said else e.where
+    where = f"{e.where} ({e.event})" if e.where.startswith("step") else e.where
+    head = " ".join(x for x in (e.requirement, where) if x)
+    return f"{head}: {text}" if head else text
+
+
+_SHORT = {
+    "error": "ERROR",
+    "failed": "FAILED",
+    "xpass": "XPASS",
+    "non_strict": "non-strict",
+    "xfail": "xfail",
+    "unsupported": "unsupported",
+    "not_applicable": "n/a",
+    "passed": "passed",
+    MISSING: "-",
+}
+
+
+# ================================================================================ terminal
+def render_compare_text(comparison: Comparison, *, show_all: bool = False) -> str:
+    """The comparison for a terminal: the implementations, the disagreements case by case (with
+    why each cell did not pass), the agreements per section (case by case with ``show_all``)."""
+    impls = comparison.implementations
+    lines = ["msmq-harness compare:"]
+    for i, impl in enumerate(impls):
+        counts = impl.run.counts()
+        summary = ", ".join(f"{counts[str(o)]} {o}" for o in SEVERITY if counts[str(o)])
+        lines.append(f"  [{i + 1}] {impl.name}: {verdict(impl.run)} ({summary or 'no cases'})  <- {impl.source}")
+    disagree = comparison.disagreements
+    lines.append("")
+    lines.append(f"Disagreements: {len(disagree)} of {len(comparison.rows)} cases")
+    width = max([len(_SHORT[o]) for o in _SHORT] + [3])
+    header = "  ".join(f"[{i + 1}]".ljust(width) for i in range(len(impls)))
+    for section, rows in Comparison.by_section(disagree):
+        lines.append(f"  {section}")
+        lines.append(f"    {header}  case")
+        for row in rows:
+            cells = "  ".join(_SHORT[o].ljust(width) for o in row.outcomes)
+            lines.append(f"    {cells}  {row.case_id}")
+            for i, cell in enumerate(row.cells):
+                reason = why(cell)
+                if reason and cell is not None and str(cell.outcome) != "passed":
+                    lines.append(f"    {'':{width}}  [{i + 1}] {reason}")
+    lines.append("")
+    agree = comparison.agreements
+    lines.append(f"Agreements: {len(agree)} cases")
+    for section, rows in Comparison.by_section(agree):
+        outcomes: dict[str, int] = {}
+        for row in rows:
+            outcomes[row.outcomes[0]] = outcomes.get(row.outcomes[0], 0) + 1
+        said = ", ".join(f"{n} {o}" for o, n in outcomes.items())
+        lines.append(f"  {section}: {len(rows)} case{'s' if len(rows) != 1 else ''}, all {said}")
+        if show_all:
+            lines.extend(f"    {_SHORT[row.outcomes[0]]:<{width}}  {row.case_id}" for row in rows)
+    lines.append("")
+    word = "AGREE" if not disagree else "DISAGREE"
+    lines.append(f"{word}: {len(disagree)} of {len(comparison.rows)} cases differ across {len(impls)} implementations")
+    return "\n".join(lines) + "\n"
+
+
+# ==================================================================================== html
+_CSS = (
+    BASE_CSS
+    + """
+.impls { list-style: none; padding: 0; display: grid; gap: .3em; }
+.impls li { border: 1px solid var(--line); border-radius: 4px; padding: .3em .6em; }
+table.compare { width: 100%; table-layout: fixed; margin: .4em 0 1em; }
+table.compare th, table.compare td { border: 1px solid var(--line); padding: .2em .4em; vertical-align: top;
+  overflow-wrap: anywhere; }
+table.compare thead th { background: #f6f8fa; font-size: 12.5px; }
+table.compare th.case { width: 30%; text-align: left; font-weight: normal; }
+table.compare tr.section-head th { text-align: left; background: #eef1f4; font-weight: 700; }
+table.compare td .why { display: block; color: var(--muted); font-size: 12px; margin-top: .15em; }
+table.compare tr.disagree th.case { border-left: 4px solid var(--failed); }
+table.compare .badge { min-width: 0; }
+details.agree > summary { cursor: pointer; font-weight: 600; margin: .3em 0; }
+details.agree > summary small { font-weight: normal; color: var(--muted); }
+"""
+)
+
+
+def _table(comparison: Comparison, rows: Sequence[Row], kind: str) -> str:
+    impls = comparison.implementations
+    head = "".join(f'<th scope="col">[{i + 1}] {escape(impl.name)}</th>' for i, impl in enumerate(impls))
+    out = [f'<table class="compare {kind}"><thead><tr><th class="case" scope="col">case</th>{head}</tr></thead>']
+    for section, group in Comparison.by_section(rows):
+        out.append(f'<tbody data-section="{escape(section)}">')
+        out.append(f'<tr class="section-head"><th colspan="{len(impls) + 1}">{escape(section)}</th></tr>')
+        for row in group:
+            cells = []
+            for cell, outcome in zip(row.cells, row.outcomes, strict=True):
+                reason = why(cell) if outcome not in ("passed", MISSING) else ""
+                label = outcome.replace("_", " ")
+                badge = f'<span class="badge b-{escape(outcome)}">{escape(label)}</span>'
+                detail = f'<span class="why">{escape(reason)}</span>' if reason else ""
+                cells.append(f'<td data-outcome="{escape(outcome)}">{badge}{detail}</td>')
+            out.append(
+                f'<tr class="case-row {kind}" data-case="{escape(row.case_id)}"><th class="case" scope="row">'
+                f'<code>{escape(row.case_id)}</code> <span class="muted">{escape(row.title)}</span></th>'
+                f"{''.join(cells)}</tr>"
+            )
+        out.append("</tbody>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def render_compare_html(comparison: Comparison, *, title: str = "MSMQ implementations compared") -> str:
+    """The comparison as one self-contained HTML page: disagreements first (see the module docstring)."""
+    impls = comparison.implementations
+    items = []
+    for i, impl in enumerate(impls):
+        counts = impl.run.counts()
+        summary = ", ".join(f"{counts[str(o)]} {o}" for o in SEVERITY if counts[str(o)])
+        word = verdict(impl.run)
+        kind = {"PASSED": "pass", "FAILED": "fail"}.get(word, "none")
+        items.append(
+            f'<li><b>[{i + 1}] {escape(impl.name)}</b> <span class="verdict {kind}" style="font-size:1em">'
+            f"{word}</span> {escape(summary or 'no cases')} <span class=\"muted\">{escape(impl.source)}</span></li>"
+        )
+    disagree, agree = comparison.disagreements, comparison.agreements
+    folded = []
+    for section, rows in Comparison.by_section(agree):
+        outcomes = sorted({r.outcomes[0] for r in rows}, key=lambda o: [str(s) for s in SEVERITY].index(o))
+        folded.append(
+            f'<details class="agree" data-section="{escape(section)}"><summary>{escape(section)} '
+            f"<small>({len(rows)} case{'s' if len(rows) != 1 else ''}, all {escape(', '.join(outcomes))})"
+            f"</small></summary>{_table(comparison, rows, 'agree')}</details>"
+        )
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
+    word = "AGREE" if not disagree else "DISAGREE"
+    disagreements = _table(comparison, disagree, "disagree") if disagree else "<p>None: every case has one outcome.</p>"
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<header>
+<h1>{escape(title)}</h1>
+<p><span class="verdict {"pass" if not disagree else "fail"}" id="verdict">{word}</span>
+<span id="summary">{len(disagree)} of {len(comparison.rows)} cases differ across {len(impls)} implementations</span>
+<span class="muted">({escape(generated)})</span></p>
+<ol class="impls" id="implementations">{"".join(items)}</ol>
+</header>
+<main>
+<section id="disagreements">
+<h2>Where they disagree ({len(disagree)})</h2>
+{disagreements}
+</section>
+<section id="agreements">
+<h2>Where they agree ({len(agree)})</h2>
+{"".join(folded) or "<p>None.</p>"}
+</section>
+</main>
+</body>
+</html>
+"""
+
+
+def write_compare_html(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
+    out = Path(path)
+    out.write_text(render_compare_html(comparison), encoding="utf-8")
+    return out
+
+
+# ===================================================================================== CLI
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``compare`` on the ``msmq-harness`` subcommand parser."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "compare",
+        help="several implementations side by side, from their run --json reports",
+        description="Compare the JSON reports (msmq-harness run --json) of several implementations: one matrix "
+        "of cases by implementation, grouped by spec section, the cases where they disagree first. Exit status: "
+        "0 they agree on every case, 1 they disagree, 2 a report cannot be read.",
+    )
+    p.add_argument("reports", nargs="+", metavar="REPORT.json", help="the JSON reports, one per implementation")
+    p.add_argument("--html", metavar="FILE", help="write the matrix as a self-contained HTML page")
+    p.add_argument("--name", action="append", default=[], metavar="LABEL", help="the column of each report, in order")
+    p.add_argument("--all", action="store_true", help="list the agreeing cases one by one in the terminal too")
+    p.set_defaults(func=cmd_compare)
+    return p
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``msmq-harness compare``: see the module docstring."""
+    runs = []
+    for path in args.reports:
+        try:
+            runs.append((str(path), read_json(path)))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"msmq-harness compare: {path}: cannot read the report: {e}", file=sys.stderr)
+            return 2
+    if len(args.name) > len(runs):
+        print(f"msmq-harness compare: {len(args.name)} --name for {len(runs)} reports", file=sys.stderr)
+        return 2
+    comparison = compare(runs, args.name)
+    if args.html:
+        try:
+            write_compare_html(comparison, args.html)
+        except OSError as e:
+            print(f"msmq-harness compare: cannot write {args.html}: {e.strerror or e}", file=sys.stderr)
+            return 2
+    sys.stdout.write(render_compare_text(comparison, show_all=args.all))
+    if args.html:
+        print(f"report: {args.html}")
+    return 1 if comparison.disagreements else 0

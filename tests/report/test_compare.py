@@ -1,0 +1,127 @@
+"""``msmq-harness compare``: several implementations side by side, the cases where they disagree first.
+
+Two real runs of the forward-seek cases: against the reference and against a mutant that breaks
+one rule of [MS-MQDMPR] 3.1.7.3.2 (harness.cases.mutants: ``ForwardSeekIncludesInitial``).  The
+command is registered on a small argparse here, as harness/cli.py registers it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.report.compare import MISSING, add_parser, compare, render_compare_html, render_compare_text
+from harness.report.json_report import write_json
+from harness.report.results import CaseResult, Outcome, RunResult
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "cases" / "mqdmpr" / "seek" / "seek_forward.yaml"
+MUTANT = "plugin:examples.mutants.seek:ForwardSeekIncludesInitial"
+
+
+def _main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="msmq-harness")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("compare")
+    out = []
+    for name, target in (("reference", "reference"), ("mutant", MUTANT)):
+        path = tmp / f"{name}.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "run", str(CASES), "--target", target, "--json", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+            check=False,
+        )
+        assert done.returncode == (0 if name == "reference" else 1), done.stdout + done.stderr
+        out.append(path)
+    return out[0], out[1]
+
+
+def _failed_by_mutant(path: Path) -> list[str]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return [r["case_id"] for r in data["results"] if r["outcome"] != "passed"]
+
+
+def test_disagreements_come_first(
+    reports: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reference, mutant = reports
+    caught = _failed_by_mutant(mutant)
+    assert caught, "the mutant must fail some forward-seek cases"
+    html = tmp_path / "compare.html"
+    assert _main(["compare", str(reference), str(mutant), "--html", str(html), "--all"]) == 1
+    text = capsys.readouterr().out
+    assert f"[2] {MUTANT}: FAILED" in text and "[1] reference: PASSED" in text
+    assert f"Disagreements: {len(caught)} of " in text
+    agreements_at = text.index("Agreements:")
+    for case_id in caught:  # each disagreement, with why the mutant failed it, before any agreement
+        at = text.index(f"  {case_id}\n")
+        assert at < agreements_at
+        assert re.search(r"\[2\] DMPR-3\.1\.7\.3\.2-\S+ step \d+ \(seek_available_message_position\): rMessage", text)
+    agreeing = [line.split()[-1] for line in text[agreements_at:].splitlines() if line.startswith("    passed")]
+    assert agreeing and not set(agreeing) & set(caught)
+    total = len(caught) + len(agreeing)
+    assert f"\nDISAGREE: {len(caught)} of {total} cases differ across 2 implementations\nreport: {html}\n" in text
+
+    page = html.read_text(encoding="utf-8")
+    rows = re.findall(r'<tr class="case-row (disagree|agree)" data-case="([^"]+)">', page)
+    kinds = [kind for kind, _ in rows]
+    assert kinds == sorted(kinds, key=lambda k: k != "disagree")  # every disagreement before any agreement
+    assert [case for kind, case in rows if kind == "disagree"] == caught  # the section's cases, in order
+    assert page.index('id="disagreements"') < page.index('id="agreements"')
+    assert "<script" not in page and "http" not in page.split("<body>")[1]  # self-contained, no script needed
+    first = page.split(f'data-case="{caught[0]}">', 1)[1].split("</tr>", 1)[0]
+    assert '<td data-outcome="passed"><span class="badge b-passed">passed</span></td>' in first
+    assert '<td data-outcome="failed"><span class="badge b-failed">failed</span><span class="why">' in first
+
+
+def test_agreeing_runs_exit_0(reports: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    reference, _ = reports
+    assert _main(["compare", str(reference), str(reference), "--name", "one", "--name", "two"]) == 0
+    text = capsys.readouterr().out
+    assert "[1] one: PASSED" in text and "[2] two: PASSED" in text
+    assert "Disagreements: 0 of " in text and text.rstrip().startswith("msmq-harness compare:")
+
+
+def test_unreadable_report_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert _main(["compare", str(bad)]) == 2
+    assert "bad.json: cannot read the report" in capsys.readouterr().err
+    assert _main(["compare", str(tmp_path / "absent.json")]) == 2
+
+
+def _result(case_id: str, outcome: Outcome, section: str = "MS-MQDMPR 3.1.7.3.2") -> CaseResult:
+    return CaseResult(case_id=case_id, title=case_id, sections=[section], level="MUST", outcome=outcome)
+
+
+def test_a_case_missing_from_a_run_is_a_disagreement(tmp_path: Path) -> None:
+    a = RunResult("impl", [_result("c1", Outcome.passed), _result("c2", Outcome.passed, "MS-MQDMPR 3.1.1.2")])
+    b = RunResult("impl", [_result("c1", Outcome.passed)])
+    paths = [write_json(a, tmp_path / "a.json"), write_json(b, tmp_path / "b.json")]
+    from harness.report.json_report import read_json
+
+    comparison = compare([(str(p), read_json(p)) for p in paths])
+    assert [impl.name for impl in comparison.implementations] == ["impl (a.json)", "impl (b.json)"]  # told apart
+    assert [(r.case_id, r.outcomes) for r in comparison.ordered()] == [
+        ("c2", ["passed", MISSING]),
+        ("c1", ["passed", "passed"]),
+    ]
+    assert "c2" in render_compare_text(comparison).split("Agreements:")[0]
+    assert '<td data-outcome="missing"><span class="badge b-missing">missing</span></td>' in render_compare_html(
+        comparison
+    )
