@@ -358,7 +358,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             "peer_in_a_thread": same_process,
             "engines_in_memory": memory,
             "own_process_vs_in_memory": other_process / memory,
-        }
+        },
     ]
 
 

@@ -446,9 +446,7 @@ def _build_steps(layout: tuple[Slot, ...]) -> dict[str, _BuildStep]:
     """Per header name of a layout: its build step (kept per layout object)."""
     entry = _BUILD_STEPS.get(id(layout))
     if entry is None or entry[0] is not layout:
-        steps = {
-            s.name: (i, s.name, s.parser, builder_function(s.parser), s.counted) for i, s in enumerate(layout)
-        }
+        steps = {s.name: (i, s.name, s.parser, builder_function(s.parser), s.counted) for i, s in enumerate(layout)}
         entry = _BUILD_STEPS[id(layout)] = (layout, steps)
     return entry[1]
 
