@@ -8,6 +8,7 @@ stream — is kept with its offset, so the caller can report it next to the pack
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -141,6 +142,7 @@ def by_connection(
     ends = set(lasts.values())
     starts = {at[1]: n for n, at in enumerate(sorted(firsts.values()))} if ordered else {}
     del firsts, lasts
+    unknown = itertools.count(len(starts))  # connections the first reading did not see
     open_: dict[Hashable, list[T]] = {}
     rank: dict[Hashable, int] = {}
     waiting: dict[int, list[T] | tuple[int, int]] = {}
@@ -152,7 +154,8 @@ def by_connection(
             items = open_.get(key)
             if items is None:
                 items = open_[key] = []
-                rank[key] = starts.get(offset, len(starts) + len(rank))
+                n = starts.get(offset)
+                rank[key] = next(unknown) if n is None else n
             items.append(item)
             if offset not in ends:
                 continue

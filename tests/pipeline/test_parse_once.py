@@ -261,6 +261,12 @@ def test_by_connection_hands_each_connection_on_when_it_ends() -> None:
         seen.clear()
         got = list(by_connection(first, second(), hold=hold))
         assert got == [["a0", "a4"], ["c3", "c5"], ["b1", "b2"]]  # by first timestamp
+    # a second reading that differs from the first (the file changed): nothing is lost
+    extra = [(9, "D", "d9"), (10, "E", "e10")]
+    for ordered in (True, False):
+        got = list(by_connection(first, [*second(), *extra], ordered=ordered))
+        assert sorted(i for items in got for i in items) == sorted(["a0", "a4", "b1", "b2", "c3", "c5", "d9", "e10"])
+        assert got[-2:] == [["d9"], ["e10"]]
 
 
 def test_iter_local_streams_what_process_local_collects(tmp_path: Path) -> None:
