@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup browser run test lint bench fuzz mutants clean
+.PHONY: setup browser tshark run test lint bench fuzz mutants clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,11 +21,18 @@ browser:
 	  echo "installing chromium (for the HTML report test)"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
+# The generated Wireshark dissector is checked with tshark (Debian's tshark; not setuid).
+tshark:
+	@command -v tshark >/dev/null 2>&1 || { \
+	  echo "installing tshark (for the Wireshark dissector test)"; \
+	  echo "wireshark-common wireshark-common/install-setuid boolean false" | $(SUDO) debconf-set-selections; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq tshark >/dev/null; }
+
 run: setup
 	$(BIN)/msmq-harness run cases --junit reports/junit.xml --json reports/results.json --html reports/report.html
 	$(BIN)/msmq-harness demo --out reports
 
-test: setup browser
+test: setup browser tshark
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: setup
