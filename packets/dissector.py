@@ -41,7 +41,16 @@ from packets import base, session
 from packets.fields import BitFlags, Data, ElementList, Fields, FlagsField, Pad, Utf16z, _GuidField
 from packets.layout import PacketKind, Slot, always
 
-__all__ = ["DEFAULT_TCP_PORT", "DEFAULT_UDP_PORT", "PROTO", "LuaField", "generate_lua", "lua_fields", "main"]
+__all__ = [
+    "DEFAULT_TCP_PORT",
+    "DEFAULT_UDP_PORT",
+    "PROTO",
+    "LuaField",
+    "add_parser",
+    "generate_lua",
+    "lua_fields",
+    "main",
+]
 
 PROTO = "msmq"
 DEFAULT_TCP_PORT = 1801  # [MS-MQQB] 2.1.1
@@ -791,15 +800,14 @@ def lua_fields() -> dict[str, LuaField]:
     return dict(_generate()[1])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m packets.dissector",
-        description="Write a Wireshark Lua dissector for MSMQ generated from the codec's definitions.",
-    )
+def _arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", help="file to write (default: standard output)")
     parser.add_argument("--tcp-port", type=int, default=DEFAULT_TCP_PORT, help="TCP port of MSMQ sessions (1801)")
     parser.add_argument("--udp-port", type=int, default=DEFAULT_UDP_PORT, help="UDP port of Ping packets (3527)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _write(args: argparse.Namespace) -> int:
     text = generate_lua(args.tcp_port, args.udp_port)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -807,6 +815,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``dissector`` on a CLI's subparsers (``msmq-harness dissector > msmq.lua``)."""
+    sub = subparsers.add_parser("dissector", help="write a Wireshark Lua dissector for MSMQ", description=_DESCRIPTION)
+    _arguments(sub).set_defaults(func=_write)
+
+
+_DESCRIPTION = "Write a Wireshark Lua dissector for MSMQ generated from the codec's definitions."
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _arguments(argparse.ArgumentParser(prog="python -m packets.dissector", description=_DESCRIPTION))
+    return _write(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -218,6 +218,15 @@ def test_cli_writes_the_script(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert 'DissectorTable.get("tcp.port"):add(2801, msmq)' in (tmp_path / "m.lua").read_text()
     assert main([]) == 0
     assert capsys.readouterr().out == generate_lua()
+    import argparse
+
+    from packets.dissector import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["dissector", "--udp-port", "3600"])
+    assert args.func(args) == 0
+    assert 'DissectorTable.get("udp.port"):add(3600, msmq)' in capsys.readouterr().out
 
 
 def test_framing_rule_matches_the_stream_splitter() -> None:
