@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from packets.codec import Packet
-from packets.fields import GUID, BitFlags
+from packets.fields import GUID, BitFlags, Elements
 
 __all__ = ["render_tree", "to_jsonable"]
 
@@ -38,7 +38,7 @@ def to_jsonable(value: Any) -> Any:
         return bytes(value).hex()
     if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items() if not str(k).startswith("_")}
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | Elements):
         return [to_jsonable(v) for v in value]
     if isinstance(value, bool | int | float | str) or value is None:
         return value
@@ -72,7 +72,7 @@ def _lines(name: str, value: Any, depth: int, out: list[str]) -> None:
         for k, v in value.items():
             if not str(k).startswith("_"):
                 _lines(str(k), v, depth + 1, out)
-    elif isinstance(value, list | tuple) and not isinstance(value, bytes):
+    elif isinstance(value, list | tuple | Elements):
         out.append(f"{pad}{name} ({len(value)} items)")
         for i, v in enumerate(value):
             _lines(f"[{i}]", v, depth + 1, out)

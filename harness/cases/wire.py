@@ -27,6 +27,7 @@ from typing import Any
 from harness.cases.compare import matches
 from harness.cases.grading import ANNOTATION
 from harness.cases.schema import Lines, PathT
+from packets.fields import Elements
 
 __all__ = [
     "PACKET_KINDS",
@@ -313,7 +314,7 @@ def normalise(value: Any) -> Any:
         return int(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | Elements):  # Elements: a parsed element list (packets.fields)
         return [normalise(v) for v in value]
     return value
 

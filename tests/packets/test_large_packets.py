@@ -63,3 +63,12 @@ def test_an_element_count_larger_than_the_bytes_allow_is_a_parse_error_naming_th
     with pytest.raises(packets.PacketError) as e:
         packets.parse(bytes(data))
     assert e.value.field_path.startswith("MultiQueueFormatHeader.Destination")
+
+
+def test_a_parsed_element_list_renders_as_a_list() -> None:
+    from packets.render import to_jsonable
+
+    p = packets.parse(sized_user_message(300, "mqf-named"))
+    rendered = to_jsonable(p)["MultiQueueFormatHeader"]["Destination"]["FormatNameList"]
+    name = "TCP:192.168.1.20\\private$\\orders"
+    assert rendered and rendered[0] == {"FormatType": 3, "FormatName": {"DirectFormatName": name}}
