@@ -146,3 +146,61 @@ def test_progress_bar_on_a_terminal(run: RunResult) -> None:
     assert "cases" in text
     assert "/10" in text  # the M/N column
     assert "3 failing" in text  # failed, error, xpass (not non_strict)
+
+
+def test_a_wire_failure_shows_its_hex_dump_not_a_kilobyte_of_zeros(run: RunResult) -> None:
+    """The wire runs cut a long observed value to 200 characters ("... (1024 chars)"); the summary
+    shows a short form of it and the annotated hex dump below, as docs/cases.md does."""
+    from harness.report.results import StepFailure
+
+    dump = (
+        "000030   4E  9F  A7  D8  59  85  36  00  10  01  00  00 [00][00][00][00]  N...Y.6.........\n"
+        "                                                         ^^  ^^  ^^  ^^\n"
+        "field at bytes 60..571 (0x3C..0x23B) of 572"
+    )
+    failed = next(r for r in run.results if r.outcome is Outcome.failed)
+    failed.failures = [
+        StepFailure(
+            step=1,
+            event="receive",
+            field="EstablishConnectionHeader.Padding",
+            expected={"every_byte": 90},
+            observed="0" * 197 + "... (1024 chars)",
+            section="MS-MQQB 2.2.3.1",
+            evidence=dump,
+            requirement="MQQB-2.2.3.1-RESPONSE-PADDING",
+            quote="each byte of this array MUST be filled with the value 0x5A.",
+            inputs={"packet": "EstablishConnection", "within": "SessionInitialization"},
+            line=61,
+        )
+    ]
+    text = render_summary(run)
+    assert "0" * 100 not in text
+    assert 'observed "' + "0" * 36 + "... (1024 chars)" in text  # the headline, short
+    assert "          inputs:      packet: EstablishConnection, within: SessionInitialization" in text
+    assert "          spec says:   each byte of this array MUST be filled with the value 0x5A." in text
+    assert "          at:          cases/mqdmpr/seek.yaml:61, step 1: receive" in text
+    assert "          evidence:\n            000030   4E  9F" in text
+    assert "            field at bytes 60..571 (0x3C..0x23B) of 572" in text
+
+
+def test_the_adapter_error_text_reaches_the_terminal(run: RunResult) -> None:
+    from harness.report.results import StepFailure
+
+    error = next(r for r in run.results if r.outcome is Outcome.error)
+    error.detail = "step 1 (dequeue_message, line 17): Error: vendor: queue table corrupt"
+    error.stopped = StepFailure(
+        step=1,
+        event="dequeue_message",
+        field="",
+        expected=None,
+        observed="Error: vendor: queue table corrupt",
+        section="MS-MQDMPR 3.1.7.1.10",
+        requirement="DMPR-DEQUEUE-TIMEOUT",
+        inputs={"iQueueDesc": "h", "iTimeout": 0},
+        line=17,
+    )
+    for text in (render_summary(run), _on_pty(lambda tty: print_summary(run, file=tty))):
+        assert "target said: Error: vendor: queue table corrupt" in text
+        assert "inputs:      iQueueDesc: h, iTimeout: 0" in text
+        assert "step 1: dequeue_message" in text
