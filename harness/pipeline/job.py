@@ -27,6 +27,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -181,17 +182,58 @@ def _arrow_schema(table: str) -> Any:
 
 def write_part(rows: list[dict[str, Any]], table: str, out: str, index: int) -> None:
     """One Parquet file of a table, named after the partition (a retried task rewrites it)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    with PartWriter(table, out, index) as writer:
+        writer.add(rows)
 
-    schema = _arrow_schema(table)
-    columns = {name: [row.get(name) for row in rows] for name in schema.names}
-    folder = os.path.join(out, table)
-    os.makedirs(folder, exist_ok=True)
-    final = os.path.join(folder, f"part-{index:05d}.parquet")
-    tmp = final + ".tmp"
-    pq.write_table(pa.table(columns, schema=schema), tmp, compression="snappy")
-    os.replace(tmp, final)
+
+#: rows a :class:`PartWriter` holds before writing them as one row group
+ROW_GROUP = 20_000
+
+
+class PartWriter:
+    """One Parquet file of a table, named after the partition, written a row group at a time as
+    rows arrive (so a partition's rows are never all in memory), moved into place when closed
+    (a retried task rewrites it; a failed one leaves no file)."""
+
+    def __init__(self, table: str, out: str, index: int) -> None:
+        self.schema = _arrow_schema(table)
+        folder = os.path.join(out, table)
+        os.makedirs(folder, exist_ok=True)
+        self.final = os.path.join(folder, f"part-{index:05d}.parquet")
+        self.tmp = self.final + ".tmp"
+        self.rows: list[dict[str, Any]] = []
+        self.count = 0
+        self._writer: Any = None
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        self.rows += rows
+        self.count += len(rows)
+        if len(self.rows) >= ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        columns = {name: [row.get(name) for row in self.rows] for name in self.schema.names}
+        batch = pa.table(columns, schema=self.schema)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.tmp, self.schema, compression="snappy")
+        self._writer.write_table(batch)
+        self.rows = []
+
+    def __enter__(self) -> PartWriter:
+        return self
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is None:
+            if self.rows or self._writer is None:
+                self._flush()
+            self._writer.close()
+            os.replace(self.tmp, self.final)
+        elif self._writer is not None:
+            self._writer.close()
+            os.remove(self.tmp)
 
 
 def analyse_partition(
@@ -210,23 +252,24 @@ def analyse_partition(
             yield "stats", value
         else:
             groups.setdefault(key, []).extend(value)
-    tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
-    for key in sorted(groups):
-        segments = groups.pop(key)
-        name = key[1]
-        if not name and inputs:  # joined inputs: named after the file holding the first segment
-            name = inputs[min(s[0] for s in segments)[0]]
-        for table, rows in flow_rows(name, segments, ports).items():
-            tables[table].extend(rows)
     counts: Counter[tuple[str, str]] = Counter()
-    for table, rows in tables.items():
-        write_part(rows, table, out, index)
-        counts["table", table] += len(rows)
-    for row in tables["violations"]:
-        counts["rule", row["rule_id"]] += 1
-        counts["peer", row["server"]] += 1
-    for row in tables["sessions"]:
-        counts["outcome", row["outcome"]] += 1
+    with ExitStack() as stack:
+        writers = {table: stack.enter_context(PartWriter(table, out, index)) for table in TABLES}
+        for key in sorted(groups):
+            segments = groups.pop(key)  # each connection's segments and rows dropped once written
+            name = key[1]
+            if not name and inputs:  # joined inputs: named after the file holding the first segment
+                name = inputs[min(s[0] for s in segments)[0]]
+            tables = flow_rows(name, segments, ports)
+            for table, rows in tables.items():
+                writers[table].add(rows)
+            for row in tables["violations"]:
+                counts["rule", row["rule_id"]] += 1
+                counts["peer", row["server"]] += 1
+            for row in tables["sessions"]:
+                counts["outcome", row["outcome"]] += 1
+    for table, writer in writers.items():
+        counts["table", table] += writer.count
     yield "counts", counts
 
 
