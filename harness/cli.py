@@ -202,9 +202,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{len(cases)} cases selected")
         return EXIT_OK if cases else EXIT_NOTHING_RAN
     writers = ((args.junit, junit.write_junit), (args.json, json_report.write_json), (args.html, html.write_html))
-    unwritable = [why for path, _ in writers if path for why in [_writable(path)] if why]
+    renderers = {junit.write_junit: junit.render_junit, json_report.write_json: json_report.render_json}
+    renderers[html.write_html] = html.render_html
+    if sum(path == "-" for path, _ in writers) > 1:
+        return _usage_error("only one report can go to standard output (-)")
+    unwritable = [why for path, _ in writers if path and path != "-" for why in [_writable(path)] if why]
     if unwritable:
         return _usage_error("cannot write the report " + "; ".join(unwritable))
+    # a report on standard output keeps it to itself: the summary goes to standard error
+    summary_out = sys.stderr if any(path == "-" for path, _ in writers) else sys.stdout
     try:
         with terminal.Progress(len(cases)) as progress:
             result = run(
@@ -220,16 +226,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _usage_error(str(e))
     written, failed = [], []
     for path, writer in writers:  # the reports first: a terminal that cannot print loses none of them
-        if path:
+        if path == "-":
+            sys.stdout.write(renderers[writer](result))
+            sys.stdout.flush()
+        elif path:
             try:
                 writer(result, path)
                 written.append(str(path))
             except (OSError, ValueError) as e:
                 failed.append(f"{path}: {e}")
     try:
-        terminal.print_summary(result)
+        terminal.print_summary(result, file=summary_out)
         if written:
-            print("reports: " + ", ".join(written))
+            print("reports: " + ", ".join(written), file=summary_out)
     except (OSError, ValueError) as e:  # e.g. a terminal whose encoding cannot show the text
         print(
             f"msmq-harness run: the summary could not be printed ({e}); reports: {', '.join(written)}", file=sys.stderr
@@ -259,6 +268,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="msmq-harness", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run_p = sub.add_parser(
@@ -279,16 +289,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_p.add_argument("--dry-run", action="store_true", help="list the selected cases and stop")
     run_p.add_argument("--known-failures", metavar="FILE", help="case ids the target is known to fail")
-    run_p.add_argument("--step-timeout", type=float, default=10.0, metavar="S")
-    run_p.add_argument("--junit", metavar="FILE")
-    run_p.add_argument("--json", metavar="FILE")
-    run_p.add_argument("--html", metavar="FILE")
+    run_p.add_argument(
+        "--step-timeout", type=float, default=10.0, metavar="S", help="most seconds one step may take (default 10)"
+    )
+    run_p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report (- for standard output)")
+    run_p.add_argument(
+        "--json", metavar="FILE", help="write the results as JSON (harness/report/results.schema.json; - for stdout)"
+    )
+    run_p.add_argument("--html", metavar="FILE", help="write an HTML report (- for standard output)")
     run_p.set_defaults(func=cmd_run)
 
     cov = sub.add_parser("coverage", help="requirements with and without cases")
-    cov.add_argument("paths", nargs="*", metavar="PATH")
-    cov.add_argument("--requirements", default=str(CASES / "requirements.yaml"))
-    cov.add_argument("--json", action="store_true")
+    cov.add_argument("paths", nargs="*", metavar="PATH", help="case files or folders (default: cases/)")
+    cov.add_argument(
+        "--requirements", default=str(CASES / "requirements.yaml"), help="the requirements file (default: bundled)"
+    )
+    cov.add_argument("--json", action="store_true", help="print JSON instead of text")
     cov.set_defaults(func=cmd_coverage)
 
     decode = sub.add_parser(
@@ -298,14 +314,14 @@ def build_parser() -> argparse.ArgumentParser:
         "decoded, 1 a packet broke a rule (with --fail-on-violation), 2 an input cannot be read or is "
         "none of these (every input is checked before anything is printed).",
     )
-    decode.add_argument("files", nargs="+", metavar="FILE")
+    decode.add_argument("files", nargs="+", metavar="FILE", help="hex dumps, raw session streams, pcap or pcapng files")
     decode.add_argument("--json", action="store_true", help="one JSON object per packet")
     decode.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
     decode.add_argument("--fail-on-violation", action="store_true", help="exit 1 when any packet breaks a rule")
     decode.set_defaults(func=cmd_decode)
 
     demo = sub.add_parser("demo", help="decode the bundled example frames and write reports")
-    demo.add_argument("--out", default="reports")
+    demo.add_argument("--out", default="reports", metavar="DIR", help="where to write the reports (default reports/)")
     demo.set_defaults(func=cmd_demo)
 
     from harness.pipeline.cli import add_subcommands
@@ -315,7 +331,24 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.peers.cli import add_parser as add_peer_parser
 
     add_peer_parser(sub)
+
+    from harness.report.compare import add_parser as add_compare_parser
+
+    add_compare_parser(sub)
+
+    from packets.dissector import add_parser as add_dissector_parser
+
+    add_dissector_parser(sub)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("msmq-harness")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

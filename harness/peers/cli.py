@@ -98,7 +98,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--record", metavar="FILE.pcap", help="write the traffic as a pcap with TCP framing")
     p.add_argument("--report", metavar="FILE.jsonl", help="write each initiator violation as a JSON line")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until interrupted)")
-    p.add_argument("--max-connections", type=int, default=256, metavar="N")
+    p.add_argument(
+        "--max-connections", type=int, default=256, metavar="N", help="connections served at once (default 256)"
+    )
     p.add_argument(
         "--read-timeout",
         type=float,

@@ -158,10 +158,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
 def add_subcommands(sub: Any) -> None:
     """Register the subcommands on the ``msmq-harness`` sub-parser collection."""
     synth = sub.add_parser("synth", help="write a synthetic MSMQ capture with injected anomalies")
-    synth.add_argument("--sessions", type=int, required=True, metavar="N")
+    synth.add_argument("--sessions", type=int, required=True, metavar="N", help="MSMQ sessions to write")
     synth.add_argument("--anomalies", type=float, default=0.1, metavar="RATE", help="fraction of sessions (0..1)")
-    synth.add_argument("--out", required=True, metavar="X.pcap")
-    synth.add_argument("--seed", type=int, default=0)
+    synth.add_argument("--out", required=True, metavar="X.pcap", help="the capture to write")
+    synth.add_argument("--seed", type=int, default=0, help="random seed: the same seed writes the same capture")
     synth.add_argument("--messages", type=int, default=8, help="UserMessages per session (about)")
     synth.add_argument("--manifest", metavar="FILE", help="default: <out>.json")
     synth.add_argument(
@@ -176,7 +176,7 @@ def add_subcommands(sub: Any) -> None:
     pipe.add_argument(
         "inputs", nargs="+", metavar="INPUT", help="pcap/pcapng files, folders or globs (paths, file:, hdfs://, s3a://...)"
     )
-    pipe.add_argument("--out", required=True, metavar="DIR")
+    pipe.add_argument("--out", required=True, metavar="DIR", help="where the tables, summary.json and report.txt go")
     pipe.add_argument("--master", metavar="URL", help="default local[*] (or what spark-submit sets)")
     pipe.add_argument("--partitions", type=int, default=0, metavar="N", help="tasks (default: 2 per core)")
     pipe.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
@@ -195,7 +195,7 @@ def add_subcommands(sub: Any) -> None:
     pipe.set_defaults(func=cmd_pipeline)
 
     to_case = sub.add_parser("capture-to-case", help="write a wire case replaying the initiator's side of a flow")
-    to_case.add_argument("capture", metavar="CAPTURE")
+    to_case.add_argument("capture", metavar="CAPTURE", help="a pcap or pcapng file")
     to_case.add_argument(
         "--flow", metavar="ID", help="as in the pipeline's flow column (without it: list the sessions with problems)"
     )
