@@ -44,7 +44,7 @@ from typing import Any
 
 import pytest
 
-from harness.report.results import CaseResult, Outcome
+from harness.report.results import CaseResult, Outcome, StepFailure
 from harness.report.terminal import case_headline, failure_line, format_value
 
 __all__ = ["CaseFile", "CaseItem", "NonStrictWarning", "spec_markers"]
@@ -372,13 +372,29 @@ def render_failure(result: CaseResult, headline: str) -> str:
         lines.append(f"      value:    {f.field}")
         lines.append(f"      expected: {format_value(f.expected)}")
         lines.append(f"      observed: {format_value(f.observed)}")
+        lines.extend(_explained(result, f))
         if f.evidence:
             lines.append("      evidence:")
             lines.extend(f"        {line}" for line in f.evidence.splitlines())
     detail = result.detail.strip()
     if detail and not result.failures:
         lines.append(f"  {str(result.outcome).upper()}: " + detail.replace("\n", "\n    "))
+        if result.stopped is not None:
+            lines.extend(_explained(result, result.stopped))
     return "\n".join(line for line in lines if line)
+
+
+def _explained(result: CaseResult, failure: StepFailure) -> list[str]:
+    """The rows of harness.report.explain the lines above lack, as every report shows them:
+    the spec's sentence, the step's file:line and event, its inputs, what the target said."""
+    from harness.report.explain import explain, rows
+
+    shown = ("spec says", "at", "inputs") + (("target said",) if failure is not result.stopped else ())
+    explained = explain(result)
+    index = result.failures.index(failure) if failure in result.failures else 0
+    if index >= len(explained):
+        return []
+    return [f"      {label + ':':<12} {text}" for label, text in rows(explained[index]) if label in shown]
 
 
 # ================================================================================ the session
