@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import gc
 import itertools
 import multiprocessing
 import re
@@ -448,6 +449,8 @@ def _iter_parallel(
     ctx = multiprocessing.get_context(method)
     run_id = next(_RUN_IDS)
     _SHARED[run_id] = cases
+    if method == "fork":
+        gc.freeze()  # the cases and the rest of the parent's heap: not scanned (nor copied) by the workers' collections
     done = 0
     futures: list[concurrent.futures.Future[list[CaseResult]]] = []
     try:
@@ -470,6 +473,8 @@ def _iter_parallel(
                     future.cancel()
     finally:
         _SHARED.pop(run_id, None)
+        if method == "fork":
+            gc.unfreeze()
 
 
 def run(

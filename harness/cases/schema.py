@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,10 @@ from harness.cases.events import ARG_KINDS
 
 __all__ = [
     "SCHEMA_PATH",
+    "WHOLE_DOCUMENT",
     "CaseError",
     "Lines",
+    "VariantCheck",
     "check_case",
     "event_parameters",
     "format_path",
@@ -36,7 +39,6 @@ __all__ = [
     "substitution_units",
     "validate",
     "validate_def",
-    "validate_variant",
 ]
 
 SCHEMA_PATH = Path(__file__).with_name("case.schema.json")
@@ -86,6 +88,7 @@ class Lines:
     def __init__(self, file: str, lines: dict[PathT, int] | None = None) -> None:
         self.file = file
         self.lines: dict[PathT, int] = lines if lines is not None else {}
+        self._templated: bool | None = None  # does a path hold "${"? (mapped)
 
     def line(self, path: Iterable[str | int]) -> int:
         p = tuple(path)
@@ -98,7 +101,12 @@ class Lines:
         return CaseError(self.file, self.line(p), format_path(p), message)
 
     def mapped(self, fn: Callable[[str], str]) -> Lines:
-        """The same lines with every string path element passed through ``fn`` (matrix keys)."""
+        """The same lines with every string path element passed through ``fn`` (matrix keys:
+        ``fn`` changes only elements that hold ``${``, so lines without one are copied as they are)."""
+        if self._templated is None:  # asked once per document, not once per variant
+            self._templated = any("${" in x for p in self.lines for x in p if isinstance(x, str))
+        if not self._templated:
+            return Lines(self.file, dict(self.lines))
         return Lines(
             self.file,
             {tuple(fn(x) if isinstance(x, str) else x for x in p): n for p, n in self.lines.items()},
@@ -287,11 +295,19 @@ def validate(doc: Any, lines: Lines) -> None:
 # ----------------------------------------------------------------------- matrix variants
 # A variant of a matrix document differs from the document's first variant only where a
 # ``${name}`` was substituted (harness.cases.matrix: strings, keys included; ``id`` and ``matrix``
-# never).  Whole placeholders may become any value, keys may change, so the first variant is
-# validated in full and every other variant only in the parts that hold a placeholder: the value
-# of a top-level key, or one item of a top-level list whose schema only constrains its items.
+# never).  A whole placeholder may become any value and a key may change, so the first variant is
+# validated in full, and every other variant only in its *units*: for each placeholder, the
+# deepest part of the document above it that the schema checks on its own.  The schema is walked
+# from the root down the placeholder's path for as long as each level only constrains its parts
+# one by one (an object: type, properties, additionalProperties, required; a list: type, items,
+# a length that substitution cannot change) and the key taken is not itself a placeholder; the
+# part reached is the unit, checked against the subschema reached.  No placeholder above the
+# root's properties: the unit is the whole document.
 WHOLE_DOCUMENT: PathT = ()
-_ITEM_KEYWORDS = frozenset({"type", "minItems", "maxItems", "items", "description"})
+_OBJECT_ONLY = frozenset({"type", "properties", "additionalProperties", "required", "description", "title"})
+_OBJECT_ONLY_ROOT = _OBJECT_ONLY | {"$schema", "$id", "$defs"}
+_LIST_ONLY = frozenset({"type", "items", "minItems", "maxItems", "description"})
+_SUB_VALIDATORS: dict[int, jsonschema.Draft202012Validator] = {}
 
 
 def _placeholder_paths(obj: Any, path: PathT) -> Iterable[PathT]:
@@ -308,50 +324,106 @@ def _placeholder_paths(obj: Any, path: PathT) -> Iterable[PathT]:
             yield from _placeholder_paths(v, (*path, i))
 
 
-def substitution_units(doc: dict[str, Any], fixed: Iterable[str] = ("id", "matrix")) -> list[PathT]:
-    """The parts of a matrix document that substitution can change, each validated on its own in
-    every variant: ``(key,)`` (a top-level value), ``(key, i)`` (an item of a top-level list whose
-    schema only constrains its items) or :data:`WHOLE_DOCUMENT` (a top-level key holds a
-    placeholder, or a key the schema does not know)."""
-    props: dict[str, Any] = _inlined()["properties"]
-    skip = set(fixed)
-    units: dict[PathT, None] = {}
-    for key, value in doc.items():
-        if key in skip:
-            continue
-        if not isinstance(key, str) or "${" in key or key not in props:
-            if any(True for _ in _placeholder_paths({key: value}, ())):
-                return [WHOLE_DOCUMENT]
-            continue
-        itemwise = isinstance(value, list) and set(props[key]) <= _ITEM_KEYWORDS and "items" in props[key]
-        for path in _placeholder_paths(value, (key,)):
-            units[path[:2] if itemwise and len(path) >= 2 else path[:1]] = None
-    return list(units)
-
-
-@functools.cache
-def _unit_validator(key: str, item: bool) -> jsonschema.Draft202012Validator:
-    sub = _inlined()["properties"][key]
-    return jsonschema.Draft202012Validator(sub["items"] if item else sub)
-
-
-def validate_variant(doc: dict[str, Any], lines: Lines, units: Iterable[PathT]) -> None:
-    """Validate a matrix variant whose first sibling passed :func:`validate`: only its
-    ``units`` (:func:`substitution_units` of the document) are checked; a unit that fails makes
-    the whole variant go through :func:`validate`, for the same message a full check gives."""
-    for unit in units:
-        if unit == WHOLE_DOCUMENT:
-            ok = _validator().is_valid(doc)
-        elif str(unit[0]) not in doc:
-            ok = False
-        elif len(unit) == 1:
-            ok = _unit_validator(str(unit[0]), False).is_valid(doc[str(unit[0])])
+def _unit_of(doc: dict[str, Any], path: PathT) -> tuple[PathT, dict[str, Any]]:
+    """The unit above the placeholder at ``path`` of ``doc``, and its subschema."""
+    sub: dict[str, Any] = _inlined()
+    node: Any = doc
+    unit: PathT = ()
+    for part in path:
+        if isinstance(part, str) and "${" in part:
+            break  # a key that substitution renames: its mapping is the unit
+        keywords = _OBJECT_ONLY_ROOT if not unit else _OBJECT_ONLY
+        if isinstance(node, dict) and set(sub) <= keywords and part in node:
+            additional = sub.get("additionalProperties")
+            nxt = sub.get("properties", {}).get(part, additional if isinstance(additional, dict) else None)
+        elif isinstance(node, list) and set(sub) <= _LIST_ONLY and isinstance(sub.get("items"), dict):
+            nxt = sub["items"]
         else:
-            items, i = doc[str(unit[0])], int(unit[1])
-            ok = isinstance(items, list) and i < len(items) and _unit_validator(str(unit[0]), True).is_valid(items[i])
-        if not ok:
-            validate(doc, lines)
-            return
+            break
+        if not isinstance(nxt, dict):
+            break
+        unit, sub, node = (*unit, part), nxt, node[part]
+    return unit, sub
+
+
+def substitution_units(doc: dict[str, Any], fixed: Iterable[str] = ("id", "matrix")) -> dict[PathT, dict[str, Any]]:
+    """The parts of a matrix document that substitution can change, each with the subschema it
+    is checked against in every variant (:data:`WHOLE_DOCUMENT`: the whole schema)."""
+    skip = set(fixed)
+    units: dict[PathT, dict[str, Any]] = {}
+    for path in _placeholder_paths({k: v for k, v in doc.items() if k not in skip}, ()):
+        unit, sub = _unit_of(doc, path)
+        units.setdefault(unit, sub)
+    if WHOLE_DOCUMENT in units:
+        return {WHOLE_DOCUMENT: units[WHOLE_DOCUMENT]}
+    return {u: sub for u, sub in units.items() if not any(u[: len(o)] == o and u != o for o in units)}
+
+
+def _sub_validator(sub: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    validator = _SUB_VALIDATORS.get(id(sub))
+    if validator is None:  # subschemas of the cached, inlined schema: ids are stable
+        # (a $ref beside other keywords is left in place by _inline_refs: it needs the $defs)
+        validator = jsonschema.Draft202012Validator({**sub, "$defs": _inlined()["$defs"]})
+        _SUB_VALIDATORS[id(sub)] = validator
+    return validator
+
+
+def _unit_value(doc: Any, unit: PathT) -> tuple[bool, Any]:
+    """(found, the value at ``unit`` of ``doc``)."""
+    node = doc
+    for part in unit:
+        inside = part in node if isinstance(node, dict) else isinstance(node, list) and 0 <= int(part) < len(node)
+        if not inside:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _cited_names(obj: Any, pattern: re.Pattern[str]) -> list[str]:
+    """The placeholder names in the strings (keys included) of ``obj``."""
+    if isinstance(obj, str):
+        return pattern.findall(obj) if "${" in obj else []
+    names: list[str] = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            names += _cited_names(k, pattern) + _cited_names(v, pattern)
+    elif isinstance(obj, list):
+        for v in obj:
+            names += _cited_names(v, pattern)
+    return names
+
+
+class VariantCheck:
+    """The schema check of the variants of one matrix document, whose first variant passed
+    :func:`validate`: in each variant only the units (:func:`substitution_units`) are checked, and
+    a unit only once per combination of the matrix values it cites (its substituted value is a
+    function of the document and those values).  A unit that fails makes the whole variant go
+    through :func:`validate`, for the very message a full check gives."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        from harness.cases.matrix import PLACEHOLDER
+
+        self.units = substitution_units(doc)
+        self.cited: dict[PathT, list[str]] = {}
+        for unit in self.units:
+            template = {k: v for k, v in doc.items() if k not in ("id", "matrix")} if not unit else doc
+            _, value = _unit_value(template, unit)
+            self.cited[unit] = list(dict.fromkeys(_cited_names(value, PLACEHOLDER)))
+        self.passed: set[tuple[PathT, str]] = set()
+        self.calls = 0  # units validated (the others were known to pass)
+
+    def check(self, variant: dict[str, Any], lines: Lines, values: Mapping[str, Any]) -> None:
+        """Raise the schema violation of ``variant`` (substituted with ``values``), if any."""
+        for unit, sub in self.units.items():
+            seen = (unit, repr([values.get(name) for name in self.cited[unit]]))
+            if seen in self.passed:
+                continue
+            self.calls += 1
+            found, value = _unit_value(variant, unit)
+            if not (found and _sub_validator(sub).is_valid(value)):
+                validate(variant, lines)
+                return
+            self.passed.add(seen)
 
 
 @functools.cache
@@ -361,7 +433,10 @@ def _def_validator(name: str) -> jsonschema.Draft202012Validator:
 
 def validate_def(name: str, value: Any, path: PathT, lines: Lines) -> None:
     """Validate one part of a document (``value`` at ``path``) against ``$defs/<name>``."""
-    error = best_match(_def_validator(name).iter_errors(value))
+    validator = _def_validator(name)
+    if validator.is_valid(value):
+        return
+    error = best_match(validator.iter_errors(value))
     if error is not None:
         raise _schema_error(error, lines, path)
 
