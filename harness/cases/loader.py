@@ -28,13 +28,12 @@ from harness.cases.schema import (
     CaseError,
     Lines,
     PathT,
+    VariantCheck,
     check_case,
     format_path,
     known_events,
-    substitution_units,
     validate,
     validate_def,
-    validate_variant,
 )
 
 __all__ = [
@@ -250,21 +249,22 @@ def _cited(doc: dict[str, Any], lines: Lines, known: Mapping[str, Requirement]) 
 
 def _cases(doc: Any, lines: Lines, events: Collection[str], known: Mapping[str, Requirement]) -> list[Case]:
     """The variants of one document.  The schema is checked once per document: in full on its
-    first variant, and on the other variants only where a placeholder was substituted
-    (harness.cases.schema.validate_variant); the semantic checks run on every variant."""
+    first variant, and on the other variants only where a placeholder was substituted, once per
+    distinct substitution (harness.cases.schema.VariantCheck); the semantic checks run on every
+    variant."""
     if not isinstance(doc, dict):
         validate(doc, lines)  # reports "expected a mapping"
     if "matrix" in doc:
         validate_def("matrix", doc["matrix"], ("matrix",), lines)
     check_placeholders(doc, lines)
     variants = expand(doc, lines)
-    units = substitution_units(doc) if len(variants) > 1 else []
+    checker = VariantCheck(doc) if len(variants) > 1 else None
     cases = []
     for n, (values, variant_doc, variant_lines) in enumerate(variants):
-        if n == 0:
+        if n == 0 or checker is None:
             validate(variant_doc, variant_lines)
         else:
-            validate_variant(variant_doc, variant_lines, units)
+            checker.check(variant_doc, variant_lines, values)
         check_case(variant_doc, variant_lines, events)
         cases.append(_build(variant_doc, variant_lines, values, known))
     return cases
