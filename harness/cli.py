@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import packets
 from harness.capture.pcapfile import CaptureProblem, read_header
@@ -201,16 +202,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"    {rid}")
         print(f"{len(cases)} cases selected")
         return EXIT_OK if cases else EXIT_NOTHING_RAN
-    writers = ((args.junit, junit.write_junit), (args.json, json_report.write_json), (args.html, html.write_html))
-    renderers = {junit.write_junit: junit.render_junit, json_report.write_json: json_report.render_json}
-    renderers[html.write_html] = html.render_html
-    if sum(path == "-" for path, _ in writers) > 1:
+    writers: tuple[tuple[str | None, Callable[..., Any], Callable[..., str]], ...] = (
+        (args.junit, junit.write_junit, junit.render_junit),
+        (args.json, json_report.write_json, json_report.render_json),
+        (args.html, html.write_html, html.render_html),
+    )
+    if sum(path == "-" for path, _, _ in writers) > 1:
         return _usage_error("only one report can go to standard output (-)")
-    unwritable = [why for path, _ in writers if path and path != "-" for why in [_writable(path)] if why]
+    unwritable = [why for path, _, _ in writers if path and path != "-" for why in [_writable(path)] if why]
     if unwritable:
         return _usage_error("cannot write the report " + "; ".join(unwritable))
     # a report on standard output keeps it to itself: the summary goes to standard error
-    summary_out = sys.stderr if any(path == "-" for path, _ in writers) else sys.stdout
+    summary_out = sys.stderr if any(path == "-" for path, _, _ in writers) else sys.stdout
     try:
         with terminal.Progress(len(cases)) as progress:
             result = run(
@@ -225,9 +228,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ConfigurationError as e:
         return _usage_error(str(e))
     written, failed = [], []
-    for path, writer in writers:  # the reports first: a terminal that cannot print loses none of them
+    for path, writer, render in writers:  # the reports first: a terminal that cannot print loses none of them
         if path == "-":
-            sys.stdout.write(renderers[writer](result))
+            sys.stdout.write(render(result))
             sys.stdout.flush()
         elif path:
             try:
