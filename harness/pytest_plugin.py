@@ -103,7 +103,27 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "spec(*sections): an MSMQ conformance case checking these spec sections")
     for marker, level in ((m, lv) for lv, m in _LEVEL_MARKERS.items()):
         config.addinivalue_line("markers", f"{marker}: an MSMQ conformance case of requirement level {level}")
-    config.stash[_STATE] = _Session(config)
+    state = _Session(config)
+    for marker, section in _section_markers().items():  # listed by ``pytest --markers``
+        state.register(marker, f"MSMQ conformance cases checking {section} or a section below it")
+    config.stash[_STATE] = state
+
+
+def _section_markers() -> dict[str, str]:
+    """marker -> section, for every section of the bundled requirements and every prefix of it."""
+    from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_requirements
+
+    try:
+        requirements = load_requirements(BUNDLED_REQUIREMENTS)
+    except (CaseError, OSError):
+        return {}
+    found: dict[str, str] = {}
+    for section in sorted({r.section for r in requirements}):
+        document, _, number = section.partition(" ")
+        parts = number.split(".")
+        for i, marker in enumerate(spec_markers(section)):
+            found.setdefault(marker, " ".join([document, ".".join(parts[:i])]).strip())
+    return found
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -219,6 +219,19 @@ def test_marker_per_spec_section_selects(pytester: pytest.Pytester) -> None:
     ]
 
 
+def test_pytest_markers_lists_the_section_markers_of_the_bundled_requirements(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(*plugin_args(), "--markers")
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.spec(*sections):*",
+            "@pytest.mark.msmq_must:*",
+            "@pytest.mark.spec_mqdmpr_3_1_7_3_2: MSMQ conformance cases checking MS-MQDMPR 3.1.7.3.2 or a section*",
+            "@pytest.mark.spec_mqqb_3_1_7_12: MSMQ conformance cases checking MS-MQQB 3.1.7.12 or a section*",
+        ],
+        consecutive=False,
+    )
+
+
 PARTIAL_TARGET = """\
 from harness.cases.targets import ReferenceTarget
 
