@@ -598,6 +598,6 @@ def test_the_example_of_docs_cases_md_loads() -> None:
     cases = load_text(example, "docs/cases.md")  # against the bundled cases/requirements.yaml
     assert [c.full_id for c in cases] == [
         "dmpr.seek.forward-skips-locked[prio=0]",
-        "dmpr.seek.forward-skips-locked[prio=7]",
+        "dmpr.seek.forward-skips-locked[prio=3]",
     ]
-    assert cases[1].given["queues"][0]["messages"][2] == {"id": "m3", "Priority": 7}
+    assert cases[1].given["queues"][0]["messages"][2] == {"id": "m3", "Priority": 3}
