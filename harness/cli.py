@@ -212,6 +212,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     unwritable = [why for path, _, _ in writers if path and path != "-" for why in [_writable(path)] if why]
     if unwritable:
         return _usage_error("cannot write the report " + "; ".join(unwritable))
+    if args.record:
+        try:
+            Path(args.record).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            return _usage_error(f"--record {args.record}: {e.strerror or e}")
     # a report on standard output keeps it to itself: the summary goes to standard error
     summary_out = sys.stderr if any(path == "-" for path, _, _ in writers) else sys.stdout
     try:
@@ -224,6 +229,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 known_failures=known,
                 strict=args.strict,
                 progress=progress.advance,
+                record_dir=args.record,
             )
     except ConfigurationError as e:
         return _usage_error(str(e))
@@ -300,6 +306,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", metavar="FILE", help="write the results as JSON (harness/report/results.schema.json; - for stdout)"
     )
     run_p.add_argument("--html", metavar="FILE", help="write an HTML report (- for standard output)")
+    run_p.add_argument(
+        "--record",
+        metavar="DIR",
+        help="write each wire case's traffic to DIR: <case id>.pcap and a transcript page <case id>.html, "
+        "which the HTML report links",
+    )
     run_p.set_defaults(func=cmd_run)
 
     cov = sub.add_parser("coverage", help="requirements with and without cases")

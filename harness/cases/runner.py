@@ -20,6 +20,7 @@ import contextlib
 import gc
 import itertools
 import multiprocessing
+import os
 import re
 import signal
 import threading
@@ -256,9 +257,15 @@ def _grader(case: Case, step: Step | None) -> Callable[[StepFailure, Any], StepF
 
 
 def run_case(
-    case: Case, target: Target, *, step_timeout: float = 10.0, info: TargetInfo | None = None
+    case: Case,
+    target: Target,
+    *,
+    step_timeout: float = 10.0,
+    info: TargetInfo | None = None,
+    record_dir: str | os.PathLike[str] | None = None,
 ) -> CaseResult:
     """Run one case on ``target``; never raises (a target failure is an ``error`` result).
+    ``record_dir``: a wire case's transcript goes there (``--record``, harness.report.transcript).
 
     The case stops at the first step with a difference; its outcome is the worst grade among
     that step's differences (harness.cases.grading).
@@ -270,7 +277,7 @@ def run_case(
     if case.wire:  # [MS-MQQB] wire cases run over TCP: harness.cases.targets.wire
         from harness.cases.targets.wire import run_wire_case
 
-        return run_wire_case(case, target, info, step_timeout=step_timeout)
+        return run_wire_case(case, target, info, step_timeout=step_timeout, record_dir=record_dir)
     where = "setup"
     try:
         _with_timeout(target, step_timeout, target.setup, case.given)
@@ -374,11 +381,11 @@ def open_target(target_spec: str, step_timeout: float) -> tuple[Target, TargetIn
 
 
 def _iter_serial(
-    cases: list[Case], target: Target, info: TargetInfo, step_timeout: float
+    cases: list[Case], target: Target, info: TargetInfo, step_timeout: float, record_dir: str | None = None
 ) -> Generator[CaseResult, None, None]:
     try:
         for case in cases:
-            yield run_case(case, target, step_timeout=step_timeout, info=info)
+            yield run_case(case, target, step_timeout=step_timeout, info=info, record_dir=record_dir)
     finally:
         with contextlib.suppress(Exception):
             target.close()
@@ -387,13 +394,13 @@ def _iter_serial(
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_init(target_spec: str, step_timeout: float) -> None:
+def _worker_init(target_spec: str, step_timeout: float, record_dir: str | None = None) -> None:
     try:
         target, info = open_target(target_spec, step_timeout)
     except ConfigurationError as e:  # it answered in the parent: report it per case
         _WORKER.update(target=None, problem=str(e))
         return
-    _WORKER.update(target=target, info=info, problem="", step_timeout=step_timeout)
+    _WORKER.update(target=target, info=info, problem="", step_timeout=step_timeout, record_dir=record_dir)
     multiprocessing.util.Finalize(None, target.close, exitpriority=10)
 
 
@@ -401,7 +408,9 @@ def _worker_run(case: Case) -> CaseResult:
     target = _WORKER["target"]
     if target is None:
         return CaseResult.since(case, Outcome.error, time.perf_counter(), [], _WORKER["problem"])
-    return run_case(case, target, step_timeout=_WORKER["step_timeout"], info=_WORKER["info"])
+    return run_case(
+        case, target, step_timeout=_WORKER["step_timeout"], info=_WORKER["info"], record_dir=_WORKER["record_dir"]
+    )
 
 
 # The cases of the runs under way, by run: a forked worker finds its run's cases here (copied
@@ -439,7 +448,7 @@ def _chunks(cases: Sequence[Case], workers: int) -> list[tuple[int, int]]:
 
 
 def _iter_parallel(
-    cases: list[Case], target_spec: str, step_timeout: float, workers: int
+    cases: list[Case], target_spec: str, step_timeout: float, workers: int, record_dir: str | None = None
 ) -> Generator[CaseResult, None, None]:
     """The results of ``cases`` in their order, run by ``workers`` processes that take chunks
     (:func:`_chunks`) as they become free.  Forked workers read the cases from the parent's
@@ -455,7 +464,10 @@ def _iter_parallel(
     futures: list[concurrent.futures.Future[list[CaseResult]]] = []
     try:
         with concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(target_spec, step_timeout)
+            max_workers=workers,
+            mp_context=ctx,
+            initializer=_worker_init,
+            initargs=(target_spec, step_timeout, record_dir),
         ) as pool:
             try:
                 for begin, stop in _chunks(cases, workers):
@@ -486,23 +498,26 @@ def run(
     known_failures: Collection[str] = (),
     strict: bool = False,
     progress: Callable[[CaseResult], None] | None = None,
+    record_dir: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Run ``cases`` on the target ``target_spec`` (make_target); results in the cases' order.
 
     The target is opened and greeted first: ConfigurationError, before any case runs, when it
     cannot be.  ``workers > 1`` runs the cases in that many processes, each with its own target.
-    ``strict`` makes non_strict outcomes fail the run.
+    ``strict`` makes non_strict outcomes fail the run.  ``record_dir``: each wire case's pcap
+    and transcript page go there (harness.report.transcript).
     """
     start = time.perf_counter()
     known = set(known_failures)
+    record = None if record_dir is None else os.fspath(record_dir)
     target, info = open_target(target_spec, step_timeout)
     results: Generator[CaseResult, None, None]
     if workers > 1 and len(cases) > 1:
         with contextlib.suppress(Exception):
             target.close()
-        results = _iter_parallel(cases, target_spec, step_timeout, min(workers, len(cases)))
+        results = _iter_parallel(cases, target_spec, step_timeout, min(workers, len(cases)), record)
     else:
-        results = _iter_serial(cases, target, info, step_timeout)
+        results = _iter_serial(cases, target, info, step_timeout, record)
     out = RunResult(target=target_spec, strict=strict)
     for case, result in zip(cases, results, strict=False):
         result = apply_known_failures(result, case, known)

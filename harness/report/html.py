@@ -23,6 +23,11 @@ image is fetched), so that it can be archived by a CI and opened anywhere.  In r
 5. every case, grouped by section (a ``<details>`` per section, open where there are problems),
    each with its outcome badge, linked from the matrix.
 
+A wire case run with ``--record DIR`` links to its transcript (``<a class="transcript">``: the page
+of harness.report.transcript, every packet of the case decoded, the failing one marked), in the
+list of every case and in its explanations; the link is relative to the report's folder when the
+report is written to a file.
+
 Long values and ids wrap; the evidence scrolls inside its own box: the page never scrolls
 sideways.  Every text taken from the run is escaped (``html.escape``).  The script marks the
 document ``class="js"`` once it has run.
@@ -36,6 +41,7 @@ import re
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from harness.report.explain import Explanation, explain, rows
 from harness.report.results import SEVERITY, CaseResult, Outcome, RunResult
@@ -48,7 +54,7 @@ from harness.report.terminal import (
     verdict,
 )
 
-__all__ = ["BASE_CSS", "escape", "render_html", "section_anchor", "write_html"]
+__all__ = ["BASE_CSS", "escape", "render_html", "section_anchor", "transcript_href", "write_html"]
 
 _UNSPECIFIED = "unspecified"
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -234,9 +240,30 @@ def _filter_attrs(outcome: str, level: str, sections: list[str], tags: list[str]
     )
 
 
-def explanation_html(e: Explanation, result: CaseResult, *, skip: tuple[str, ...] = (), anchor: str = "") -> str:
+def transcript_href(result: CaseResult, base: str | os.PathLike[str] | None = None) -> str:
+    """The URL of a recorded wire case's transcript (``""``: it has none), relative to the folder
+    ``base`` when given."""
+    if not result.transcript:
+        return ""
+    path = result.transcript
+    if base is not None:
+        try:
+            path = os.path.relpath(os.path.abspath(path), os.path.abspath(base))
+        except ValueError:  # another drive (Windows): the path as written
+            path = os.path.abspath(path)
+    return quote(Path(path).as_posix())
+
+
+def _transcript_link(href: str) -> str:
+    return f' <a class="transcript" href="{escape(href)}">transcript</a>' if href else ""
+
+
+def explanation_html(
+    e: Explanation, result: CaseResult, *, skip: tuple[str, ...] = (), anchor: str = "", transcript: str = ""
+) -> str:
     """One explanation (harness.report.explain) as an ``<article class="explanation">``: the
-    case, the rows every report shows (but those in ``skip``), the evidence."""
+    case, the rows every report shows (but those in ``skip``), the evidence; ``transcript``: the
+    URL of the case's transcript page (a recorded wire case)."""
     outcome = e.outcome
     soft = " soft" if outcome == str(Outcome.non_strict) else ""
     sections = list(dict.fromkeys([e.section, *result.sections] if e.section else result.sections))
@@ -251,7 +278,8 @@ def explanation_html(e: Explanation, result: CaseResult, *, skip: tuple[str, ...
         f'<article class="explanation o-{escape(outcome)}{soft}"{ident}'
         f"{_filter_attrs(outcome, e.level, sections, result.tags)}>"
         f'<div class="ex-head"><span class="badge b-{escape(outcome)}">{escape(outcome.replace("_", " "))}</span>'
-        f'<code class="id">{escape(e.case_id)}</code> <span class="title">{escape(e.title)}</span></div>'
+        f'<code class="id">{escape(e.case_id)}</code> <span class="title">{escape(e.title)}</span>'
+        f"{_transcript_link(transcript)}</div>"
         f'<table class="rows">{table}</table>{evidence}</article>'
     )
 
@@ -265,7 +293,7 @@ def _worst(item: tuple[str, list[tuple[Explanation, CaseResult]]]) -> tuple[int,
     return min(_RANK[m[0].outcome] for m in members), -len(members), req or "~"
 
 
-def _failures(run: RunResult) -> tuple[str, dict[str, str]]:
+def _failures(run: RunResult, base: str | os.PathLike[str] | None = None) -> tuple[str, dict[str, str]]:
     """The failures, grouped by requirement (worst group first), and each listed case's anchor."""
     hard = [r for r in run.results if r.outcome.bad(run.strict)]
     soft = [r for r in run.results if r.outcome is Outcome.non_strict and not run.strict]
@@ -304,7 +332,8 @@ def _failures(run: RunResult) -> tuple[str, dict[str, str]]:
                 anchor = f"fail-{counter}"
                 anchors.setdefault(result.case_id, anchor)
                 skip = ("requirement", "spec says") if req else ()
-                cards.append(explanation_html(e, result, skip=skip, anchor=anchor))
+                link = transcript_href(result, base)
+                cards.append(explanation_html(e, result, skip=skip, anchor=anchor, transcript=link))
             cls = "req-group soft" if is_soft else "req-group"
             out.append(
                 f'<section class="{cls}" data-group data-requirement="{escape(req)}">'
@@ -369,7 +398,7 @@ def _matrix(run: RunResult, anchors: dict[str, str]) -> str:
     return "\n".join(out)
 
 
-def _case(result: CaseResult, failure_anchor: str) -> str:
+def _case(result: CaseResult, failure_anchor: str, base: str | os.PathLike[str] | None = None) -> str:
     outcome = str(result.outcome)
     good = result.outcome not in SHOWN_OUTCOMES
     where = f'<span class="where">{escape(result.source)}:{result.line}</span>' if result.source else ""
@@ -382,6 +411,7 @@ def _case(result: CaseResult, failure_anchor: str) -> str:
     ]
     if failure_anchor:
         parts.append(f' <a href="#{failure_anchor}">why</a>')
+    parts.append(_transcript_link(transcript_href(result, base)))
     detail = result.detail.strip()
     if detail and not failure_anchor:  # not applicable, unsupported, xfail: the reason, here
         parts.append(f'<pre class="detail">{escape(detail)}</pre>')
@@ -410,8 +440,12 @@ def _filters(run: RunResult, sections: list[str]) -> str:
     )
 
 
-def render_html(run: RunResult, *, title: str = "MSMQ conformance report") -> str:
-    """The report as one HTML document (see the module docstring)."""
+def render_html(
+    run: RunResult, *, title: str = "MSMQ conformance report", base: str | os.PathLike[str] | None = None
+) -> str:
+    """The report as one HTML document (see the module docstring); ``base``: the folder the page
+    is written to, which the links to transcripts are relative to (None: the paths as the run
+    wrote them)."""
     counts = run.counts()
     by_section: dict[str, list[CaseResult]] = {}
     for result in run.results:
@@ -438,12 +472,12 @@ def render_html(run: RunResult, *, title: str = "MSMQ conformance report") -> st
     summary = f"{bad} of {len(run.results)} cases fail the run" if bad else f"{len(run.results)} cases"
     if run.strict:
         summary += " (strict: non_strict outcomes fail the run)"
-    failures_html, failure_anchors = _failures(run)
+    failures_html, failure_anchors = _failures(run, base)
     sections_html = []
     for section in ordered:
         results = by_section[section]
         problem = any(r.outcome in SHOWN_OUTCOMES for r in results)
-        items = "".join(_case(r, failure_anchors.get(r.case_id, "")) for r in results)
+        items = "".join(_case(r, failure_anchors.get(r.case_id, ""), base) for r in results)
         sections_html.append(
             f'<details class="cases-of{"" if problem else " clean"}" id="{anchors[section]}" data-group'
             f'{" open" if problem else ""}><summary>{escape(section)} '
@@ -498,5 +532,5 @@ settle, answered differently (a failure only under --strict).</p>
 def write_html(run: RunResult, path: str | os.PathLike[str], *, title: str = "MSMQ conformance report") -> Path:
     """Write the HTML report of ``run`` to ``path``; returns the path."""
     out = Path(path)
-    out.write_text(render_html(run, title=title), encoding="utf-8")
+    out.write_text(render_html(run, title=title, base=out.parent), encoding="utf-8")
     return out

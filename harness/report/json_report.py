@@ -8,8 +8,9 @@ record per case variant with ``case_id``, ``title``, ``sections``, ``level``, ``
 ``section``, ``message``, ``evidence``, ``requirement``, ``level``, ``quote`` (the
 requirement's sentence), ``inputs`` (the step's arguments), ``line`` (the step's line)),
 ``detail``, ``source``, ``line``, ``tags``, ``requirements``, ``stopped`` (the step an error
-stopped the case at, or null) and ``explanations`` (why the case did not pass, as every report
-shows it: harness.report.explain)) plus the run's metadata: ``format`` (:data:`FORMAT`),
+stopped the case at, or null), ``explanations`` (why the case did not pass, as every report
+shows it: harness.report.explain) and, for a wire case run with ``--record DIR``, ``transcript``
+(its transcript page, harness.report.transcript)) plus the run's metadata: ``format`` (:data:`FORMAT`),
 ``generated`` (UTC, ISO 8601), ``harness_version``, ``python``, ``host``, ``ok`` and
 ``by_section`` (spec section -> outcome counts, a case counted once per section, sorted by
 document and section number), and whatever ``metadata`` the caller adds.  Values JSON cannot hold (bytes, sets,

@@ -165,6 +165,9 @@ class CaseResult:
     # an error (or unsupported) at a step: that step, its inputs and requirement; ``observed``
     # holds what the target said (harness.report.explain)
     stopped: StepFailure | None = None
+    # a wire case run with ``--record DIR``: its transcript page, the path as the run wrote it
+    # (DIR/<id>.html, next to DIR/<id>.pcap; harness.report.transcript); None otherwise
+    transcript: str | None = None
 
     @classmethod
     def since(
@@ -210,6 +213,8 @@ class CaseResult:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["outcome"] = str(self.outcome)
+        if self.transcript is None:  # optional: only a recorded wire case has one
+            del out["transcript"]
         return out
 
 

@@ -12,15 +12,21 @@ A wire case (harness.cases.wire, docs/cases.md "Wire cases") checks one side of 
 Which cases a target runs is decided from the capabilities of its hello alone
 (:func:`wire_applicability`; harness.cases.target.CAPABILITIES), the reason shown in the
 ``not_applicable`` result.  A step's differences are graded by the requirements they check
-(harness.cases.grading); the case stops at the first step that has any.
+(harness.cases.grading); the case stops at the first step that has any.  With ``record_dir``
+(``msmq-harness run --record DIR``) the session's TCP connections, as the harness's end saw them,
+are written as a pcap and a transcript page with the failing step's packet marked
+(harness.report.transcript).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.cases.grading import graded, graded_result, unwrap
@@ -40,6 +46,8 @@ from harness.cases.wire import brief, needs_simulated_peer
 from harness.report.results import CaseResult, Outcome, StepFailure
 
 __all__ = ["WireOptions", "run_wire_case", "wire_applicability"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -130,13 +138,14 @@ def run_wire_case(
     *,
     step_timeout: float = 10.0,
     on_sent: Callable[[float, bytes], None] | None = None,
+    record_dir: str | os.PathLike[str] | None = None,
 ) -> CaseResult:
     """Run one wire case against ``target`` (``info``: its hello); never raises.  ``on_sent``
     sees every packet the harness sent, with the wall-clock time it was written.
     ``step_timeout`` (the runner's) bounds no wire wait: those are bounded by the [MS-MQQB]
-    3.1.2 timers the steps name."""
+    3.1.2 timers the steps name.  ``record_dir``: write the case's transcript there, a pcap and
+    an HTML page (harness.report.transcript), and name the page in the result's ``transcript``."""
     from harness.cases.actions import load_actions
-    from harness.cases.wireruns import NotApplicable
 
     load_actions()
     start = time.perf_counter()
@@ -145,8 +154,22 @@ def run_wire_case(
     if why:
         return CaseResult.since(case, Outcome.not_applicable, start, [], why)
     run = _run_for(case, target, info)
+    result, failing = _run_steps(case, run, start, on_sent)
+    if record_dir is not None:
+        _record(Path(record_dir), run, result, failing)
+    return result
+
+
+def _run_steps(
+    case: Case, run: Any, start: float, on_sent: Callable[[float, bytes], None] | None
+) -> tuple[CaseResult, bytes | None]:
+    """The case's steps and ``then`` on ``run``: its result, and the packet the failing step's
+    expectations read (None when the difference read none)."""
+    from harness.cases.wireruns import NotApplicable
+
     where = "setup"
     failures: list[StepFailure] = []
+    failing: bytes | None = None
     not_checked: list[str] = []
     checked = 0
     try:
@@ -163,6 +186,7 @@ def run_wire_case(
             checked += len(run.expectations(step.action, step.args, step.expect)) - len(skipped)
             if found:
                 failures = [_graded(case, step, index, where, f, run.waited) for f in found]
+                failing = run.last_packet if step.action in ("receive", "wait_for") else None
                 break
         else:
             where = "then"
@@ -172,9 +196,9 @@ def run_wire_case(
             checked += len(then.get("outgoing") or {}) + bool(then.get("peer")) - len(skipped)
             failures = [_graded(case, None, -1, "then", f, "") for f in found]
     except NotApplicable as e:
-        return CaseResult.since(case, Outcome.not_applicable, start, [], str(e))
+        return CaseResult.since(case, Outcome.not_applicable, start, [], str(e)), None
     except Exception as e:
-        return CaseResult.since(case, Outcome.error, start, [], f"{where}: {type(e).__name__}: {e}")
+        return CaseResult.since(case, Outcome.error, start, [], f"{where}: {type(e).__name__}: {e}"), None
     finally:
         with contextlib.suppress(Exception):
             run.close()
@@ -182,8 +206,21 @@ def run_wire_case(
             for ts, data in run.sent_packets():
                 on_sent(ts, data)
     if failures:
-        return graded_result(case, start, failures)
+        return graded_result(case, start, failures), failing
     detail = ("not checked: " + "; ".join(not_checked)) if not_checked else ""
     if not_checked and checked <= 0:
-        return CaseResult.since(case, Outcome.not_applicable, start, [], detail)
-    return CaseResult.since(case, Outcome.passed, start, [], detail)
+        return CaseResult.since(case, Outcome.not_applicable, start, [], detail), None
+    return CaseResult.since(case, Outcome.passed, start, [], detail), None
+
+
+def _record(directory: Path, run: Any, result: CaseResult, failing: bytes | None) -> None:
+    """Write the case's transcript (``--record``) and name it in ``result``; a transcript that
+    cannot be written is logged and leaves the verdict as it is."""
+    from harness.report.transcript import write_transcript
+
+    try:
+        page = write_transcript(directory, result, run.side, run.recorded_connections(), failing)
+    except Exception as e:
+        log.warning("%s: the transcript could not be written to %s: %s", result.case_id, directory, e)
+        return
+    result.transcript = str(page)

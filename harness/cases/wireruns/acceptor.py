@@ -24,6 +24,7 @@ from harness.cases.actions import action
 from harness.cases.wire import field_value, wire_matches
 from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, WireCaseError, WireRun, kind_of
 from harness.cases.wireruns.peer import close_peer, simulated_peer
+from harness.report.transcript import RecordedConnection
 from packets import GUID, NULL_GUID, StreamSplitter
 from packets import session as sp
 from packets.paths import set_field
@@ -82,6 +83,7 @@ class AcceptorRun(WireRun):
         self.recoverable_sent = False  # a recoverable (or transactional) UserMessage on this connection
         self.peer_acked = 0  # the highest AckSequenceNumber the acceptor sent on this connection
         self.client_log: list[tuple[float, bytes]] = []  # (time.time(), packet) the case's client sent
+        self.wire_log: list[RecordedConnection] = []  # each connection, both directions (--record)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -93,6 +95,7 @@ class AcceptorRun(WireRun):
 
     def close(self) -> None:
         if self.client is not None:
+            self._closing("c2s")
             with contextlib.suppress(OSError):
                 self.client.close()
         if self.peer is not None:
@@ -101,6 +104,15 @@ class AcceptorRun(WireRun):
     def sent_packets(self) -> list[tuple[float, bytes]]:
         """Every packet the harness sent, with the wall-clock time it was written."""
         return list(self.client_log)
+
+    def recorded_connections(self) -> list[RecordedConnection]:
+        """The case's TCP connections, as its client saw them (``--record``)."""
+        return list(self.wire_log)
+
+    def _closing(self, direction: str) -> None:
+        """The current connection ends, its ``direction``'s side first (the first close counts)."""
+        if self.wire_log and not self.wire_log[-1].closed_by:
+            self.wire_log[-1].closed_by = direction
 
     # -- the hooks of WireRun -------------------------------------------------------------------------
     def connection_parameters(self) -> tuple[int | None, int, str]:
@@ -138,6 +150,12 @@ class AcceptorRun(WireRun):
                 raise WireCaseError(
                     f"cannot connect to the acceptor at {self.address[0]}:{self.address[1]}: {e}"
                 ) from e
+            here = self.client.getsockname()
+            self.wire_log.append(
+                RecordedConnection(
+                    (str(here[0]), int(here[1])), (str(self.address[0]), int(self.address[1])), opened=time.time()
+                )
+            )
         return self.client
 
     @action(
@@ -160,6 +178,7 @@ class AcceptorRun(WireRun):
         from harness.session import DeliveryClass, user_message
 
         if args.get("new_connection") and self.client is not None:
+            self._closing("c2s")
             with contextlib.suppress(OSError):
                 self.client.close()
             self.client, self.client_closed, self.inbox = None, False, []
@@ -221,10 +240,13 @@ class AcceptorRun(WireRun):
                 if kind == "UserMessage":
                     self.user_messages_sent += 1
             try:
-                self.client_log.append((time.time(), data))
+                now = time.time()
+                self.client_log.append((now, data))
+                self.wire_log[-1].packets.append(("c2s", data, now))
                 sock.sendall(data)
             except OSError:
                 self.client_closed = True
+                self._closing("s2c")
                 return {"sent": False}
         return {"sent": True}
 
@@ -259,13 +281,16 @@ class AcceptorRun(WireRun):
             data = b""
         if not data:
             self.client_closed = True
+            self._closing("s2c")
             return False
+        now = time.time()
         try:
             chunks = [c.data for c in self.splitter.feed(data)]
         except packets.PacketError:
             chunks = [data]
         for chunk in chunks:
             self._note_ack(chunk)
+            self.wire_log[-1].packets.append(("s2c", chunk, now))
         self.inbox.extend(chunks)
         return True
 

@@ -27,6 +27,7 @@ from harness.cases.target import TargetError
 from harness.cases.wire import wire_matches
 from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, Failure, WireCaseError, WireRun, max_in_flight
 from harness.cases.wireruns.peer import SilentListener, close_peer, simulated_peer
+from harness.report.transcript import RecordedConnection
 from harness.session import SessionConfig
 from packets.formatname import direct_machine
 from packets.paths import get_field
@@ -186,6 +187,31 @@ class InitiatorRun(WireRun):
         if not isinstance(self.view, _PeerView):
             return []
         return [(ts, data) for c in self.view.peer.connections for d, data, ts in list(c.packets) if d == "s2c"]
+
+    def recorded_connections(self) -> list[RecordedConnection]:
+        """The TCP connections of the session as the harness's acceptor saw them (``--record``)."""
+        view = self.view
+        if isinstance(view, _PeerView):
+            server = (str(view.address[0]), int(view.address[1]))
+            out = []
+            for c in view.peer.connections:
+                closed_by = ("c2s" if c.closed_by == "client" else "s2c") if c.closed else ""
+                client = (str(c.client[0]), int(c.client[1]))
+                out.append(RecordedConnection(client, server, list(c.packets), closed_by))
+            return out
+        if isinstance(view, SilentListener):
+            server = view.address
+            return [
+                RecordedConnection(
+                    r.client,
+                    server,
+                    [("c2s", data, ts) for data, ts in zip(list(r.packets), list(r.times), strict=False)],
+                    "c2s" if r.closed else "",
+                    r.opened,
+                )
+                for r in list(view.records)
+            ]
+        return []
 
     # -- the hooks of WireRun ------------------------------------------------------------------------
     def _parse(self, data: bytes) -> Any:

@@ -12,6 +12,7 @@ import contextlib
 import selectors
 import socket
 import threading
+import time
 from typing import Any
 
 __all__ = ["SilentListener", "close_peer", "simulated_peer"]
@@ -39,7 +40,8 @@ def close_peer(peer: Any) -> None:
 
 class SilentListener:
     """Accepts connections on 127.0.0.1 port 0 and answers nothing: it reads and records what
-    the initiator sends, and notices when a connection ends."""
+    the initiator sends (with the wall-clock time each packet was read), and notices when a
+    connection ends."""
 
     MAX_CONNECTIONS = 64  # a sender that reconnects without end is still bounded
     MAX_BYTES = 1 << 20  # per connection: what a sender may make the listener keep
@@ -63,11 +65,11 @@ class SilentListener:
                         if len(self.records) >= self.MAX_CONNECTIONS:
                             continue
                         try:
-                            conn, _ = self._sock.accept()
+                            conn, client = self._sock.accept()
                         except OSError:
                             continue
                         conn.setblocking(False)
-                        record = _Record(conn)
+                        record = _Record(conn, (str(client[0]), int(client[1])))
                         self.records.append(record)
                         sel.register(conn, selectors.EVENT_READ, record)
                         continue
@@ -98,12 +100,15 @@ class SilentListener:
 class _Record:
     """One accepted connection of a :class:`SilentListener`: its whole packets, and whether it ended."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, client: tuple[str, int] = ("", 0)) -> None:
         from packets import StreamSplitter
 
         self.sock = sock
+        self.client = client
+        self.opened = time.time()
         self.splitter = StreamSplitter()
         self.packets: list[bytes] = []
+        self.times: list[float] = []  # wall-clock time each packet was read
         self.size = 0
         self.closed = False
 
@@ -121,8 +126,10 @@ class _Record:
             self.closed = True
             return False
         self.size += len(data)
+        now = time.time()
         try:
             self.packets.extend(c.data for c in self.splitter.feed(data))
         except packets.PacketError:
             self.packets.append(data)
+        self.times.extend([now] * (len(self.packets) - len(self.times)))
         return True
