@@ -9,7 +9,8 @@ accepts, and a fingerprint of what loading depends on: the schema with the actio
 model's spec events and their parameters, the sources of ``harness.cases`` and the Python version.
 A file that one process is loading is waited for, not loaded again, by another (one ``flock`` per
 entry where the platform has it).  Only files that load without error are stored; an error is
-found again on every load, with its file and line.
+found again on every load, with its file and line.  Entries not written for two weeks are removed
+when a process first opens the cache.
 
 The folder is ``$MSMQ_HARNESS_CASE_CACHE`` (``off`` disables the cache), else
 ``msmq-harness-<uid>/cases`` in the system's temporary folder.  A folder that another user owns,
@@ -27,6 +28,7 @@ import pickle
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from harness.cases.model import Case
 __all__ = ["ENV", "CaseCache", "fingerprint"]
 
 ENV = "MSMQ_HARNESS_CASE_CACHE"
+MAX_AGE_DAYS = 14  # an entry not written for this long is removed (CaseCache.prune)
 
 
 @functools.cache
@@ -107,7 +110,21 @@ class CaseCache:
                 part.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError:
             return None
-        return cls(folder) if all(_private(part) for part in made) else None
+        if not all(_private(part) for part in made):
+            return None
+        cache = cls(folder)
+        cache.prune()
+        return cache
+
+    def prune(self, days: float = MAX_AGE_DAYS) -> None:
+        """Remove the entries (and their locks) not written for ``days``: a changed file or
+        harness leaves its old entries behind."""
+        horizon = time.time() - days * 86400
+        with contextlib.suppress(OSError), os.scandir(self.folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.name.endswith((".pickle", ".lock", ".tmp")) and entry.stat().st_mtime < horizon:
+                        os.unlink(entry.path)
 
     def key(self, parts: tuple[Any, ...]) -> str:
         """The entry name of a file described by ``parts`` (the loader's: path, size, mtime,

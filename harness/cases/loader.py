@@ -107,7 +107,8 @@ def _check_depth(text: str, file: str) -> None:
     iterative pass) before the recursive composer sees the text.
 
     libyaml's scanner where PyYAML has it; a text it refuses is scanned again by PyYAML's, whose
-    message the error quotes (as it always has)."""
+    message the error quotes (as it always has; a text PyYAML's scanner accepts goes on to the
+    composer, which reports libyaml's error)."""
     if _COMPOSER is yaml.SafeLoader:
         _scan_depth(text, file, yaml.SafeLoader)
         return
@@ -117,7 +118,6 @@ def _check_depth(text: str, file: str) -> None:
         if not e.message.startswith("invalid YAML"):
             raise
         _scan_depth(text, file, yaml.SafeLoader)
-        raise
 
 
 def _scan_depth(text: str, file: str, loader: Any) -> None:

@@ -238,3 +238,16 @@ def test_two_workers_give_the_results_of_one_case_by_case(tmp_path: Path) -> Non
     one = _results(cases, 1)
     assert one == _results(cases, 2)
     assert [r[0] for r in one] == [c.full_id for c in cases]
+
+
+def test_entries_not_written_for_two_weeks_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    old, fresh = folder / "a.pickle", folder / "b.pickle"
+    for entry in (old, fresh, folder / "a.lock"):
+        entry.write_bytes(b"")
+    for entry in (old, folder / "a.lock"):
+        os.utime(entry, (1, 1))
+    monkeypatch.setenv(ENV, str(folder))
+    assert CaseCache.default() is not None
+    assert sorted(p.name for p in folder.iterdir()) == ["b.pickle"]
