@@ -3,8 +3,9 @@
 Loading a case file (YAML composition, the schema and the semantic checks of docs/cases.md:
 harness.cases.loader) costs about a millisecond per case; under pytest-xdist every worker collects
 every file.  The cases of a file that has not changed are read back instead, pickled, from a
-folder of the current user's.  An entry is keyed by the file (resolved path, size, mtime), the
-requirement list its citations resolve against (path, size, mtime), every event the loader
+folder of the current user's.  An entry is keyed by the file (its path as given and resolved, and
+a digest of its text: a rewrite within the file system's timestamp granularity is still seen),
+the requirement list its citations resolve against (path and digest), every event the loader
 accepts, and a fingerprint of what loading depends on: the schema with the action registry, the
 model's spec events and their parameters, the sources of ``harness.cases`` and the Python version.
 A file that one process is loading is waited for, not loaded again, by another (one ``flock`` per
@@ -127,7 +128,7 @@ class CaseCache:
                         os.unlink(entry.path)
 
     def key(self, parts: tuple[Any, ...]) -> str:
-        """The entry name of a file described by ``parts`` (the loader's: path, size, mtime,
+        """The entry name of a file described by ``parts`` (the loader's: path, text digest,
         requirement list, events)."""
         return hashlib.sha256(repr((fingerprint(), parts)).encode()).hexdigest()
 

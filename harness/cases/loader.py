@@ -13,6 +13,7 @@ cases/requirements.yaml, the list of spec requirements the cases cite.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
@@ -313,28 +314,40 @@ def load_file(
 ) -> list[Case]:
     """The cases of one file, matrix variants expanded, validated; raises CaseError.
 
-    With a ``cache`` (harness.cases.cache), a file whose cases it holds for the same file, the
-    same requirement list and the same events is not loaded again (``requirements`` given
-    explicitly bypasses it)."""
+    With a ``cache`` (harness.cases.cache), a file whose cases it holds for the same path, the
+    same text, the same requirement list and the same events is not loaded again
+    (``requirements`` given explicitly bypasses it)."""
     p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CaseError(str(path), 1, "", f"cannot read: {exc}") from None
 
     def load() -> list[Case]:
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CaseError(str(path), 1, "", f"cannot read: {exc}") from None
         return load_text(text, str(path), events=events, requirements=requirements)
 
     if cache is None or requirements is not None:
         return load()
     try:
-        st = p.stat()
         found = _requirements_file(p)
-        listed = (str(found), found.stat().st_mtime_ns, found.stat().st_size) if found else None
+        listed = (str(found), _digest(found)) if found else None
     except OSError:
         return load()
-    parts = (str(path), str(p.resolve()), st.st_mtime_ns, st.st_size, listed, sorted(known_events(events)))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    parts = (str(path), str(p.resolve()), digest, listed, sorted(known_events(events)))
     return cache.load(parts, load)
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes (once per version of the file in this process)."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _DIGESTS[key]
 
 
 def _files(paths: Iterable[str | Path]) -> list[Path]:
