@@ -28,10 +28,13 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
+from operator import add
 from pathlib import Path
 from typing import Any
 
 from harness.capture.pcapfile import CaptureProblem
+from harness.capture.streams import segment_connection
 from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, flow_id, flow_rows, segments_of
 from harness.pipeline.hadoop import input_spec, list_inputs
 from harness.pipeline.splits import (
@@ -55,6 +58,9 @@ MIN_SPLIT = 1 << 20
 SHUFFLE_BYTES = 64 << 20
 #: segments a read task holds before handing its per-connection lists on
 FLUSH_SEGMENTS = 20_000
+#: connections that only one range of a local input holds are analysed by the task reading it,
+#: not shuffled (found by a first pass over the ranges that reads connection keys only)
+LOCAL_CONNECTIONS = True
 TABLES = ("packets", "sessions", "violations")
 
 #: column name -> Spark SQL type, in order, for each table
@@ -123,45 +129,152 @@ class PipelineError(Exception):
 # executor side (module-level functions: pickled by reference, imported on the executors)
 
 
+def connection_ends(part: Iterable[list[Split]], ports: frozenset[int]) -> Iterator[tuple[str, int, dict[Any, int]]]:
+    """The first stage for local ranges: (path, range start, connection -> offset of its last
+    record in the range) of each range, read without building segments
+    (:func:`harness.capture.streams.connection_key`)."""
+    from harness.capture.streams import connection_key
+
+    for splits in part:
+        for split in splits:
+            last: dict[Any, int] = {}
+            for rec in read_split(split):
+                key = connection_key(rec.linktype, rec.data, ports)
+                if key is not None:
+                    last[key] = rec.offset
+            yield split.path, split.start, last
+
+
+@dataclass(frozen=True)
+class RangeLocal:
+    """What the first stage found: the connections more than one range holds (shuffled), and per
+    range the offsets of the last records of the others (analysed by the task reading it)."""
+
+    joined: bool
+    cross: frozenset[Any]
+    ends: dict[tuple[str, int], frozenset[int]]
+
+    @classmethod
+    def of(cls, found: Iterable[tuple[str, int, dict[Any, int]]], joined: bool) -> RangeLocal:
+        found = list(found)
+        ranges: Counter[Any] = Counter()
+        for path, _start, last in found:
+            ranges.update(key if joined else (path, key) for key in last)
+        cross = frozenset(cid for cid, n in ranges.items() if n > 1)
+        ends = {
+            (path, start): frozenset(off for key, off in last.items() if (key if joined else (path, key)) not in cross)
+            for path, start, last in found
+        }
+        return cls(joined, cross, ends)
+
+    def shuffled(self, path: str, key: Any) -> bool:
+        return (key if self.joined else (path, key)) in self.cross
+
+
 def read_task(
-    splits: Iterable[Split], ports: frozenset[int], order: dict[str, int] | None = None, data: bytes | None = None
+    splits: Iterable[Split],
+    ports: frozenset[int],
+    order: dict[str, int] | None = None,
+    data: bytes | None = None,
+    local: RangeLocal | None = None,
+    out: str = "",
+    index: int = 0,
 ) -> Iterator[tuple[tuple[str, ...], Any]]:
     """One task: the segments of its ranges grouped by connection (a list per connection, handed
     on every :data:`FLUSH_SEGMENTS` segments so memory stays bounded), then one stats record per
     range.  With ``order`` (input path -> position) the inputs are one capture cut into files:
     connections are keyed by 5-tuple alone and segments ordered by (file position, offset).
-    With ``data`` the one split is a whole file whose bytes Spark read."""
+    With ``data`` the one split is a whole file whose bytes Spark read.
+
+    With ``local`` (:class:`RangeLocal`) a connection no other range holds is not shuffled: it
+    is analysed here as soon as its last record has been read, its rows written to ``out`` as
+    ``part-r<index>`` files, and the counts for the summary handed on as one ``"c"`` record."""
     ids: dict[tuple[str, int, str, int], str] = {}
-    for split in splits:
-        counts = FrameCounts(split.path)
-        result = SplitResult(split)
-        pending: dict[tuple[str, ...], list[Any]] = {}
-        held = 0
-        for offset, ts, seg in segments_of(read_split(split, result, data), counts, ports):
-            who = (seg.src, seg.sport, seg.dst, seg.dport)
-            fid = ids.get(who)
-            if fid is None:
-                fid = ids[who] = flow_id(seg)
-            if order is None:
-                pending.setdefault(("f", split.path, fid), []).append((offset, ts, seg))
-            else:
-                pending.setdefault(("f", "", fid), []).append(((order[split.path], offset), ts, seg))
-            held += 1
-            if held >= FLUSH_SEGMENTS:
-                yield from pending.items()
-                pending, held = {}, 0
-        yield from pending.items()
-        counts.problems.extend(str(p) for p in result.problems)
-        stats = {
-            "counts": counts,
-            "start": split.start,
-            "end": split.end,
-            "first": result.first,
-            "next": result.next,
-            "records": result.records,
-            "had_problems": bool(result.problems),
-        }
-        yield ("s", split.path, str(split.start)), stats
+    writers = {t: PartWriter(t, out, index, "r") for t in TABLES} if local is not None else {}
+    tallies: Counter[tuple[str, str]] = Counter()
+    try:
+        for split in splits:
+            yield from _read_range(split, ports, order, data, local, ids, writers, tallies)
+    except BaseException as e:
+        for writer in writers.values():
+            writer.__exit__(type(e), e, None)
+        raise
+    for table, writer in writers.items():
+        writer.__exit__(None, None, None)
+        tallies["table", table] += writer.count
+    if writers:
+        yield ("c", "", str(index)), tallies
+
+
+def _read_range(
+    split: Split,
+    ports: frozenset[int],
+    order: dict[str, int] | None,
+    data: bytes | None,
+    local: RangeLocal | None,
+    ids: dict[tuple[str, int, str, int], str],
+    writers: dict[str, PartWriter],
+    tallies: Counter[tuple[str, str]],
+) -> Iterator[tuple[tuple[str, ...], Any]]:
+    counts = FrameCounts(split.path)
+    result = SplitResult(split)
+    pending: dict[tuple[str, ...], list[Any]] = {}
+    held = 0
+    ends = local.ends.get((split.path, split.start), frozenset()) if local is not None else frozenset()
+    whole: dict[Any, list[Any]] = {}
+    for offset, ts, seg in segments_of(read_split(split, result, data), counts, ports):
+        if local is not None:
+            key = segment_connection(seg)
+            if not local.shuffled(split.path, key):
+                items = whole.setdefault(key, [])
+                items.append((offset, ts, seg))
+                if offset in ends:
+                    _write_rows(split.path, whole.pop(key), ports, writers, tallies)
+                continue
+        who = (seg.src, seg.sport, seg.dst, seg.dport)
+        fid = ids.get(who)
+        if fid is None:
+            fid = ids[who] = flow_id(seg)
+        if order is None:
+            pending.setdefault(("f", split.path, fid), []).append((offset, ts, seg))
+        else:
+            pending.setdefault(("f", "", fid), []).append(((order[split.path], offset), ts, seg))
+        held += 1
+        if held >= FLUSH_SEGMENTS:
+            yield from pending.items()
+            pending, held = {}, 0
+    yield from pending.items()
+    for items in whole.values():  # not ended where the first stage saw them end (cannot happen)
+        _write_rows(split.path, items, ports, writers, tallies)
+    counts.problems.extend(str(p) for p in result.problems)
+    stats = {
+        "counts": counts,
+        "start": split.start,
+        "end": split.end,
+        "first": result.first,
+        "next": result.next,
+        "records": result.records,
+        "had_problems": bool(result.problems),
+    }
+    yield ("s", split.path, str(split.start)), stats
+
+
+def _write_rows(
+    name: str,
+    segments: list[Any],
+    ports: frozenset[int],
+    writers: dict[str, PartWriter],
+    counts: Counter[tuple[str, str]],
+) -> None:
+    """One connection's rows to the part files, and its counts for the summary."""
+    tables = flow_rows(name, segments, ports)
+    for table, rows in tables.items():
+        writers[table].add(rows)
+    for row in tables["violations"]:
+        counts["rule", row["rule_id"]] += 1
+        counts["peer", row["server"]] += 1
+    for row in tables["sessions"]:
+        counts["outcome", row["outcome"]] += 1
 
 
 def read_files(
@@ -195,11 +308,11 @@ class PartWriter:
     rows arrive (so a partition's rows are never all in memory), moved into place when closed
     (a retried task rewrites it; a failed one leaves no file)."""
 
-    def __init__(self, table: str, out: str, index: int) -> None:
+    def __init__(self, table: str, out: str, index: int, prefix: str = "") -> None:
         self.schema = _arrow_schema(table)
         folder = os.path.join(out, table)
         os.makedirs(folder, exist_ok=True)
-        self.final = os.path.join(folder, f"part-{index:05d}.parquet")
+        self.final = os.path.join(folder, f"part-{prefix}{index:05d}.parquet")
         self.tmp = self.final + ".tmp"
         self.rows: list[dict[str, Any]] = []
         self.count = 0
@@ -250,6 +363,8 @@ def analyse_partition(
     for key, value in part:
         if key[0] == "s":
             yield "stats", value
+        elif key[0] == "c":  # a read task's counts for the connections it analysed itself
+            yield "counts", value
         else:
             groups.setdefault(key, []).extend(value)
     counts: Counter[tuple[str, str]] = Counter()
@@ -260,14 +375,7 @@ def analyse_partition(
             name = key[1]
             if not name and inputs:  # joined inputs: named after the file holding the first segment
                 name = inputs[min(s[0] for s in segments)[0]]
-            tables = flow_rows(name, segments, ports)
-            for table, rows in tables.items():
-                writers[table].add(rows)
-            for row in tables["violations"]:
-                counts["rule", row["rule_id"]] += 1
-                counts["peer", row["server"]] += 1
-            for row in tables["sessions"]:
-                counts["outcome", row["outcome"]] += 1
+            _write_rows(name, segments, ports, writers, counts)
     for table, writer in writers.items():
         counts["table", table] += writer.count
     yield "counts", counts
@@ -312,7 +420,8 @@ def spark_session(master: str | None, partitions: int, app: str = "msmq-harness 
 
 
 _STAGES = {
-    "partitionBy": "read ranges, decode frames",
+    "reduce": "find the connections more than one range holds",
+    "partitionBy": "read ranges, decode frames, analyse the connections whole in a range",
     "collect": "reassemble, decode packets, observe, write Parquet",
 }
 
@@ -458,16 +567,21 @@ def _run(
     bad = {f.path: f.problem for f in files if f.format == "bad"}
     order = {p: i for i, p in enumerate(paths)} if join_files else None
 
-    def read(part: Iterable[list[Split]]) -> Iterator[tuple[tuple[str, ...], Any]]:
-        for splits in part:
-            yield from read_task(splits, ports, order)
-
-    def read_whole(part: Iterable[tuple[str, bytes]]) -> Iterator[tuple[tuple[str, ...], Any]]:
-        return read_files(part, ports, order)
-
     for table in TABLES:
         shutil.rmtree(out / table, ignore_errors=True)
     target = str(out.resolve())
+    whole: Any = None  # a broadcast RangeLocal
+
+    def read(index: int, part: Iterable[list[Split]]) -> Iterator[tuple[tuple[str, ...], Any]]:
+        range_local = whole.value if whole is not None else None
+        for splits in part:
+            yield from read_task(splits, ports, order, local=range_local, out=target, index=index)
+
+    def ends(part: Iterable[list[Split]]) -> Iterator[tuple[str, int, dict[Any, int]]]:
+        return connection_ends(part, ports)
+
+    def read_whole(part: Iterable[tuple[str, bytes]]) -> Iterator[tuple[tuple[str, ...], Any]]:
+        return read_files(part, ports, order)
 
     def analyse(index: int, part: Iterable[tuple[tuple[str, ...], Any]]) -> Iterator[tuple[str, Any]]:
         return analyse_partition(index, part, ports, target, paths)
@@ -476,7 +590,13 @@ def _run(
     with _Progress(sc, progress):
         sources = []
         if plan:
-            sources.append(sc.parallelize(plan, len(plan)).mapPartitions(read))
+            if LOCAL_CONNECTIONS:
+                # a first, light pass: which connections more than one range holds (only those are
+                # shuffled; the others are analysed by the task that reads them)
+                found = sc.parallelize(plan, len(plan)).mapPartitions(lambda part: [list(ends(part))]).reduce(add)
+                whole = sc.broadcast(RangeLocal.of(found, join_files))
+                del found
+            sources.append(sc.parallelize(plan, len(plan)).mapPartitionsWithIndex(read))
         if remote:
             sources.append(sc.binaryFiles(input_spec(remote), min(tasks, len(remote))).mapPartitions(read_whole))
         keyed = sources[0] if len(sources) == 1 else sc.union(sources)

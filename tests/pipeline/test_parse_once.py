@@ -287,3 +287,32 @@ def test_iter_local_streams_what_process_local_collects(tmp_path: Path) -> None:
             whole[table] += rows
     for table, rows in whole.items():
         assert sorted(map(repr, rows)) == sorted(map(repr, [r for r in tables[table] if r["input"] == str(a)]))
+
+
+# --------------------------------------------------------------------------------------------
+# Spark: connections whole in one range are analysed where they are read, the others shuffled
+
+
+def test_spark_analyses_connections_whole_in_a_range_without_the_shuffle(tmp_path: Path) -> None:
+    from pipeline_helpers import table
+
+    from harness.pipeline import job
+
+    path, manifest = capture(tmp_path, sessions=300, rate=0.1, seed=12)
+    out = tmp_path / "out"
+    argv = ["pipeline", str(path), "--out", str(out), "--master", "local[2]", "--partitions", "3",
+            "--split-size", str(path.stat().st_size // 3), "--quiet"]  # fmt: skip
+    assert job.LOCAL_CONNECTIONS and cli_main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sessions"] == manifest["sessions"] and all(r["balanced"] for r in summary["reconciliation"])
+    import pyarrow.parquet as pq
+
+    sessions = {f.name: pq.read_table(f).num_rows for f in (out / "sessions").glob("*.parquet")}
+    in_reading = sum(n for name, n in sessions.items() if name.startswith("part-r"))
+    shuffled = sum(n for name, n in sessions.items() if not name.startswith("part-r"))
+    assert in_reading > shuffled > 0  # most connections are whole in their range; those cut are shuffled
+    whole, _counts = process_local([str(path)])
+    for name in ("packets", "sessions", "violations"):
+        assert table(out, name) == sorted(whole[name], key=lambda r: json.dumps(r, sort_keys=True, default=str))
+        assert summary[name] == len(whole[name])
+    assert summary["violations_by_rule"] and sum(summary["session_outcomes"].values()) == manifest["sessions"]
