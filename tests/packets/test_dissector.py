@@ -27,7 +27,6 @@ from harness.capture.tcp import FlowKey
 from harness.decoding import decode_file
 from packets import base
 from packets.dissector import generate_lua, lua_fields, main
-from packets.render import to_jsonable
 from packets.stream import wire_length
 from tests.packets.dissector_captures import FIXTURES, fixture_capture
 
@@ -82,15 +81,10 @@ def _flatten_json(prefix: str, value: Any, out: list[tuple[str, Any]], elements:
     elif isinstance(value, dict):
         for k, v in value.items():
             _flatten_json(f"{prefix}.{k}" if prefix else k, v, out, elements)
-    elif isinstance(value, str) and value.startswith("ListContainer"):
-        # decode --json prints an element list as text: its elements come from the packet itself
-        assert elements is not None
+    elif isinstance(value, list):  # an element list: each element under the list's subtree name
         name = next(a for a in FIELDS if a.startswith(f"msmq.{prefix}.") and FIELDS[a].ftype == "none")
-        held: Any = elements.headers
-        for part in prefix.split("."):
-            held = held[part]
-        for element in held:
-            _flatten_json(name[len("msmq.") :], to_jsonable(element), out, elements)
+        for element in value:
+            _flatten_json(name[len("msmq.") :], element, out, elements)
     else:
         out.append((prefix, _normal(prefix, value)))
 
