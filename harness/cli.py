@@ -178,6 +178,7 @@ def _usage_error(message: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from harness.cases.cache import CaseCache
     from harness.cases.loader import CaseError, load_paths
     from harness.cases.runner import ConfigurationError, load_known_failures, run, select
     from harness.report import html, json_report, junit, terminal
@@ -186,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if missing:
         return _usage_error(f"no such file or folder: {', '.join(missing)}")
     try:
-        cases = load_paths(args.paths or [CASES])
+        cases = load_paths(args.paths or [CASES], cache=CaseCache.default())  # files seen before: read back
         cases = select(cases, keyword=args.k, sections=args.spec or ())
         known = load_known_failures(args.known_failures) if args.known_failures else set()
     except CaseError as e:
