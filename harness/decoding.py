@@ -52,10 +52,6 @@ class StreamReport:
     gaps: list[tuple[int, int]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     skipped: list[tuple[int, int]] = field(default_factory=list)  # resynchronised after a gap
-    #: (stream offset, bytes) of the whole packets of a run that ends in a framing error: the
-    #: report lists none of that run's packets (as when the splitter was fed the run at once), but
-    #: the passive observer, fed the run piecemeal, checks them -- so they are kept, not parsed
-    unlisted: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 def read_hex(text: str) -> bytes:
@@ -110,13 +106,16 @@ def decode_pieces(
                 report.skipped.append((base, start))
         splitter = StreamSplitter()
         try:
-            for piece in splitter.feed(data[start:]):
+            for piece in splitter.feed(data[start:]):  # the run at once: on a framing error, nothing
                 packet = packets.parse(piece.data, strict=False)
                 report.packets.append(DecodedPacket(name, index, base + start + piece.offset, packet, piece.data))
                 index += 1
         except PacketError as e:
+            # the whole packets before the header that cannot start one are kept, as in any other run
+            for offset, raw in _framed_before_error(data, start, base):
+                report.packets.append(DecodedPacket(name, index, offset, packets.parse(raw, strict=False), raw))
+                index += 1
             report.errors.append(PacketError(e.field_path, base + start + e.offset, e.reason, e.section))
-            report.unlisted += _framed_before_error(data, start, base)
         else:
             report.trailing += splitter.buffered
     return report

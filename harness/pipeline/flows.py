@@ -24,7 +24,6 @@ from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp
 from harness.capture.pcapfile import Record
 from harness.capture.tcp import Direction, Flow, FlowKey, reassemble
 from harness.decoding import StreamReport, decode_pieces
-from packets import Packet
 
 __all__ = [
     "FrameCounts",
@@ -244,11 +243,7 @@ def _observe(flow: Flow, reports: dict[str, StreamReport], runs: dict[str, list[
         end = base + len(data)
         report = reports[direction]
         error = report.errors[0] if report.errors and report.errors[0].offset < end else None
-        first: list[tuple[int, bytes, Packet | None]]
-        if error is None:
-            first = [(item.offset, item.data, item.packet) for item in report.packets if item.offset < end]
-        else:  # the run's packets are not in the report: parsed by the observer, once
-            first = [(offset, raw, None) for offset, raw in report.unlisted if offset < end]
+        first = [(item.offset, item.data, item.packet) for item in report.packets if item.offset < end]
         error_run = None
         if error is not None:
             header = first[-1][0] + len(first[-1][1]) if first else base
