@@ -62,6 +62,7 @@ FLUSH_SEGMENTS = 20_000
 #: not shuffled (found by a first pass over the ranges that reads connection keys only)
 LOCAL_CONNECTIONS = True
 TABLES = ("packets", "sessions", "violations")
+LISTED_PROBLEMS = 1000  # sessions that broke a rule listed in summary.json and report.txt (the first, by time)
 
 #: column name -> Spark SQL type, in order, for each table
 SCHEMAS: dict[str, list[tuple[str, str]]] = {
@@ -270,11 +271,19 @@ def _write_rows(
     tables = flow_rows(name, segments, ports)
     for table, rows in tables.items():
         writers[table].add(rows)
+    broken: dict[str, set[str]] = {}
     for row in tables["violations"]:
         counts["rule", row["rule_id"]] += 1
         counts["peer", row["server"]] += 1
+        broken.setdefault(row["flow"], set()).add(row["rule_id"])
     for row in tables["sessions"]:
         counts["outcome", row["outcome"]] += 1
+        rules = broken.get(row["flow"])
+        if rules and counts["listed", "problem"] < LISTED_PROBLEMS:  # the first ones of each task
+            counts["listed", "problem"] += 1
+            keys = ("input", "flow", "client", "server", "first_ts", "last_ts")
+            entry = {**{k: row[k] for k in keys}, "rules": sorted(rules)}
+            counts["problem", json.dumps(entry, sort_keys=True)] = 1
 
 
 def read_files(
@@ -611,6 +620,8 @@ def _run(
     by_rule = {k[1]: n for k, n in tallies.items() if k[0] == "rule"}
     by_peer = {k[1]: n for k, n in tallies.items() if k[0] == "peer"}
     outcomes = {k[1]: n for k, n in tallies.items() if k[0] == "outcome"}
+    problems = [json.loads(k[1]) for k in tallies if k[0] == "problem"]
+    problems.sort(key=lambda e: (e["first_ts"], e["flow"]))
     reconciliation = _reconcile(stats, paths, bad)
     summary = {
         "out": str(out),
@@ -628,6 +639,7 @@ def _run(
         "violations_by_rule": dict(sorted(by_rule.items())),
         "violations_by_peer": dict(sorted((str(k), v) for k, v in by_peer.items())),
         "session_outcomes": dict(sorted(outcomes.items())),
+        "sessions_with_problems": problems[:LISTED_PROBLEMS],
         "reconciliation": reconciliation,
         "seconds": round(time.monotonic() - started, 3),
     }
@@ -649,6 +661,13 @@ def _report(summary: dict[str, Any]) -> str:
         "",
         "session outcomes:",
         *(f"  {k:<45} {v}" for k, v in summary["session_outcomes"].items()),
+        "",
+        "sessions that broke a rule (capture-to-case INPUT --flow FLOW --out case.yaml makes a case of one):",
+        *(
+            f"  {p['flow']}  {p['client']} -> {p['server']}  {p['first_ts']:.6f}-{p['last_ts']:.6f}  "
+            f"{', '.join(p['rules'])}  [{p['input']}]"
+            for p in summary["sessions_with_problems"]
+        ),
         "",
         "inputs (frames read = decoded + rejected):",
     ]

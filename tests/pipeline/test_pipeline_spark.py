@@ -47,6 +47,15 @@ def check_anomalies(inputs: dict[str, Any], local_run: Path) -> None:
     for clean_path in (inputs["paths"][1], inputs["pcapng"]):  # the same frames, as pcap and as pcapng
         assert not [v for v in violations if v["input"] == clean_path]
         assert [s["outcome"] for k, s in sessions.items() if k[0] == clean_path] == ["ok"] * 6
+    # summary.json and report.txt list the sessions that broke a rule, with their rules
+    summary = json.loads((local_run / "summary.json").read_text())
+    listed = {(p["input"], p["flow"]): p["rules"] for p in summary["sessions_with_problems"]}
+    broken: dict[tuple[str, str], set[str]] = {}
+    for v in violations:
+        broken.setdefault((v["input"], v["flow"]), set()).add(v["rule_id"])
+    assert {k: set(v) for k, v in listed.items()} == broken
+    report = (local_run / "report.txt").read_text()
+    assert all(flow in report for _input, flow in listed)
     flows = {k[1]: s for k, s in sessions.items() if k[0] == inputs["paths"][1]}
     for (path, flow), s in sessions.items():
         if path == inputs["pcapng"]:
