@@ -24,7 +24,7 @@ from typing import Any
 
 import packets
 from harness.capture.pcapfile import CaptureProblem, read_header
-from harness.decoding import PCAP_MAGICS, StreamReport, decode_file, read_hex
+from harness.decoding import ORDERS, PCAP_MAGICS, DecodedPacket, StreamReport, decode_file, read_hex
 from packets import PacketError, wire_length
 from packets.render import render_tree, to_jsonable
 
@@ -50,20 +50,53 @@ def _stream_notes(report: StreamReport) -> list[tuple[str, dict[str, object]]]:
     return notes
 
 
+def _where(item: DecodedPacket) -> str:
+    """Where a packet was found, for the text output: index and stream offset, and in a capture the
+    frame number and capture time (seconds since the epoch, as Wireshark's frame.time_epoch) of
+    the frame that completed it."""
+    text = f"#{item.index} @ {item.offset}"
+    if item.frame:
+        text += f", frame {item.frame}"
+    if item.time is not None:
+        text += f", time {item.time:.6f}"
+    return text
+
+
 def _print_report(report: StreamReport, as_json: bool, out: list[str]) -> int:
-    """Append the report's lines to ``out``; return how many problems it holds."""
+    """Append the report's lines to ``out``; return how many problems it holds (a session
+    violation counts as one)."""
     problems = 0
     for item in report.packets:
         problems += len(item.packet.violations)
         if as_json:
             record: dict[str, object] = {"stream": report.name, "index": item.index, "offset": item.offset}
+            if item.frame:
+                record["frame"] = item.frame
+            if item.time is not None:
+                record["time"] = item.time
             record.update(to_jsonable(item.packet))
             out.append(json.dumps(record))
         else:
-            out.append(render_tree(item.packet, f"[{report.name}] #{item.index} @ {item.offset}: "))
+            out.append(render_tree(item.packet, f"[{report.name}] {_where(item)}: "))
     for text, record in _stream_notes(report):
         problems += 1
         out.append(json.dumps({"stream": report.name, **record}) if as_json else f"[{report.name}] {text}")
+    for v in report.violations:
+        problems += 1
+        direction = {"c2s": "client", "s2c": "server"}.get(v.direction, v.direction)
+        if as_json:
+            found = {
+                "rule_id": v.rule_id,
+                "section": v.section,
+                "direction": direction,
+                "packet_index": v.packet_index,
+                "evidence": v.evidence,
+            }
+            out.append(json.dumps({"stream": report.flow or report.name, "violation": found}))
+        else:
+            at = f" at session packet #{v.packet_index}" if v.packet_index >= 0 else ""
+            by = f" by the {direction}" if direction else ""
+            out.append(f"[{report.flow or report.name}] violation {v.rule_id} ({v.section}){by}{at}: {v.evidence}")
     return problems
 
 
@@ -121,7 +154,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         # each stream's lines as soon as it is decoded: memory does not grow with the input
         printed = False
         try:
-            for report in decode_file(name, ports):
+            for report in decode_file(name, ports, args.order):
                 out: list[str] = []
                 problems += _print_report(report, args.json, out)
                 if out:
@@ -333,7 +366,18 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument("files", nargs="+", metavar="FILE", help="hex dumps, raw session streams, pcap or pcapng files")
     decode.add_argument("--json", action="store_true", help="one JSON object per packet")
     decode.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
-    decode.add_argument("--fail-on-violation", action="store_true", help="exit 1 when any packet breaks a rule")
+    decode.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="stream",
+        help="stream: each connection's client then server stream (default); capture: every packet by the "
+        "frame that completed it, across streams",
+    )
+    decode.add_argument(
+        "--fail-on-violation",
+        action="store_true",
+        help="exit 1 when any packet or TCP connection breaks a rule (decoding problems and session violations)",
+    )
     decode.set_defaults(func=cmd_decode)
 
     demo = sub.add_parser("demo", help="decode the bundled example frames and write reports")

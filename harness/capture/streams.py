@@ -8,6 +8,7 @@ stream — is kept with its offset, so the caller can report it next to the pack
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import pickle
 import tempfile
@@ -18,11 +19,12 @@ from typing import IO, Any, TypeVar
 
 from harness.capture.frames import _ETH_IPV4_TCP, _TCP, FrameProblem, TcpSegment, _addr4, decode_tcp
 from harness.capture.pcapfile import CaptureProblem, Record, iter_records
-from harness.capture.tcp import Gap, StreamProblem, reassemble
+from harness.capture.tcp import Flow, Gap, StreamProblem, reassemble
 
 __all__ = [
     "CaptureStream",
     "by_connection",
+    "capture_flows",
     "capture_segments",
     "capture_streams",
     "connection_key",
@@ -45,6 +47,7 @@ class CaptureStream:
     gaps: list[Gap] = field(default_factory=list)
     problems: list[StreamProblem] = field(default_factory=list)
     timestamps: dict[int, float] = field(default_factory=dict)
+    frames: dict[int, int] = field(default_factory=dict)  #: stream offset of a chunk -> frame number
 
     @property
     def name(self) -> str:
@@ -55,7 +58,7 @@ class CaptureStream:
 class CaptureReading:
     """What reading the file produced besides segments: the problems, with offsets."""
 
-    records: int = 0
+    records: int = 0  #: records read so far: the frame number of the last one (Wireshark's numbering)
     frames_not_tcp: int = 0
     problems: list[str] = field(default_factory=list)
 
@@ -198,7 +201,9 @@ def _records(path: str | Path) -> Iterator[Record | CaptureProblem]:
 
 def _segments(
     path: str | Path, ports: frozenset[int], reading: CaptureReading
-) -> Iterator[tuple[int, float, TcpSegment]]:
+) -> Iterator[tuple[int, float, int, TcpSegment]]:
+    """(record offset, timestamp, frame number, segment): the frame number is the 1-based index of
+    the record among all the records of the file, as Wireshark numbers frames."""
     for item in _records(path):
         if isinstance(item, CaptureProblem):
             reading.problems.append(str(item))
@@ -211,14 +216,14 @@ def _segments(
         elif isinstance(seg, FrameProblem):
             reading.problems.append(f"{path}: record at {item.offset}: {seg.reason} (frame byte {seg.offset})")
         elif seg.sport in ports or seg.dport in ports:
-            yield item.offset, item.ts, seg
+            yield item.offset, item.ts, reading.records, seg
 
 
 def capture_segments(
     path: str | Path, ports: Iterable[int], reading: CaptureReading
 ) -> Iterator[tuple[float, TcpSegment]]:
     """TCP segments to or from ``ports``, in capture order; problems go to ``reading``."""
-    for _offset, ts, seg in _segments(path, frozenset(ports), reading):
+    for _offset, ts, _frame, seg in _segments(path, frozenset(ports), reading):
         yield ts, seg
 
 
@@ -236,15 +241,52 @@ def capture_streams(
     """Both directions of every MSMQ flow in the capture, client side first, flows in the order
     of their first segment's timestamp; each flow as soon as it is whole (the file is read twice:
     :func:`by_connection`), so memory does not grow with the capture."""
+    for flow, _low in capture_flows(path, ports, reading):
+        for direction, side in (("client", flow.client), ("server", flow.server)):
+            if side.pieces or side.gaps:
+                yield CaptureStream(
+                    flow.id, direction, side.pieces, side.gaps, side.problems, side.timestamps, side.frames
+                )
+
+
+def capture_flows(
+    path: str | Path,
+    ports: Iterable[int] = frozenset({1801}),
+    reading: CaptureReading | None = None,
+    *,
+    ordered: bool = True,
+) -> Iterator[tuple[Flow, int]]:
+    """Every MSMQ flow of the capture, reassembled with the frame number of each chunk
+    (:attr:`harness.capture.tcp.Direction.frames`), as soon as it is whole (:func:`by_connection`):
+    with ``ordered`` in the order of their first segment's timestamp, else as each ends.
+
+    Each flow comes with a low mark: without ``ordered``, every flow still to come has all its
+    frames at or above it (the lowest first frame of the connections still open, else the next
+    frame to read), so what was completed by an earlier frame can be written out in capture
+    order; with ``ordered`` the mark is 0."""
     reading = reading if reading is not None else CaptureReading()
     port_set = frozenset(ports)
-    keyed = ((offset, segment_connection(seg), (ts, seg)) for offset, ts, seg in _segments(path, port_set, reading))
-    for segments in by_connection(_connections(path, port_set), keyed, size=_segment_size):
+    open_first: dict[Connection, int] = {}
+    firsts: list[tuple[int, Connection]] = []
+
+    def keyed() -> Iterator[tuple[int, Connection, tuple[float, TcpSegment, int]]]:
+        for offset, ts, frame, seg in _segments(path, port_set, reading):
+            key = segment_connection(seg)
+            if not ordered and key not in open_first:
+                open_first[key] = frame
+                heapq.heappush(firsts, (frame, key))
+            yield offset, key, (ts, seg, frame)
+
+    for segments in by_connection(_connections(path, port_set), keyed(), ordered=ordered, size=_segment_size):
+        low = 0
+        if not ordered:
+            open_first.pop(segment_connection(segments[0][1]), None)
+            while firsts and open_first.get(firsts[0][1]) != firsts[0][0]:
+                heapq.heappop(firsts)
+            low = firsts[0][0] if firsts else reading.records + 1
         for flow in reassemble(segments, port_set).values():
-            for direction, side in (("client", flow.client), ("server", flow.server)):
-                if side.pieces or side.gaps:
-                    yield CaptureStream(flow.id, direction, side.pieces, side.gaps, side.problems, side.timestamps)
+            yield flow, low
 
 
-def _segment_size(item: tuple[float, TcpSegment]) -> int:
+def _segment_size(item: tuple[float, TcpSegment, int]) -> int:
     return 200 + len(item[1].payload)

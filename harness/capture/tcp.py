@@ -44,6 +44,7 @@ class Chunk(NamedTuple):
     offset: int  #: stream offset of data[0] (0 = first byte after the SYN, or first byte seen)
     ts: float  #: capture timestamp of the segment that carried these bytes
     data: bytes
+    frame: int = 0  #: frame number (1-based record index in the capture) of that segment; 0 unknown
 
 
 class Gap(NamedTuple):
@@ -116,7 +117,7 @@ class TcpReassembler:
         self.retransmitted = 0  #: bytes received again (identical or not) after delivery
         self.keepalives = 0  #: one-byte keep-alive probes at the last delivered byte (not compared)
         self._starts: list[int] = []  # sorted starts of buffered out-of-order pieces
-        self._pieces: dict[int, tuple[float, bytes]] = {}
+        self._pieces: dict[int, tuple[float, bytes, int]] = {}
         self._ahead = 0  # buffered bytes
         self._hist = bytearray()  # the last `history` delivered bytes, ending at self.next
         self._last_ts = 0.0
@@ -129,8 +130,8 @@ class TcpReassembler:
         rel = (seq - self.isn) % _MOD
         return self.next + ((rel - self.next + _HALF) % _MOD - _HALF)
 
-    def _deliver(self, ts: float, data: bytes, out: list[Chunk | Gap]) -> None:
-        out.append(Chunk(self.next, ts, data))
+    def _deliver(self, ts: float, data: bytes, out: list[Chunk | Gap], frame: int = 0) -> None:
+        out.append(Chunk(self.next, ts, data, frame))
         self.next += len(data)
         h = self._hist
         h += data
@@ -146,7 +147,7 @@ class TcpReassembler:
         if lo < hi and data[lo - off : hi - off] != bytes(self._hist[lo - hist_start : hi - hist_start]):
             self.problems.append(StreamProblem(lo, ts, f"conflicting retransmission of {hi - lo} bytes at {lo}"))
 
-    def _buffer(self, off: int, ts: float, data: bytes) -> None:
+    def _buffer(self, off: int, ts: float, data: bytes, frame: int = 0) -> None:
         """Store the parts of an out-of-order segment not already buffered (first copy wins)."""
         starts, pieces = self._starts, self._pieces
         end = off + len(data)
@@ -174,7 +175,7 @@ class TcpReassembler:
             if hi > cur:
                 piece = data[cur - off : hi - off]
                 bisect.insort(starts, cur)
-                pieces[cur] = (ts, piece)
+                pieces[cur] = (ts, piece, frame)
                 self._ahead += len(piece)
                 i = bisect.bisect_right(starts, cur)
                 cur = hi
@@ -185,10 +186,10 @@ class TcpReassembler:
         starts, pieces = self._starts, self._pieces
         while starts and starts[0] <= self.next:
             s = starts.pop(0)
-            ts, data = pieces.pop(s)
+            ts, data, frame = pieces.pop(s)
             self._ahead -= len(data)
             if s + len(data) > self.next:
-                self._deliver(ts, data[self.next - s :], out)
+                self._deliver(ts, data[self.next - s :], out, frame)
 
     def _skip_to(self, off: int, reason: str, out: list[Chunk | Gap]) -> None:
         gap = Gap(self.next, off - self.next, reason)
@@ -199,8 +200,8 @@ class TcpReassembler:
 
     # ---------------------------------------------------------------- events
 
-    def feed(self, ts: float, seq: int, flags: int, payload: bytes) -> list[Chunk | Gap]:
-        """One segment of this direction, in capture order."""
+    def feed(self, ts: float, seq: int, flags: int, payload: bytes, frame: int = 0) -> list[Chunk | Gap]:
+        """One segment of this direction, in capture order (``frame``: its frame number, if known)."""
         out: list[Chunk | Gap] = []
         self._last_ts = ts
         if flags & SYN:
@@ -222,7 +223,7 @@ class TcpReassembler:
             self.isn = seq
         off = self._offset(seq)
         if payload:
-            self._data(off, ts, payload, out)
+            self._data(off, ts, payload, out, frame)
         if flags & FIN:
             fin_at = off + len(payload)
             if self.fin_at is None:
@@ -233,7 +234,7 @@ class TcpReassembler:
             self.reset = True
         return out
 
-    def _data(self, off: int, ts: float, payload: bytes, out: list[Chunk | Gap]) -> None:
+    def _data(self, off: int, ts: float, payload: bytes, out: list[Chunk | Gap], frame: int = 0) -> None:
         end = off + len(payload)
         if self.fin_at is not None and end > self.fin_at:
             self.problems.append(StreamProblem(self.fin_at, ts, f"{end - self.fin_at} bytes after the FIN"))
@@ -260,11 +261,11 @@ class TcpReassembler:
             payload = payload[self.next - off :]
             off = self.next
         if off == self.next and (not self._starts or end <= self._starts[0]):
-            self._deliver(ts, payload, out)
+            self._deliver(ts, payload, out, frame)
             if self._starts:
                 self._drain(out)
             return
-        self._buffer(off, ts, payload)  # buffered pieces keep their bytes (first copy wins)
+        self._buffer(off, ts, payload, frame)  # buffered pieces keep their bytes (first copy wins)
         if off == self.next:
             self._drain(out)
 
@@ -304,6 +305,9 @@ class Direction:
     reset: bool = False
     segments: int = 0
     retransmitted: int = 0
+    #: stream offset of a chunk -> frame number of the segment that carried it (when the segments
+    #: were given with frame numbers, see :func:`reassemble`)
+    frames: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -351,6 +355,8 @@ def _direction(side: _Side | None, who: tuple[str, int, str, int]) -> Direction:
         run.append(ev.data)
         parts.append(ev.data)
         d.timestamps.setdefault(ev.offset, ev.ts)
+        if ev.frame:
+            d.frames.setdefault(ev.offset, ev.frame)
     if run:
         assert run_start is not None
         d.pieces.append((run_start, b"".join(run)))
@@ -377,9 +383,13 @@ def _a_is_client(sa: _Side | None, sb: _Side | None, key: FlowKey, ports: frozen
 
 
 def reassemble(
-    segments: Iterable[tuple[float, TcpSegment]], ports: Iterable[int] = frozenset({1801})
+    segments: Iterable[tuple[float, TcpSegment] | tuple[float, TcpSegment, int]],
+    ports: Iterable[int] = frozenset({1801}),
 ) -> dict[FlowKey, Flow]:
     """Group segments (in capture order) into flows and reassemble both directions.
+
+    Each item is ``(timestamp, segment)`` or ``(timestamp, segment, frame number)``; frame numbers
+    given are kept per delivered chunk (:attr:`Direction.frames`).
 
     The client is the side that sent a SYN without ACK (else the side that answered with SYN+ACK
     is the server), else the side whose destination port is in ``ports``, else endpoint ``a``.
@@ -390,7 +400,9 @@ def reassemble(
     sides: dict[FlowKey, list[_Side | None]] = {}
     times: dict[FlowKey, list[float]] = {}
     by_tuple: dict[tuple[str, int, str, int], tuple[_Side, list[float]]] = {}
-    for ts, seg in segments:
+    for item in segments:
+        ts, seg = item[0], item[1]
+        frame = item[2] if len(item) > 2 else 0
         who = (seg.src, seg.sport, seg.dst, seg.dport)
         hit = by_tuple.get(who)
         if hit is None:
@@ -411,7 +423,7 @@ def reassemble(
                 side.saw_synack = True
             else:
                 side.saw_pure_syn = True
-        events = side.rsm.feed(ts, seg.seq, flags, seg.payload)
+        events = side.rsm.feed(ts, seg.seq, flags, seg.payload, frame)
         if events:
             side.events.extend(events)
     flows: dict[FlowKey, Flow] = {}

@@ -22,8 +22,10 @@ from typing import Any
 
 from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp
 from harness.capture.pcapfile import Record
-from harness.capture.tcp import Direction, Flow, FlowKey, reassemble
+from harness.capture.tcp import Flow, FlowKey, reassemble
 from harness.decoding import StreamReport, decode_pieces
+from harness.decoding import flow_runs as _runs
+from harness.decoding import observe_flow as _observe
 
 __all__ = [
     "FrameCounts",
@@ -186,87 +188,8 @@ def key_fields(packet: Any) -> dict[str, Any]:
     return out
 
 
-def _runs(side: Direction) -> list[tuple[float, int, bool]]:
-    """(timestamp, stream offset, follows a gap) of each delivered run, in stream order.
-
-    A run is stamped with the capture time at which it became deliverable: a piece that arrived
-    ahead of a missing one is stamped no earlier than the piece that filled the hole."""
-    starts = sorted(side.timestamps)
-    gap_ends = {g.stream_offset + g.length for g in side.gaps}
-    out = []
-    latest = 0.0
-    for base, data in side.pieces:
-        i = bisect.bisect_left(starts, base)
-        end = base + len(data)
-        j = bisect.bisect_left(starts, end, i)
-        cuts = starts[i:j]
-        if not cuts or cuts[0] != base:
-            cuts.insert(0, base)
-        for a in cuts:
-            latest = max(latest, side.timestamps.get(a, 0.0))
-            out.append((latest, a, a in gap_ends))
-    return out
-
-
 #: the observer's direction of the packet that broke a rule -> the pipeline's direction names
 _SENDER = {"c2s": "client", "s2c": "server"}
-
-
-def _observe(flow: Flow, reports: dict[str, StreamReport], runs: dict[str, list[tuple[float, int, bool]]]) -> list[Any]:
-    """The observer's violations for a flow whose directions ``decode_pieces`` has already framed
-    and parsed: each packet is handed over parsed (:meth:`harness.session.Observer.packet`), in
-    the order and with the capture time at which replaying the delivered runs of both directions
-    in capture order would complete it (runs sorted by timestamp, client first, stream offset),
-    up to the first run after a gap -- after a gap nothing more is given to the observer: the
-    session cannot be judged beyond what was captured.  A stream that cannot be framed is
-    reported where the replay would meet it: in the run that completes the bad BaseHeader, whose
-    other completed packets the replayed splitter never returns."""
-    from harness.session import Observer
-
-    events: list[tuple[tuple[float, int, int], int, Any]] = []
-    cutoff: tuple[float, int, int] | None = None
-    for order, direction in enumerate(("client", "server")):
-        side = flow.client if order == 0 else flow.server
-        side_runs = runs[direction]
-        gap_run = next(((ts, order, off) for ts, off, gap in side_runs if gap), None)
-        if gap_run is not None and (cutoff is None or gap_run < cutoff):
-            cutoff = gap_run
-        if not side.pieces:
-            continue
-        starts = [off for _ts, off, _gap in side_runs]
-
-        def run_of(offset: int, starts: list[int] = starts, runs: list[Any] = side_runs, order: int = order) -> Any:
-            ts, off, _gap = runs[bisect.bisect_right(starts, offset) - 1]
-            return (ts, order, off)
-
-        base, data = side.pieces[0]  # the replay stops at the first gap: only the first run counts
-        end = base + len(data)
-        report = reports[direction]
-        error = report.errors[0] if report.errors and report.errors[0].offset < end else None
-        first = [(item.offset, item.data, item.packet) for item in report.packets if item.offset < end]
-        error_run = None
-        if error is not None:
-            header = first[-1][0] + len(first[-1][1]) if first else base
-            error_run = run_of(header + 15)  # the splitter raises once 16 bytes of the header are in
-            events.append((error_run, header, (direction, None, None, error)))
-        for offset, raw, packet in first:
-            at = run_of(offset + len(raw) - 1)
-            if at != error_run:
-                events.append((at, offset, (direction, raw, packet, None)))
-    events.sort(key=lambda e: (e[0], e[1]))
-    observer = Observer()
-    found: list[Any] = []
-    for at, _offset, (direction, raw, packet, error) in events:
-        if cutoff is not None and at >= cutoff:
-            break
-        if raw is None:
-            found += observer.unframed(direction, error)
-        else:
-            # the capture time is the clock message expiry is judged by ([MS-MQQB] 3.1.7.1.2)
-            found += observer.packet(direction, raw, packet, at[0])
-    if not (flow.client.gaps or flow.server.gaps):
-        found += observer.end({d: r.trailing for d, r in reports.items()})
-    return found
 
 
 def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]:
