@@ -622,6 +622,14 @@ class _Wire(ScapyPacket):
             object.__setattr__(clone, attr, getattr(self, attr))
         return clone
 
+    def clone_with(self, payload: Any = None, **kargs: Any) -> Any:
+        """scapy builds an implicit packet from clones (``Packet.__iter__``): they keep the bytes
+        received, so an unchanged dissected layer still builds back exactly those bytes."""
+        clone = super().clone_with(payload=payload, **kargs)
+        for attr in ("decoded", "_wire", "_snapshot"):
+            object.__setattr__(clone, attr, getattr(self, attr))
+        return clone
+
     @property
     def violations(self) -> list[Violation]:
         """What the codec finds in this packet (the dissected one's, else the built bytes')."""
