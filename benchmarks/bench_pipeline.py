@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -170,17 +171,26 @@ def _parse_calls(path: Path) -> int:
     return calls
 
 
+_MEASURE = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_pid, status, usage = os.wait4(proc.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
 def _peak_rss(cmd: list[str]) -> tuple[int, float]:
-    """Peak resident bytes and wall seconds of ``cmd``, its output to /dev/null."""
+    """Peak resident bytes and wall seconds of ``cmd``, its output to /dev/null.  Linux keeps a
+    process's peak across fork and exec, so a child forked from this (large) process would report
+    this process's size: ``cmd`` is started by a small Python process started for the purpose."""
     import subprocess
 
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}")
-    return usage.ru_maxrss * 1024, time.perf_counter() - start
+    said = subprocess.run([sys.executable, "-c", _MEASURE, *cmd], capture_output=True, text=True, check=True)
+    code, peak_kib = (int(x) for x in said.stdout.split())
+    if code != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {code}")
+    return peak_kib * 1024, time.perf_counter() - start
 
 
 def _decode_memory(folder: Path, sessions: int) -> dict[str, Any]:
