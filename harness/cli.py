@@ -396,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compare_parser(sub)
 
-    from packets.dissector import add_parser as add_dissector_parser
+    from harness.dissector_cli import add_parser as add_dissector_parser
 
     add_dissector_parser(sub)
     return parser

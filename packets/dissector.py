@@ -26,10 +26,8 @@ copy the file into Wireshark's personal Lua plugins folder).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import random
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +37,7 @@ from construct import expr as cexpr
 
 from packets import base, session
 from packets.fields import BitFlags, Data, ElementList, Fields, FlagsField, Pad, Utf16z, _GuidField
+from packets.generate import this_path
 from packets.layout import PacketKind, Slot, always
 
 __all__ = [
@@ -46,10 +45,8 @@ __all__ = [
     "DEFAULT_UDP_PORT",
     "PROTO",
     "LuaField",
-    "add_parser",
     "generate_lua",
     "lua_fields",
-    "main",
 ]
 
 PROTO = "msmq"
@@ -183,20 +180,10 @@ class _Emitter:
                 return f"({op}{self.expr(e.operand, scope)})"
             raise DissectorError(f"operator {op!r}")
         if isinstance(e, cexpr.Path):
-            chain: list[str] = []
-            p: Any = e
-            while p._Path__parent is not None:
-                chain.append(p._Path__field)
-                p = p._Path__parent
-            if p._Path__name != "this":
+            found = this_path(e, scope)
+            if found is None:
                 raise DissectorError(f"expression {e!r}")
-            chain.reverse()
-            s: _Scope | None = scope
-            while chain and chain[0] == "_" and s is not None:
-                chain.pop(0)
-                s = s.parent
-            if s is None or not chain:
-                raise DissectorError(f"expression {e!r}")
+            s, chain = found
             return s.resolve(chain[0]) + "".join(f"[{_q(k)}]" for k in chain[1:])
         raise DissectorError(f"expression {e!r}")
 
@@ -798,38 +785,3 @@ def _generate(tcp_port: int = DEFAULT_TCP_PORT, udp_port: int = DEFAULT_UDP_PORT
 def lua_fields() -> dict[str, LuaField]:
     """Every field the generated dissector registers, by filter name."""
     return dict(_generate()[1])
-
-
-def _arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("-o", "--output", help="file to write (default: standard output)")
-    parser.add_argument("--tcp-port", type=int, default=DEFAULT_TCP_PORT, help="TCP port of MSMQ sessions (1801)")
-    parser.add_argument("--udp-port", type=int, default=DEFAULT_UDP_PORT, help="UDP port of Ping packets (3527)")
-    return parser
-
-
-def _write(args: argparse.Namespace) -> int:
-    text = generate_lua(args.tcp_port, args.udp_port)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-def add_parser(subparsers: Any) -> None:
-    """Register ``dissector`` on a CLI's subparsers (``msmq-harness dissector > msmq.lua``)."""
-    sub = subparsers.add_parser("dissector", help="write a Wireshark Lua dissector for MSMQ", description=_DESCRIPTION)
-    _arguments(sub).set_defaults(func=_write)
-
-
-_DESCRIPTION = "Write a Wireshark Lua dissector for MSMQ generated from the codec's definitions."
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _arguments(argparse.ArgumentParser(prog="python -m packets.dissector", description=_DESCRIPTION))
-    return _write(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

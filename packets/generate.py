@@ -31,7 +31,7 @@ import functools
 import struct
 from collections.abc import Callable, Mapping
 from io import BytesIO
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import construct as c
 from construct import expr as cexpr
@@ -69,6 +69,7 @@ __all__ = [
     "header_function",
     "read_utf16_terminated_at",
     "skip_utf16_terminated_at",
+    "this_path",
 ]
 
 # (data, offset, headers parsed before) -> (decoded header, offset after it)
@@ -107,6 +108,35 @@ def skip_utf16_terminated_at(data: bytes, pos: int) -> int:
         if (end - pos) % 2 == 0:
             return end + 2
         at = end + 1
+
+
+ScopeT = TypeVar("ScopeT", bound="_HasParent")
+
+
+class _HasParent(Protocol):
+    @property
+    def parent(self) -> Any: ...
+
+
+def this_path(e: Any, scope: ScopeT) -> tuple[ScopeT, list[str]] | None:
+    """A construct ``this.a._.b.c`` path resolved against nested scopes (each ``_`` one scope up):
+    (the scope that holds the first name, the names), or None when the path does not start at
+    ``this`` or climbs past the outermost scope."""
+    chain: list[str] = []
+    p: Any = e
+    while p._Path__parent is not None:
+        chain.append(p._Path__field)
+        p = p._Path__parent
+    if p._Path__name != "this":
+        return None
+    chain.reverse()
+    s: ScopeT | None = scope
+    while chain and chain[0] == "_" and s is not None:
+        chain.pop(0)
+        s = s.parent
+    if s is None or not chain:
+        return None
+    return s, chain
 
 
 class _Scope:
@@ -185,20 +215,10 @@ class _Source:
         if isinstance(e, cexpr.UniExpr):
             return f"({cexpr.opnames[e.op]} {self.expr(e.operand, scope)})"
         if isinstance(e, cexpr.Path):
-            chain: list[str] = []
-            p: Any = e
-            while p._Path__parent is not None:
-                chain.append(p._Path__field)
-                p = p._Path__parent
-            if p._Path__name != "this":
+            found = this_path(e, scope)
+            if found is None:
                 raise _Unsupported(f"expression {e!r}")
-            chain.reverse()
-            s: _Scope | None = scope
-            while chain and chain[0] == "_" and s is not None:
-                chain.pop(0)
-                s = s.parent
-            if s is None or not chain:
-                raise _Unsupported(f"expression {e!r}")
+            s, chain = found
             return s.resolve(chain[0]) + "".join(f"[{k!r}]" for k in chain[1:])
         raise _Unsupported(f"expression {e!r}")
 

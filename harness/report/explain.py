@@ -205,23 +205,13 @@ def _of_failure(result: CaseResult, f: StepFailure) -> Explanation:
 
 
 def _of_stop(result: CaseResult, f: StepFailure) -> Explanation:
+    """The step an error stopped at: nothing was compared, the target's words are what it said."""
     detail = result.detail.strip()
     said = str(f.observed) if f.observed is not None else detail
-    return Explanation(
-        case_id=result.case_id,
-        title=result.title,
-        outcome=str(result.outcome),
-        location=_location(result, f.line),
-        section=f.section,
-        requirement=f.requirement,
-        level=f.level,
-        quote=f.quote,
-        step=f.step,
-        where=f"step {f.step}",
-        event=f.event,
-        inputs=dict(f.inputs),
-        said=said,
-    )
+    return dataclasses.replace(
+        _of_failure(result, f), step=f.step, where=f"step {f.step}", field="", expected=None, observed=None,
+        said=said, evidence="",
+    )  # fmt: skip
 
 
 def _of_case(result: CaseResult) -> Explanation:

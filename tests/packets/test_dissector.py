@@ -24,8 +24,9 @@ import pytest
 
 from harness.capture.tcp import FlowKey
 from harness.decoding import decode_file
+from harness.dissector_cli import main
 from packets import base
-from packets.dissector import generate_lua, lua_fields, main
+from packets.dissector import generate_lua, lua_fields
 from packets.stream import wire_length
 from tests.packets.dissector_captures import FIXTURES, fixture_capture
 
@@ -213,7 +214,7 @@ def test_cli_writes_the_script(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert capsys.readouterr().out == generate_lua()
     import argparse
 
-    from packets.dissector import add_parser
+    from harness.dissector_cli import add_parser
 
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
