@@ -8,11 +8,16 @@ Parsing runs the compiled construct parsers first.  Only when they fail, or a ru
 does it run the interpreted parsers again to find the field path and byte offset for the
 :class:`~packets.errors.PacketError` (strict) or the :class:`~packets.errors.Violation` list
 (non-strict), so valid traffic pays nothing for good diagnostics.
+
+Building by template (:class:`UserMessageTemplate`): UserMessage Packets that differ only in
+UserHeader.MessageID and the body ([MS-MQMQ] 2.2.19.2, 2.2.19.3) are written by copying the bytes
+encoded once and writing the fields that change at the offsets the diagnostic walk records.
 """
 
 from __future__ import annotations
 
 import contextlib
+import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -35,7 +40,7 @@ from packets.generate import (
 )
 from packets.layout import Check, Holds, PacketKind, Slot, fast_form
 
-__all__ = ["Packet", "PacketKind", "build", "parse", "parse_ping"]
+__all__ = ["Packet", "PacketKind", "UserMessageTemplate", "build", "parse", "parse_ping"]
 
 
 @dataclass(frozen=True)
@@ -457,3 +462,106 @@ def build_ping(ping: Packet | Mapping[str, Any]) -> bytes:
 
     fields = ping.headers.Ping if isinstance(ping, Packet) else ping
     return PING.build(fields)
+
+
+# ---------------------------------------------------------------------------------------------
+# build by template
+
+_U32 = struct.Struct("<L")
+# The fields a template patches: fixed 32-bit fields whose offsets the diagnostic walk records.
+_PATCHED = (
+    "BaseHeader.PacketSize",
+    "UserHeader.MessageID",
+    "MessagePropertiesHeader.MessageSize",
+    "MessagePropertiesHeader.AllocationBodySize",
+)
+_BODY = "MessagePropertiesHeader.MessageBody"
+
+
+def _with_body(headers: Mapping[str, Any], message_id: int, body: bytes) -> Container:
+    """``headers`` with UserHeader.MessageID := ``message_id``, MessagePropertiesHeader.MessageBody
+    := ``body``, MessageSize and AllocationBodySize computed from it, BaseHeader.PacketSize computed
+    (a one-level copy: the packet's mapping and the three headers are new)."""
+    out = Container(headers)
+    out["BaseHeader"] = Container(headers.get("BaseHeader") or {}, PacketSize=None)
+    out["UserHeader"] = Container(headers["UserHeader"], MessageID=message_id)
+    out["MessagePropertiesHeader"] = Container(
+        headers["MessagePropertiesHeader"], MessageBody=body, MessageSize=None, AllocationBodySize=None
+    )
+    return out
+
+
+class UserMessageTemplate:
+    """A UserMessage Packet ([MS-MQMQ] 2.2.20) encoded once, to encode packets that differ from it
+    only in UserHeader.MessageID (2.2.19.2) and MessagePropertiesHeader.MessageBody (2.2.19.3) with
+    the fields that follow from the body: MessageSize, AllocationBodySize, the padding after the
+    body and BaseHeader.PacketSize (2.2.19.1).
+
+    ``build(message_id, body)`` gives exactly what :func:`build` gives for ``headers`` with those
+    fields replaced (:func:`_with_body`): a copy of the template's bytes up to the body with the
+    four 32-bit fields written at the offsets the codec's own diagnostic walk records for them
+    (:class:`_Walk`, as :func:`packets.field_offset`), then the body, the padding and the bytes
+    after the MessagePropertiesHeader, which do not depend on the body.  The construction checks
+    that claim against :func:`build` on bodies of every length modulo 4 and another MessageID, and
+    raises :class:`PacketError` for headers it does not hold for: not a UserMessage Packet, no
+    MessageBody, a MessageSize, AllocationBodySize or BaseHeader.PacketSize other than the one the
+    body gives (the headers then say something a new body would contradict).
+    """
+
+    __slots__ = ("_at", "_head", "_sizes", "_tails", "at", "headers")
+
+    def __init__(self, headers: Packet | Mapping[str, Any]) -> None:
+        headers = _headers_of(headers)
+        self.headers = headers
+        uh, mph = headers.get("UserHeader"), headers.get("MessagePropertiesHeader")
+        given = headers.get("BaseHeader") or {}
+        if uh is None or mph is None or int(given.get("Flags") or 0) & 0x8:
+            raise PacketError("UserHeader", -1, "a template needs a UserMessage Packet with a MessagePropertiesHeader")
+        body = mph.get("MessageBody")
+        if not isinstance(body, bytes):
+            raise PacketError(_BODY, -1, "a template needs a MessageBody (bytes)")
+        message_id = int(uh.get("MessageID") or 0)
+        data = build(headers)
+        if data != build(_with_body(headers, message_id, body)):
+            raise PacketError(
+                "MessagePropertiesHeader.MessageSize",
+                -1,
+                "MessageSize, AllocationBodySize or BaseHeader.PacketSize is not the one the body gives",
+            )
+        n0 = len(body)
+        tails: dict[int, bytes] = {}  # per body length modulo 4: the padding and what follows the header
+        pads: dict[int, int] = {}
+        for n in range(n0, n0 + 4):
+            probe = data if n == n0 else build(_with_body(headers, message_id, b"\xa5" * n))
+            walk = _Walk(probe)
+            walk.diagnose()
+            offsets = walk.offsets
+            start = offsets[_BODY]
+            mph_start = offsets["MessagePropertiesHeader"]
+            later = [o for k, o in offsets.items() if "." not in k and o > mph_start]
+            end = min(later) if later else len(probe)  # the end of the MessagePropertiesHeader
+            tails[n % 4] = probe[start + n :]
+            pads[n % 4] = end - start - n
+            if n == n0:
+                self.at = {path: offsets[path] for path in _PATCHED}
+                self._head = probe[:start]
+                size_base = _U32.unpack_from(probe, self.at["BaseHeader.PacketSize"])[0] - n0 - pads[n0 % 4]
+        self._tails = tuple(tails[r] for r in range(4))
+        self._sizes = tuple(size_base + pads[r] for r in range(4))  # PacketSize less the body's length
+        self._at = tuple(self.at[path] for path in _PATCHED)
+        for n, mid in ((n0, 0x01020304), (n0 + 1, message_id), (n0 + 6, 0xFFFFFFFF), (0, 1), (n0 + 4097, 2)):
+            probe_body = b"\x5a" * n
+            if self.build(mid, probe_body) != build(_with_body(headers, mid, probe_body)):
+                raise PacketError(_BODY, -1, "the packet's bytes after the body depend on the body")
+
+    def build(self, message_id: int, body: bytes) -> bytes:
+        """The packet for ``message_id`` and ``body`` (see the class docstring)."""
+        n = len(body)
+        packet_size, mid, size, allocation = self._at
+        head = bytearray(self._head)
+        pack_into = _U32.pack_into
+        pack_into(head, packet_size, self._sizes[n & 3] + n)
+        pack_into(head, mid, message_id)
+        pack_into(head, size, n)
+        pack_into(head, allocation, n)
+        return b"".join((head, body, self._tails[n & 3]))
