@@ -211,16 +211,31 @@ def _usage_error(message: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from harness.cases.runner import WorkerCorpus
+
+    corpus: list[WorkerCorpus] = []  # the workers that load and run the cases (-n N)
+    try:
+        return _cmd_run(args, corpus)
+    finally:
+        for workers in corpus:
+            workers.close()
+
+
+def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
     from harness.cases.cache import CaseCache
     from harness.cases.loader import CaseError, load_paths
-    from harness.cases.runner import ConfigurationError, load_known_failures, run, select
+    from harness.cases.runner import ConfigurationError, WorkerCorpus, load_known_failures, run, select
     from harness.report import html, json_report, junit, terminal
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         return _usage_error(f"no such file or folder: {', '.join(missing)}")
     try:
-        cases = load_paths(args.paths or [CASES], cache=CaseCache.default())  # files seen before: read back
+        if args.n > 1 and not args.dry_run:  # the workers load the files (through the cache), then run them
+            corpus.append(WorkerCorpus(args.paths or [CASES], args.n, cache=CaseCache.default()))
+            cases = corpus[0].cases
+        else:
+            cases = load_paths(args.paths or [CASES], cache=CaseCache.default())  # files seen before: read back
         cases = select(cases, keyword=args.k, sections=args.spec or ())
         known = load_known_failures(args.known_failures) if args.known_failures else set()
     except CaseError as e:
@@ -264,6 +279,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 strict=args.strict,
                 progress=progress.advance,
                 record_dir=args.record,
+                corpus=corpus[0] if corpus else None,
             )
     except ConfigurationError as e:
         return _usage_error(str(e))

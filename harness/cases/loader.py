@@ -40,6 +40,8 @@ from harness.cases.schema import (
 __all__ = [
     "CaseError",
     "Requirement",
+    "case_files",
+    "check_unique",
     "known_events",
     "load_file",
     "load_paths",
@@ -288,13 +290,14 @@ def load_text(
     first: dict[str, Case] = {}
     for doc, lines in _documents(text, file):
         for case in _cases(doc, lines, events, known):
-            _check_unique(case, first)
+            check_unique(case, first)
             cases.append(case)
     return cases
 
 
-def _check_unique(case: Case, first: dict[str, Case]) -> None:
-    """Variants of one document share its id; two documents may not."""
+def check_unique(case: Case, first: dict[str, Case]) -> None:
+    """Variants of one document share its id; two documents may not (``first``: the first case
+    loaded of each id so far, updated); raises CaseError."""
     earlier = first.setdefault(case.id, case)
     if (earlier.source, earlier.line) != (case.source, case.line):
         raise _duplicate(case, earlier)
@@ -350,7 +353,7 @@ def _digest(path: Path) -> str:
     return _DIGESTS[key]
 
 
-def _files(paths: Iterable[str | Path]) -> list[Path]:
+def case_files(paths: Iterable[str | Path]) -> list[Path]:
     """Files named, and case files found under folders (not the requirement list).
 
     In the order given; the files of a folder sorted by path; a file named twice is read once.
@@ -377,9 +380,9 @@ def load_paths(
     """
     cases: list[Case] = []
     first: dict[str, Case] = {}
-    for f in _files(paths):
+    for f in case_files(paths):
         for case in load_file(f, events=events, cache=cache):
-            _check_unique(case, first)
+            check_unique(case, first)
             cases.append(case)
     return cases
 

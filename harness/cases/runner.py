@@ -22,7 +22,9 @@ import itertools
 import multiprocessing
 import os
 import re
+import shutil
 import signal
+import tempfile
 import threading
 import time
 import traceback
@@ -30,7 +32,7 @@ from collections.abc import Callable, Collection, Generator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.cases.compare import compare_result, compare_then
 from harness.cases.grading import graded, graded_result
@@ -40,9 +42,14 @@ from harness.cases.targets import make_target
 from harness.cases.targets.reference import event_section
 from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
 
+if TYPE_CHECKING:
+    from harness.cases.cache import CaseCache
+    from harness.cases.loader import CaseError
+
 __all__ = [
     "ConfigurationError",
     "StepTimeout",
+    "WorkerCorpus",
     "applicability",
     "apply_known_failures",
     "load_known_failures",
@@ -426,14 +433,18 @@ def _worker_chunk(chunk: Chunk) -> list[CaseResult]:
     return [_worker_run(case) for case in cases]
 
 
-def _chunks(cases: Sequence[Case], workers: int) -> list[tuple[int, int]]:
+def _chunks(cases: Sequence[Case], workers: int, files: Sequence[int] = ()) -> list[tuple[int, int]]:
     """Consecutive cases, as (start, stop): a wire case alone (it waits on the spec's timers and
     would hold up the cases queued behind it), model cases up to 16 at a time, fewer when there
-    are few cases, so that each worker gets several chunks."""
+    are few cases, so that each worker gets several chunks.  ``files``: the file each case comes
+    from (one per case), when a chunk must hold the cases of one file only."""
     size = max(1, min(16, len(cases) // (workers * 8)))
     out: list[tuple[int, int]] = []
     begin = 0
     for i, case in enumerate(cases):
+        if files and begin < i and files[i] != files[begin]:
+            out.append((begin, i))
+            begin = i
         if case.wire:
             if begin < i:
                 out.append((begin, i))
@@ -445,6 +456,14 @@ def _chunks(cases: Sequence[Case], workers: int) -> list[tuple[int, int]]:
     if begin < len(cases):
         out.append((begin, len(cases)))
     return out
+
+
+def _longest_first(cases: Sequence[Case], chunks: Sequence[tuple[int, int]]) -> list[int]:
+    """The order chunks are handed out in: wire chunks first (each waits on the spec's timers, a
+    model chunk takes milliseconds: the short chunks then fill the gaps at the end), each group
+    in case order."""
+    wire = [k for k, (begin, _) in enumerate(chunks) if cases[begin].wire]
+    return wire + [k for k, (begin, _) in enumerate(chunks) if not cases[begin].wire]
 
 
 def _iter_parallel(
@@ -470,9 +489,13 @@ def _iter_parallel(
             initargs=(target_spec, step_timeout, record_dir),
         ) as pool:
             try:
-                for begin, stop in _chunks(cases, workers):
+                chunks = _chunks(cases, workers)
+                by_chunk: dict[int, concurrent.futures.Future[list[CaseResult]]] = {}
+                for k in _longest_first(cases, chunks):
+                    begin, stop = chunks[k]
                     chunk: Chunk = (run_id, begin, stop) if method == "fork" else cases[begin:stop]
-                    futures.append(pool.submit(_worker_chunk, chunk))
+                    by_chunk[k] = pool.submit(_worker_chunk, chunk)
+                futures = [by_chunk[k] for k in range(len(chunks))]
                 for future in futures:
                     for result in future.result():
                         done += 1
@@ -489,6 +512,215 @@ def _iter_parallel(
             gc.unfreeze()
 
 
+# ============================================================ run -n N from paths: workers load
+# The cases of the files this worker loaded, by file index (one pool per WorkerCorpus).
+_FILES: dict[int, list[Case]] = {}
+
+
+def _shell(case: Case) -> Case:
+    """What the parent of a run needs of a case its worker loaded: its identity (selection,
+    known failures, reports of a worker that died), not its steps."""
+    return Case(
+        id=case.id,
+        title=case.title,
+        spec=case.spec,
+        tags=case.tags,
+        given={"peer": case.given["peer"]} if case.wire else {},
+        variant=case.variant,
+        requires=case.requires,
+        source=case.source,
+        line=case.line,
+        requirements=case.requirements,
+    )
+
+
+def _worker_load(index: int, path: str, events: tuple[str, ...], cache: CaseCache) -> list[Case] | CaseError:
+    """Load one file in a worker (through the cache), keep its cases, return their shells."""
+    from harness.cases.loader import CaseError, load_file
+
+    try:
+        cases = load_file(path, events=events, cache=cache)
+    except CaseError as e:
+        return e
+    _FILES[index] = cases
+    return [_shell(case) for case in cases]
+
+
+def _worker_file_chunk(
+    settings: tuple[str, float, str | None],
+    index: int,
+    path: str,
+    events: tuple[str, ...],
+    cache: CaseCache,
+    positions: list[int],
+) -> list[CaseResult] | str:
+    """Run cases of one file (by position) in a worker: the file as this worker loaded it, else
+    read back from the cache, where the worker that loaded it left it.  The target is opened
+    on the first chunk (the parent greeted it before any chunk was handed out)."""
+    cases = _FILES.get(index)
+    if cases is None:
+        from harness.cases.loader import CaseError, load_file
+
+        try:
+            cases = _FILES[index] = load_file(path, events=events, cache=cache)
+        except CaseError as e:  # the file changed since it was loaded
+            return f"{path} changed during the run: {e}"
+    if _WORKER.get("settings") != settings:
+        if _WORKER.get("target") is not None:
+            with contextlib.suppress(Exception):
+                _WORKER["target"].close()
+        _worker_init(*settings)
+        _WORKER["settings"] = settings
+    if max(positions, default=-1) >= len(cases):
+        return f"{path} changed during the run: it holds {len(cases)} cases now"
+    return [_worker_run(cases[p]) for p in positions]
+
+
+class WorkerCorpus:
+    """The case files of ``paths`` loaded by ``workers`` worker processes, which then run them
+    (``run(corpus.cases, ..., corpus=corpus)``): loading is parallel, as running is.
+
+    The parent lists the files (loader.case_files); each worker loads the files handed to it
+    (the largest first) through ``cache`` (a folder of this run's when None), keeps their
+    cases and sends back shells (:func:`_shell`): ``cases`` holds them in the order
+    ``load_paths`` gives, ids checked unique across files, and the first bad file in that order
+    raises its CaseError, as ``load_paths`` does.  A chunk of cases goes to whichever worker is
+    free: one that did not load the file reads it back from the cache.  A context manager;
+    ``close()`` stops the workers.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | Path],
+        workers: int,
+        *,
+        events: Collection[str] = (),
+        cache: CaseCache | None = None,
+    ) -> None:
+        from harness.cases.cache import CaseCache
+        from harness.cases.loader import case_files
+
+        self.files = [str(f) for f in case_files(paths)]
+        self.events = tuple(events)
+        self._scratch: str | None = None
+        if cache is None:
+            self._scratch = tempfile.mkdtemp(prefix="msmq-harness-run-")
+            cache = CaseCache(self._scratch)
+        self.cache = cache
+        self.cases: list[Case] = []
+        self._where: dict[int, tuple[int, int]] = {}  # id(shell) -> (file index, position)
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        self.workers = max(1, workers)
+        self.pool: concurrent.futures.ProcessPoolExecutor | None = concurrent.futures.ProcessPoolExecutor(
+            max_workers=self.workers, mp_context=ctx
+        )
+        try:
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    def _load(self) -> None:
+        from harness.cases.loader import CaseError, check_unique, load_file
+
+        assert self.pool is not None
+
+        def size(i: int) -> int:
+            with contextlib.suppress(OSError):
+                return os.stat(self.files[i]).st_size
+            return 0
+
+        futures = {
+            i: self.pool.submit(_worker_load, i, self.files[i], self.events, self.cache)
+            for i in sorted(range(len(self.files)), key=size, reverse=True)
+        }
+        first: dict[str, Case] = {}
+        for i, path in enumerate(self.files):
+            try:
+                got = futures[i].result()
+            except BrokenProcessPool:  # a worker died loading: the rest is loaded (and run) here
+                self.close(keep_cache=True)
+                got = [_shell(case) for case in load_file(path, events=self.events, cache=self.cache)]
+            if isinstance(got, CaseError):
+                raise got
+            for position, case in enumerate(got):
+                check_unique(case, first)
+                self._where[id(case)] = (i, position)
+                self.cases.append(case)
+
+    def __enter__(self) -> WorkerCorpus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self, keep_cache: bool = False) -> None:
+        """Stop the workers (their targets are closed) and remove this run's cache folder."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+        if self._scratch is not None and not keep_cache:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def locate(self, cases: Sequence[Case]) -> list[tuple[int, int]]:
+        """(file index, position) of each of ``cases``, shells of this corpus; ValueError else."""
+        try:
+            return [self._where[id(case)] for case in cases]
+        except KeyError:
+            raise ValueError("run(..., corpus=...) runs cases of that corpus only") from None
+
+    def resolve(self, cases: Sequence[Case]) -> list[Case]:
+        """The cases themselves, loaded here (read back from the cache)."""
+        from harness.cases.loader import load_file
+
+        loaded: dict[int, list[Case]] = {}
+        out = []
+        for index, position in self.locate(cases):
+            if index not in loaded:
+                loaded[index] = load_file(self.files[index], events=self.events, cache=self.cache)
+            out.append(loaded[index][position])
+        return out
+
+    def iter_run(
+        self, cases: list[Case], target_spec: str, step_timeout: float, record_dir: str | None = None
+    ) -> Generator[CaseResult, None, None]:
+        """The results of ``cases`` (shells of this corpus) in their order, run by the workers
+        (chunks as :func:`_chunks` cuts them, each within one file, handed out longest first);
+        the cases of a chunk whose worker died are errors."""
+        pool = self.pool
+        if pool is None:
+            raise ValueError("the corpus is closed")
+        where = self.locate(cases)
+        chunks = _chunks(cases, self.workers, [index for index, _ in where])
+        settings = (target_spec, step_timeout, record_dir)
+        by_chunk: dict[int, concurrent.futures.Future[list[CaseResult] | str]] = {}
+        died = "worker process died: the pool is broken"
+        try:
+            with contextlib.suppress(BrokenProcessPool):  # the chunks not handed out are errors
+                for k in _longest_first(cases, chunks):
+                    begin, stop = chunks[k]
+                    index = where[begin][0]
+                    positions = [position for _, position in where[begin:stop]]
+                    by_chunk[k] = pool.submit(
+                        _worker_file_chunk, settings, index, self.files[index], self.events, self.cache, positions
+                    )
+            for k, (begin, stop) in enumerate(chunks):
+                try:
+                    got = by_chunk[k].result() if k in by_chunk else died
+                except BrokenProcessPool as e:
+                    got = f"worker process died: {e}"
+                if isinstance(got, str):
+                    now = time.perf_counter()
+                    yield from (CaseResult.since(case, Outcome.error, now, [], got) for case in cases[begin:stop])
+                else:
+                    yield from got
+        finally:
+            for future in by_chunk.values():
+                future.cancel()
+
+
 def run(
     cases: list[Case],
     target_spec: str,
@@ -499,25 +731,34 @@ def run(
     strict: bool = False,
     progress: Callable[[CaseResult], None] | None = None,
     record_dir: str | os.PathLike[str] | None = None,
+    corpus: WorkerCorpus | None = None,
 ) -> RunResult:
     """Run ``cases`` on the target ``target_spec`` (make_target); results in the cases' order.
 
     The target is opened and greeted first: ConfigurationError, before any case runs, when it
     cannot be.  ``workers > 1`` runs the cases in that many processes, each with its own target.
     ``strict`` makes non_strict outcomes fail the run.  ``record_dir``: each wire case's pcap
-    and transcript page go there (harness.report.transcript).
+    and transcript page go there (harness.report.transcript).  ``corpus``: ``cases`` are shells
+    of that :class:`WorkerCorpus`, whose workers loaded them and run them (``workers`` is then
+    the corpus's).
     """
     start = time.perf_counter()
     known = set(known_failures)
     record = None if record_dir is None else os.fspath(record_dir)
     target, info = open_target(target_spec, step_timeout)
     results: Generator[CaseResult, None, None]
-    if workers > 1 and len(cases) > 1:
+    if corpus is not None and corpus.pool is not None:
         with contextlib.suppress(Exception):
             target.close()
-        results = _iter_parallel(cases, target_spec, step_timeout, min(workers, len(cases)), record)
+        results = corpus.iter_run(cases, target_spec, step_timeout, record)
+    elif workers > 1 and len(cases) > 1:
+        with contextlib.suppress(Exception):
+            target.close()
+        loaded = corpus.resolve(cases) if corpus is not None else cases  # its workers are gone
+        results = _iter_parallel(loaded, target_spec, step_timeout, min(workers, len(cases)), record)
     else:
-        results = _iter_serial(cases, target, info, step_timeout, record)
+        loaded = corpus.resolve(cases) if corpus is not None else cases
+        results = _iter_serial(loaded, target, info, step_timeout, record)
     out = RunResult(target=target_spec, strict=strict)
     for case, result in zip(cases, results, strict=False):
         result = apply_known_failures(result, case, known)

@@ -1,0 +1,176 @@
+"""``run -n N`` from paths (harness.cases.runner.WorkerCorpus): the workers load the files they are
+handed (through the case cache) and run them; the parent reorders the results.  The results are
+those of loading in the parent and running in one process, case by case and in the same order; a
+bad file or a duplicate id is the CaseError ``load_paths`` raises, before any case runs; a target
+that cannot be greeted is a ConfigurationError before any case runs; the cases of a worker that
+died are errors, one per case."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cases.cache import CaseCache
+from harness.cases.loader import CaseError, load_paths
+from harness.cases.model import Case
+from harness.cases.runner import ConfigurationError, WorkerCorpus, _chunks, _longest_first, run, select
+from harness.cli import main
+from harness.model import QueueManager
+from harness.model.adm import Queue
+from harness.report.results import CaseResult, Outcome
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from benchmarks.bench_cases import _matrix_corpus  # noqa: E402
+
+
+def _corpus(tmp_path: Path) -> Path:
+    """Model cases, a matrix corpus and a few quick wire cases, under one folder."""
+    top = tmp_path / "cases"
+    shutil.copytree(ROOT / "cases" / "mqdmpr", top / "mqdmpr")
+    (top / "matrix").mkdir()
+    _matrix_corpus(top / "matrix", 150)
+    for f in (top / "matrix").iterdir():  # the matrix corpus repeats the model ids
+        f.write_text(f.read_text().replace("id: dmpr.", "id: matrix."))
+    (top / "mqqb").mkdir()
+    shutil.copy(ROOT / "cases" / "mqqb" / "acceptor.yaml", top / "mqqb" / "acceptor.yaml")
+    shutil.copy(ROOT / "cases" / "requirements.yaml", top / "requirements.yaml")
+    return top
+
+
+def _rows(results: list[CaseResult]) -> list[tuple[str, str, Any, str]]:
+    return [(r.case_id, str(r.outcome), r.failures, r.detail) for r in results]
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> CaseCache:
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    return CaseCache(folder)
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_workers_load_and_run_what_one_process_loads_and_runs(tmp_path: Path, cache: CaseCache, cached: bool) -> None:
+    top = _corpus(tmp_path)
+    serial = load_paths([top])
+    assert len(serial) > 250 and any(c.wire for c in serial)
+    known = {serial[3].id, serial[-1].full_id}
+    expected = run(serial, "reference", known_failures=known)
+    seen: list[str] = []
+    with WorkerCorpus([top], 2, cache=cache if cached else None) as corpus:
+        assert [(c.full_id, c.source, c.line, c.wire) for c in corpus.cases] == [
+            (c.full_id, c.source, c.line, c.wire) for c in serial
+        ]
+        got = run(
+            corpus.cases, "reference", workers=2, known_failures=known, progress=lambda r: seen.append(r.case_id),
+            corpus=corpus,
+        )  # fmt: skip
+    assert _rows(got.results) == _rows(expected.results)
+    assert seen == [c.full_id for c in serial]
+    assert {str(r.outcome) for r in got.results} == {"passed", "xpass"}
+    if cached:
+        assert any(cache.folder.glob("*.pickle"))
+
+
+def test_a_selection_runs_in_the_workers(tmp_path: Path, cache: CaseCache) -> None:
+    top = _corpus(tmp_path)
+    expected = run(select(load_paths([top]), keyword="purge or acceptor"), "reference")
+    with WorkerCorpus([top], 2, cache=cache) as corpus:
+        chosen = select(corpus.cases, keyword="purge or acceptor")
+        got = run(chosen, "reference", workers=2, corpus=corpus)
+    assert len(got.results) > 5
+    assert _rows(got.results) == _rows(expected.results)
+
+
+def _bad_yaml(top: Path) -> str:
+    (top / "mqdmpr" / "zz_bad.yaml").write_text("id: x.bad\ntitle: {unclosed\n")
+    with pytest.raises(CaseError) as e:
+        load_paths([top])
+    return str(e.value)
+
+
+def test_a_bad_file_is_the_error_load_paths_raises_naming_file_and_line(tmp_path: Path) -> None:
+    top = _corpus(tmp_path)
+    message = _bad_yaml(top)
+    assert "zz_bad.yaml:2" in message or "zz_bad.yaml:3" in message
+    with pytest.raises(CaseError) as e:
+        WorkerCorpus([top], 2)
+    assert str(e.value) == message
+
+
+def test_a_duplicate_id_across_files_is_the_error_load_paths_raises(tmp_path: Path) -> None:
+    top = _corpus(tmp_path)
+    shutil.copy(top / "mqdmpr" / "purge" / "purge_queue.yaml", top / "mqqb" / "again.yaml")
+    with pytest.raises(CaseError) as serial:
+        load_paths([top])
+    with pytest.raises(CaseError) as e:
+        WorkerCorpus([top], 2)
+    assert str(e.value) == str(serial.value) and "duplicate case id" in str(e.value)
+
+
+class _NoHello:
+    def hello(self) -> Any:
+        raise RuntimeError("no hello today")
+
+    def setup(self, given: dict[str, object]) -> None:
+        raise AssertionError("no case runs")
+
+    event = observe = setup
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_target_that_cannot_be_greeted_stops_the_run_before_any_case(tmp_path: Path) -> None:
+    seen: list[CaseResult] = []
+    with WorkerCorpus([ROOT / "cases" / "mqdmpr"], 2) as corpus, pytest.raises(ConfigurationError, match="no hello"):
+        run(corpus.cases, f"plugin:{__name__}:_NoHello", workers=2, progress=seen.append, corpus=corpus)
+    assert seen == []
+
+
+class _Dies(QueueManager):
+    """A queue manager whose process dies when a queue is purged."""
+
+    def purge_queue(self, iQueue: Queue) -> None:
+        os._exit(3)
+
+
+def test_the_cases_of_a_worker_that_died_are_errors_one_per_case() -> None:
+    with WorkerCorpus([ROOT / "cases" / "mqdmpr"], 2) as corpus:
+        got = run(corpus.cases, f"plugin:{__name__}:_Dies", workers=2, corpus=corpus)
+    assert [r.case_id for r in got.results] == [c.full_id for c in corpus.cases]
+    purges = [r for r in got.results if "purge" in r.case_id]
+    assert purges and all(r.outcome is Outcome.error for r in purges)
+    assert all("worker process died" in r.detail for r in purges)
+
+
+def test_chunks_hold_one_file_each_and_wire_chunks_go_first() -> None:
+    model = Case("m", "t", [])
+    wire = Case("w", "t", [], given={"peer": {"under_test": "initiator"}})
+    cases = [model] * 5 + [wire] + [model] * 30
+    files = [0] * 3 + [1] * 3 + [2] * 30
+    chunks = _chunks(cases, 2, files)
+    assert [i for a, b in chunks for i in range(a, b)] == list(range(len(cases)))
+    assert all(len({files[i] for i in range(a, b)}) == 1 for a, b in chunks)
+    order = _longest_first(cases, chunks)
+    assert sorted(order) == list(range(len(chunks))) and chunks[order[0]] == (5, 6)
+
+
+def test_the_command_line_gives_the_report_of_one_worker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    top = _corpus(tmp_path)
+    reports = []
+    for n in ("1", "2"):
+        assert main(["run", str(top), "-n", n, "-k", "not acceptor", "--json", str(tmp_path / f"{n}.json")]) == 0
+        results = json.loads((tmp_path / f"{n}.json").read_text())["results"]
+        reports.append([(r["case_id"], r["outcome"], r["detail"]) for r in results])
+    assert reports[0] == reports[1] and len(reports[0]) > 250
+    message = _bad_yaml(top)
+    capsys.readouterr()
+    assert main(["run", str(top), "-n", "2"]) == 2
+    assert message in capsys.readouterr().err
