@@ -27,7 +27,7 @@ import select
 import selectors
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from harness.session import (
     Violation,
 )
 from harness.session.initiator import destination_host_name
+from harness.session.messages import MessageTemplate
 from packets import Packet, PacketError, StreamSplitter
 from packets.session import PING_PORT
 
@@ -72,7 +73,8 @@ def parse_address(address: tuple[str, int] | str) -> tuple[str, int]:
 class InitiatorLink:
     """Performs an :class:`Initiator`'s actions on a TCP socket (see the module docstring).
 
-    ``perform(actions)`` carries out what an engine call returned; ``send_message`` and
+    ``perform(actions)`` carries out what an engine call returned; ``send_message``,
+    ``send_bodies`` (many bodies of one :class:`~harness.session.messages.MessageTemplate`) and
     ``start`` are shortcuts.  ``run_until(predicate, timeout)`` moves bytes and fires timers until
     the predicate holds.  Kept: ``packets`` ((direction "c2s"/"s2c", bytes, wall-clock time) per
     packet), ``acked`` (MessageIDs), ``delivered`` (packets the acceptor sent that the engine
@@ -128,6 +130,10 @@ class InitiatorLink:
 
     def send_message(self, message: Any, delivery: DeliveryClass | str = DeliveryClass.express) -> None:
         self.perform(self.initiator.send_message(message, delivery))
+
+    def send_bodies(self, template: MessageTemplate, bodies: Iterable[bytes]) -> None:
+        """One message of ``template`` per body (:meth:`harness.session.Initiator.send_bodies`)."""
+        self.perform(self.initiator.send_bodies(template, bodies))
 
     @property
     def connected(self) -> bool:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from construct import Container
@@ -40,7 +39,7 @@ from harness.session.events import (
     SessionState,
     Timer,
 )
-from harness.session.messages import prepare_message
+from harness.session.messages import MessageTemplate, prepare_message
 from harness.session.rules import RuleId
 from harness.session.transitions import Role
 from packets import GUID, NULL_GUID, Packet, PacketKind, base
@@ -63,7 +62,6 @@ def destination_host_name(address: str) -> str:
     return text
 
 
-@dataclass(kw_only=True)
 class OutgoingMessagePosition:
     """OutgoingMessagePosition ADM element ([MS-MQQB] 3.1.1.3.1.2), with the spec's attribute names.
 
@@ -75,10 +73,14 @@ class OutgoingMessagePosition:
     ``wire`` (the UserMessage encoded when it joined the table, without a piggy-backed
     SessionHeader: what each transmission of an express or recoverable message sends unless it
     carries one; None for a transactional message, whose TransactionHeader is filled when sent).
+
+    A position of :meth:`Initiator.send_bodies` holds its ``template`` (a
+    :class:`~harness.session.messages.MessageTemplate`) and ``body``; its ``UserMessage`` headers
+    are made from them (with its MessageID) the first time they are read.  The attributes not
+    given to the constructor have the class's defaults (every flag False, every number 0).
     """
 
     MessagePosition: Any = None
-    UserMessage: Container
     SequenceNumber: int = 0
     RecoverableSequenceNumber: int = 0
     TxSequenceNumber: int = 0
@@ -90,6 +92,77 @@ class OutgoingMessagePosition:
     delivery: DeliveryClass = DeliveryClass.express
     tx_numbered: bool = False
     wire: bytes | None = None
+    template: MessageTemplate | None = None
+    body: bytes = b""
+    _user_message: Container | None = None
+
+    _FIELDS = (
+        "MessagePosition",
+        "UserMessage",
+        "SequenceNumber",
+        "RecoverableSequenceNumber",
+        "TxSequenceNumber",
+        "AwaitingAck",
+        "ReceivedSessionAck",
+        "ReceivedOrderAck",
+        "Transmitted",
+        "message_id",
+        "delivery",
+        "tx_numbered",
+        "wire",
+    )
+
+    def __init__(self, *, UserMessage: Container | None = None, **fields: Any) -> None:
+        if UserMessage is not None:
+            self._user_message = UserMessage
+        for name, value in fields.items():
+            if name not in self._FIELDS and name not in ("template", "body"):
+                raise TypeError(f"OutgoingMessagePosition has no attribute {name!r}")
+            setattr(self, name, value)
+        if self._user_message is None and self.template is None:
+            raise TypeError("OutgoingMessagePosition needs UserMessage (or a template and a body)")
+
+    @classmethod
+    def of_body(
+        cls, template: MessageTemplate, body: bytes, message_id: int, wire: bytes | None
+    ) -> OutgoingMessagePosition:
+        """The position of one body of ``template`` (its headers made when read)."""
+        pos = cls.__new__(cls)
+        pos.template = template
+        pos.body = body
+        pos.message_id = message_id
+        pos.delivery = template.delivery
+        pos.wire = wire
+        return pos
+
+    @property
+    def UserMessage(self) -> Container:
+        """The headers of the UserMessage Packet this position sends."""
+        headers = self._user_message
+        if headers is None:
+            assert self.template is not None
+            headers = self._user_message = self.template.message(self.body, self.message_id)
+        return headers
+
+    @UserMessage.setter
+    def UserMessage(self, headers: Container) -> None:
+        self._user_message = headers
+
+    @property
+    def has_headers(self) -> bool:
+        """The UserMessage headers exist (given, or made from the template since)."""
+        return self._user_message is not None
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"OutgoingMessagePosition({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self._FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Initiator(SessionEngine):
@@ -347,6 +420,43 @@ class Initiator(SessionEngine):
         self._send_pending()
         return self._take()
 
+    def send_bodies(self, template: MessageTemplate, bodies: Iterable[bytes]) -> list[Action]:
+        """One message of ``template`` per body, in order: for each what :meth:`send_message` does
+        with ``template.message(body)`` and ``template.delivery`` (connect when ConnectionHistory is
+        empty, an OutgoingMessagePosition with the next MessageIdOrdinal (3.1.7.1.1) in the
+        OutgoingMessageTable, dispatch), then 3.1.7.1 sends what the window allows.  The bytes sent
+        are the same; an express or recoverable message is encoded from the template's bytes and
+        its headers are made only when read (:attr:`OutgoingMessagePosition.UserMessage`).
+        ``last_message_id`` holds the last UserHeader.MessageID used."""
+        codec = template.codec
+        if codec is None:  # transactional: headers of its own per message
+            for body in bodies:
+                pos = OutgoingMessagePosition(UserMessage=template.message(body), delivery=template.delivery)
+                if not self.OutgoingQueueReference.ConnectionHistory:
+                    self._start()
+                self.add_outgoing_message_position(pos)
+                self._dispatch.append(pos.message_id)
+            self._send_pending()
+            return self._take()
+        if not self.OutgoingQueueReference.ConnectionHistory:
+            self._start()
+        table, dispatch, encode = self.OutgoingMessageTable, self._dispatch, codec.build
+        of_body = OutgoingMessagePosition.of_body
+        message_id = self.MessageIdOrdinal
+        try:
+            for body in bodies:
+                mid = message_id
+                message_id += 1
+                if mid in table:
+                    raise SessionError(f"MessageID {mid} is already in the OutgoingMessageTable")
+                table[mid] = of_body(template, body, mid, encode(mid, body))
+                dispatch.append(mid)
+                self.last_message_id = mid
+        finally:
+            self.MessageIdOrdinal = message_id
+        self._send_pending()
+        return self._take()
+
     def establish_a_protocol_session(self) -> list[Action]:
         """[MS-MQQB] 3.1.5.2 Establish a Protocol Session (unless one is open or being opened)."""
         if not self._transport:
@@ -406,9 +516,9 @@ class Initiator(SessionEngine):
 
     def _send_user_message(self, pos: OutgoingMessagePosition) -> None:
         """[MS-MQQB] 3.1.7.1.3 Updating the UserMessage Packet and 3.1.7.1.6 Sending the Packet."""
-        headers = pos.UserMessage
-        if pos.delivery is DeliveryClass.transactional:
-            th = headers.TransactionHeader
+        delivery = pos.delivery
+        if delivery is DeliveryClass.transactional:
+            th = pos.UserMessage.TransactionHeader
             if not pos.tx_numbered:
                 seq_id = self.OutgoingTxSequenceID
                 th.TxSequenceID = Container(Ordinal=seq_id & 0xFFFFFFFF, TimeStamp=seq_id >> 32)
@@ -426,24 +536,26 @@ class Initiator(SessionEngine):
                     th.PreviousTxSequenceNumber = self._tx_numbers[k - 1]
             self._start_if_stopped(Timer.TransactionalAckWait, self._resend_interval())
         c = self.counters
-        c.MessageSentCount += 1
-        pos.SequenceNumber = c.MessageSentCount % U16 or U16
-        if pos.delivery is not DeliveryClass.express:
+        sent = c.MessageSentCount = c.MessageSentCount + 1
+        pos.SequenceNumber = sent % U16 or U16
+        if delivery is not DeliveryClass.express:
             c.RecoverableMessageSentCount += 1
             pos.RecoverableSequenceNumber = c.RecoverableMessageSentCount % U16 or U16
         self.UnAckedMessageCount += 1
         pos.AwaitingAck = True
-        self._start_if_stopped(Timer.SessionAckWait, self._ack_wait_seconds())
+        if Timer.SessionAckWait not in self._timers:
+            self._start_timer(Timer.SessionAckWait, self._ack_wait_seconds())
         self.SessionActive = True
-        self._sent[pos.message_id] = pos
+        message_id = pos.message_id
+        self._sent[message_id] = pos
         data = pos.wire
-        if self._piggy_back(headers) or data is None:
-            data = self._encode(headers)
+        if self._piggy_back(pos) or data is None:
+            data = self._encode(pos.UserMessage)
         self._out.append(Send(data, PacketKind.UserMessage))
-        self.sent_message_ids.add(pos.message_id)
+        self.sent_message_ids.add(message_id)
         pos.Transmitted = True
 
-    def _piggy_back(self, headers: Container) -> bool:
+    def _piggy_back(self, pos: OutgoingMessagePosition) -> bool:
         """[MS-MQQB] 3.1.7.11: "If more than 75 percent of the time on the Session Ack Send Timer
         (section 3.1.2.5) has elapsed and the UnackedReceivedMsgCount ADM element does not equal
         0x0000", the UserMessage Packet carries a SessionHeader acknowledging what was received
@@ -456,10 +568,13 @@ class Initiator(SessionEngine):
         acknowledgment it does not owe.  True when the packet carries a SessionHeader."""
         due = self.counters.UnackedReceivedMsgCount != 0 and self._elapsed_fraction(Timer.SessionAckSend) > 0.75
         if not due:
-            if headers.get("SessionHeader") is not None:
-                headers.SessionHeader = None
-                headers.BaseHeader.Flags = base.BaseHeaderFlags.make(int(headers.BaseHeader.Flags), SH=0)
+            if pos.has_headers:  # headers not made yet never carried one
+                headers = pos.UserMessage
+                if headers.get("SessionHeader") is not None:
+                    headers.SessionHeader = None
+                    headers.BaseHeader.Flags = base.BaseHeaderFlags.make(int(headers.BaseHeader.Flags), SH=0)
             return False
+        headers = pos.UserMessage
         flags = int(headers.BaseHeader.Flags)
         seconds = self._timer_started[Timer.SessionAckSend][1]
         headers.SessionHeader = self.counters.session_header(self.WindowSize)

@@ -3,7 +3,9 @@
 Renders the header choices of [MS-MQMQ] 2.2.20 that [MS-MQQB] 1.3.2.1 ties to the delivery
 class: UserHeader.Flags.DM (0 express, 1 recoverable), the TransactionHeader and
 UserHeader.Flags.TH of a transactional message (2.2.20.5; BaseHeader.Flags.PR 0, 2.2.19.1),
-and the UserHeader.MessageID assignment of [MS-MQQB] 3.1.7.1.1.
+and the UserHeader.MessageID assignment of [MS-MQQB] 3.1.7.1.1.  :class:`MessageTemplate` is the
+header set of many messages to one destination that differ only in their body
+(MessagePropertiesHeader.MessageBody, [MS-MQMQ] 2.2.19.3) and the MessageID the sender gives each.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from construct import Container
 import packets
 from harness.session.events import DeliveryClass, SessionError
 from packets import GUID, Packet, base
+from packets.codec import UserMessageTemplate
 from packets.fields import BitFlags
 from packets.optional import TransactionHeaderFlags
 from packets.properties import default_message_properties_header
 from packets.user import UserHeaderFlags, default_user_header
 
-__all__ = ["delivery_of", "prepare_message", "user_message"]
+__all__ = ["MessageTemplate", "delivery_of", "prepare_message", "user_message"]
 
 
 def user_message(
@@ -133,3 +136,53 @@ def delivery_of(packet: Packet) -> DeliveryClass:
     if packet.headers.get("TransactionHeader") is not None:
         return DeliveryClass.transactional
     return DeliveryClass.recoverable if packet.UserHeader.Flags.DM == 1 else DeliveryClass.express
+
+
+class MessageTemplate:
+    """The headers of UserMessages to one destination that differ only in their body, for
+    :meth:`~harness.session.Initiator.send_bodies` (as a sender of many application payloads to
+    one queue uses it): ``MessageTemplate(user_message(source, destination), delivery)``.
+
+    ``message`` is taken as :func:`send_message <harness.session.Initiator.send_message>` takes it
+    and :func:`prepare_message` makes the template's private copy for ``delivery``.  Each message
+    of the template is those headers with MessagePropertiesHeader.MessageBody := its body,
+    MessageSize and AllocationBodySize := the body's length, BaseHeader.PacketSize computed and
+    UserHeader.MessageID := the one the sender assigns ([MS-MQQB] 3.1.7.1.1), so the template's
+    MessageID must be 0.  An express or recoverable message is encoded from the template's bytes
+    (:class:`packets.codec.UserMessageTemplate`: exactly what ``packets.build`` writes for those
+    headers); a transactional one has headers of its own, whose TransactionHeader the sender
+    fills when it sends it (3.1.7.1.3).
+    """
+
+    __slots__ = ("codec", "delivery", "headers")
+
+    def __init__(
+        self, message: Packet | Mapping[str, Any] | bytes, delivery: DeliveryClass | str = DeliveryClass.express
+    ) -> None:
+        self.delivery = DeliveryClass(delivery)
+        headers = prepare_message(message, self.delivery)
+        if int(headers["UserHeader"].get("MessageID") or 0):
+            raise SessionError("MessageTemplate: UserHeader.MessageID must be 0 (the sender assigns each message one)")
+        mph = headers.get("MessagePropertiesHeader")
+        if mph is None:
+            raise SessionError("MessageTemplate: the packet has no MessagePropertiesHeader to carry a body")
+        headers["MessagePropertiesHeader"] = Container(mph, MessageSize=None, AllocationBodySize=None)
+        self.headers = headers
+        self.codec: UserMessageTemplate | None = None
+        if self.delivery is not DeliveryClass.transactional:
+            self.codec = UserMessageTemplate(headers)
+
+    def message(self, body: bytes, message_id: int = 0) -> Container:
+        """The headers of the message carrying ``body`` (a private one-level copy, as
+        :func:`prepare_message` makes)."""
+        headers = Container(self.headers)
+        headers["BaseHeader"] = Container(headers["BaseHeader"])
+        headers["UserHeader"] = Container(headers["UserHeader"], MessageID=message_id)
+        n = len(body)
+        headers["MessagePropertiesHeader"] = Container(
+            headers["MessagePropertiesHeader"], MessageBody=bytes(body), MessageSize=n, AllocationBodySize=n
+        )
+        transaction = headers.get("TransactionHeader")
+        if transaction is not None:  # filled per message when it is sent (3.1.7.1.3)
+            headers["TransactionHeader"] = Container(transaction)
+        return headers
