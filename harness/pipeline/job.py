@@ -15,6 +15,13 @@ shared file system on a cluster).  Outputs in the output folder: ``packets/``, `
 ``violations/`` (Parquet), ``summary.json`` (counts, violations per rule and per peer, and per
 input the reconciliation frames read = frames decoded + frames rejected, with every capture
 problem and its offset) and ``report.txt``.
+
+summary.json also says how much was shuffled: ``read_task_segments`` / ``read_task_bytes`` (TCP
+segments on the MSMQ ports, and their payload bytes, of the connections analysed by the task that
+read them), ``shuffled_segments`` / ``shuffled_bytes`` (those handed to the shuffle: the
+connections more than one range holds, ``shuffled_connections`` of them, and every segment of an
+input read through the Hadoop layer), and ``first_pass_seconds`` (the wall time of the first,
+light pass that finds the connections to shuffle; 0 when there is none).
 """
 
 from __future__ import annotations
@@ -223,15 +230,20 @@ def _read_range(
     held = 0
     ends = local.ends.get((split.path, split.start), frozenset()) if local is not None else frozenset()
     whole: dict[Any, list[Any]] = {}
+    kept = kept_bytes = moved = moved_bytes = 0
     for offset, ts, seg in segments_of(read_split(split, result, data), counts, ports):
         if local is not None:
             key = segment_connection(seg)
             if not local.shuffled(split.path, key):
+                kept += 1
+                kept_bytes += len(seg.payload)
                 items = whole.setdefault(key, [])
                 items.append((offset, ts, seg))
                 if offset in ends:
                     _write_rows(split.path, whole.pop(key), ports, writers, tallies)
                 continue
+        moved += 1
+        moved_bytes += len(seg.payload)
         who = (seg.src, seg.sport, seg.dst, seg.dport)
         fid = ids.get(who)
         if fid is None:
@@ -256,6 +268,10 @@ def _read_range(
         "next": result.next,
         "records": result.records,
         "had_problems": bool(result.problems),
+        "analysed_segments": kept,
+        "analysed_bytes": kept_bytes,
+        "shuffled_segments": moved,
+        "shuffled_bytes": moved_bytes,
     }
     yield ("s", split.path, str(split.start)), stats
 
@@ -596,15 +612,21 @@ def _run(
         return analyse_partition(index, part, ports, target, paths)
 
     shuffle = max(tasks, -(-total // SHUFFLE_BYTES))
+    first_pass = 0.0
+    cross = 0
     with _Progress(sc, progress):
         sources = []
         if plan:
             if LOCAL_CONNECTIONS:
                 # a first, light pass: which connections more than one range holds (only those are
                 # shuffled; the others are analysed by the task that reads them)
+                clock = time.monotonic()
                 found = sc.parallelize(plan, len(plan)).mapPartitions(lambda part: [list(ends(part))]).reduce(add)
-                whole = sc.broadcast(RangeLocal.of(found, join_files))
-                del found
+                range_local = RangeLocal.of(found, join_files)
+                cross = len(range_local.cross)
+                whole = sc.broadcast(range_local)
+                del found, range_local
+                first_pass = time.monotonic() - clock
             sources.append(sc.parallelize(plan, len(plan)).mapPartitionsWithIndex(read))
         if remote:
             sources.append(sc.binaryFiles(input_spec(remote), min(tasks, len(remote))).mapPartitions(read_whole))
@@ -641,6 +663,12 @@ def _run(
         "session_outcomes": dict(sorted(outcomes.items())),
         "sessions_with_problems": problems[:LISTED_PROBLEMS],
         "reconciliation": reconciliation,
+        "read_task_segments": sum(s["analysed_segments"] for s in stats),
+        "read_task_bytes": sum(s["analysed_bytes"] for s in stats),
+        "shuffled_segments": sum(s["shuffled_segments"] for s in stats),
+        "shuffled_bytes": sum(s["shuffled_bytes"] for s in stats),
+        "shuffled_connections": cross,
+        "first_pass_seconds": round(first_pass, 3),
         "seconds": round(time.monotonic() - started, 3),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
