@@ -488,12 +488,11 @@ class Initiator(SessionEngine):
         self._send_pending()
         return self._take()
 
-    def _eligible(self, pos: OutgoingMessagePosition) -> bool:
-        return not pos.AwaitingAck and not pos.ReceivedSessionAck
-
     def _redispatch_all(self) -> None:
         """Add Message To Dispatch Collection for every position in table order (3.1.6.1, 3.1.6.5)."""
-        self._dispatch = deque(mid for mid, pos in self.OutgoingMessageTable.items() if self._eligible(pos))
+        self._dispatch = deque(
+            mid for mid, pos in self.OutgoingMessageTable.items() if not pos.AwaitingAck and not pos.ReceivedSessionAck
+        )
 
     @property
     def send_window(self) -> int:
@@ -502,17 +501,21 @@ class Initiator(SessionEngine):
 
     def _send_pending(self) -> None:
         """[MS-MQQB] 3.1.7.1 Send User Message Event for the dispatch collection, in order, while
-        OutgoingQueueReference.State is Connected and UnAckedMessageCount < WindowSize."""
-        while self._dispatch and self._transport and self.SessionState == SessionState.OPEN:
-            if self.OutgoingQueueReference.State is not OutgoingQueueState.Connected:
-                return
-            if self.UnAckedMessageCount >= self.send_window:
-                return
-            pos = self.OutgoingMessageTable.get(self._dispatch[0])
-            self._dispatch.popleft()
-            if pos is None or not self._eligible(pos):
+        OutgoingQueueReference.State is Connected and UnAckedMessageCount < WindowSize.  Sending
+        changes neither the state, the queue's State nor the window, so they are read once."""
+        dispatch = self._dispatch
+        if not (dispatch and self._transport and self.SessionState is SessionState.OPEN):
+            return
+        if self.OutgoingQueueReference.State is not OutgoingQueueState.Connected:
+            return
+        window = self.send_window
+        table = self.OutgoingMessageTable
+        send = self._send_user_message
+        while dispatch and self.UnAckedMessageCount < window:
+            pos = table.get(dispatch.popleft())
+            if pos is None or pos.AwaitingAck or pos.ReceivedSessionAck:  # not eligible
                 continue
-            self._send_user_message(pos)
+            send(pos)
 
     def _send_user_message(self, pos: OutgoingMessagePosition) -> None:
         """[MS-MQQB] 3.1.7.1.3 Updating the UserMessage Packet and 3.1.7.1.6 Sending the Packet."""
@@ -549,7 +552,8 @@ class Initiator(SessionEngine):
         message_id = pos.message_id
         self._sent[message_id] = pos
         data = pos.wire
-        if self._piggy_back(pos) or data is None:
+        # 3.1.7.11: only a packet owing an acknowledgment, or one that carried one before, is looked at
+        if ((c.UnackedReceivedMsgCount or pos._user_message is not None) and self._piggy_back(pos)) or data is None:
             data = self._encode(pos.UserMessage)
         self._out.append(Send(data, PacketKind.UserMessage))
         self.sent_message_ids.add(message_id)
@@ -598,19 +602,20 @@ class Initiator(SessionEngine):
         """[MS-MQQB] 3.1.5.5.1 Mark, 3.1.5.5.2 Delete express, 3.1.5.5.3 Delete recoverable."""
         ack = int(sh.AckSequenceNumber)
         base, flags = int(sh.RecoverableMsgAckSeqNumber), int(sh.RecoverableMsgAckFlags)
-        acked_recoverable = {base + n for n in range(ACK_FLAG_BITS) if flags >> n & 1}
         done: list[int] = []
-        for mid, pos in list(self._sent.items()):
+        express, recoverable = DeliveryClass.express, DeliveryClass.recoverable
+        for mid, pos in self._sent.items():
             if not pos.ReceivedSessionAck and pos.AwaitingAck and pos.SequenceNumber <= ack:
                 pos.ReceivedSessionAck = True
                 pos.AwaitingAck = False
                 self.UnAckedMessageCount -= 1
-            if pos.delivery is DeliveryClass.express:
+            delivery = pos.delivery
+            if delivery is express:
                 if pos.ReceivedSessionAck:
                     done.append(mid)
-            elif pos.delivery is DeliveryClass.recoverable:
-                r = pos.RecoverableSequenceNumber
-                if r and (r <= base or r in acked_recoverable):
+            elif delivery is recoverable:
+                r = pos.RecoverableSequenceNumber  # acknowledged: up to base, or its bit of the flags
+                if r and (r <= base or (r - base < ACK_FLAG_BITS and flags >> (r - base) & 1)):
                     done.append(mid)
             elif pos.ReceivedSessionAck and pos.ReceivedOrderAck:
                 done.append(mid)
