@@ -513,10 +513,6 @@ def _iter_parallel(
 
 
 # ============================================================ run -n N from paths: workers load
-# The cases of the files this worker loaded, by file index (one pool per WorkerCorpus).
-_FILES: dict[int, list[Case]] = {}
-
-
 def _shell(case: Case) -> Case:
     """What the parent of a run needs of a case its worker loaded: its identity (selection,
     known failures, reports of a worker that died), not its steps."""
@@ -534,60 +530,99 @@ def _shell(case: Case) -> Case:
     )
 
 
-def _worker_load(index: int, path: str, events: tuple[str, ...], cache: CaseCache) -> list[Case] | CaseError:
-    """Load one file in a worker (through the cache), keep its cases, return their shells."""
+Segment = tuple[int, str, list[int]]  # the positions of cases in one file: (file index, path, positions)
+
+
+def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache) -> None:
+    """A worker of a WorkerCorpus: loads the files it is handed (keeping their cases), runs the
+    chunks it is handed, until it receives None.  Messages: ``("load", index, path)`` ->
+    ``("loaded", index, shells | CaseError)``; ``("run", chunk, settings, segments)`` ->
+    ``("ran", chunk, results | str)``.  The target is opened on the first chunk (the parent
+    greeted it before any chunk was handed out)."""
     from harness.cases.loader import CaseError, load_file
 
+    files: dict[int, list[Case]] = {}
+
+    def cases_of(index: int, path: str) -> list[Case]:
+        if index not in files:  # loaded by another worker: read back from the cache
+            files[index] = load_file(path, events=events, cache=cache)
+        return files[index]
+
+    gc.freeze()  # the parent's heap, copied at the fork: not scanned by this worker's collections
+    if hasattr(signal, "SIGINT"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the run
     try:
-        cases = load_file(path, events=events, cache=cache)
-    except CaseError as e:
-        return e
-    _FILES[index] = cases
-    return [_shell(case) for case in cases]
-
-
-def _worker_file_chunk(
-    settings: tuple[str, float, str | None],
-    index: int,
-    path: str,
-    events: tuple[str, ...],
-    cache: CaseCache,
-    positions: list[int],
-) -> list[CaseResult] | str:
-    """Run cases of one file (by position) in a worker: the file as this worker loaded it, else
-    read back from the cache, where the worker that loaded it left it.  The target is opened
-    on the first chunk (the parent greeted it before any chunk was handed out)."""
-    cases = _FILES.get(index)
-    if cases is None:
-        from harness.cases.loader import CaseError, load_file
-
-        try:
-            cases = _FILES[index] = load_file(path, events=events, cache=cache)
-        except CaseError as e:  # the file changed since it was loaded
-            return f"{path} changed during the run: {e}"
-    if _WORKER.get("settings") != settings:
+        while True:
+            message = conn.recv()
+            if message is None:
+                break
+            if message[0] == "load":
+                _, index, path = message
+                try:
+                    shells: list[Case] | CaseError = [_shell(c) for c in cases_of(index, path)]
+                except CaseError as e:
+                    shells = e
+                conn.send(("loaded", index, shells))
+                gc.freeze()  # the cases loaded: not scanned again by this worker's collections
+                continue
+            _, chunk, settings, segments = message
+            if _WORKER.get("settings") != settings:
+                if _WORKER.get("target") is not None:
+                    with contextlib.suppress(Exception):
+                        _WORKER["target"].close()
+                _worker_init(*settings)
+                _WORKER["settings"] = settings
+            results: list[CaseResult] | str = []
+            for index, path, positions in segments:
+                try:
+                    cases = cases_of(index, path)
+                except CaseError as e:
+                    results = f"{path} changed during the run: {e}"
+                    break
+                if max(positions) >= len(cases):
+                    results = f"{path} changed during the run: it holds {len(cases)} cases now"
+                    break
+                assert isinstance(results, list)
+                results.extend(_worker_run(cases[p]) for p in positions)
+            conn.send(("ran", chunk, results))
+    except (EOFError, OSError, KeyboardInterrupt):  # the parent is gone
+        pass
+    finally:
         if _WORKER.get("target") is not None:
             with contextlib.suppress(Exception):
                 _WORKER["target"].close()
-        _worker_init(*settings)
-        _WORKER["settings"] = settings
-    if max(positions, default=-1) >= len(cases):
-        return f"{path} changed during the run: it holds {len(cases)} cases now"
-    return [_worker_run(cases[p]) for p in positions]
+
+
+class _Worker:
+    def __init__(self, ctx: Any, events: tuple[str, ...], cache: CaseCache) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_worker_main, args=(child, events, cache), daemon=True)
+        self.process.start()
+        child.close()
+        self.busy: dict[Any, Any] = {}  # what it was handed and has not answered: key -> task
+        self.alive = True
+
+    def send(self, key: Any, message: Any) -> None:
+        self.busy[key] = message
+        self.conn.send(message)
 
 
 class WorkerCorpus:
     """The case files of ``paths`` loaded by ``workers`` worker processes, which then run them
     (``run(corpus.cases, ..., corpus=corpus)``): loading is parallel, as running is.
 
-    The parent lists the files (loader.case_files); each worker loads the files handed to it
-    (the largest first) through ``cache`` (a folder of this run's when None), keeps their
-    cases and sends back shells (:func:`_shell`): ``cases`` holds them in the order
-    ``load_paths`` gives, ids checked unique across files, and the first bad file in that order
-    raises its CaseError, as ``load_paths`` does.  A chunk of cases goes to whichever worker is
-    free: one that did not load the file reads it back from the cache.  A context manager;
-    ``close()`` stops the workers.
+    The parent lists the files (loader.case_files) and hands them out, the largest first, to the
+    workers as they become free; a worker loads each through ``cache`` (a folder of this run's
+    when None), keeps its cases and sends back their shells (:func:`_shell`).  ``cases`` holds
+    them in the order ``load_paths`` gives, ids checked unique across files, and the first bad file
+    in that order raises its CaseError, as ``load_paths`` does.  A chunk of cases goes to the
+    worker that loaded its file when it is free (a worker with none of its own left takes
+    another's: it reads the file back from the cache); wire chunks, which wait on the spec's
+    timers, go first to whichever worker is free.  A worker that dies: its chunks' cases are
+    errors, the others go on.  A context manager; ``close()`` stops the workers.
     """
+
+    DEPTH = 2  # tasks handed to a worker before it answers (one running, one queued)
 
     def __init__(
         self,
@@ -609,42 +644,85 @@ class WorkerCorpus:
         self.cache = cache
         self.cases: list[Case] = []
         self._where: dict[int, tuple[int, int]] = {}  # id(shell) -> (file index, position)
+        self._owner: dict[int, _Worker] = {}  # file index -> the worker that loaded it
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        self.workers = max(1, workers)
-        self.pool: concurrent.futures.ProcessPoolExecutor | None = concurrent.futures.ProcessPoolExecutor(
-            max_workers=self.workers, mp_context=ctx
-        )
+        self.workers = [_Worker(ctx, self.events, cache) for _ in range(max(1, workers))]
         try:
             self._load()
         except BaseException:
             self.close()
             raise
 
+    @property
+    def pool(self) -> list[_Worker] | None:
+        """The live workers; None when there are none (the cases then run in the parent)."""
+        live = [w for w in self.workers if w.alive]
+        return live or None
+
+    def _answers(self) -> Generator[tuple[_Worker, Any], None, None]:
+        """(worker, message) as they come; a worker that died yields (worker, None) once."""
+        from multiprocessing.connection import wait
+
+        while True:
+            live = [w for w in self.workers if w.alive and w.busy]
+            if not live:
+                return
+            ready = wait([w.conn for w in live] + [w.process.sentinel for w in live])
+            for w in live:
+                if w.conn in ready:
+                    try:
+                        message = w.conn.recv()
+                    except (EOFError, OSError):
+                        message = None
+                elif w.process.sentinel in ready:
+                    message = None
+                else:
+                    continue
+                if message is None:
+                    w.alive = False
+                    w.process.join(1)
+                yield w, message
+
     def _load(self) -> None:
         from harness.cases.loader import CaseError, check_unique, load_file
-
-        assert self.pool is not None
 
         def size(i: int) -> int:
             with contextlib.suppress(OSError):
                 return os.stat(self.files[i]).st_size
             return 0
 
-        futures = {
-            i: self.pool.submit(_worker_load, i, self.files[i], self.events, self.cache)
-            for i in sorted(range(len(self.files)), key=size, reverse=True)
-        }
+        todo = sorted(range(len(self.files)), key=size, reverse=True)
+        got: dict[int, list[Case] | CaseError] = {}
+
+        def feed(w: _Worker) -> None:
+            while todo and w.alive and len(w.busy) < self.DEPTH:
+                i = todo.pop(0)
+                w.send(i, ("load", i, self.files[i]))
+
+        for w in self.workers:
+            feed(w)
+        for w, message in self._answers():
+            if message is None:  # died: its files are loaded elsewhere
+                todo[:0] = list(w.busy)
+                w.busy.clear()
+                for other in self.workers:
+                    feed(other)
+                continue
+            _, index, shells = message
+            del w.busy[index]
+            got[index] = shells
+            self._owner[index] = w
+            feed(w)
+        for i in todo:  # every worker died
+            with contextlib.suppress(CaseError):
+                got[i] = [_shell(c) for c in load_file(self.files[i], events=self.events, cache=self.cache)]
         first: dict[str, Case] = {}
         for i, path in enumerate(self.files):
-            try:
-                got = futures[i].result()
-            except BrokenProcessPool:  # a worker died loading: the rest is loaded (and run) here
-                self.close(keep_cache=True)
-                got = [_shell(case) for case in load_file(path, events=self.events, cache=self.cache)]
-            if isinstance(got, CaseError):
-                raise got
-            for position, case in enumerate(got):
+            shells = got[i] if i in got else load_file(path, events=self.events, cache=self.cache)
+            if isinstance(shells, CaseError):
+                raise shells
+            for position, case in enumerate(shells):
                 check_unique(case, first)
                 self._where[id(case)] = (i, position)
                 self.cases.append(case)
@@ -655,12 +733,20 @@ class WorkerCorpus:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self, keep_cache: bool = False) -> None:
+    def close(self) -> None:
         """Stop the workers (their targets are closed) and remove this run's cache folder."""
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
-        if self._scratch is not None and not keep_cache:
+        for w in self.workers:
+            if w.alive:
+                with contextlib.suppress(OSError, ValueError):
+                    w.conn.send(None)
+        for w in self.workers:
+            w.process.join(5)
+            if w.process.is_alive():
+                w.process.terminate()
+                w.process.join(1)
+            w.alive = False
+            w.conn.close()
+        if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
 
@@ -686,39 +772,86 @@ class WorkerCorpus:
     def iter_run(
         self, cases: list[Case], target_spec: str, step_timeout: float, record_dir: str | None = None
     ) -> Generator[CaseResult, None, None]:
-        """The results of ``cases`` (shells of this corpus) in their order, run by the workers
-        (chunks as :func:`_chunks` cuts them, each within one file, handed out longest first);
-        the cases of a chunk whose worker died are errors."""
-        pool = self.pool
-        if pool is None:
-            raise ValueError("the corpus is closed")
+        """The results of ``cases`` (shells of this corpus) in their order, run by the workers in
+        chunks (:func:`_chunks`; a chunk may span files); the cases of a chunk whose worker died
+        are errors."""
         where = self.locate(cases)
-        chunks = _chunks(cases, self.workers, [index for index, _ in where])
+        live = [w for w in self.workers if w.alive]
+        chunks = _chunks(cases, max(1, len(live)))
         settings = (target_spec, step_timeout, record_dir)
-        by_chunk: dict[int, concurrent.futures.Future[list[CaseResult] | str]] = {}
-        died = "worker process died: the pool is broken"
+
+        def segments(k: int) -> list[Segment]:
+            begin, stop = chunks[k]
+            out: list[Segment] = []
+            for index, position in where[begin:stop]:
+                if out and out[-1][0] == index:
+                    out[-1][2].append(position)
+                else:
+                    out.append((index, self.files[index], [position]))
+            return out
+
+        wire = [k for k, (begin, _) in enumerate(chunks) if cases[begin].wire]  # first come, first served
+        own: dict[int, list[int]] = {id(w): [] for w in live}  # model chunks by the worker that loaded them
+        for k, (begin, _) in enumerate(chunks):
+            if not cases[begin].wire:
+                owner = self._owner.get(where[begin][0])
+                own[id(owner) if owner is not None and owner.alive else id(live[k % len(live)])].append(k)
+        done: dict[int, list[CaseResult] | str] = {}
+
+        def feed(w: _Worker) -> None:
+            while w.alive and len(w.busy) < self.DEPTH:
+                if wire:
+                    k = wire.pop(0)
+                elif own.get(id(w)):
+                    k = own[id(w)].pop(0)
+                else:  # none of its own left: take from the end of the longest other list
+                    longest = max(own.values(), key=len, default=[])
+                    if not longest:
+                        return
+                    k = longest.pop()
+                w.send(k, ("run", k, settings, segments(k)))
+
+        answers = self._answers()
         try:
-            with contextlib.suppress(BrokenProcessPool):  # the chunks not handed out are errors
-                for k in _longest_first(cases, chunks):
-                    begin, stop = chunks[k]
-                    index = where[begin][0]
-                    positions = [position for _, position in where[begin:stop]]
-                    by_chunk[k] = pool.submit(
-                        _worker_file_chunk, settings, index, self.files[index], self.events, self.cache, positions
-                    )
+            for w in live:
+                feed(w)
             for k, (begin, stop) in enumerate(chunks):
-                try:
-                    got = by_chunk[k].result() if k in by_chunk else died
-                except BrokenProcessPool as e:
-                    got = f"worker process died: {e}"
+                while k not in done:
+                    try:
+                        w, message = next(answers)
+                    except StopIteration:  # no worker left
+                        died = "worker process died: no worker left to run it"
+                        done.update((j, died) for j in range(len(chunks)) if j not in done)
+                        break
+                    if message is None:
+                        code = w.process.exitcode
+                        handed = list(w.busy)  # the first was running; the others wait for a worker
+                        w.busy.clear()
+                        if handed:
+                            done[handed[0]] = f"worker process died (exit code {code}) while running these cases"
+                            wire[:0] = handed[1:]
+                        mine = own.pop(id(w), [])
+                        others = [x for x in self.workers if x.alive]
+                        if others:
+                            own[id(others[0])] = sorted(own.get(id(others[0]), []) + mine)
+                            for x in others:
+                                feed(x)
+                        else:
+                            done.update((j, "worker process died: no worker left to run it") for j in mine + wire)
+                            wire.clear()
+                        continue
+                    _, j, results = message
+                    del w.busy[j]
+                    done[j] = results
+                    feed(w)
+                got = done.pop(k)
                 if isinstance(got, str):
                     now = time.perf_counter()
                     yield from (CaseResult.since(case, Outcome.error, now, [], got) for case in cases[begin:stop])
                 else:
                     yield from got
         finally:
-            for future in by_chunk.values():
-                future.cancel()
+            answers.close()
 
 
 def run(
