@@ -11,7 +11,8 @@ model's spec events and their parameters, the sources of ``harness.cases`` and t
 A file that one process is loading is waited for, not loaded again, by another (one ``flock`` per
 entry where the platform has it).  Only files that load without error are stored; an error is
 found again on every load, with its file and line.  Entries not written for two weeks are removed
-when a process first opens the cache.
+when a process first opens the cache.  ``durations.json`` keeps the seconds each wire case took
+when it last ran, so that ``run -n N`` hands out the longest first.
 
 The folder is ``$MSMQ_HARNESS_CASE_CACHE`` (``off`` disables the cache), else
 ``msmq-harness-<uid>/cases`` in the system's temporary folder.  A folder that another user owns,
@@ -30,7 +31,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ __all__ = ["ENV", "CaseCache", "fingerprint"]
 
 ENV = "MSMQ_HARNESS_CASE_CACHE"
 MAX_AGE_DAYS = 14  # an entry not written for this long is removed (CaseCache.prune)
+DURATIONS = "durations.json"  # seconds the wire cases took when they last ran, by case
+MAX_DURATIONS = 10_000
 
 
 @functools.cache
@@ -146,6 +149,34 @@ class CaseCache:
             with os.fdopen(fd, "wb") as handle:
                 pickle.dump(cases, handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, entry)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def durations(self) -> dict[str, float]:
+        """Seconds each case took when it last ran (:meth:`record_durations`), by the key the runner
+        gives it; {} when none were recorded or the file cannot be read."""
+        try:
+            data = json.loads((self.folder / DURATIONS).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float))}
+
+    def record_durations(self, durations: Mapping[str, float]) -> None:
+        """Keep ``durations`` (key -> seconds) for the next run, which hands out the longest cases
+        first (harness.cases.runner.WorkerCorpus); the most recent :data:`MAX_DURATIONS` are kept."""
+        merged = self.durations()
+        for key, seconds in durations.items():
+            merged.pop(key, None)
+            merged[key] = round(seconds, 4)
+        kept = dict(list(merged.items())[-MAX_DURATIONS:])
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=DURATIONS, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(kept, handle)
+            os.replace(tmp, self.folder / DURATIONS)
         except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

@@ -19,6 +19,7 @@ import concurrent.futures
 import contextlib
 import gc
 import itertools
+import math
 import multiprocessing
 import os
 import re
@@ -458,11 +459,23 @@ def _chunks(cases: Sequence[Case], workers: int, files: Sequence[int] = ()) -> l
     return out
 
 
-def _longest_first(cases: Sequence[Case], chunks: Sequence[tuple[int, int]]) -> list[int]:
+def _longest_first(
+    cases: Sequence[Case], chunks: Sequence[tuple[int, int]], expected: Sequence[float | None] = ()
+) -> list[int]:
     """The order chunks are handed out in: wire chunks first (each waits on the spec's timers, a
-    model chunk takes milliseconds: the short chunks then fill the gaps at the end), each group
-    in case order."""
+    model chunk takes milliseconds: the short chunks then fill the gaps at the end), then model
+    chunks in case order.  ``expected``: the seconds each case took when it last ran (None: not
+    known), one per case; wire chunks then go longest first, those not known before the others
+    (they may be long), else in case order."""
     wire = [k for k, (begin, _) in enumerate(chunks) if cases[begin].wire]
+    if expected:
+
+        def longest(k: int) -> float:
+            begin, stop = chunks[k]
+            known = [expected[i] for i in range(begin, stop)]
+            return math.inf if None in known else sum(s for s in known if s is not None)
+
+        wire.sort(key=longest, reverse=True)  # stable: case order among equals
     return wire + [k for k, (begin, _) in enumerate(chunks) if not cases[begin].wire]
 
 
@@ -790,13 +803,16 @@ class WorkerCorpus:
                     out.append((index, self.files[index], [position]))
             return out
 
-        wire = [k for k, (begin, _) in enumerate(chunks) if cases[begin].wire]  # first come, first served
+        keys = [f"{case.source}::{case.full_id}" for case in cases]
+        last = self.cache.durations() if self._scratch is None else {}
+        wire = [k for k in _longest_first(cases, chunks, [last.get(key) for key in keys]) if cases[chunks[k][0]].wire]
         own: dict[int, list[int]] = {id(w): [] for w in live}  # model chunks by the worker that loaded them
         for k, (begin, _) in enumerate(chunks):
             if not cases[begin].wire:
                 owner = self._owner.get(where[begin][0])
                 own[id(owner) if owner is not None and owner.alive else id(live[k % len(live)])].append(k)
         done: dict[int, list[CaseResult] | str] = {}
+        took: dict[str, float] = {}  # seconds each wire case took
 
         def feed(w: _Worker) -> None:
             while w.alive and len(w.busy) < self.DEPTH:
@@ -849,9 +865,14 @@ class WorkerCorpus:
                     now = time.perf_counter()
                     yield from (CaseResult.since(case, Outcome.error, now, [], got) for case in cases[begin:stop])
                 else:
+                    for i, result in enumerate(got, begin):
+                        if cases[i].wire:
+                            took[keys[i]] = result.duration
                     yield from got
         finally:
             answers.close()
+            if took and self._scratch is None:  # for the next run's order
+                self.cache.record_durations(took)
 
 
 def run(

@@ -174,3 +174,37 @@ def test_the_command_line_gives_the_report_of_one_worker(tmp_path: Path, capsys:
     capsys.readouterr()
     assert main(["run", str(top), "-n", "2"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_wire_chunks_go_longest_first_by_their_last_durations() -> None:
+    model = Case("m", "t", [])
+    wire = Case("w", "t", [], given={"peer": {"under_test": "initiator"}})
+    cases = [model, wire, wire, wire, model]
+    chunks = _chunks(cases, 1)
+    assert chunks == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]
+    order = _longest_first(cases, chunks, [None, 0.1, 5.0, 1.0, None])
+    assert [chunks[k] for k in order] == [(2, 3), (3, 4), (1, 2), (0, 1), (4, 5)]
+    order = _longest_first(cases, chunks, [None, 0.1, None, 1.0, None])
+    assert [chunks[k][0] for k in order if cases[chunks[k][0]].wire] == [2, 3, 1]  # not known: first
+
+
+def test_the_cache_keeps_the_last_durations(cache: CaseCache) -> None:
+    assert cache.durations() == {}
+    cache.record_durations({"a": 1.5, "b": 0.25})
+    cache.record_durations({"a": 2.0})
+    assert cache.durations() == {"b": 0.25, "a": 2.0}
+    (cache.folder / "durations.json").write_text("[not a mapping")
+    assert cache.durations() == {}
+
+
+def test_a_run_records_its_wire_durations_for_the_next(tmp_path: Path, cache: CaseCache) -> None:
+    top = tmp_path / "cases"
+    top.mkdir()
+    shutil.copy(ROOT / "cases" / "mqqb" / "acceptor.yaml", top / "acceptor.yaml")
+    shutil.copy(ROOT / "cases" / "requirements.yaml", top / "requirements.yaml")
+    with WorkerCorpus([top], 2, cache=cache) as corpus:
+        got = run(corpus.cases, "reference", workers=2, corpus=corpus)
+    recorded = cache.durations()
+    wire = [c for c in corpus.cases if c.wire]
+    assert wire and set(recorded) == {f"{c.source}::{c.full_id}" for c in wire}
+    assert all(r.outcome is Outcome.passed for r in got.results)
