@@ -365,6 +365,8 @@ def parse_ping(datagram: bytes | bytearray | memoryview, strict: bool = True) ->
 
 
 def _headers_of(packet: Packet | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(packet, dict):  # a Container (the usual case), before the slower Mapping test
+        return packet
     if isinstance(packet, Packet):
         return packet.headers
     if isinstance(packet, Mapping):

@@ -111,15 +111,17 @@ class OutgoingMessagePosition:
         "tx_numbered",
         "wire",
     )
+    _SETTABLE = frozenset(_FIELDS) - {"UserMessage"} | {"template", "body"}
 
     def __init__(self, *, UserMessage: Container | None = None, **fields: Any) -> None:
         if UserMessage is not None:
             self._user_message = UserMessage
-        for name, value in fields.items():
-            if name not in self._FIELDS and name not in ("template", "body"):
-                raise TypeError(f"OutgoingMessagePosition has no attribute {name!r}")
-            setattr(self, name, value)
-        if self._user_message is None and self.template is None:
+        if fields:
+            unknown = fields.keys() - self._SETTABLE
+            if unknown:
+                raise TypeError(f"OutgoingMessagePosition has no attribute {sorted(unknown)[0]!r}")
+            self.__dict__.update(fields)
+        if UserMessage is None and self.template is None:
             raise TypeError("OutgoingMessagePosition needs UserMessage (or a template and a body)")
 
     @classmethod
@@ -467,15 +469,16 @@ class Initiator(SessionEngine):
         """Add ``pos`` to the OutgoingMessageTable ([MS-MQQB] 3.1.7.12).  A UserHeader.MessageID of
         0 gets MessageIdOrdinal here, once, rather than at its first transmission (3.1.7.1.1): the
         table is keyed by it, and retransmissions keep it."""
-        uh = pos.UserMessage.UserHeader
-        if not uh.MessageID:
-            uh.MessageID = self.MessageIdOrdinal
+        headers = pos.UserMessage
+        uh = headers["UserHeader"]
+        if not uh["MessageID"]:
+            uh["MessageID"] = self.MessageIdOrdinal
             self.MessageIdOrdinal += 1
-        message_id = int(uh.MessageID)
+        message_id = int(uh["MessageID"])
         if message_id in self.OutgoingMessageTable:
             raise SessionError(f"MessageID {message_id} is already in the OutgoingMessageTable")
         if pos.delivery is not DeliveryClass.transactional:
-            pos.wire = self._encode(pos.UserMessage)
+            pos.wire = self._encode(headers)
         pos.message_id = message_id
         self.last_message_id = message_id
         self.OutgoingMessageTable[message_id] = pos

@@ -56,6 +56,8 @@ def user_message(
 
 
 def _headers(message: Packet | Mapping[str, Any] | bytes) -> Mapping[str, Any]:
+    if isinstance(message, dict):  # a Container (the usual case), before the slower Mapping test
+        return message
     if isinstance(message, bytes | bytearray | memoryview):
         try:
             return packets.parse(bytes(message)).headers
@@ -87,6 +89,9 @@ _USER_SET = {
     DeliveryClass.recoverable: 1 << UserHeaderFlags._known_["DM"][0],
     DeliveryClass.transactional: 1 << UserHeaderFlags._known_["DM"][0] | 1 << UserHeaderFlags._known_["TH"][0],
 }
+_USER_SET_EXPRESS = _USER_SET[DeliveryClass.express]
+_USER_SET_RECOVERABLE = _USER_SET[DeliveryClass.recoverable]
+_USER_SET_TX = _USER_SET[DeliveryClass.transactional]
 _BASE_DEFAULTS: dict[str, Any] = dict(base.default_base_header())
 _DEFAULT_BASE_FLAGS = int(base.BaseHeaderFlags.make(PR=3))
 
@@ -108,18 +113,25 @@ def prepare_message(message: Packet | Mapping[str, Any] | bytes, delivery: Deliv
     for name, value in source.items():
         if name == "SessionHeader" or (name == "TransactionHeader" and not transactional):
             continue
-        headers[name] = Container(value) if isinstance(value, dict) else value
+        if name == "BaseHeader":
+            headers[name] = None  # made below, in its place
+        else:
+            headers[name] = Container(value) if isinstance(value, dict) else value
     given = source.get("BaseHeader") or {}
     flags = given.get("Flags")
     flags = _DEFAULT_BASE_FLAGS if flags is None else int(flags)
     flags &= ~(_BASE_CLEAR_TX if transactional else _BASE_CLEAR)
     bh = Container(_BASE_DEFAULTS)
-    bh.update(given)
+    dict.update(bh, given)
     bh["Flags"] = base.BaseHeaderFlags(flags)
     bh["PacketSize"] = None
     headers["BaseHeader"] = bh
     uh = headers["UserHeader"]
-    uh["Flags"] = UserHeaderFlags(int(uh["Flags"]) & ~_USER_CLEAR | _USER_SET[delivery])
+    if delivery is DeliveryClass.express:
+        user_set = _USER_SET_EXPRESS
+    else:
+        user_set = _USER_SET_TX if transactional else _USER_SET_RECOVERABLE
+    uh["Flags"] = UserHeaderFlags(int(uh["Flags"]) & ~_USER_CLEAR | user_set)
     if transactional and headers.get("TransactionHeader") is None:
         headers["TransactionHeader"] = Container(
             Flags=TransactionHeaderFlags.make(FM=1, LM=1),
