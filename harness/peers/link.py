@@ -140,12 +140,12 @@ class InitiatorLink:
         return self._sock is not None
 
     def perform(self, actions: list[Any]) -> None:
-        """Carry out engine actions in order."""
+        """Carry out engine actions in order; the packets they send are recorded with one time."""
         now = self.clock()
+        ts = time.time()  # the wall-clock time of the packets these actions send
         for act in actions:
             if isinstance(act, Send):
                 if self._sock is not None:
-                    ts = time.time()
                     self._out += act.data
                     self.packets.append(("c2s", act.data, ts))
                     if self._flow is not None:
