@@ -33,6 +33,9 @@ class TcpSegment(NamedTuple):
     truncated: int = 0  #: payload bytes announced by the IP length but not captured
 
 
+_new_segment = tuple.__new__  # a TcpSegment of all its fields without NamedTuple's Python-level __new__
+
+
 class FrameProblem(NamedTuple):
     """A frame that is TCP (or may be) but cannot be decoded; ``offset`` is within the frame."""
 
@@ -180,8 +183,9 @@ def decode_tcp(linktype: int, data: bytes) -> TcpSegment | FrameProblem | None:
                 n = len(data)
                 if hl >= 20 and 34 + hl <= end and 34 + hl <= n:
                     if end <= n:
-                        return TcpSegment(
-                            _addr4(src), sport, _addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl : end]
+                        return _new_segment(
+                            TcpSegment,
+                            (_addr4(src), sport, _addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl : end], 0),
                         )
                     return TcpSegment(
                         _addr4(src), sport, _addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl :], end - n

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterator
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 __all__ = [
     "MAX_CAPLEN",
@@ -29,6 +29,7 @@ __all__ = [
     "PcapHeader",
     "Record",
     "find_record_boundary",
+    "iter_record_views",
     "iter_records",
     "read_header",
 ]
@@ -87,6 +88,9 @@ class Record(NamedTuple):
     data: bytes  #: the captured bytes
     wirelen: int  #: length of the packet on the wire
     interface: int  #: pcapng interface id (always 0 in classic pcap)
+
+
+_new_record = tuple.__new__  # Record's fields without NamedTuple's Python-level __new__
 
 
 class CaptureProblem(NamedTuple):
@@ -409,7 +413,14 @@ def _followed_by_record(rd: _Reader, caplen: int, bo: str, frac_max: int, sec: i
     )
 
 
-def _iter_pcap(rd: _Reader, hdr: PcapHeader, path: str, end: int | None) -> Iterator[Record | CaptureProblem]:
+#: what :func:`iter_record_views` yields for a record: (offset, ts, linktype, buffer, start, stop),
+#: the captured bytes being ``buffer[start:stop]``
+RecordView = tuple[int, float, int, bytes, int, int]
+
+
+def _iter_pcap(
+    rd: _Reader, hdr: PcapHeader, path: str, end: int | None, views: bool = False
+) -> Iterator[Any]:
     bo = hdr.byteorder
     rec = _REC[bo]
     unpack = rec.unpack_from
@@ -420,6 +431,25 @@ def _iter_pcap(rd: _Reader, hdr: PcapHeader, path: str, end: int | None) -> Iter
     frac_max = 1_000_000_000 if unit < 1e-6 else 1_000_000
     prev_sec: int | None = None
     while True:
+        if end is not None and rd.offset >= end:
+            return
+        # the common case first: sound records wholly in the window, taken without touching the
+        # reader (anything else -- a record to fill for, a header to report -- goes the long way)
+        buf, pos, base = rd.buf, rd.pos, rd.base
+        n = len(buf)
+        stop = n if end is None else min(n, end - base)
+        while pos < stop and pos + 16 <= n:
+            sec, frac, caplen, wirelen = unpack(buf, pos)
+            nxt = pos + 16 + caplen
+            if caplen > limit or caplen > wirelen or frac >= frac_max or nxt > n:
+                break
+            prev_sec = sec
+            if views:
+                yield (base + pos, sec + frac * unit, linktype, buf, pos + 16, nxt)
+            else:
+                yield _new_record(Record, (base + pos, sec + frac * unit, linktype, buf[pos + 16 : nxt], wirelen, 0))
+            pos = nxt
+        rd.pos = pos
         if end is not None and rd.offset >= end:
             return
         if not rd.fill(16):
@@ -452,7 +482,10 @@ def _iter_pcap(rd: _Reader, hdr: PcapHeader, path: str, end: int | None) -> Iter
             off = rd.base + pos
             rd.pos = pos + 16 + caplen
             prev_sec = sec
-            yield Record(off, sec + frac * unit, linktype, buf[pos + 16 : pos + 16 + caplen], wirelen, 0)
+            if views:
+                yield (off, sec + frac * unit, linktype, buf, pos + 16, pos + 16 + caplen)
+            else:
+                yield Record(off, sec + frac * unit, linktype, buf[pos + 16 : pos + 16 + caplen], wirelen, 0)
             continue
         yield CaptureProblem(path, rd.offset, reason)
         # resynchronise: scan forward for a run of plausible record headers
@@ -698,3 +731,20 @@ def iter_records(
         yield from _iter_pcapng(rd, path, end_offset, header)
     else:
         yield from _iter_pcap(rd, header, path, end_offset)
+
+
+def iter_record_views(
+    stream: BinaryIO, *, start_offset: int, header: PcapHeader, path: str = "", end_offset: int | None = None
+) -> Iterator[RecordView | CaptureProblem]:
+    """:func:`iter_records` with a header given, each record as a :data:`RecordView` --
+    ``(offset, ts, linktype, buffer, start, stop)``, its captured bytes ``buffer[start:stop]`` --
+    rather than a :class:`Record`: the same records and problems, without copying the bytes out
+    of the read window (for a pass that looks at a few header bytes of each frame)."""
+    if header.format != "pcap":
+        for item in iter_records(stream, start_offset=start_offset, path=path, header=header, end_offset=end_offset):
+            if isinstance(item, Record):
+                yield (item.offset, item.ts, item.linktype, item.data, 0, len(item.data))
+            else:
+                yield item
+        return
+    yield from _iter_pcap(_Reader(stream, start_offset), header, path, end_offset, views=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from harness.capture.frames import _ETH_IPV4_TCP, _TCP, FrameProblem, TcpSegment, _addr4, decode_tcp
-from harness.capture.pcapfile import CaptureProblem, Record, iter_records
+from harness.capture.pcapfile import CaptureProblem, Record, RecordView, iter_records
 from harness.capture.tcp import Flow, Gap, StreamProblem, reassemble
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "capture_streams",
     "connection_key",
     "segment_connection",
+    "view_connections",
 ]
 
 T = TypeVar("T")
@@ -85,6 +86,29 @@ def connection_key(linktype: int, data: bytes, ports: frozenset[int]) -> Connect
     if not isinstance(seg, TcpSegment) or (seg.sport not in ports and seg.dport not in ports):
         return None
     return segment_connection(seg)
+
+
+def view_connections(views: Iterable[RecordView], ports: frozenset[int]) -> Iterator[tuple[int, float, Connection]]:
+    """(record offset, timestamp, connection) of the records (as
+    :data:`harness.capture.pcapfile.RecordView`) for which :func:`connection_key` gives one: the
+    first, light pass of a two-pass reading.  Untagged Ethernet II + IPv4 + TCP frames are read in
+    place (no bytes copied); the others go through :func:`connection_key`."""
+    eth = _ETH_IPV4_TCP.unpack_from
+    tcp = _TCP.unpack_from
+    for offset, ts, linktype, buf, start, stop in views:
+        if linktype == 1 and stop - start >= 54:
+            etype, vihl, total, frag, proto, src, dst = eth(buf, start)
+            if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and total >= 40:
+                sport, dport, _seq, _ack, offl = tcp(buf, start + 34)
+                hl = (offl >> 12) * 4
+                if hl >= 20 and 34 + hl <= 14 + total and 34 + hl <= stop - start:
+                    if sport in ports or dport in ports:
+                        a, b = (_addr4(src), sport), (_addr4(dst), dport)
+                        yield offset, ts, ((a, b) if a <= b else (b, a))
+                    continue
+        key = connection_key(linktype, buf[start:stop], ports)
+        if key is not None:
+            yield offset, ts, key
 
 
 def segment_connection(seg: TcpSegment) -> Connection:

@@ -89,19 +89,24 @@ def segments_of(
     records: Iterable[Record], counts: FrameCounts, ports: frozenset[int] = DEFAULT_PORTS
 ) -> Iterator[tuple[int, float, TcpSegment]]:
     """(record offset, timestamp, segment) of the records' TCP segments on ``ports``."""
-    for rec in records:
-        counts.frames_read += 1
-        seg = decode_tcp(rec.linktype, rec.data)
-        if seg is None:
-            counts.not_tcp += 1
-        elif isinstance(seg, FrameProblem):
-            counts.undecodable += 1
-            counts.problems.append(f"{counts.input}@{rec.offset}: {seg.reason} (frame byte {seg.offset})")
-        elif seg.sport in ports or seg.dport in ports:
-            counts.frames_decoded += 1
-            yield rec.offset, rec.ts, seg
-        else:
-            counts.other_ports += 1
+    read = decoded = 0  # the common counts kept in locals, given to ``counts`` when the reading ends
+    try:
+        for rec in records:
+            read += 1
+            seg = decode_tcp(rec.linktype, rec.data)
+            if seg is None:
+                counts.not_tcp += 1
+            elif isinstance(seg, FrameProblem):
+                counts.undecodable += 1
+                counts.problems.append(f"{counts.input}@{rec.offset}: {seg.reason} (frame byte {seg.offset})")
+            elif seg.sport in ports or seg.dport in ports:
+                decoded += 1
+                yield rec.offset, rec.ts, seg
+            else:
+                counts.other_ports += 1
+    finally:
+        counts.frames_read += read
+        counts.frames_decoded += decoded
 
 
 def flow_id(seg: TcpSegment) -> str:
@@ -150,38 +155,64 @@ def _get(container: Any, *path: str) -> Any:
 
 
 def _int(value: Any) -> int | None:
+    if type(value) is int:
+        return value
     try:
         return None if value is None else int(value)
     except (TypeError, ValueError):
         return None
 
 
+_NO_HEADER: dict[str, Any] = {}
+
+
+def _header(h: Any, name: str) -> Any:
+    """``_get(h, name)`` where it is a dictionary of headers (the parser's ``Fields``, a
+    ``Container``: a plain lookup; a header absent or None gives an empty dictionary); otherwise
+    the header itself or None, through :func:`_get`."""
+    if isinstance(h, dict):
+        sub = h.get(name)
+        return _NO_HEADER if sub is None else sub
+    return _get(h, name)
+
+
+def _field(header: Any, name: str) -> Any:
+    """``_get(header, name)``, by one dictionary lookup when the header is a dictionary."""
+    if isinstance(header, dict):
+        return header.get(name)
+    return _get(header, name)
+
+
 def key_fields(packet: Any) -> dict[str, Any]:
     """The fields a support engineer looks for first, by spec name (None when absent)."""
     h = packet.headers
     kind = packet.kind.name
+    session = _header(h, "SessionHeader")
+    tx = _header(h, "TransactionHeader")
     out: dict[str, Any] = {
         "message_id": None,
         "source_qm": None,
         "destination_qm": None,
         "delivery": None,
-        "ack_sequence_number": _int(_get(h, "SessionHeader", "AckSequenceNumber")),
-        "user_msg_sequence_number": _int(_get(h, "SessionHeader", "UserMsgSequenceNumber")),
-        "tx_sequence_number": _int(_get(h, "TransactionHeader", "TxSequenceNumber")),
+        "ack_sequence_number": _int(_field(session, "AckSequenceNumber")),
+        "user_msg_sequence_number": _int(_field(session, "UserMsgSequenceNumber")),
+        "tx_sequence_number": _int(_field(tx, "TxSequenceNumber")),
         "cs": None,
     }
     if kind == "UserMessage":
-        out["message_id"] = _int(_get(h, "UserHeader", "MessageID"))
-        out["source_qm"] = _guid(_get(h, "UserHeader", "SourceQueueManager"))
-        out["destination_qm"] = _guid(_get(h, "UserHeader", "QueueManagerAddress"))
+        user = _header(h, "UserHeader")
+        out["message_id"] = _int(_field(user, "MessageID"))
+        out["source_qm"] = _guid(_field(user, "SourceQueueManager"))
+        out["destination_qm"] = _guid(_field(user, "QueueManagerAddress"))
         if _get(h, "TransactionHeader") is not None:
             out["delivery"] = "transactional"
         else:
-            dm = _get(h, "UserHeader", "Flags")
+            dm = _field(user, "Flags")
             out["delivery"] = "recoverable" if dm is not None and getattr(dm, "DM", 0) == 1 else "express"
     elif kind == "EstablishConnection":
-        out["source_qm"] = _guid(_get(h, "EstablishConnectionHeader", "ClientGuid"))
-        out["destination_qm"] = _guid(_get(h, "EstablishConnectionHeader", "ServerGuid"))
+        ec = _header(h, "EstablishConnectionHeader")
+        out["source_qm"] = _guid(_field(ec, "ClientGuid"))
+        out["destination_qm"] = _guid(_field(ec, "ServerGuid"))
     if kind in ("EstablishConnection", "ConnectionParameters"):
         flags = _get(h, "InternalHeader", "Flags")
         out["cs"] = _int(getattr(flags, "CS", None)) if flags is not None else None
@@ -256,10 +287,15 @@ def _session_row(
     violation_rows: list[dict[str, Any]],
     any_gap: bool,
 ) -> dict[str, Any]:
-    def count(direction: str | None, kind: str) -> int:
-        return sum(1 for p in packet_rows if p["kind"] == kind and direction in (None, p["direction"]))
-
-    ec = {p["direction"]: p for p in packet_rows if p["kind"] == "EstablishConnection"}
+    kinds: dict[str, int] = {}
+    sent = {"client": 0, "server": 0}
+    ec: dict[str, dict[str, Any]] = {}
+    for p in packet_rows:  # one pass: packets per kind and per direction, the EstablishConnections
+        kind = p["kind"]
+        kinds[kind] = kinds.get(kind, 0) + 1
+        sent[p["direction"]] += 1
+        if kind == "EstablishConnection":
+            ec[p["direction"]] = p
     problems: list[str] = []
     for direction, report in reports.items():
         problems += [f"{direction}: gap of {n} bytes at stream offset {s}" for s, n in report.gaps]
@@ -290,12 +326,12 @@ def _session_row(
         "first_ts": flow.first_ts,
         "last_ts": flow.last_ts,
         "segments": c.segments + s.segments,
-        "packets_client": sum(1 for p in packet_rows if p["direction"] == "client"),
-        "packets_server": sum(1 for p in packet_rows if p["direction"] == "server"),
-        "user_messages": count(None, "UserMessage"),
-        "session_acks": count(None, "SessionAck"),
-        "order_acks": count(None, "OrderAck"),
-        "final_acks": count(None, "FinalAck"),
+        "packets_client": sent["client"],
+        "packets_server": sent["server"],
+        "user_messages": kinds.get("UserMessage", 0),
+        "session_acks": kinds.get("SessionAck", 0),
+        "order_acks": kinds.get("OrderAck", 0),
+        "final_acks": kinds.get("FinalAck", 0),
         "gaps": len(c.gaps) + len(s.gaps),
         "gap_bytes": sum(g.length for g in c.gaps) + sum(g.length for g in s.gaps),
         "retransmitted_bytes": c.retransmitted + s.retransmitted,
@@ -349,14 +385,12 @@ _SESSION_COLUMNS = (
 
 def _first_reading(split: Any, ports: frozenset[int]) -> Iterator[tuple[int, float, Any]]:
     """(record offset, timestamp, connection) of the records of a range that :func:`segments_of`
-    keeps, without building the segments (:func:`harness.capture.streams.connection_key`)."""
-    from harness.capture.streams import connection_key
-    from harness.pipeline.splits import read_split
+    keeps, without building the segments or copying frames
+    (:func:`harness.capture.streams.view_connections`)."""
+    from harness.capture.streams import view_connections
+    from harness.pipeline.splits import read_split_views
 
-    for rec in read_split(split):
-        key = connection_key(rec.linktype, rec.data, ports)
-        if key is not None:
-            yield rec.offset, rec.ts, key
+    return view_connections(read_split_views(split), ports)
 
 
 def iter_local(

@@ -139,17 +139,16 @@ class PipelineError(Exception):
 
 def connection_ends(part: Iterable[list[Split]], ports: frozenset[int]) -> Iterator[tuple[str, int, dict[Any, int]]]:
     """The first stage for local ranges: (path, range start, connection -> offset of its last
-    record in the range) of each range, read without building segments
-    (:func:`harness.capture.streams.connection_key`)."""
-    from harness.capture.streams import connection_key
+    record in the range) of each range, read without building segments or copying frames
+    (:func:`harness.capture.streams.view_connections`)."""
+    from harness.capture.streams import view_connections
+    from harness.pipeline.splits import read_split_views
 
     for splits in part:
         for split in splits:
             last: dict[Any, int] = {}
-            for rec in read_split(split):
-                key = connection_key(rec.linktype, rec.data, ports)
-                if key is not None:
-                    last[key] = rec.offset
+            for offset, _ts, key in view_connections(read_split_views(split), ports):
+                last[key] = offset
             yield split.path, split.start, last
 
 

@@ -38,7 +38,9 @@ from harness.capture.pcapfile import (
     CaptureProblem,
     PcapHeader,
     Record,
+    RecordView,
     find_record_boundary,
+    iter_record_views,
     iter_records,
     read_header,
 )
@@ -360,6 +362,46 @@ def find_split_start(f: BinaryIO, start: int, end: int, header: PcapHeader, size
     return None
 
 
+def _bounds(f: BinaryIO, split: Split, size: int, header: PcapHeader) -> tuple[int | None, int | None]:
+    """Where the records of the split start (0: from the file header; None: the range holds no
+    record start) and the offset they stop before (None: the end of the file)."""
+    splittable = _splittable(header)
+    if split.proven:  # boundaries the driver walked to
+        stop: int | None = split.end if split.end < size else None
+    else:
+        stop = find_split_start(f, split.end, size, header, size) if splittable and split.end < size else None
+    if split.start == 0:
+        return 0, stop
+    if split.proven:
+        return split.start, stop
+    return (find_split_start(f, split.start, split.end, header, size) if splittable else None), stop
+
+
+def read_split_views(split: Split) -> Iterator[RecordView]:
+    """The records of :func:`read_split` (problems dropped), each as a
+    :data:`harness.capture.pcapfile.RecordView` (no bytes copied out of the read window): for a
+    pass that reads a few header bytes of each frame."""
+    size = os.path.getsize(split.path)
+    with open(split.path, "rb") as f:
+        header = read_header(f)
+        if isinstance(header, CaptureProblem):
+            return
+        begin, stop = _bounds(f, split, size, header)
+        if begin is None:
+            return
+        if begin == 0 and header.format != "pcap":  # a pcapng section's blocks, read from its start
+            f.seek(0)
+            for item in iter_records(f, path=split.path, end_offset=stop):
+                if isinstance(item, Record):
+                    yield (item.offset, item.ts, item.linktype, item.data, 0, len(item.data))
+            return
+        begin = begin or header.length
+        f.seek(begin)
+        for view in iter_record_views(f, start_offset=begin, path=split.path, header=header, end_offset=stop):
+            if not isinstance(view, CaptureProblem):
+                yield view
+
+
 def read_split(split: Split, result: SplitResult | None = None, data: bytes | None = None) -> Iterator[Record]:
     """The records of the split (problems go to ``result.problems``), read from the file
     ``split.path`` or, given ``data``, from those bytes (the whole file, read by Spark).
@@ -376,33 +418,33 @@ def read_split(split: Split, result: SplitResult | None = None, data: bytes | No
             if split.start == 0:
                 result.problems.append(header._replace(path=split.path))
             return
-        splittable = _splittable(header)
-        if split.proven:  # boundaries the driver walked to
-            stop: int | None = split.end if split.end < size else None
-        else:
-            stop = find_split_start(f, split.end, size, header, size) if splittable and split.end < size else None
-        if split.start == 0:
+        begin, stop = _bounds(f, split, size, header)
+        if begin == 0:
             f.seek(0)
             items = iter_records(f, path=split.path, end_offset=stop)
+        elif begin is None:
+            return
         else:
-            if split.proven:
-                begin: int | None = split.start
-            else:
-                begin = find_split_start(f, split.start, split.end, header, size) if splittable else None
-            if begin is None:
-                return
             f.seek(begin)
             items = iter_records(f, start_offset=begin, path=split.path, header=header, end_offset=stop)
-        for item in items:
-            if isinstance(item, CaptureProblem):
-                result.problems.append(item)
-                continue
-            if result.first is None:
-                result.first = item.offset
-            result.records += 1
-            if header.format == "pcap":  # a pcapng block's end is not in the Record
-                result.next = item.offset + 16 + len(item.data)
-            yield item
+        problems = result.problems
+        pcap = header.format == "pcap"  # a pcapng block's end is not in the Record
+        records = 0
+        last: Record | None = None
+        try:  # the counts kept in locals, given to ``result`` when the reading ends or stops
+            for item in items:
+                if isinstance(item, CaptureProblem):
+                    problems.append(item)
+                    continue
+                if last is None and result.first is None:
+                    result.first = item.offset
+                records += 1
+                last = item
+                yield item
+        finally:
+            result.records += records
+            if pcap and last is not None:
+                result.next = last.offset + 16 + len(last.data)
 
 
 def check_chaining(results: list[SplitResult]) -> list[CaptureProblem]:
