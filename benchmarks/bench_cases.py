@@ -154,14 +154,16 @@ def _cli_run(folder: Path, workers: int, cache: CaseCache | None = None) -> tupl
     return elapsed, cpu
 
 
-def _pytest(folder: Path, workers: int, cache: Path) -> float:
-    start = time.perf_counter()
+def _pytest(folder: Path, workers: int, cache: Path) -> tuple[float, float]:
+    """Wall seconds of ``pytest -n workers FOLDER``, and the CPU seconds of its process tree
+    (controller and xdist workers)."""
+    start, children = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
     subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", str(workers),
          "--rootdir", str(folder.parent), "-c", "/dev/null", str(folder)],
         check=True, capture_output=True, cwd=folder.parent, env={**os.environ, ENV: str(cache)},
     )  # fmt: skip
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu(resource.RUSAGE_CHILDREN) - children
 
 
 def _loading_row(name: str, folder: Path, n: int, repeat: int) -> dict[str, Any]:
@@ -206,15 +208,21 @@ def _run_row(name: str, folder: Path, n: int, repeat: int, cache: CaseCache | No
     }  # fmt: skip
 
 
-def _pytest_rows(name: str, folder: Path, n: int, tmp: Path) -> list[dict[str, Any]]:
+def _pytest_rows(name: str, folder: Path, n: int, tmp: Path, repeat: int = 1) -> list[dict[str, Any]]:
+    """Cold: a fresh cache folder per run; warm: best of ``repeat`` runs over the warmed folder.
+    ``cpu_s``: CPU seconds of the whole process tree at -n 1 and -n 2 (what xdist adds: a second
+    worker that starts, imports and collects every file again)."""
     rows = []
-    cold = [_pytest(folder, w, tmp / f"cache-{w}") for w in (1, 2)]
-    warm = [_pytest(folder, w, tmp / f"cache-{w}") for w in (1, 2)]
-    for what, (p1, p2) in (("cold", cold), ("warm", warm)):
+    cold = [_pytest(folder, w, tmp / f"cache-{w}-{n}") for w in (1, 2)]
+    warm = [
+        min((_pytest(folder, w, tmp / f"cache-{w}-{n}") for _ in range(repeat)), key=lambda r: r[0]) for w in (1, 2)
+    ]
+    for what, ((p1, c1), (p2, c2)) in (("cold", cold), ("warm", warm)):
         rows.append({
             "name": f"pytest plugin, {name}, {n:,} cases, -n 1 vs -n 2 ({what} cache, wall)",
             "one_worker": round(n / p1), "two_workers": round(n / p2),
-            "unit": "cases/s", "scaling": round(p1 / p2, 2), **_targets(p1 / p2, n / p2 / 2),
+            "unit": "cases/s", "scaling": round(p1 / p2, 2), "cpu_s": [round(c1, 1), round(c2, 1)],
+            "load": round(os.getloadavg()[0], 1), **_targets(p1 / p2, n / p2 / 2),
         })  # fmt: skip
     return rows
 
@@ -241,7 +249,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 cache.folder.mkdir(mode=0o700)
                 rows.append(_run_row(name, folder, n, repeat, cache))
         for name, folder in corpora[-2:]:
-            rows.extend(_pytest_rows(name, folder, len(load_paths([folder])), Path(tmp)))
+            rows.extend(_pytest_rows(name, folder, len(load_paths([folder])), Path(tmp), repeat))
     return rows
 
 

@@ -159,6 +159,7 @@ class _Session:
         self._known: set[str] | None = None
         self._cache: Any = False  # not looked up yet
         self.prefetched = False
+        self._marks: dict[tuple[tuple[str, ...], str], tuple[pytest.MarkDecorator, ...]] = {}
 
     def open(self) -> None:
         if self.opened:
@@ -218,6 +219,22 @@ class _Session:
         for path in _case_files(self.config)[int(worker[2:]) % count :: count]:
             with contextlib.suppress(CaseError):
                 load_file(path, events=self.events, cache=self.cache)
+
+    def marks(self, sections: tuple[str, ...], level: str) -> tuple[pytest.MarkDecorator, ...]:
+        """The markers of a case citing ``sections`` at ``level`` (spec, spec_<section>... and the
+        level's), registered as they are first made; made once per combination, not per item."""
+        key = (sections, level)
+        found = self._marks.get(key)
+        if found is None:
+            names: list[str] = []
+            for section in sections:
+                for marker in spec_markers(section):
+                    self.register(marker, f"MSMQ conformance cases of {section.partition(' ')[0]} section(s) {marker}")
+                    names.append(marker)
+            names.append(_LEVEL_MARKERS.get(level, "msmq_must"))
+            found = (pytest.mark.spec(*sections), *(getattr(pytest.mark, name) for name in names))
+            self._marks[key] = found
+        return found
 
     def register(self, marker: str, help_text: str) -> None:
         if marker not in self.registered:
@@ -308,14 +325,9 @@ class CaseItem(pytest.Item):
     def __init__(self, *, case: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
-        state = _state(self.config)
         sections = list(case.sections)
-        self.add_marker(pytest.mark.spec(*sections))
-        for section in sections:
-            for marker in spec_markers(section):
-                state.register(marker, f"MSMQ conformance cases of {section.partition(' ')[0]} section(s) {marker}")
-                self.add_marker(marker)
-        self.add_marker(_LEVEL_MARKERS.get(str(case.level), "msmq_must"))
+        for marker in _state(self.config).marks(tuple(sections), str(case.level)):
+            self.add_marker(marker)
         self.user_properties.extend(("spec", s) for s in sections)
         self.result: CaseResult | None = None
 

@@ -615,9 +615,15 @@ class _Worker:
         self.busy: dict[Any, Any] = {}  # what it was handed and has not answered: key -> task
         self.alive = True
 
-    def send(self, key: Any, message: Any) -> None:
+    def send(self, key: Any, message: Any) -> bool:
+        """Hand it a task; False when it is gone (it is then marked dead)."""
+        try:
+            self.conn.send(message)
+        except (OSError, ValueError):
+            self.alive = False
+            return False
         self.busy[key] = message
-        self.conn.send(message)
+        return True
 
 
 class WorkerCorpus:
@@ -711,7 +717,8 @@ class WorkerCorpus:
         def feed(w: _Worker) -> None:
             while todo and w.alive and len(w.busy) < self.DEPTH:
                 i = todo.pop(0)
-                w.send(i, ("load", i, self.files[i]))
+                if not w.send(i, ("load", i, self.files[i])):
+                    todo.insert(0, i)
 
         for w in self.workers:
             feed(w)
@@ -825,7 +832,8 @@ class WorkerCorpus:
                     if not longest:
                         return
                     k = longest.pop()
-                w.send(k, ("run", k, settings, segments(k)))
+                if not w.send(k, ("run", k, settings, segments(k))):
+                    wire.insert(0, k)  # another worker takes it
 
         answers = self._answers()
         try:
