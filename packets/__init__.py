@@ -6,6 +6,8 @@ Public API ([MS-MQMQ] 2.2.18-2.2.20, [MS-MQRR] 2.2.5, [MS-MQQB] 2.2):
   name (``p.BaseHeader.Flags.PR``, ``p.UserHeader.Flags.DQ``); strict=False returns the
   violations in ``p.violations`` instead of raising.
 - ``build(packet) -> bytes``: PacketSize, lengths and padding computed when left out.
+- ``UserMessageTemplate(headers).build(message_id, body)``: UserMessages that differ only in
+  UserHeader.MessageID and the body, written from bytes encoded once.
 - ``parse_ping(datagram)`` / ``build_ping(fields)``: the UDP Ping Packet ([MS-MQQB] 2.2.7).
 - ``StreamSplitter``: cuts a TCP byte stream into packets by BaseHeader.PacketSize.
 - ``PacketError(field_path, offset, reason)``: the only error the codec raises.
@@ -15,7 +17,7 @@ Public API ([MS-MQMQ] 2.2.18-2.2.20, [MS-MQRR] 2.2.5, [MS-MQQB] 2.2):
 ``import packets`` imports neither scapy nor anything of ``harness``.
 """
 
-from packets.codec import Packet, build, build_ping, parse, parse_ping
+from packets.codec import Packet, UserMessageTemplate, build, build_ping, parse, parse_ping
 from packets.errors import PacketError, Violation
 from packets.fields import GUID, NULL_GUID, BitFlags
 from packets.formatname import FormatName, FormatNameError, parse_format_name
@@ -34,6 +36,7 @@ __all__ = [
     "PacketKind",
     "StreamPacket",
     "StreamSplitter",
+    "UserMessageTemplate",
     "Violation",
     "build",
     "build_ping",

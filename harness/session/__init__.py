@@ -45,7 +45,7 @@ from harness.session.events import (
     Violation,
 )
 from harness.session.initiator import Initiator, OutgoingMessagePosition
-from harness.session.messages import user_message
+from harness.session.messages import MessageTemplate, user_message
 from harness.session.observer import Observer
 from harness.session.outgoing import OutgoingQueueProcessing
 from harness.session.rules import RULES, Rule, closing_rules, initiator_rules
@@ -63,6 +63,7 @@ __all__ = [
     "Deliver",
     "DeliveryClass",
     "Initiator",
+    "MessageTemplate",
     "Observer",
     "OutgoingMessagePosition",
     "OutgoingQueueProcessing",

@@ -447,6 +447,8 @@ class Initiator(SessionEngine):
         message_id = self.MessageIdOrdinal
         try:
             for body in bodies:
+                if type(body) is not bytes:  # a caller's buffer may change after the call
+                    body = bytes(body)
                 mid = message_id
                 message_id += 1
                 if mid in table:
