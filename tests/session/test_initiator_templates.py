@@ -99,3 +99,14 @@ def test_a_message_id_in_use_is_refused_and_skipped() -> None:
     assert i.MessageIdOrdinal == 3
     i.send_bodies(template, [b"three"])
     assert sorted(i.OutgoingMessageTable) == [1, 2, 3]
+
+
+def test_a_body_buffer_changed_after_the_call_changes_nothing_sent() -> None:
+    template = MessageTemplate(user_message(INI, ACC), "express")
+    initiator = Initiator(INI, ACC)
+    buffer = bytearray(b"first")
+    initiator.send_bodies(template, [buffer])
+    buffer[:] = b"XXXXX"
+    pos = initiator.OutgoingMessageTable[1]
+    assert pos.UserMessage.MessagePropertiesHeader.MessageBody == b"first"
+    assert pos.wire == packets.build(user_message(INI, ACC, b"first", message_id=1))
