@@ -186,7 +186,7 @@ def _targets(scaling: float, per_worker: float) -> dict[str, Any]:
     return {
         "per_worker": round(per_worker), "target_scaling": TARGET_SCALING,
         "target_per_worker": TARGET_PER_WORKER,
-        "met": scaling >= TARGET_SCALING and per_worker >= TARGET_PER_WORKER,
+        "met": "yes" if scaling >= TARGET_SCALING and per_worker >= TARGET_PER_WORKER else "no",
     }  # fmt: skip
 
 

@@ -409,7 +409,7 @@ def _worker_init(target_spec: str, step_timeout: float, record_dir: str | None =
         _WORKER.update(target=None, problem=str(e))
         return
     _WORKER.update(target=target, info=info, problem="", step_timeout=step_timeout, record_dir=record_dir)
-    multiprocessing.util.Finalize(None, target.close, exitpriority=10)
+    _WORKER["close"] = multiprocessing.util.Finalize(None, target.close, exitpriority=10)  # once
 
 
 def _worker_run(case: Case) -> CaseResult:
@@ -580,9 +580,7 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache) -> None:
                 continue
             _, chunk, settings, segments = message
             if _WORKER.get("settings") != settings:
-                if _WORKER.get("target") is not None:
-                    with contextlib.suppress(Exception):
-                        _WORKER["target"].close()
+                _worker_close()
                 _worker_init(*settings)
                 _WORKER["settings"] = settings
             results: list[CaseResult] | str = []
@@ -601,9 +599,16 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache) -> None:
     except (EOFError, OSError, KeyboardInterrupt):  # the parent is gone
         pass
     finally:
-        if _WORKER.get("target") is not None:
-            with contextlib.suppress(Exception):
-                _WORKER["target"].close()
+        _worker_close()
+
+
+def _worker_close() -> None:
+    """Close this worker's target, if one is open (once: the finalizer _worker_init registered)."""
+    close = _WORKER.pop("close", None)
+    _WORKER["target"] = None
+    if close is not None:
+        with contextlib.suppress(Exception):
+            close()
 
 
 class _Worker:
