@@ -10,7 +10,9 @@ declared it does not implement makes it ``unsupported``; :func:`run` opens the t
 (:func:`open_target`: a target that cannot be made or does not answer hello is a
 :class:`ConfigurationError`, before any case runs), runs the cases in this process or in worker
 processes (each with its own target), in case order, and turns the cases listed in a
-known-failures file into ``xfail`` and ``xpass``.
+known-failures file into ``xfail`` and ``xpass``.  :class:`WorkerCorpus` (``run -n N`` from
+paths) has its workers load the case files as well as run them, the parent only listing the
+files, checking ids and putting the results back in case order.
 """
 
 from __future__ import annotations
