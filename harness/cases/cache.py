@@ -37,7 +37,7 @@ from typing import Any
 
 from harness.cases.model import Case
 
-__all__ = ["ENV", "CaseCache", "fingerprint"]
+__all__ = ["ENV", "CaseCache", "NotCached", "fingerprint"]
 
 ENV = "MSMQ_HARNESS_CASE_CACHE"
 MAX_AGE_DAYS = 14  # an entry not written for this long is removed (CaseCache.prune)
@@ -181,6 +181,11 @@ class CaseCache:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
 
+    def read_only(self) -> CaseCache:
+        """A view of this cache that reads its entries and raises :class:`NotCached` for a file it
+        does not hold, instead of loading the file (harness.cases.runner.WorkerCorpus)."""
+        return _ReadOnly(self.folder)
+
     def load(self, parts: tuple[Any, ...], loader: Callable[[], list[Case]]) -> list[Case]:
         """The cases stored under ``parts``, else ``loader()`` (stored when it returns)."""
         name = self.key(parts)
@@ -196,5 +201,18 @@ class CaseCache:
                     cases = loader()
                     self._write(entry, cases)
                     return cases
+        self.hits += 1
+        return cases
+
+
+class NotCached(LookupError):
+    """The cache holds no entry for the file (raised by :meth:`CaseCache.read_only` views)."""
+
+
+class _ReadOnly(CaseCache):
+    def load(self, parts: tuple[Any, ...], loader: Callable[[], list[Case]]) -> list[Case]:
+        cases = self._read(self.folder / f"{self.key(parts)}.pickle")
+        if cases is None:
+            raise NotCached(parts[0])
         self.hits += 1
         return cases

@@ -210,3 +210,20 @@ def test_a_run_records_its_wire_durations_for_the_next(tmp_path: Path, cache: Ca
     wire = [c for c in corpus.cases if c.wire]
     assert wire and set(recorded) == {f"{c.source}::{c.full_id}" for c in wire}
     assert all(r.outcome is Outcome.passed for r in got.results)
+
+
+def test_files_the_cache_holds_are_read_back_by_the_parent_and_reach_the_workers(
+    tmp_path: Path, cache: CaseCache
+) -> None:
+    top = _corpus(tmp_path)
+    load_paths([top / "matrix"], cache=cache)  # these are read back; the others are loaded by the workers
+    serial = load_paths([top])
+    expected = run(serial, "reference")
+    with WorkerCorpus([top], 2, cache=cache) as corpus:
+        assert corpus._read and len(corpus._read) < len(corpus.files)
+        got = run(corpus.cases, "reference", workers=2, corpus=corpus)
+    assert _rows(got.results) == _rows(expected.results)
+    message = _bad_yaml(top)  # a bad file beside cached ones: the same error
+    with pytest.raises(CaseError) as e:
+        WorkerCorpus([top], 2, cache=cache)
+    assert str(e.value) == message
