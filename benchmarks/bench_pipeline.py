@@ -34,8 +34,9 @@ Decode memory: peak resident memory of ``msmq-harness decode --json`` written to
 captures of ``BENCH_PIPELINE_DECODE_SESSIONS`` (default 13,000 sessions, about 185 MB; 1,000 with
 --quick; 0 skips it) and twice as many sessions: it must not grow with the capture.
 
-Driver memory: ``msmq-harness pipeline --master local[2]`` in a subprocess on a capture of
-``BENCH_PIPELINE_BIG_BYTES`` (default 2,000,000,000; 50,000,000 with --quick; 0 skips it), with the
+Driver memory: ``msmq-harness pipeline --master local[2]`` in a subprocess on captures of half and
+all of ``BENCH_PIPELINE_BIG_BYTES`` (default 2,000,000,000; 50,000,000 with --quick; 0 skips it),
+with the
 resident memory of the driver (its Python process and the Spark driver JVM it starts) and of the
 whole process tree (with the Python workers) sampled from /proc every 0.1 s.
 """
@@ -371,17 +372,18 @@ def _tree(root: int) -> dict[int, tuple[str, int]]:
     return found
 
 
-def _driver_memory(folder: Path, size: int) -> dict[str, Any]:
-    """Peak resident memory of the pipeline's driver on a capture of about ``size`` bytes."""
+def _driver_peak(folder: Path, size: int) -> tuple[int, int, int, float]:
+    """(capture bytes, driver peak, process tree peak, wall seconds) of ``msmq-harness pipeline``
+    on ``local[2]`` on a capture of about ``size`` bytes; the driver is the Python process and
+    its JVM."""
     import subprocess
-    import sys
 
     from harness.pipeline.synth import synthesize
 
-    path = folder / "big.pcap"
-    synthesize(path, max(1, size // BYTES_PER_SESSION), 0.02, seed=12, manifest=folder / "big.json")
+    path = folder / f"big-{size}.pcap"
+    synthesize(path, max(1, size // BYTES_PER_SESSION), 0.02, seed=12, manifest=folder / f"big-{size}.json")
     actual = path.stat().st_size
-    cmd = [sys.executable, "-m", "harness.pipeline", str(path), "--out", str(folder / "big-out"),
+    cmd = [sys.executable, "-m", "harness.pipeline", str(path), "--out", str(folder / f"big-{size}-out"),
            "--master", "local[2]", "--quiet"]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -392,14 +394,29 @@ def _driver_memory(folder: Path, size: int) -> dict[str, Any]:
         driver, tree = max(driver, own), max(tree, sum(rss for _, rss in procs.values()))
         time.sleep(0.1)
     elapsed = time.perf_counter() - start
+    path.unlink()
+    shutil.rmtree(folder / f"big-{size}-out", ignore_errors=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}")
+    return actual, driver, tree, elapsed
+
+
+def _driver_memory(folder: Path, size: int) -> dict[str, Any]:
+    """Peak resident memory of the pipeline's driver on captures of about ``size / 2`` and
+    ``size`` bytes: flat in capture size when the second is no larger than the first (within
+    the JVM's own heap growth)."""
+    half, driver_half, tree_half, wall_half = _driver_peak(folder, size // 2)
+    full, driver, tree, wall = _driver_peak(folder, size)
     return {
-        "name": f"driver memory, {actual / 1e9:.2f} GB capture on local[2]",
+        "name": f"driver memory, {half / 1e9:.2f} GB and {full / 1e9:.2f} GB captures on local[2]",
         "unit": "MiB (limit 2048)",
+        "driver_peak_half": round(driver_half / 2**20),
         "driver_peak": round(driver / 2**20),
+        "driver_full_over_half": round(driver / max(1, driver_half), 2),
+        "process_tree_peak_half": round(tree_half / 2**20),
         "process_tree_peak": round(tree / 2**20),
-        "wall_s": round(elapsed, 1),
+        "wall_s_half": round(wall_half, 1),
+        "wall_s": round(wall, 1),
     }
 
 
