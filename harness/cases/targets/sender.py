@@ -142,18 +142,23 @@ class _Driver:
     def _run(self) -> None:
         """Move bytes and fire timers until stopped: each round waits on the links' sockets (up to
         :data:`ROUND` seconds, less when a timer is due), holding the lock only while it does so
-        for a few milliseconds, so that control operations are never held up for long."""
+        for a few milliseconds, so that control operations are never held up for long.  The lock
+        is waited for a round at a time, so that a stop asked by a control operation that holds
+        it (``wire_close``, ``wire_setup``) ends the thread at once."""
         while not self._stop.is_set():
-            with self.lock:
-                try:
-                    self.flush()
-                    links = [self._link(init) for init in self.oqp.initiators.values()]
-                    for link in links:
-                        link.step(ROUND / len(links))
-                except Exception:  # a closed link after stop: the loop ends below
-                    if self._stop.is_set():
-                        return
-                    raise
+            if not self.lock.acquire(timeout=ROUND):
+                continue
+            try:
+                self.flush()
+                links = [self._link(init) for init in self.oqp.initiators.values()]
+                for link in links:
+                    link.step(ROUND / len(links))
+            except Exception:  # a closed link after stop: the loop ends below
+                if self._stop.is_set():
+                    return
+                raise
+            finally:
+                self.lock.release()
             if not links:
                 time.sleep(ROUND)
             else:
