@@ -22,7 +22,9 @@ Rows:
   fresh cache folder for each run) and warm.
 Each scaling row shows issue 12's targets beside its figures: ``target_scaling`` (1.7) and
 ``target_per_worker`` (1,000 cases/s per worker at -n 2, loading included: ``per_worker``), and
-``met``.  ``run(quick)`` returns the rows.
+whether each is met.  The bundled corpus's rate is set by the [MS-MQQB] timers its wire cases
+wait on (seconds per case, scaled), not by the runner: its per-worker figure is shown, not aimed
+at.  ``run(quick)`` returns the rows.
 """
 
 from __future__ import annotations
@@ -187,7 +189,8 @@ def _targets(scaling: float, per_worker: float) -> dict[str, Any]:
     return {
         "per_worker": round(per_worker), "target_scaling": TARGET_SCALING,
         "target_per_worker": TARGET_PER_WORKER,
-        "met": "yes" if scaling >= TARGET_SCALING and per_worker >= TARGET_PER_WORKER else "no",
+        "scaling_met": "yes" if scaling >= TARGET_SCALING else "no",
+        "per_worker_met": "yes" if per_worker >= TARGET_PER_WORKER else "no",
     }  # fmt: skip
 
 
