@@ -26,6 +26,7 @@ light pass that finds the connections to shuffle; 0 when there is none).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -137,45 +138,47 @@ class PipelineError(Exception):
 # executor side (module-level functions: pickled by reference, imported on the executors)
 
 
-def connection_ends(part: Iterable[list[Split]], ports: frozenset[int]) -> Iterator[tuple[str, int, dict[Any, int]]]:
-    """The first stage for local ranges: (path, range start, connection -> offset of its last
-    record in the range) of each range, read without building segments or copying frames
-    (:func:`harness.capture.streams.view_connections`)."""
+def connection_id(path: str, key: Any, joined: bool) -> int:
+    """A 64-bit digest of a connection (of its input too, unless the inputs are joined): what the
+    first stage exchanges instead of the connection keys, so that the driver holds only the
+    connections more than one range holds.  Two connections sharing a digest are both shuffled,
+    which costs time, never a result."""
+    text = repr(key if joined else (path, key)).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
+
+def range_ends(split: Split, ports: frozenset[int]) -> dict[Any, int]:
+    """Connection -> offset of its last record in the range, read without building segments or
+    copying frames (:func:`harness.capture.streams.view_connections`)."""
     from harness.capture.streams import view_connections
     from harness.pipeline.splits import read_split_views
 
+    last: dict[Any, int] = {}
+    for offset, _ts, key in view_connections(read_split_views(split), ports):
+        last[key] = offset
+    return last
+
+
+def range_connections(part: Iterable[list[Split]], ports: frozenset[int], joined: bool) -> Iterator[int]:
+    """The first stage for local ranges: the digest (:func:`connection_id`) of each connection
+    each range holds, once per range."""
     for splits in part:
         for split in splits:
-            last: dict[Any, int] = {}
-            for offset, _ts, key in view_connections(read_split_views(split), ports):
-                last[key] = offset
-            yield split.path, split.start, last
+            for key in range_ends(split, ports):
+                yield connection_id(split.path, key, joined)
 
 
 @dataclass(frozen=True)
 class RangeLocal:
-    """What the first stage found: the connections more than one range holds (shuffled), and per
-    range the offsets of the last records of the others (analysed by the task reading it)."""
+    """What the first stage found: the digests of the connections more than one range holds
+    (shuffled); the others are analysed by the task reading their range, as soon as their last
+    record there has been read (the task finds those offsets itself, :func:`range_ends`)."""
 
     joined: bool
-    cross: frozenset[Any]
-    ends: dict[tuple[str, int], frozenset[int]]
-
-    @classmethod
-    def of(cls, found: Iterable[tuple[str, int, dict[Any, int]]], joined: bool) -> RangeLocal:
-        found = list(found)
-        ranges: Counter[Any] = Counter()
-        for path, _start, last in found:
-            ranges.update(key if joined else (path, key) for key in last)
-        cross = frozenset(cid for cid, n in ranges.items() if n > 1)
-        ends = {
-            (path, start): frozenset(off for key, off in last.items() if (key if joined else (path, key)) not in cross)
-            for path, start, last in found
-        }
-        return cls(joined, cross, ends)
+    cross: frozenset[int]
 
     def shuffled(self, path: str, key: Any) -> bool:
-        return (key if self.joined else (path, key)) in self.cross
+        return connection_id(path, key, self.joined) in self.cross
 
 
 def read_task(
@@ -227,13 +230,22 @@ def _read_range(
     result = SplitResult(split)
     pending: dict[tuple[str, ...], list[Any]] = {}
     held = 0
-    ends = local.ends.get((split.path, split.start), frozenset()) if local is not None else frozenset()
+    ends: frozenset[int] = frozenset()
+    local_keys: dict[Any, bool] = {}  # connection -> analysed here (not shuffled)
+    if local is not None:
+        last = range_ends(split, ports)
+        local_keys = {key: not local.shuffled(split.path, key) for key in last}
+        ends = frozenset(off for key, off in last.items() if local_keys[key])
+        del last
     whole: dict[Any, list[Any]] = {}
     kept = kept_bytes = moved = moved_bytes = 0
     for offset, ts, seg in segments_of(read_split(split, result, data), counts, ports):
         if local is not None:
             key = segment_connection(seg)
-            if not local.shuffled(split.path, key):
+            here = local_keys.get(key)
+            if here is None:  # not seen by range_ends (cannot happen)
+                here = local_keys[key] = not local.shuffled(split.path, key)
+            if here:
                 kept += 1
                 kept_bytes += len(seg.payload)
                 items = whole.setdefault(key, [])
@@ -601,8 +613,8 @@ def _run(
         for splits in part:
             yield from read_task(splits, ports, order, local=range_local, out=target, index=index)
 
-    def ends(part: Iterable[list[Split]]) -> Iterator[tuple[str, int, dict[Any, int]]]:
-        return connection_ends(part, ports)
+    def connections(part: Iterable[list[Split]]) -> Iterator[int]:
+        return range_connections(part, ports, join_files)
 
     def read_whole(part: Iterable[tuple[str, bytes]]) -> Iterator[tuple[tuple[str, ...], Any]]:
         return read_files(part, ports, order)
@@ -620,11 +632,19 @@ def _run(
                 # a first, light pass: which connections more than one range holds (only those are
                 # shuffled; the others are analysed by the task that reads them)
                 clock = time.monotonic()
-                found = sc.parallelize(plan, len(plan)).mapPartitions(lambda part: [list(ends(part))]).reduce(add)
-                range_local = RangeLocal.of(found, join_files)
-                cross = len(range_local.cross)
-                whole = sc.broadcast(range_local)
-                del found, range_local
+                # (only the digests held by more than one range reach the driver)
+                found = (
+                    sc.parallelize(plan, len(plan))
+                    .mapPartitions(connections)
+                    .map(lambda cid: (cid, 1))
+                    .reduceByKey(add)
+                    .filter(lambda kv: kv[1] > 1)
+                    .keys()
+                    .collect()
+                )
+                cross = len(found)
+                whole = sc.broadcast(RangeLocal(join_files, frozenset(found)))
+                del found
                 first_pass = time.monotonic() - clock
             sources.append(sc.parallelize(plan, len(plan)).mapPartitionsWithIndex(read))
         if remote:
