@@ -268,7 +268,7 @@ def _read_range(
             yield from pending.items()
             pending, held = {}, 0
     yield from pending.items()
-    for items in whole.values():  # not ended where the first stage saw them end (cannot happen)
+    for items in whole.values():  # not ended where range_ends saw them end (cannot happen)
         _write_rows(split.path, items, ports, writers, tallies)
     counts.problems.extend(str(p) for p in result.problems)
     stats = {
