@@ -334,11 +334,11 @@ def test_exit_5_when_every_wire_case_is_not_applicable(capsys: pytest.CaptureFix
 def test_exit_2_when_nothing_listens_at_a_live_target(capsys: pytest.CaptureFixture[str]) -> None:
     import socket
 
-    with socket.socket() as s:  # a port that was free a moment ago
+    faults = Path(__file__).resolve().parents[2] / "cases" / "mqqb" / "faults.yaml"
+    with socket.socket() as s:  # bound, not listening: connections are refused, no one else takes the port
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    faults = Path(__file__).resolve().parents[2] / "cases" / "mqqb" / "faults.yaml"
-    assert main(["run", str(faults), "--target", f"mqqb://127.0.0.1:{port}"]) == 2
+        assert main(["run", str(faults), "--target", f"mqqb://127.0.0.1:{port}"]) == 2
     assert "nothing accepts TCP connections" in capsys.readouterr().err
 
 

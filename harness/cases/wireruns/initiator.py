@@ -16,6 +16,7 @@ ADM state (capability ``adm:outgoing``) and listed as not checked where it does 
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -46,10 +47,15 @@ class NotApplicable(Exception):
 
 
 class _ClosedPort:
-    """The view of a port where nothing listens: no connection is ever accepted."""
+    """The view of a port where nothing listens: no connection is ever accepted.  The port is
+    held bound, without listening, for as long as the case runs: a connection to it is refused,
+    and no other listener (another case's peer, in this process or another) can take it."""
 
-    def __init__(self, address: tuple[str, int]) -> None:
-        self.address = address
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        host, port = self._sock.getsockname()[:2]
+        self.address = (str(host), int(port))
 
     def connections(self) -> list[list[tuple[str, bytes]]]:
         return []
@@ -57,7 +63,7 @@ class _ClosedPort:
     opened = closed = 0
 
     def close(self) -> None:
-        pass
+        self._sock.close()
 
 
 class _PeerView:
@@ -117,14 +123,10 @@ class InitiatorRun(WireRun):
         peer_spec = self.case.given["peer"]
         if peer_spec.get("silent"):
             self.view = SilentListener()
+        elif peer_spec.get("listening") is False:  # a port that refuses connections
+            self.view = _ClosedPort()
         else:
-            peer = simulated_peer(self.behaviours, min(self.default_scale, self.requested_scale))
-            if peer_spec.get("listening") is False:  # its port now refuses connections
-                address = tuple(peer.address[:2])
-                close_peer(peer)
-                self.view = _ClosedPort(address)
-            else:
-                self.view = _PeerView(peer)
+            self.view = _PeerView(simulated_peer(self.behaviours, min(self.default_scale, self.requested_scale)))
         host, port = self.view.address
         ping_port = self.view.peer.ping_address[1] if isinstance(self.view, _PeerView) else None
         reply = self.control(
