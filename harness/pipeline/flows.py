@@ -30,6 +30,7 @@ from harness.decoding import observe_flow as _observe
 __all__ = [
     "FrameCounts",
     "analyse_flow",
+    "first_reading",
     "flow_rows",
     "iter_local",
     "key_fields",
@@ -383,7 +384,7 @@ _SESSION_COLUMNS = (
 )
 
 
-def _first_reading(split: Any, ports: frozenset[int]) -> Iterator[tuple[int, float, Any]]:
+def first_reading(split: Any, ports: frozenset[int]) -> Iterator[tuple[int, float, Any]]:
     """(record offset, timestamp, connection) of the records of a range that :func:`segments_of`
     keeps, without building the segments or copying frames
     (:func:`harness.capture.streams.view_connections`)."""
@@ -410,7 +411,7 @@ def iter_local(
             (item[0], segment_connection(item[2]), item)
             for item in segments_of(read_split(result.split, result), file_counts, ports)
         )
-        for segs in by_connection(_first_reading(result.split, ports), keyed, ordered=False):
+        for segs in by_connection(first_reading(result.split, ports), keyed, ordered=False):
             yield flow_rows(path, segs, ports)
         file_counts.problems.extend(str(p) for p in result.problems)
         if counts is not None:

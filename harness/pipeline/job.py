@@ -43,7 +43,7 @@ from typing import Any
 
 from harness.capture.pcapfile import CaptureProblem
 from harness.capture.streams import segment_connection
-from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, flow_id, flow_rows, segments_of
+from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, first_reading, flow_id, flow_rows, segments_of
 from harness.pipeline.hadoop import input_spec, list_inputs
 from harness.pipeline.splits import (
     InputFile,
@@ -148,13 +148,10 @@ def connection_id(path: str, key: Any, joined: bool) -> int:
 
 
 def range_ends(split: Split, ports: frozenset[int]) -> dict[Any, int]:
-    """Connection -> offset of its last record in the range, read without building segments or
-    copying frames (:func:`harness.capture.streams.view_connections`)."""
-    from harness.capture.streams import view_connections
-    from harness.pipeline.splits import read_split_views
-
+    """Connection -> offset of its last record in the range (:func:`flows.first_reading`: no
+    segments built, no frames copied)."""
     last: dict[Any, int] = {}
-    for offset, _ts, key in view_connections(read_split_views(split), ports):
+    for offset, _ts, key in first_reading(split, ports):
         last[key] = offset
     return last
 
