@@ -10,7 +10,7 @@ Rows:
   variant validated with ``best_match(iter_errors(...))``, PyYAML's pure-Python scanner for the
   depth check), timed here by putting the old functions back for one load;
 - ``msmq-harness run`` as the CLI does it (1 worker: load in the parent, then ``runner.run``;
-  2 workers: ``runner.WorkerCorpus``, whose workers load the files and run them), cases/s
+  2 workers: ``workers.WorkerCorpus``, whose workers load the files and run them), cases/s
   including loading; scaling = 2 workers / 1, and
   cpu_scaling, the same ratio of CPU seconds on the critical path (this process, plus its
   workers' CPU shared out evenly): what the wall clock shows on an otherwise idle machine; the
@@ -47,8 +47,9 @@ import yaml
 from harness.cases import loader
 from harness.cases.cache import ENV, CaseCache
 from harness.cases.loader import load_paths
-from harness.cases.runner import Outcome, WorkerCorpus
+from harness.cases.runner import Outcome
 from harness.cases.runner import run as run_cases
+from harness.cases.workers import WorkerCorpus
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "cases"

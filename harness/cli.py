@@ -211,7 +211,7 @@ def _usage_error(message: str) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.cases.runner import WorkerCorpus
+    from harness.cases.workers import WorkerCorpus
 
     corpus: list[WorkerCorpus] = []  # the workers that load and run the cases (-n N)
     try:
@@ -224,7 +224,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
     from harness.cases.cache import CaseCache
     from harness.cases.loader import CaseError, load_paths
-    from harness.cases.runner import ConfigurationError, WorkerCorpus, load_known_failures, run, select
+    from harness.cases.runner import ConfigurationError, load_known_failures, run, select
+    from harness.cases.workers import WorkerCorpus
     from harness.report import html, json_report, junit, terminal
 
     missing = [p for p in args.paths if not Path(p).exists()]

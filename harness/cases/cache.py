@@ -166,7 +166,7 @@ class CaseCache:
 
     def record_durations(self, durations: Mapping[str, float]) -> None:
         """Keep ``durations`` (key -> seconds) for the next run, which hands out the longest cases
-        first (harness.cases.runner.WorkerCorpus); the most recent :data:`MAX_DURATIONS` are kept."""
+        first (harness.cases.workers.WorkerCorpus); the most recent :data:`MAX_DURATIONS` are kept."""
         merged = self.durations()
         for key, seconds in durations.items():
             merged.pop(key, None)
@@ -183,7 +183,7 @@ class CaseCache:
 
     def read_only(self) -> CaseCache:
         """A view of this cache that reads its entries and raises :class:`NotCached` for a file it
-        does not hold, instead of loading the file (harness.cases.runner.WorkerCorpus)."""
+        does not hold, instead of loading the file (harness.cases.workers.WorkerCorpus)."""
         return _ReadOnly(self.folder)
 
     def load(self, parts: tuple[Any, ...], loader: Callable[[], list[Case]]) -> list[Case]:

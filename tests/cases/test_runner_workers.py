@@ -1,4 +1,4 @@
-"""``run -n N`` from paths (harness.cases.runner.WorkerCorpus): the workers load the files they are
+"""``run -n N`` from paths (harness.cases.workers.WorkerCorpus): the workers load the files they are
 handed (through the case cache) and run them; the parent reorders the results.  The results are
 those of loading in the parent and running in one process, case by case and in the same order; a
 bad file or a duplicate id is the CaseError ``load_paths`` raises, before any case runs; a target
@@ -19,7 +19,8 @@ import pytest
 from harness.cases.cache import CaseCache
 from harness.cases.loader import CaseError, load_paths
 from harness.cases.model import Case
-from harness.cases.runner import ConfigurationError, WorkerCorpus, _chunks, _longest_first, run, select
+from harness.cases.runner import ConfigurationError, _chunks, _longest_first, run, select
+from harness.cases.workers import WorkerCorpus
 from harness.cli import main
 from harness.model import QueueManager
 from harness.model.adm import Queue
