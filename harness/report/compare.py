@@ -10,8 +10,9 @@ first line of its explanation (harness.report.explain: the requirement, the valu
 observed).
 
 The terminal gets the disagreements case by case and, for the agreements, one line per section;
-``--html FILE`` writes the whole matrix as one self-contained page (inline CSS, no script needed,
-no external resource), disagreements first, agreements folded per section.  ``--all`` lists the
+``--html FILE`` writes the whole matrix as one self-contained page (inline CSS and script, no
+external resource; everything shows without the script), disagreements first, agreements folded
+per section, with a search box (case ids, titles, reasons) and a filter by outcome.  ``--all`` lists the
 agreeing cases one by one in the terminal too.  ``--name LABEL`` (once per report, in order) names
 the columns; by default a column is named by its run's target (with the file name when two runs
 share one).  Exit status, as ``diff``'s: 0 every implementation agrees on every case, 1 they
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.explain import explain
-from harness.report.html import BASE_CSS, escape
+from harness.report.html import BASE_CSS, FILTER_JS, escape, options
 from harness.report.json_report import read_json
 from harness.report.results import SEVERITY, CaseResult, RunResult
 from harness.report.terminal import section_key, verdict
@@ -232,7 +233,7 @@ def _table(comparison: Comparison, rows: Sequence[Row], kind: str) -> str:
     head = "".join(f'<th scope="col">[{i + 1}] {escape(impl.name)}</th>' for i, impl in enumerate(impls))
     out = [f'<table class="compare {kind}"><thead><tr><th class="case" scope="col">case</th>{head}</tr></thead>']
     for section, group in Comparison.by_section(rows):
-        out.append(f'<tbody data-section="{escape(section)}">')
+        out.append(f'<tbody data-section="{escape(section)}" data-group>')
         out.append(f'<tr class="section-head"><th colspan="{len(impls) + 1}">{escape(section)}</th></tr>')
         for row in group:
             cells = []
@@ -243,7 +244,8 @@ def _table(comparison: Comparison, rows: Sequence[Row], kind: str) -> str:
                 detail = f'<span class="why">{escape(reason)}</span>' if reason else ""
                 cells.append(f'<td data-outcome="{escape(outcome)}">{badge}{detail}</td>')
             out.append(
-                f'<tr class="case-row {kind}" data-case="{escape(row.case_id)}"><th class="case" scope="row">'
+                f'<tr class="case-row {kind}" data-case="{escape(row.case_id)}" data-filterable'
+                f' data-outcome="{escape("|".join(sorted(set(row.outcomes))))}"><th class="case" scope="row">'
                 f'<code>{escape(row.case_id)}</code> <span class="muted">{escape(row.title)}</span></th>'
                 f"{''.join(cells)}</tr>"
             )
@@ -270,7 +272,7 @@ def render_compare_html(comparison: Comparison, *, title: str = "MSMQ implementa
     for section, rows in Comparison.by_section(agree):
         outcomes = sorted({r.outcomes[0] for r in rows}, key=lambda o: [str(s) for s in SEVERITY].index(o))
         folded.append(
-            f'<details class="agree" data-section="{escape(section)}"><summary>{escape(section)} '
+            f'<details class="agree" data-section="{escape(section)}" data-group><summary>{escape(section)} '
             f"<small>({len(rows)} case{'s' if len(rows) != 1 else ''}, all {escape(', '.join(outcomes))})"
             f"</small></summary>{_table(comparison, rows, 'agree')}</details>"
         )
@@ -292,6 +294,7 @@ def render_compare_html(comparison: Comparison, *, title: str = "MSMQ implementa
 <span id="summary">{len(disagree)} of {len(comparison.rows)} cases differ across {len(impls)} implementations</span>
 <span class="muted">({escape(generated)})</span></p>
 <ol class="impls" id="implementations">{"".join(items)}</ol>
+{_filters(comparison)}
 </header>
 <main>
 <section id="disagreements">
@@ -303,9 +306,24 @@ def render_compare_html(comparison: Comparison, *, title: str = "MSMQ implementa
 {"".join(folded) or "<p>None.</p>"}
 </section>
 </main>
+<script>{FILTER_JS}</script>
 </body>
 </html>
 """
+
+
+def _filters(comparison: Comparison) -> str:
+    """The search box and the outcome filter (shown by :data:`FILTER_JS`): a row is shown when
+    its text (case id, title, each cell's reason) holds every word searched and one of its cells
+    has the outcome chosen."""
+    present = {o for row in comparison.rows for o in row.outcomes}
+    ordered = [str(o) for o in SEVERITY if str(o) in present] + ([MISSING] if MISSING in present else [])
+    return (
+        '<form id="filters" role="search" hidden>'
+        '<input type="search" name="q" placeholder="search case ids, titles, reasons..." aria-label="search">'
+        + options("outcome", "any implementation", ordered)
+        + '<span class="shown" aria-live="polite"></span></form>'
+    )
 
 
 def write_compare_html(comparison: Comparison, path: str | os.PathLike[str]) -> Path:

@@ -94,6 +94,12 @@ pre { background: #f6f8fa; border: 1px solid var(--line); padding: .5em .8em; ov
 .b-missing { background: var(--missing); color: var(--fg); }
 table { border-collapse: collapse; max-width: 100%; }
 .muted { color: var(--muted); }
+#filters { display: flex; flex-wrap: wrap; gap: .4em .8em; align-items: center; margin: .6em 0;
+  padding: .4em .6em; background: #f6f8fa; border: 1px solid var(--line); border-radius: 4px; }
+#filters input[type=search] { flex: 1 1 14em; min-width: 8em; font: inherit; padding: .15em .4em; }
+#filters select { font: inherit; max-width: 14em; }
+#filters .shown { color: var(--muted); font-size: 12.5px; }
+[hidden] { display: none !important; }
 """
 
 _CSS = (
@@ -106,11 +112,6 @@ ul.totals li.zero { opacity: .45; }
 .meta { display: flex; flex-wrap: wrap; gap: .2em 1.5em; margin: .2em 0; color: var(--muted); font-size: 13px; }
 .meta dt { display: inline; } .meta dd { display: inline; margin: 0 0 0 .3em; color: var(--fg); }
 .meta div { min-width: 0; }
-#filters { display: flex; flex-wrap: wrap; gap: .4em .8em; align-items: center; margin: .6em 0;
-  padding: .4em .6em; background: #f6f8fa; border: 1px solid var(--line); border-radius: 4px; }
-#filters input[type=search] { flex: 1 1 14em; min-width: 8em; font: inherit; padding: .15em .4em; }
-#filters select { font: inherit; max-width: 14em; }
-#filters .shown { color: var(--muted); font-size: 12.5px; }
 .req-group { border-left: 4px solid var(--failed); padding: .1em 0 .3em .8em; margin: .6em 0 1em; }
 .req-group.soft { border-left-color: var(--non_strict); }
 .req-group h3 { margin: .2em 0; }
@@ -157,7 +158,6 @@ ul.cases { list-style: none; padding: 0; margin: .2em 0 .6em; }
 ul.cases > li { border-top: 1px solid #eaeef2; padding: .25em 0; }
 .case .title { color: var(--muted); } .case .where, .case .dur { color: var(--muted); font-size: 12px; }
 pre.detail { margin: .2em 0 .2em 1em; white-space: pre-wrap; }
-[hidden] { display: none !important; }
 """
 )
 
@@ -181,6 +181,17 @@ _JS = """
       if (target && target.tagName === "DETAILS") { target.open = true; }
     });
   }
+})();
+"""
+
+#: The search box and filters of a page (``form#filters``, hidden until this script shows it):
+#: an element with ``data-filterable`` is shown when its text holds every word searched and, for
+#: each select with a value, its ``data-<select name>`` holds that value (values separated by
+#: ``|``); an element with ``data-group`` is hidden when none of its filterable elements is shown
+#: (and opened, if a ``details``, while a filter is active); ``.shown`` counts the shown LI and TR
+#: elements.  Also used by the comparison page (harness.report.compare).
+FILTER_JS = """
+(function () {
   var form = document.getElementById("filters");
   if (!form) { return; }
   form.hidden = false;
@@ -207,7 +218,7 @@ _JS = """
     for (var i = 0; i < items.length; i++) {
       var ok = matches(items[i]);
       items[i].hidden = !ok;
-      if (ok && items[i].tagName === "LI") { count++; }
+      if (ok && (items[i].tagName === "LI" || items[i].tagName === "TR")) { count++; }
     }
     var groups = document.querySelectorAll("[data-group]");
     for (var g = 0; g < groups.length; g++) {
@@ -419,7 +430,7 @@ def _case(result: CaseResult, failure_anchor: str, base: str | os.PathLike[str] 
     return "".join(parts)
 
 
-def _options(name: str, label: str, values: list[str]) -> str:
+def options(name: str, label: str, values: list[str]) -> str:
     options = "".join(f'<option value="{escape(v)}">{escape(v.replace("_", " "))}</option>' for v in values)
     return f'<label>{label} <select name="{name}"><option value="">all</option>{options}</select></label>'
 
@@ -432,10 +443,10 @@ def _filters(run: RunResult, sections: list[str]) -> str:
         '<form id="filters" role="search" hidden>'
         '<input type="search" name="q" placeholder="search ids, titles, requirements, values..." '
         'aria-label="search">'
-        + _options("section", "section", sections)
-        + _options("level", "level", [lv for lv in _LEVELS if lv in levels])
-        + _options("outcome", "outcome", [o for o in OUTCOMES if o in present])
-        + _options("tag", "tag", tags)
+        + options("section", "section", sections)
+        + options("level", "level", [lv for lv in _LEVELS if lv in levels])
+        + options("outcome", "outcome", [o for o in OUTCOMES if o in present])
+        + options("tag", "tag", tags)
         + '<span class="shown" aria-live="polite"></span></form>'
     )
 
@@ -523,7 +534,7 @@ settle, answered differently (a failure only under --strict).</p>
 {"".join(sections_html) or "<p>No cases were run.</p>"}
 </section>
 </main>
-<script>{_JS}</script>
+<script>{_JS}{FILTER_JS}</script>
 </body>
 </html>
 """

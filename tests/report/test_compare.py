@@ -8,6 +8,7 @@ command is registered on a small argparse here, as harness/cli.py registers it.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import re
 import subprocess
@@ -78,13 +79,14 @@ def test_disagreements_come_first(
     assert f"\nDISAGREE: {len(caught)} of {total} cases differ across 2 implementations\nreport: {html}\n" in text
 
     page = html.read_text(encoding="utf-8")
-    rows = re.findall(r'<tr class="case-row (disagree|agree)" data-case="([^"]+)">', page)
+    rows = re.findall(r'<tr class="case-row (disagree|agree)" data-case="([^"]+)"', page)
     kinds = [kind for kind, _ in rows]
     assert kinds == sorted(kinds, key=lambda k: k != "disagree")  # every disagreement before any agreement
     assert [case for kind, case in rows if kind == "disagree"] == caught  # the section's cases, in order
     assert page.index('id="disagreements"') < page.index('id="agreements"')
-    assert "<script" not in page and "http" not in page.split("<body>")[1]  # self-contained, no script needed
-    first = page.split(f'data-case="{caught[0]}">', 1)[1].split("</tr>", 1)[0]
+    assert "http" not in page.split("<body>")[1]  # self-contained
+    assert '<form id="filters" role="search" hidden>' in page  # without the script: everything else shows
+    first = page.split(f'data-case="{caught[0]}"', 1)[1].split("</tr>", 1)[0]
     assert '<td data-outcome="passed"><span class="badge b-passed">passed</span></td>' in first
     assert '<td data-outcome="failed"><span class="badge b-failed">failed</span><span class="why">' in first
 
@@ -125,3 +127,46 @@ def test_a_case_missing_from_a_run_is_a_disagreement(tmp_path: Path) -> None:
     assert '<td data-outcome="missing"><span class="badge b-missing">missing</span></td>' in render_compare_html(
         comparison
     )
+
+
+def test_the_page_searches_and_filters_by_outcome_in_a_browser(tmp_path: Path) -> None:
+    from test_report_html import chromium
+
+    a = RunResult("one", [_result("dmpr.seek.fwd", Outcome.passed), _result("dmpr.purge.empty", Outcome.passed),
+                          _result("mqqb.window", Outcome.passed, "MS-MQQB 3.1.7.1")])  # fmt: skip
+    b = RunResult("two", [_result("dmpr.seek.fwd", Outcome.failed), _result("dmpr.purge.empty", Outcome.passed),
+                          _result("mqqb.window", Outcome.passed, "MS-MQQB 3.1.7.1")])  # fmt: skip
+    comparison = compare([("one", a), ("two", b)])
+    actions = """
+    <script>
+    (function () {
+      var form = document.getElementById("filters"), out = {formShown: !form.hidden};
+      function shown() { var n = [], rows = document.querySelectorAll("tr.case-row");  // not hidden, nor inside hidden
+        for (var i = 0; i < rows.length; i++) { if (!rows[i].closest("[hidden]")) { n.push(rows[i].dataset.case); } }
+        return n.sort(); }
+      var search = form.querySelector("input[type=search]");
+      search.value = "purge"; search.dispatchEvent(new Event("input"));
+      out.search = shown(); out.count = form.querySelector(".shown").textContent;
+      out.opened = document.querySelector("details.agree[open]") !== null;
+      search.value = ""; search.dispatchEvent(new Event("input"));
+      var outcome = form.querySelector("select[name=outcome]");
+      outcome.value = "failed"; outcome.dispatchEvent(new Event("change"));
+      out.failed = shown();
+      outcome.value = ""; outcome.dispatchEvent(new Event("change"));
+      out.all = shown();
+      var pre = document.createElement("pre"); pre.id = "measure"; pre.textContent = JSON.stringify(out);
+      document.body.appendChild(pre);
+    })();
+    </script>
+    """
+    page = tmp_path / "compare.html"
+    page.write_text(render_compare_html(comparison).replace("</body>", actions + "</body>"), encoding="utf-8")
+    dom = chromium(page, tmp_path / "profile")
+    found = re.search(r'<pre id="measure">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    measures = json.loads(html.unescape(found.group(1)))
+    assert measures["formShown"]
+    assert measures["search"] == ["dmpr.purge.empty"] and measures["count"] == "1 cases match"
+    assert measures["opened"]  # its folded section opened
+    assert measures["failed"] == ["dmpr.seek.fwd"]
+    assert measures["all"] == ["dmpr.purge.empty", "dmpr.seek.fwd", "mqqb.window"]
