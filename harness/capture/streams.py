@@ -160,10 +160,10 @@ def by_connection(
     ends before an earlier one waits, in a temporary file once more than ``hold`` bytes (by
     ``size``) wait.  Without, each comes as it ends.  Memory: the open connections, the waiting
     ones up to ``hold``, and two small numbers per connection."""
-    firsts: dict[Hashable, tuple[float, int]] = {}
+    firsts: dict[Hashable, tuple[float, int]] = {}  # only to order the connections
     lasts: dict[Hashable, int] = {}
     for offset, ts, key in first:
-        if key not in firsts:
+        if ordered and key not in firsts:
             firsts[key] = (ts, offset)
         lasts[key] = offset
     ends = set(lasts.values())
