@@ -89,9 +89,6 @@ _USER_SET = {
     DeliveryClass.recoverable: 1 << UserHeaderFlags._known_["DM"][0],
     DeliveryClass.transactional: 1 << UserHeaderFlags._known_["DM"][0] | 1 << UserHeaderFlags._known_["TH"][0],
 }
-_USER_SET_EXPRESS = _USER_SET[DeliveryClass.express]
-_USER_SET_RECOVERABLE = _USER_SET[DeliveryClass.recoverable]
-_USER_SET_TX = _USER_SET[DeliveryClass.transactional]
 _BASE_DEFAULTS: dict[str, Any] = dict(base.default_base_header())
 _DEFAULT_BASE_FLAGS = int(base.BaseHeaderFlags.make(PR=3))
 
@@ -127,11 +124,7 @@ def prepare_message(message: Packet | Mapping[str, Any] | bytes, delivery: Deliv
     bh["PacketSize"] = None
     headers["BaseHeader"] = bh
     uh = headers["UserHeader"]
-    if delivery is DeliveryClass.express:
-        user_set = _USER_SET_EXPRESS
-    else:
-        user_set = _USER_SET_TX if transactional else _USER_SET_RECOVERABLE
-    uh["Flags"] = UserHeaderFlags(int(uh["Flags"]) & ~_USER_CLEAR | user_set)
+    uh["Flags"] = UserHeaderFlags(int(uh["Flags"]) & ~_USER_CLEAR | _USER_SET[delivery])
     if transactional and headers.get("TransactionHeader") is None:
         headers["TransactionHeader"] = Container(
             Flags=TransactionHeaderFlags.make(FM=1, LM=1),
