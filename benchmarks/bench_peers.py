@@ -365,12 +365,9 @@ def profile_ours(count: int, top: int = 25) -> str:
     bodies = [b"bench message %d" % n for n in range(count)]
     profile = cProfile.Profile(time.process_time)
     with _PeerProcess() as peer:
-        link = InitiatorLink(Initiator(CLIENT, SERVER), peer.address, timeout=10.0)
         profile.enable()
-        link.send_bodies(MessageTemplate(user_message(CLIENT, SERVER)), bodies)
-        link.run_until(lambda: peer.delivered.value >= count, 120.0)
+        _ours(peer.address, count, lambda: peer.delivered.value >= count, bodies)
         profile.disable()
-        link.close()
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(top)
     return out.getvalue()

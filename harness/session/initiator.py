@@ -414,13 +414,19 @@ class Initiator(SessionEngine):
         model.  ``last_message_id`` holds the UserHeader.MessageID used."""
         if type(delivery) is not DeliveryClass:
             delivery = DeliveryClass(delivery)
-        pos = OutgoingMessagePosition(UserMessage=prepare_message(message, delivery), delivery=delivery)
+        self._position_available(
+            OutgoingMessagePosition(UserMessage=prepare_message(message, delivery), delivery=delivery)
+        )
+        self._send_pending()
+        return self._take()
+
+    def _position_available(self, pos: OutgoingMessagePosition) -> None:
+        """3.1.7.12 without the model: connect when ConnectionHistory is empty, add ``pos`` to the
+        OutgoingMessageTable, and to the dispatch collection."""
         if not self.OutgoingQueueReference.ConnectionHistory:
             self._start()
         self.add_outgoing_message_position(pos)
         self._dispatch.append(pos.message_id)
-        self._send_pending()
-        return self._take()
 
     def send_bodies(self, template: MessageTemplate, bodies: Iterable[bytes]) -> list[Action]:
         """One message of ``template`` per body, in order: for each what :meth:`send_message` does
@@ -433,11 +439,9 @@ class Initiator(SessionEngine):
         codec = template.codec
         if codec is None:  # transactional: headers of its own per message
             for body in bodies:
-                pos = OutgoingMessagePosition(UserMessage=template.message(body), delivery=template.delivery)
-                if not self.OutgoingQueueReference.ConnectionHistory:
-                    self._start()
-                self.add_outgoing_message_position(pos)
-                self._dispatch.append(pos.message_id)
+                self._position_available(
+                    OutgoingMessagePosition(UserMessage=template.message(body), delivery=template.delivery)
+                )
             self._send_pending()
             return self._take()
         if not self.OutgoingQueueReference.ConnectionHistory:

@@ -115,23 +115,11 @@ def test_a_duplicate_id_across_files_is_the_error_load_paths_raises(tmp_path: Pa
     assert str(e.value) == str(serial.value) and "duplicate case id" in str(e.value)
 
 
-class _NoHello:
-    def hello(self) -> Any:
-        raise RuntimeError("no hello today")
-
-    def setup(self, given: dict[str, object]) -> None:
-        raise AssertionError("no case runs")
-
-    event = observe = setup
-
-    def close(self) -> None:
-        pass
-
-
 def test_a_target_that_cannot_be_greeted_stops_the_run_before_any_case(tmp_path: Path) -> None:
     seen: list[CaseResult] = []
     with WorkerCorpus([ROOT / "cases" / "mqdmpr"], 2) as corpus, pytest.raises(ConfigurationError, match="no hello"):
-        run(corpus.cases, f"plugin:{__name__}:_NoHello", workers=2, progress=seen.append, corpus=corpus)
+        # test_runner.py's target whose hello fails
+        run(corpus.cases, "plugin:test_runner:_NoHello", workers=2, progress=seen.append, corpus=corpus)
     assert seen == []
 
 
