@@ -61,11 +61,17 @@ def describe(value: Any = _MISSING) -> Any:
     return "<absent>" if value is _MISSING else value
 
 
-Grader = Callable[[StepFailure, Any], StepFailure]
+#: Grades a failure: (failure, the expectation as written, a matcher of any expectation against
+#: the observed value) -> the failure attributed (harness.cases.grading.graded).
+Grader = Callable[[StepFailure, Any, Callable[[Any], bool]], StepFailure]
 
 
-def _as_is(failure: StepFailure, expected: Any) -> StepFailure:
+def _as_is(failure: StepFailure, expected: Any, matcher: Callable[[Any], bool]) -> StepFailure:
     return failure
+
+
+def _matcher(observed: Any) -> Callable[[Any], bool]:
+    return lambda expected: matches(expected, observed)
 
 
 def compare_result(
@@ -94,7 +100,7 @@ def compare_result(
                     f"observed {_show(describe(observed))}"
                 ),
             )
-            failures.append(grader(failure, expected))
+            failures.append(grader(failure, expected, _matcher(observed)))
     return failures
 
 
@@ -118,7 +124,7 @@ def compare_then(
     """``then`` against ``observe()``: positions exactly and in order, cursors by listed attributes."""
     failures: list[StepFailure] = []
 
-    def fail(field: str, expected: Any, got: Any) -> None:
+    def fail(field: str, expected: Any, got: Any, raw: Any = _MISSING) -> None:
         failure = StepFailure(
             step=THEN_STEP,
             event="then",
@@ -128,7 +134,7 @@ def compare_then(
             section=section,
             message=f"then: {field} expected {_show(expected)}, observed {_show(got)}",
         )
-        failures.append(grader(failure, expected))
+        failures.append(grader(failure, expected, _matcher(raw)))
 
     obs_queues: Mapping[str, Any] = observed.get("queues") or {}
     for qname, want in (then.get("queues") or {}).items():
@@ -151,7 +157,7 @@ def compare_then(
                     continue
                 value = g.get(key, _MISSING)
                 if not matches(expected, value):
-                    fail(f"queues.{qname}[{j}].{key}", expected, describe(value))
+                    fail(f"queues.{qname}[{j}].{key}", expected, describe(value), value)
 
     obs_cursors: Mapping[str, Any] = observed.get("cursors") or {}
     for cname, want_c in (then.get("cursors") or {}).items():
@@ -163,5 +169,5 @@ def compare_then(
             value = got_c.get(key, _MISSING)
             # A null MessagePositionReference expects null; an absent value does not satisfy a literal.
             if not matches(expected, value):
-                fail(f"cursors.{cname}.{key}", expected, describe(value))
+                fail(f"cursors.{cname}.{key}", expected, describe(value), value)
     return failures

@@ -22,7 +22,13 @@ from typing import Any
 import yaml
 
 from harness.cases.cache import CaseCache
-from harness.cases.grading import requirement_annotations
+from harness.cases.grading import (
+    READINGS,
+    annotation,
+    derived_requirement,
+    readings_of,
+    requirement_annotations,
+)
 from harness.cases.matrix import check_placeholders, expand
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
 from harness.cases.schema import (
@@ -204,7 +210,7 @@ def _build(doc: dict[str, Any], lines: Lines, variant: dict[str, Any], known: Ma
                 requirement=s.get("requirement", ""),
             )
         )
-    return Case(
+    case = Case(
         id=doc["id"],
         title=doc["title"],
         spec=[SpecRef(r["section"], r["requirement"]) for r in doc["spec"]],
@@ -218,6 +224,100 @@ def _build(doc: dict[str, Any], lines: Lines, variant: dict[str, Any], known: Ma
         line=lines.line(()),
         requirements=_cited(doc, lines, known),
     )
+    _attribute_all(case, lines, known)
+    return case
+
+
+def _then_values(then: Mapping[str, Any]) -> Iterable[tuple[PathT, Any]]:
+    for qname, positions in (then.get("queues") or {}).items():
+        for j, entry in enumerate(positions or []):
+            for key, value in (entry or {}).items():
+                if key != "message":
+                    yield ("then", "queues", qname, j, key), value
+    for cname, attrs in (then.get("cursors") or {}).items():
+        for key, value in (attrs or {}).items():
+            yield ("then", "cursors", cname, key), value
+    for qname, attrs in (then.get("outgoing") or {}).items():  # a wire case's ADM state
+        for key, value in (attrs or {}).items():
+            if key != "OutgoingMessagePositions":
+                yield ("then", "outgoing", qname, key), value
+    for key, value in (then.get("peer") or {}).items():
+        for kind, count in (value.items() if key == "sent" and isinstance(value, Mapping) else [(key, value)]):
+            yield ("then", "peer", key, kind) if key == "sent" else ("then", "peer", key), count
+
+
+def _attribute_all(case: Case, lines: Lines, known: Mapping[str, Requirement]) -> None:
+    """Attribute every expectation of ``case`` to its one requirement (harness.cases.grading):
+    the requirements it derives (an event's processing requirement) and the frames of the
+    interpretations it cites join ``case.requirements``.  An expectation no rule attributes, a
+    ``readings`` expectation that does not give every reading of its interpretation, or an
+    interpretation's expectation without its readings is a CaseError at its line."""
+    expectations: list[tuple[PathT, Any, str]] = []
+    for i, step in enumerate(case.when):
+        base = derived_requirement(case, step)
+        items = [(("when", i, "expect", name), value) for name, value in (step.expect or {}).items()]
+        if step.expect_error:
+            items.append((("when", i, "expect_error"), step.expect_error))
+        if not items and step.action and not base and _checks_by_default(step.action):
+            raise lines.error(("when", i), _unattributed(case, step.event))
+        for path, value in items:
+            rid = annotation(value) or base
+            if not rid:
+                raise lines.error(path, _unattributed(case, step.event))
+            expectations.append((path, value, rid))
+    then_base = derived_requirement(case, None)
+    base_req = case.requirements.get(then_base) or known.get(then_base)
+    if base_req is not None and base_req.level is Level.interpretation and case.then:
+        raise lines.error(("then",), f"{then_base} is an interpretation: `then` is graded by a MUST requirement "
+                          "(then.requirement), an interpretation's values by their readings")
+    for path, value in _then_values(case.then or {}):
+        rid = annotation(value) or then_base
+        if not rid:
+            raise lines.error(("then",), "the case cites several requirements: name the one `then` checks "
+                              "(then.requirement, or requirement: on a value)")
+        expectations.append((path, value, rid))
+    for path, value, rid in expectations:
+        req = case.requirements.get(rid) or known.get(rid)
+        if req is None:
+            raise lines.error(path, f"no requirement {rid!r} is listed for this expectation: cite a requirement "
+                              "of the event's section, or name one with requirement:")
+        case.requirements[rid] = req
+        if req.frame and req.frame in known:
+            case.requirements[req.frame] = known[req.frame]
+        _check_readings(req, value, path, lines)
+
+
+def _checks_by_default(action: str) -> bool:
+    """A wire action that checks an expectation the case need not write (its wait succeeding)."""
+    from harness.cases.actions import ACTIONS
+
+    found = ACTIONS.get(action)
+    return found is not None and found.waits
+
+
+def _unattributed(case: Case, event: str) -> str:
+    cited = ", ".join(dict.fromkeys(r.requirement for r in case.spec))
+    return (f"the case cites several requirements ({cited}) and none is the one step {event!r} renders: "
+            "name it with requirement: on the step or the value")
+
+
+def _check_readings(req: Requirement, value: Any, path: PathT, lines: Lines) -> None:
+    readings = readings_of(value)
+    names = [a.name for a in req.alternatives]
+    if readings is None:
+        if req.level is Level.interpretation:
+            wanted = ", ".join(f"{n}: ..." for n in names)
+            raise lines.error(path, f"{req.id} is an interpretation: write the value each reading gives, "
+                              f"{{readings: {{{wanted}}}, requirement: {req.id}}}")
+        return
+    if req.level is not Level.interpretation:
+        raise lines.error(path, f"readings grade an interpretation; {req.id} is {req.level}")
+    if list(readings)[:1] != names[:1] or set(readings) != set(names):
+        raise lines.error((*path, READINGS), f"give every reading of {req.id}, the one the corpus checks first: "
+                          f"{', '.join(names)} (got {', '.join(map(str, readings))})")
+    for name, reading in readings.items():
+        if isinstance(reading, Mapping) and (READINGS in reading or "requirement" in reading):
+            raise lines.error((*path, READINGS, name), "a reading's value is a plain expectation")
 
 
 def _cited(doc: dict[str, Any], lines: Lines, known: Mapping[str, Requirement]) -> dict[str, Requirement]:
@@ -415,7 +515,7 @@ def requirements_for(file: str | Path) -> dict[str, Requirement]:
 
 _REQ_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SECTION = re.compile(r"^MS-[A-Z0-9]+ [0-9]+(\.[0-9]+)*$")
-_REQ_KEYS = ("id", "section", "level", "quote", "note", "alternatives")
+_REQ_KEYS = ("id", "section", "level", "quote", "note", "alternatives", "frame")
 _LEVELS = ", ".join(str(lv) for lv in Level)
 
 
@@ -441,6 +541,10 @@ def load_requirements(path: str | Path) -> list[Requirement]:
     seen: dict[str, int] = {}
     for i, item in enumerate(data):
         out.append(_requirement(item, i, lines, seen))
+    by_id = {r.id: r for r in out}
+    for i, r in enumerate(out):
+        if r.frame and (by_id.get(r.frame) is None or by_id[r.frame].level is not Level.MUST):
+            raise lines.error((i, "frame"), f"{r.frame!r} is not a MUST requirement of this file")
     return out
 
 
@@ -469,6 +573,13 @@ def _requirement(item: Any, i: int, lines: Lines, seen: dict[str, int]) -> Requi
         raise lines.error((i, "level"), "an interpretation names at least two alternatives (the readings it allows)")
     if level is not Level.interpretation and alternatives:
         raise lines.error((i, "alternatives"), f"only an interpretation has alternatives; this one is {level}")
+    frame = item.get("frame", "")
+    if level is Level.interpretation and not (isinstance(frame, str) and frame):
+        raise lines.error(
+            (i, "level"), "an interpretation names its frame: the MUST requirement whose sentence frames the choice"
+        )
+    if level is not Level.interpretation and frame:
+        raise lines.error((i, "frame"), f"only an interpretation has a frame; this one is {level}")
     if item["id"] in seen:
         raise lines.error((i, "id"), f"duplicate requirement id {item['id']!r} (first at line {seen[item['id']]})")
     seen[item["id"]] = lines.line((i,))
@@ -481,6 +592,7 @@ def _requirement(item: Any, i: int, lines: Lines, seen: dict[str, int]) -> Requi
         alternatives,
         lines.line((i,)),
         lines.file,
+        frame,
     )
 
 

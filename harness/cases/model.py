@@ -20,8 +20,8 @@ class Level(StrEnum):
 
     MUST, SHOULD and MAY are the RFC 2119 words as the specs use them; ``interpretation`` is a
     requirement where the spec is silent or contradicts itself: it names the readings a
-    conformant implementation may take, and a difference from the one a case checks is never a
-    MUST failure.
+    conformant implementation may take; an answer another reading gives is non-strict, an answer
+    no reading gives fails the MUST that frames the choice (harness.cases.grading).
     """
 
     MUST = "MUST"
@@ -55,6 +55,9 @@ class Requirement:
     alternatives: tuple[Alternative, ...] = ()
     line: int = 0  # line of the entry in its file
     file: str = ""  # the requirements file that holds it
+    # an interpretation: the MUST requirement whose sentence frames the choice (an answer no
+    # reading gives is a failure of it: harness.cases.grading)
+    frame: str = ""
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.cases.compare import compare_result, compare_then
-from harness.cases.grading import graded, graded_result
+from harness.cases.compare import Grader, compare_result, compare_then
+from harness.cases.grading import derived_requirement, graded, graded_result, section_of
 from harness.cases.model import Case, Step
 from harness.cases.target import Target, TargetError, TargetInfo
 from harness.cases.targets import make_target
-from harness.cases.targets.reference import event_section
 from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
 
 if TYPE_CHECKING:
@@ -203,23 +202,10 @@ def _with_timeout(target: Target, timeout: float, fn: Callable[..., T], *args: A
 
 
 # ================================================================================= run_case
-def step_section(case: Case, event: str, requirement: str = "") -> str:
-    """The spec section a step's failure is reported under.
-
-    The SpecRef whose requirement the step names, else the one whose section defines the
-    step's event ([MS-MQDMPR] section of the model method), else the case's first.
-    """
-    if requirement:
-        for ref in case.spec:
-            if ref.requirement == requirement:
-                return ref.section
-    defining = event_section(event)
-    if defining:
-        for ref in case.spec:
-            if ref.section == defining:
-                return ref.section
-    return case.spec[0].section if case.spec else ""
-
+def step_section(case: Case, step: Step | None) -> str:
+    """The spec section a step's (None: the ``then``'s) failure is reported under: the section of
+    the requirement it renders (harness.cases.grading.derived_requirement)."""
+    return section_of(case, derived_requirement(case, step))
 
 
 def _crash(exc: BaseException) -> str:
@@ -255,9 +241,9 @@ def applicability(case: Case, info: TargetInfo | None) -> tuple[Outcome, str] | 
     return None
 
 
-def _grader(case: Case, step: Step | None) -> Callable[[StepFailure, Any], StepFailure]:
-    def grader(failure: StepFailure, expected: Any) -> StepFailure:
-        return graded(case, step, failure, expected)
+def _grader(case: Case, step: Step | None) -> Grader:
+    def grader(failure: StepFailure, expected: Any, matcher: Callable[[Any], bool]) -> StepFailure:
+        return graded(case, step, failure, expected, matcher)
 
     return grader
 
@@ -289,7 +275,7 @@ def run_case(
         _with_timeout(target, step_timeout, target.setup, case.given)
         for index, step in enumerate(case.when):
             where = f"step {index} ({step.event}, line {step.line})" if step.line else f"step {index} ({step.event})"
-            section = step_section(case, step.event, step.requirement)
+            section = step_section(case, step)
             try:
                 result = _with_timeout(target, step_timeout, target.event, step.event, step.args)
             except TargetError as e:
@@ -333,7 +319,7 @@ def run_case(
         if queues or cursors:
             where = "then"
             observed = _with_timeout(target, step_timeout, target.observe, queues, cursors)
-            section = case.spec[0].section if case.spec else ""
+            section = step_section(case, None)
             failures = compare_then(then, observed, section, _grader(case, None))
             if failures:
                 return graded_result(case, start, failures)

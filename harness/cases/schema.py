@@ -256,8 +256,8 @@ def _schema_error(error: ValidationError, lines: Lines, prefix: PathT = ()) -> C
     if len(path) == 4 and path[0] == "when" and path[2] == "expect":
         return lines.error(
             path,
-            "an expected value is a literal, {is: ...}, {any_of: [...]} or {absent: true}, "
-            "each with an optional requirement: <id>",
+            "an expected value is a literal, {is: ...}, {any_of: [...]}, {absent: true} or "
+            "{readings: {NAME: value, ...}, requirement: <id>}, each with an optional requirement: <id>",
         )
     if v == "not" and len(path) == 2 and path[0] == "when":
         return lines.error((*path, "expect_error"), "a step has either expect or expect_error, not both")
@@ -471,6 +471,10 @@ class _Names:
         seen.setdefault(name, path)
 
     def check(self, kind: str, value: Any, path: PathT, lines: Lines) -> None:
+        if isinstance(value, dict) and isinstance(value.get("readings"), dict):
+            for name, reading in value["readings"].items():
+                self.check(kind, reading, (*path, "readings", name), lines)
+            return
         if isinstance(value, dict) and "any_of" in value:
             values = value["any_of"]
         elif isinstance(value, dict) and "is" in value:

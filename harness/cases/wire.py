@@ -25,12 +25,13 @@ from enum import Enum
 from typing import Any
 
 from harness.cases.compare import matches
-from harness.cases.grading import ANNOTATION
+from harness.cases.grading import ANNOTATION, READINGS, unwrap
 from harness.cases.schema import Lines, PathT
 from packets.fields import Elements
 
 __all__ = [
     "PACKET_KINDS",
+    "SIDED_TIMERS",
     "TIMERS",
     "Bound",
     "behaviours_of",
@@ -43,6 +44,7 @@ __all__ = [
     "needs_simulated_peer",
     "normalise",
     "parse_bound",
+    "timer_info",
     "wire_matches",
 ]
 
@@ -59,6 +61,15 @@ TIMERS: dict[str, tuple[str, str]] = {
     "OrderAckSend": ("MS-MQQB 3.1.2.7", "acceptor"),
     "PingResponse": ("MS-MQQB 3.1.2.9", "initiator"),
 }
+# A timer both sides run, named with the side that runs it (``initiator.SessionAckSend``): the
+# other side's instance of a timer of :data:`TIMERS`, for a wait on what that side does when its
+# own timer runs out.  The Session Ack Send Timer (3.1.2.5) of the initiator is started by the
+# UserMessage Packets it receives (the OrderAck Packets of transactional messages) and runs its
+# own AckWaitTimeout / 2 (3.1.5.8.2), the AckTimeout it sent (3.1.5.3.2), at its own time scale.
+SIDED_TIMERS: dict[str, tuple[str, str, str]] = {  # name -> (timer, section, side)
+    "initiator.SessionAckSend": ("SessionAckSend", "MS-MQQB 3.1.2.5", "initiator"),
+}
+SIDES = ("initiator", "acceptor")
 _WAIT_CONDITIONS = ("packet", "acked", "connection_history", "connections", "closed")
 PACKET_KINDS = (
     "EstablishConnection",
@@ -78,25 +89,42 @@ Bound = tuple[tuple[float, str], ...]  # a sum of timer durations: ((factor, tim
 def parse_bound(text: Any) -> Bound:
     """``"SessionInitialization + 2 * SessionAckWait"`` -> ((1, "SessionInitialization"),
     (2, "SessionAckWait")): a sum of [MS-MQQB] 3.1.2 timers (:data:`TIMERS`), each with an
-    optional positive factor.  ValueError names what is wrong."""
+    optional positive factor, and optionally named with the side that runs it
+    (``initiator.SessionAckSend``, :data:`SIDED_TIMERS`; a timer named with the side
+    :data:`TIMERS` gives it is that timer).  ValueError names what is wrong."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"expected the name of an [MS-MQQB] 3.1.2 timer (one of {', '.join(TIMERS)}), got {text!r}")
     terms: list[tuple[float, str]] = []
     for term in text.split("+"):
-        m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)\s*\*\s*)?([A-Za-z]+)\s*", term)
+        m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)\s*\*\s*)?(?:([A-Za-z]+)\.)?([A-Za-z]+)\s*", term)
         if m is None:
-            raise ValueError(f"{term.strip()!r} is not a timer or N * timer")
-        factor, name = float(m.group(1) or 1), m.group(2)
+            raise ValueError(f"{term.strip()!r} is not a timer, side.timer or N * timer")
+        factor, side, name = float(m.group(1) or 1), m.group(2), m.group(3)
         if name not in TIMERS:
             import difflib
 
             close = difflib.get_close_matches(name, list(TIMERS), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ValueError(f"unknown timer {name!r}{hint}; the [MS-MQQB] 3.1.2 timers are: {', '.join(TIMERS)}")
+        if side is not None and side not in SIDES:
+            raise ValueError(f"{side}.{name}: the side that runs a timer is one of {', '.join(SIDES)}")
+        if side is not None and side != TIMERS[name][1]:
+            name = f"{side}.{name}"
+            if name not in SIDED_TIMERS:
+                sided = ", ".join(SIDED_TIMERS)
+                raise ValueError(f"the harness does not derive {name}; the timers named with a side are: {sided}")
         if factor <= 0:
             raise ValueError(f"the factor of {name} is not positive")
         terms.append((factor, name))
     return tuple(terms)
+
+
+def timer_info(name: str) -> tuple[str, str]:
+    """(section, the side that runs it) of a timer as :func:`parse_bound` names it."""
+    if name in SIDED_TIMERS:
+        _, section, side = SIDED_TIMERS[name]
+        return section, side
+    return TIMERS[name]
 
 
 def is_wire_doc(doc: Mapping[str, Any]) -> bool:
@@ -291,7 +319,7 @@ def _check_wait(declared: Any, args: dict[str, Any], expect: Mapping[str, Any], 
         raise lines.error((*path, "args", key), str(e)) from None
     if key == "before":
         name, value = declared.nothing
-        if expect.get(name) != value:
+        if unwrap(expect.get(name)) is not value:  # a literal, {is: ...} or the first reading
             raise lines.error(
                 (*path, "args", "before"),
                 f"before bounds a check that nothing happened before the timer ran out: expect {{{name}: {value}}}",
@@ -339,6 +367,8 @@ def wire_matches(expected: Any, observed: Any, sent: Callable[[str], Any] | None
     """
     if isinstance(expected, Mapping) and ANNOTATION in expected:
         expected = {k: v for k, v in expected.items() if k != ANNOTATION}
+    if isinstance(expected, Mapping) and set(expected) == {READINGS}:  # the reading the corpus checks
+        return wire_matches(unwrap(expected), observed, sent, present)
     if isinstance(expected, Mapping) and set(expected) == {"is"}:
         literal = _expected_text(expected["is"])
         return matches({"is": literal}, observed) if present else matches({"is": literal})

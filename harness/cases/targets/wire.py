@@ -44,6 +44,7 @@ from harness.cases.target import (
 )
 from harness.cases.wire import brief, needs_simulated_peer
 from harness.report.results import CaseResult, Outcome, StepFailure
+from packets.paths import display_value
 
 __all__ = ["WireOptions", "run_wire_case", "wire_applicability"]
 
@@ -95,7 +96,8 @@ def wire_applicability(case: Case, info: TargetInfo) -> str:
 
 def _graded(case: Case, step: Step | None, index: int, where: str, f: Any, waited: str) -> StepFailure:
     """A wire difference as a StepFailure graded by the requirement it checks (harness.cases.grading)."""
-    message = f"{where}: {f.field} expected {f.expected}, observed {brief(f.observed)}"
+    expected, observed = display_value(f.field, f.expected), display_value(f.field, brief(f.observed))
+    message = f"{where}: {f.field} expected {expected}, observed {observed}"
     if waited and f.field in ("satisfied", "closed", "timed_out", "kind", "answered", "sent"):
         message += f" (waited {waited})"
     failure = StepFailure(
@@ -108,7 +110,7 @@ def _graded(case: Case, step: Step | None, index: int, where: str, f: Any, waite
         message=message,
         evidence=f.evidence,
     )
-    return graded(case, step, failure, f.raw)
+    return graded(case, step, failure, f.raw, f.matcher)
 
 
 def _expects_nothing(step: Step) -> bool:

@@ -7,14 +7,16 @@ declared (initiator cases; the harness's own :class:`harness.session.SessionConf
 client in acceptor cases), the spec's fixed ones (OrderAckTimeout 500 ms, 3.1.3.2; the Ping
 Response Timer's second, 3.1.2.9) and the values sent in the ConnectionParameters request
 (AckTimeout, RecoverableAckTimeout, 2.2.2.1), each multiplied by the time scale of the side that
-runs the timer.  ``within`` adds a margin of 25 % and half a real second (a twentieth when the
+runs the timer.  A timer named with its side (``initiator.SessionAckSend``,
+harness.cases.wire.SIDED_TIMERS) is that side's own instance: the sender's Session Ack Send Timer
+runs the AckTimeout it sent / 2 at the sender's time scale.  ``within`` adds a margin of 25 % and half a real second (a twentieth when the
 step expects that nothing happens: it always waits its bound out); ``before`` (nothing may happen
 before the timers run out) takes 25 % off.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,13 +25,13 @@ from harness.cases.actions import ACTIONS
 from harness.cases.grading import unwrap
 from harness.cases.model import Case
 from harness.cases.wire import (
-    TIMERS,
     behaviours_of,
     field_span,
     field_value,
     hexdump,
     normalise,
     parse_bound,
+    timer_info,
     wire_matches,
 )
 from harness.session import SessionConfig
@@ -59,6 +61,8 @@ class Failure:
     observed: Any
     evidence: str = ""
     raw: Any = None  # as written in the case (its requirement annotation grades the failure)
+    # tests any expectation (a reading's value) against what was observed (harness.cases.grading)
+    matcher: Callable[[Any], bool] | None = None
 
 
 def kind_of(data: bytes) -> str:
@@ -139,6 +143,10 @@ class WireRun:
                 if rec / 1000 > seconds:
                     seconds, text = rec / 1000, f"RecoverableAckTimeout {rec} ms {rec_how} (recoverable messages)"
             return seconds, text
+        if name == "initiator.SessionAckSend":  # 3.1.5.8.2 on the initiator: its own AckWaitTimeout / 2
+            # (the AckTimeout it sends, 3.1.5.3.2); the UserMessage Packets it receives (OrderAck
+            # Packets) are express, so RecoverableAckSendTimeout never restarts it (3.1.5.8.7)
+            return ack / 2000, f"the initiator's AckWaitTimeout: AckTimeout {ack} ms {how} / 2"
         if name == "TransactionalAckWait":  # 3.1.2.6: TxOutgoingSequence.ResendInterval
             origin = self.timer_origin.get("ResendInterval", "the harness's")
             return c.resend_intervals[0], f"{origin} first ResendTimerTable entry"
@@ -159,7 +167,7 @@ class WireRun:
         parts = []
         for factor, name in parse_bound(expr):
             seconds, how = self.timer(name)
-            section, side = TIMERS[name]
+            section, side = timer_info(name)
             scale = self.initiator_scale if side == "initiator" else self.acceptor_scale
             total += factor * seconds * scale
             times = "" if factor == 1 else f"{factor:g} x "
@@ -208,8 +216,20 @@ class WireRun:
                 evidence = ""
                 if raw is not None and packet is not None and key not in flat:
                     evidence = hexdump(raw, field_span(raw, key, packet.kind.name))
-                failures.append(Failure(key, expected, observed if present else "<absent>", evidence, written))
+                failures.append(
+                    Failure(
+                        key,
+                        expected,
+                        observed if present else "<absent>",
+                        evidence,
+                        written,
+                        self._matcher(observed, present),
+                    )
+                )
         return failures, not_checked
+
+    def _matcher(self, observed: Any, present: bool) -> Callable[[Any], bool]:
+        return lambda expected: wire_matches(self.resolve(expected), observed, self.sent_value, present)
 
     def observe_then(self) -> tuple[list[Failure], list[str]]:
         """The differences of the case's ``then``, and what of it was not checked (with why)."""

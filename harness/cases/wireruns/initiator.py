@@ -487,7 +487,13 @@ class InitiatorRun(WireRun):
         if "ConnectionHistory" in want and not wire_matches(want["ConnectionHistory"], got.get("ConnectionHistory")):
             written = want["ConnectionHistory"]
             failures.append(
-                Failure(f"{where}.ConnectionHistory", unwrap(written), got.get("ConnectionHistory"), raw=written)
+                Failure(
+                    f"{where}.ConnectionHistory",
+                    unwrap(written),
+                    got.get("ConnectionHistory"),
+                    raw=written,
+                    matcher=lambda e: wire_matches(e, got.get("ConnectionHistory")),
+                )
             )
         if "OutgoingMessagePositions" in want:
             table = list(got.get("OutgoingMessagePositions") or [])
@@ -518,7 +524,16 @@ class InitiatorRun(WireRun):
         failures = []
         for key in ("connections", "max_in_flight", "pings", "ping_responses", "delivered", "violations"):
             if key in tp and not wire_matches(tp[key], observed.get(key), present=key in observed):
-                failures.append(Failure(f"peer.{key}", unwrap(tp[key]), observed.get(key, "<absent>"), raw=tp[key]))
+                value, present = observed.get(key), key in observed
+                failures.append(
+                    Failure(
+                        f"peer.{key}",
+                        unwrap(tp[key]),
+                        observed.get(key, "<absent>"),
+                        raw=tp[key],
+                        matcher=lambda e, v=value, p=present: wire_matches(e, v, present=p),
+                    )
+                )
         kinds: dict[str, int] = {}
         for conn in connections:
             for d, data in conn:
