@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.report.results import CaseResult, Outcome, StepFailure
+from packets.paths import display_value
 
 __all__ = [
     "LABELS",
@@ -48,6 +49,7 @@ LABELS: tuple[str, ...] = (
     "value",
     "expected",
     "observed",
+    "readings",
     "target said",
 )
 _LONG = 100  # an expected or observed value longer than this is shortened (the evidence shows it whole)
@@ -72,10 +74,12 @@ def _default(value: Any) -> Any:
 _BRIEF = re.compile(r"\.\.\. \((\d+) chars\)$")  # harness.cases.wire.brief's mark of a cut value
 
 
-def show_value(value: Any, limit: int = _LONG) -> str:
+def show_value(value: Any, limit: int = _LONG, field: str = "") -> str:
     """An expected or observed value as compact JSON, a long one cut to ``limit`` characters
-    with its full length said (``"0000000000000000... (1024 chars)"``)."""
-    text = _json(value)
+    with its full length said (``"0000000000000000... (1024 chars)"``); an integer of a packet
+    field the spec writes in hex (``field``: its spec path) in hex beside its decimal,
+    ``0x524F494C (1380927820)`` (packets.paths.display_value)."""
+    text = display_value(field, value, _json)
     if len(text) <= limit:
         return text
     if isinstance(value, str):
@@ -117,6 +121,25 @@ class Explanation:
     observed: Any = None
     said: str = ""  # what the target said: an adapter's error text, how a wait was bounded
     evidence: str = ""  # the annotated hex dump of a wire case's packet
+    # an expectation of an interpretation's readings (harness.cases.grading): its id, the reading
+    # the observed value is ("" when none), each reading {name, expected, reading, matched}
+    interpretation: str = ""
+    reading: str = ""
+    readings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def readings_text(self) -> str:
+        """Each reading of the interpretation with what it gives, the observed one marked."""
+        if not self.readings:
+            return ""
+        lines = [f"{self.interpretation}: the readings the spec allows, and what each gives"]
+        for i, r in enumerate(self.readings):
+            mark = " <- observed" if r.get("matched") else ""
+            checked = " (the reading the corpus checks)" if i == 0 else ""
+            lines.append(f"- {r['name']}{checked}: {r['expected']}{mark}")
+        if not self.reading and not any(r.get("matched") for r in self.readings):
+            lines.append("the observed value is none of them")
+        return "\n".join(lines)
 
     @property
     def compared(self) -> bool:
@@ -125,11 +148,11 @@ class Explanation:
 
     @property
     def expected_text(self) -> str:
-        return show_value(self.expected) if self.compared else ""
+        return show_value(self.expected, field=self.field) if self.compared else ""
 
     @property
     def observed_text(self) -> str:
-        text = show_value(self.observed) if self.compared else ""
+        text = show_value(self.observed, field=self.field) if self.compared else ""
         return text + " (the evidence shows it)" if text.endswith('chars)"') and self.evidence else text
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,6 +177,9 @@ class Explanation:
             "observed_text": self.observed_text,
             "said": self.said,
             "evidence": self.evidence,
+            "interpretation": self.interpretation,
+            "reading": self.reading,
+            "readings": self.readings,
             "rows": [[label, text] for label, text in rows(self)],
         }
 
@@ -201,6 +227,9 @@ def _of_failure(result: CaseResult, f: StepFailure) -> Explanation:
         observed=f.observed,
         said=_said(f),
         evidence=f.evidence,
+        interpretation=f.interpretation,
+        reading=f.reading,
+        readings=[dict(r) for r in f.readings],
     )
 
 
@@ -272,6 +301,8 @@ def rows(e: Explanation) -> list[tuple[str, str]]:
         out.append(("value", e.field))
         out.append(("expected", e.expected_text))
         out.append(("observed", e.observed_text))
+    if e.readings:
+        out.append(("readings", e.readings_text))
     if e.said:
         out.append(("target said", e.said))
     return out

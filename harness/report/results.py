@@ -76,6 +76,11 @@ class StepFailure:
     quote: str = ""  # that requirement's sentence, as cases/requirements.yaml quotes the spec
     inputs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the step's arguments, as the case wrote them
     line: int = 0  # line of the step in the case file (0: the case's line)
+    # an expectation of an interpretation's readings (harness.cases.grading): its id, the named
+    # reading the observed value is ("" when none is), and each reading with what it gives
+    interpretation: str = ""
+    reading: str = ""
+    readings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
