@@ -28,8 +28,14 @@ from harness.report.results import CaseResult, Outcome
 READINGS = (Alternative("absent", "the value is absent"), Alternative("any", "the value may be anything"))
 
 
+#: The MUST sentence that frames each interpretation's choice (a value no reading gives fails it).
+FRAMES = {"R-dequeue-undefined": "R-dequeue", "R-peek-position": "R-peek-waiting"}
+
+
 def requirement(rid: str, section: str, quote: str, level: Level = Level.MUST) -> Requirement:
-    return Requirement(rid, section, quote, level, alternatives=READINGS if level is Level.interpretation else ())
+    if level is Level.interpretation:
+        return Requirement(rid, section, quote, level, alternatives=READINGS, frame=FRAMES[rid])
+    return Requirement(rid, section, quote, level)
 
 
 # The requirements the cases of these tests cite: the spec's sentences, verbatim.
@@ -118,6 +124,7 @@ when:
       rMessage: m2
       rPending: {absent: true}
 then:
+  requirement: R-dequeue
   queues:
     q:
       - {message: m1, State: Locked}
@@ -190,13 +197,15 @@ def test_expect_failure_names_step_field_expected_observed_and_section() -> None
     assert "expected m3" in result.detail and "observed m2" in result.detail
 
 
-def test_failure_section_is_the_one_defining_the_event_else_the_first() -> None:
+def test_failure_section_is_the_one_of_the_requirement_the_step_renders() -> None:
     _, result = run_one(BASE.replace("rMessage: m2", "rMessage: m3"))
     [f] = result.failures
     assert (f.step, f.field, f.section, f.requirement) == (1, "rMessage", "MS-MQDMPR 3.1.7.1.10", "R-dequeue")
     case = one(BASE)
-    assert step_section(case, "purge_queue") == "MS-MQDMPR 3.1.7.3.2"  # not cited: the first
-    assert step_section(case, "purge_queue", "R-dequeue") == "MS-MQDMPR 3.1.7.1.10"
+    # each step: the requirement the case cites in its event's section, never the first citation
+    assert step_section(case, case.when[0]) == "MS-MQDMPR 3.1.7.3.2"
+    assert step_section(case, case.when[1]) == "MS-MQDMPR 3.1.7.1.10"
+    assert step_section(case, None) == "MS-MQDMPR 3.1.7.1.10"  # then.requirement: R-dequeue
 
 
 def test_any_of_and_absent_failures() -> None:
@@ -217,7 +226,8 @@ def test_then_positions_must_match_exactly_in_order() -> None:
     [f] = result.failures
     assert (f.step, f.event, f.field) == (-1, "then", "queues.q")
     assert f.expected == ["m1:Locked"] and f.observed == ["m1:Locked", "m3:Available"]
-    assert (f.section, f.requirement, f.level) == ("MS-MQDMPR 3.1.7.3.2", "R-seek", "MUST")  # the first reference
+    # then.requirement, not the case's first reference (R-seek)
+    assert (f.section, f.requirement, f.level) == ("MS-MQDMPR 3.1.7.1.10", "R-dequeue", "MUST")
     swapped = BASE.replace(
         "      - {message: m1, State: Locked}\n      - {message: m3, State: Available, Priority: 1}\n",
         "      - {message: m3, State: Available}\n      - {message: m1, State: Locked}\n",
