@@ -402,8 +402,8 @@ def render_failure(result: CaseResult, headline: str) -> str:
         lines.append(f"      section:  {f.section or '-'}")
         lines.append(f"      requirement: {f.requirement or '-'} ({f.level})")
         lines.append(f"      value:    {f.field}")
-        lines.append(f"      expected: {format_value(f.expected)}")
-        lines.append(f"      observed: {format_value(f.observed)}")
+        lines.append(f"      expected: {format_value(f.expected, f.field)}")
+        lines.append(f"      observed: {format_value(f.observed, f.field)}")
         lines.extend(_explained(result, f))
         if f.evidence:
             lines.append("      evidence:")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from construct import Container
 
-from packets.fields import BitFlags, FlagsField, Header, Int8ul, Int32ul, header_parser
+from packets.fields import BitFlags, FlagsField, Header, Hex8ul, Hex32ul, Int32ul, header_parser
 from packets.layout import fast_form_of
 
 SECTION = "MS-MQMQ 2.2.19.1"
@@ -46,10 +46,10 @@ class BaseHeaderFlags(BitFlags):
 
 
 BaseHeader = Header(
-    "VersionNumber" / Int8ul,
-    "Reserved" / Int8ul,
+    "VersionNumber" / Hex8ul,
+    "Reserved" / Hex8ul,
     "Flags" / FlagsField(BaseHeaderFlags),
-    "Signature" / Int32ul,
+    "Signature" / Hex32ul,
     "PacketSize" / Int32ul,
     "TimeToReachQueue" / Int32ul,
 )

@@ -38,6 +38,11 @@ __all__ = [
     "FlagsField",
     "Guid",
     "Header",
+    "Hex8ul",
+    "Hex16ul",
+    "Hex32ul",
+    "Hex64ul",
+    "HexField",
     "Int8ul",
     "Int16ul",
     "Int32ul",
@@ -53,6 +58,20 @@ Int8ul = c.Int8ul
 Int16ul = c.Int16ul
 Int32ul = c.Int32ul
 Int64ul = c.Int64ul
+
+
+class HexField(c.FormatField):
+    """An unsigned little-endian integer the spec writes in hexadecimal: a signature, a version,
+    a code, an identifier, a reserved word (``BaseHeader.Signature`` 0x524F494C).  It parses,
+    builds and generates exactly as its ``Int*ul`` twin; only its display differs: reports show
+    its values in hex (packets.paths.display_value).  A count, a size, a time or a sequence
+    number stays an ``Int*ul``."""
+
+
+Hex8ul = HexField("<", "B")
+Hex16ul = HexField("<", "H")
+Hex32ul = HexField("<", "L")
+Hex64ul = HexField("<", "Q")
 
 
 def pad4(n: int) -> int:

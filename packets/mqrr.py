@@ -24,6 +24,8 @@ from packets.fields import (
     Data,
     FlagsField,
     Header,
+    Hex16ul,
+    Hex32ul,
     Int16ul,
     Int32ul,
     Pad,
@@ -92,8 +94,8 @@ def _wchars(key: str) -> Any:
 
 
 SRMPEnvelopeHeader = Header(
-    "HeaderId" / Int16ul,
-    "Reserved" / Default(Int16ul, 0),
+    "HeaderId" / Hex16ul,
+    "Reserved" / Default(Hex16ul, 0),
     # "the length of the data in the Data field", the Data being WCHARs with their NUL: read
     # as a WCHAR count, like SoapHeader.HeaderDataLength ([MS-MQMQ] 2.2.20.7).
     "DataLength" / Default(Int32ul, _wchars("Data")),
@@ -105,8 +107,8 @@ SRMP_ENVELOPE_HEADER = header_parser("SRMPEnvelopeHeader", SRMPEnvelopeHeader)
 
 
 CompoundMessageHeader = Header(
-    "HeaderId" / Int16ul,
-    "Reserved" / Default(Int16ul, 0),
+    "HeaderId" / Hex16ul,
+    "Reserved" / Default(Hex16ul, 0),
     "HTTPBodySize" / Default(Int32ul, lambda ctx: len(ctx.get("Data") or b"")),
     "MsgBodySize" / Int32ul,
     "MsgBodyOffset" / Int32ul,
@@ -341,8 +343,8 @@ def check_dead_letter_header(headers: Container) -> Iterator[tuple[str, str, str
 ExtendedAddressHeader = Header(
     "HeaderSize" / Default(Int32ul, EXTENDED_ADDRESS_HEADER_SIZE),
     "AddressLength" / Int16ul,
-    "AddressType" / Int16ul,
-    "AddressScope" / Default(Int32ul, 0),
+    "AddressType" / Hex16ul,
+    "AddressScope" / Default(Hex32ul, 0),
     "Address" / Default(c.Bytes(16), bytes(16)),
 )
 EXTENDED_ADDRESS_HEADER = header_parser("ExtendedAddressHeader", ExtendedAddressHeader)

@@ -23,6 +23,8 @@ from packets.fields import (
     FlagsField,
     Guid,
     Header,
+    Hex16ul,
+    Hex32ul,
     Int16ul,
     Int32ul,
     Pad,
@@ -40,11 +42,11 @@ SESSION_HEADER_SECTION = "MS-MQMQ 2.2.20.4"
 SessionHeader = Header(
     "AckSequenceNumber" / Int16ul,
     "RecoverableMsgAckSeqNumber" / Int16ul,
-    "RecoverableMsgAckFlags" / Int32ul,
+    "RecoverableMsgAckFlags" / Hex32ul,
     "UserMsgSequenceNumber" / Int16ul,
     "RecoverableMsgSeqNumber" / Int16ul,
     "WindowSize" / Int16ul,
-    "Reserved" / Int16ul,
+    "Reserved" / Hex16ul,
 )
 SESSION_HEADER = header_parser("SessionHeader", SessionHeader)
 
@@ -288,7 +290,7 @@ class DebugHeaderFlags(BitFlags):
 
 DebugHeader = Header(
     "Flags" / FlagsField(DebugHeaderFlags),
-    "Reserved" / Default(Int16ul, 0),
+    "Reserved" / Default(Hex16ul, 0),
     "QueueIdentifier" / If(flag(this.Flags, DebugHeaderFlags, "QT") == 1, Guid),
 )
 DEBUG_HEADER = header_parser("DebugHeader", DebugHeader)
@@ -326,12 +328,12 @@ def _wchars_of(key: str) -> Any:
 
 
 SoapHeader = Header(
-    "HeaderSectionID" / Default(Int16ul, SOAP_HEADER_SECTION_ID),
-    "Reserved" / Default(Int16ul, 0),
+    "HeaderSectionID" / Default(Hex16ul, SOAP_HEADER_SECTION_ID),
+    "Reserved" / Default(Hex16ul, 0),
     "HeaderDataLength" / Default(Int32ul, _wchars_of("Header")),
     "Header" / If(this.HeaderDataLength > 0, Utf16z(this.HeaderDataLength * 2)),
-    "BodySectionID" / Default(Int16ul, SOAP_BODY_SECTION_ID),
-    "Reserved1" / Default(Int16ul, 0),
+    "BodySectionID" / Default(Hex16ul, SOAP_BODY_SECTION_ID),
+    "Reserved1" / Default(Hex16ul, 0),
     "BodyDataLength" / Default(Int32ul, _wchars_of("Body")),
     "Body" / If(this.BodyDataLength > 0, Utf16z(this.BodyDataLength * 2)),
     # 2.2.20.7 states no padding, but 2.2.19.1 keeps every header on a 4-byte boundary
@@ -401,8 +403,8 @@ def _address_header_size(ctx: Any) -> int:
 MQFAddressHeader = Header(
     "_start" / Tell,
     "HeaderSize" / Default(Int32ul, _address_header_size),
-    "HeaderID" / Int16ul,
-    "Reserved" / Default(Int16ul, 0),
+    "HeaderID" / Hex16ul,
+    "Reserved" / Default(Hex16ul, 0),
     "ElementCount" / Default(Int32ul, reads_own_fields(lambda ctx: len(ctx.get("FormatNameList") or []))),
     "FormatNameList" / FORMAT_NAME_LIST,
     "_end" / Tell,
@@ -413,8 +415,8 @@ MQF_ADDRESS_HEADER = header_parser("MQFAddressHeader", MQFAddressHeader)
 
 
 MQFSignatureHeader = Header(
-    "ID" / Default(Int16ul, MQF_SIGNATURE_ID),
-    "Reserved" / Default(Int16ul, 0),
+    "ID" / Default(Hex16ul, MQF_SIGNATURE_ID),
+    "Reserved" / Default(Hex16ul, 0),
     "Size" / Default(Int32ul, lambda ctx: len(ctx.get("Signature") or b"")),
     "Signature" / Data(this.Size),
 )

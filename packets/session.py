@@ -28,9 +28,10 @@ from packets.fields import (
     Guid,
     Header,
     HeaderParser,
+    Hex16ul,
+    Hex64ul,
     Int16ul,
     Int32ul,
-    Int64ul,
     header_parser,
 )
 from packets.layout import PacketKind, Slot, always
@@ -139,7 +140,7 @@ class InternalHeaderFlags(BitFlags):
 
 
 InternalHeader = Header(
-    "Reserved" / Int16ul,
+    "Reserved" / Hex16ul,
     "Flags" / FlagsField(InternalHeaderFlags),
 )
 INTERNAL_HEADER = header_parser("InternalHeader", InternalHeader)
@@ -151,7 +152,7 @@ INTERNAL_HEADER = header_parser("InternalHeader", InternalHeader)
 ConnectionParametersHeader = Header(
     "RecoverableAckTimeout" / Int32ul,
     "AckTimeout" / Int32ul,
-    "Reserved" / Int16ul,
+    "Reserved" / Hex16ul,
     "WindowSize" / Int16ul,
 )
 CONNECTION_PARAMETERS_HEADER = header_parser("ConnectionParametersHeader", ConnectionParametersHeader)
@@ -180,7 +181,7 @@ EstablishConnectionHeader = Header(
     "ServerGuid" / Guid,
     "TimeStamp" / Int32ul,
     "OperatingSystem" / FlagsField(OperatingSystemFlags),
-    "Reserved" / Int16ul,
+    "Reserved" / Hex16ul,
     "Padding" / Default(Data(PADDING_SIZE), bytes([RESPONSE_PADDING_BYTE]) * PADDING_SIZE),
 )
 ESTABLISH_CONNECTION_HEADER = header_parser("EstablishConnectionHeader", EstablishConnectionHeader)
@@ -190,7 +191,7 @@ ESTABLISH_CONNECTION_HEADER = header_parser("EstablishConnectionHeader", Establi
 # 2.2.4.1 OrderAck Body and 2.2.5.1 FinalAck Body (MessagePropertiesHeader.MessageBody)
 
 OrderAckBody = Header(
-    "TxSequenceID" / Int64ul,  # [MS-MQMQ] 2.2.18.1.2: Ordinal (low u32), TimeStamp (high u32)
+    "TxSequenceID" / Hex64ul,  # [MS-MQMQ] 2.2.18.1.2: Ordinal (low u32), TimeStamp (high u32)
     "TxSequenceNumber" / Int32ul,
     "TxPreviousSequenceNumber" / Int32ul,
     "Reserved" / Default(Data(20), b"\0" * 20),
@@ -198,7 +199,7 @@ OrderAckBody = Header(
 ORDER_ACK_BODY = header_parser("OrderAckBody", OrderAckBody)
 
 FinalAckBody = Header(
-    "TxSequenceID" / Int64ul,
+    "TxSequenceID" / Hex64ul,
     "TxSequenceNumber" / Int32ul,
     "TxPreviousSequenceNumber" / Int32ul,
     "SourceGUID" / Guid,
@@ -227,7 +228,7 @@ class PingFlags(BitFlags):
 
 PingPacket = Header(
     "Flags" / FlagsField(PingFlags),
-    "Signature" / Int16ul,
+    "Signature" / Hex16ul,
     "Cookie" / Int32ul,
     "QMGuid" / Guid,
 )

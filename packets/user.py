@@ -24,6 +24,8 @@ from packets.fields import (
     FlagsField,
     Guid,
     Header,
+    Hex16ul,
+    Hex32ul,
     Int16ul,
     Int32ul,
     Pad,
@@ -131,7 +133,7 @@ class Utf16Terminated(c.Construct):
 
 
 PrivateQueueFormatNameId = Header(
-    "PrivateQueueIdentifier" / Int32ul,
+    "PrivateQueueIdentifier" / Hex32ul,
 )
 """[MS-MQMQ] 2.2.18.1.5.1."""
 
@@ -159,7 +161,7 @@ PrivateQueueFormatName = Header(
     "_at" / Tell,
     "_pad" / Pad((4 - this._at % 4) % 4),
     "SourceQueueManager" / Guid,
-    "PrivateQueueIdentifier" / Int32ul,
+    "PrivateQueueIdentifier" / Hex32ul,
 )
 """[MS-MQMQ] 2.2.18.1.7.2."""
 
@@ -190,7 +192,7 @@ class FormatType(IntEnum):
 
 
 MQFFormatNameElement = Header(
-    "FormatType" / Int16ul,
+    "FormatType" / Hex16ul,
     "FormatName"
     / Switch(
         this.FormatType,

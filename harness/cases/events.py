@@ -7,15 +7,22 @@ them name an object of the case (a queue, an open descriptor, a cursor, a transa
 position by its message's id, ...).  The pseudo-events (:data:`PSEUDO_EVENTS`) are the reference
 target's handles on what the spec leaves to the implementation: its clock, the final result of a
 blocked read, a queue's ADM attributes.  The case loader checks events and arguments against this
-registry, and the reference target raises events and resolves their arguments from it.
+registry, and the reference target raises events and resolves their arguments from it: a
+string argument becomes the enumeration member the event's *declared* parameter type names
+(``iSeekDirection: Backward`` -> ``SeekDirection.Backward``), the type annotated on the method
+of the class that defines the event (the reference model's, for an event a plugin's subclass
+overrides: an override needs no annotations of its own).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 __all__ = ["ARG_KINDS", "PSEUDO_EVENTS", "SpecEvent", "event_section", "spec_events"]
@@ -56,12 +63,14 @@ _SECTION_DOC = re.compile(r"^(\d+\.\d+(?:\.\d+)+) ")
 @dataclass(frozen=True)
 class SpecEvent:
     """One event: its name, the [MS-MQDMPR] section that defines it ("" for a pseudo-event), the
-    ADM element whose method raises it, and its arguments by the spec's names."""
+    ADM element whose method raises it, its arguments by the spec's names and their declared
+    types (from the method that defines the event, never an override's)."""
 
     name: str
     section: str
     owner: str  # "QueueManager", "Cursor" or "target"
     parameters: tuple[str, ...]
+    types: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def kind_of(self, argument: str) -> str | None:
         return ARG_KINDS.get(argument)
@@ -76,13 +85,30 @@ def _spec_methods(cls: type) -> Iterator[tuple[str, str, Callable[..., Any]]]:
             yield name, m.group(1), fn
 
 
+def _declared_types(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The parameter types ``fn`` declares; one annotation that does not resolve (a name imported
+    for type checking only) leaves that parameter out, not the others."""
+    notes = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k != "return"}
+    try:
+        return typing.get_type_hints(SimpleNamespace(__annotations__=notes, __globals__=fn.__globals__))
+    except Exception:
+        pass
+    out: dict[str, Any] = {}
+    for name, note in notes.items():
+        with contextlib.suppress(Exception):
+            one = SimpleNamespace(__annotations__={name: note}, __globals__=fn.__globals__)
+            out[name] = typing.get_type_hints(one)[name]
+    return out
+
+
 _CACHE: dict[tuple[type | None, type | None], dict[str, SpecEvent]] = {}
 
 
 def spec_events(qm_class: type | None = None, cursor_class: type | None = None) -> dict[str, SpecEvent]:
     """Every event of the model (a QueueManager and Cursor class; the reference's by default),
     then the pseudo-events.  The base classes' events count even when a subclass overrides one
-    without the docstring; a Cursor event takes ``cursor`` first."""
+    without the docstring; a Cursor event takes ``cursor`` first.  An event's types are those
+    its defining class declares (the reference model's, when the subclass overrides it)."""
     from harness.model import Cursor, QueueManager
 
     cached = _CACHE.get((qm_class, cursor_class))
@@ -102,7 +128,9 @@ def spec_events(qm_class: type | None = None, cursor_class: type | None = None) 
                     for p in list(inspect.signature(fn).parameters.values())[1:]
                     if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
                 ]
-                events[name] = SpecEvent(name, f"MS-MQDMPR {section}", owner, (*extra, *names))
+                defined = events.get(name)
+                types = defined.types if defined is not None and defined.owner == owner else _declared_types(fn)
+                events[name] = SpecEvent(name, f"MS-MQDMPR {section}", owner, (*extra, *names), types)
     for name, params in PSEUDO_EVENTS.items():
         events.setdefault(name, SpecEvent(name, "", "target", params))
     _CACHE[(qm_class, cursor_class)] = events

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from harness.report.explain import Explanation, explain, explanation_lines, show_value
 from harness.report.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure
+from packets.paths import display_value
 
 __all__ = [
     "BAD_OUTCOMES",
@@ -90,8 +91,14 @@ def sections_by_document(run: RunResult) -> list[tuple[str, list[tuple[str, Coun
     return list(groups.items())
 
 
-def format_value(value: Any) -> str:
-    """An expected or observed value as compact JSON (``"MQ_OK"``, ``{"any_of": [...]}``)."""
+def format_value(value: Any, field: str = "") -> str:
+    """An expected or observed value as compact JSON (``"MQ_OK"``, ``{"any_of": [...]}``), an
+    integer of a packet field the spec writes in hex (``field``: its spec path) in hex beside
+    its decimal (packets.paths.display_value)."""
+    return display_value(field, value, _json_text)
+
+
+def _json_text(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, sort_keys=False, default=_json_default)
     except (TypeError, ValueError):
@@ -117,7 +124,8 @@ def failure_line(failure: StepFailure) -> str:
     observed "m3"`` (a long value cut, harness.report.explain.show_value)."""
     where = "then" if failure.step < 0 else f"step {failure.step} ({failure.event})"
     limit = 60 if failure.evidence else 100  # the evidence below shows the value whole
-    expected, observed = show_value(failure.expected, limit), show_value(failure.observed, limit)
+    expected = show_value(failure.expected, limit, failure.field)
+    observed = show_value(failure.observed, limit, failure.field)
     text = f"{where}: {failure.field} expected {expected}, observed {observed}"
     tag = requirement_tag(failure)
     return f"{tag}: {text}" if tag else text
@@ -254,9 +262,9 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
                     line.append(requirement_tag(f) or "-", style="cyan")
                     line.append(f"  {'then' if f.step < 0 else f'step {f.step} ({f.event})'}: {f.field} ")
                     line.append("expected ", style="dim")
-                    line.append(show_value(f.expected), style="green")
+                    line.append(show_value(f.expected, field=f.field), style="green")
                     line.append(", observed ", style="dim")
-                    line.append(show_value(f.observed), style="red")
+                    line.append(show_value(f.observed, field=f.field), style="red")
                     console.print(line)
                 for text in explanation_lines(e, _DETAIL_INDENT, max(60, console.width)):
                     label, colon, rest = text.partition(":")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.cases.loader import load_text
+from harness.cases.loader import load_paths, load_text
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
 from harness.cases.runner import ConfigurationError, run, run_case
 from harness.cases.target import Target, TargetError, TargetInfo
@@ -291,6 +291,30 @@ def test_a_queue_manager_subclass_plugin_runs_behind_the_reference_target() -> N
     assert broken.outcome is Outcome.failed
     assert (broken.failures[0].expected, broken.failures[0].observed) == ("m2", "m1")
     assert (broken.failures[0].requirement, broken.failures[0].level) == ("T-SEEK-HEAD", "MUST")
+
+
+class UnannotatedSeekQueueManager(QueueManager):
+    """A correct alternative implementation whose override carries no annotations: it must be
+    called with the types the spec event declares (harness.cases.events), not with strings."""
+
+    directions: list[object] = []  # every iSeekDirection it was called with
+
+    def seek_available_message_position(
+        self, iInitialPosition, iQueue, iPeekOperation, iSeekDirection=SeekDirection.Forward
+    ):
+        type(self).directions.append(iSeekDirection)
+        assert isinstance(iSeekDirection, SeekDirection), f"a {type(iSeekDirection).__name__}, not a SeekDirection"
+        return super().seek_available_message_position(iInitialPosition, iQueue, iPeekOperation, iSeekDirection)
+
+
+def test_a_plugin_override_without_annotations_gets_the_spec_events_types() -> None:
+    cases = load_paths([ROOT / "cases" / "mqdmpr" / "seek"])
+    reference = run(cases, "reference").results
+    UnannotatedSeekQueueManager.directions.clear()
+    plugin = run(cases, f"plugin:{__name__}:UnannotatedSeekQueueManager").results
+    assert [(r.case_id, r.outcome, r.failures) for r in plugin] == [(r.case_id, r.outcome, []) for r in reference]
+    assert not [r.detail for r in plugin if r.outcome is not Outcome.passed]
+    assert set(UnannotatedSeekQueueManager.directions) == {SeekDirection.Forward, SeekDirection.Backward}
 
 
 def test_a_crashing_or_hanging_plugin_fails_only_its_case() -> None:

@@ -109,3 +109,51 @@ def test_set_field_of_what_get_field_reads_builds_the_same_bytes(seed: Path) -> 
             if present and type(value) is int and span is not None and span[1] - span[0] in (1, 2, 4, 8):
                 assert int.from_bytes(data[span[0] : span[1]], "little") == value, path
     assert packets.build(headers) == data
+
+
+# --- hex or decimal, from the construct definitions (packets.paths.hex_digits, display_value) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "digits"),
+    [
+        ("BaseHeader.Signature", 8),  # a HexField
+        ("BaseHeader.VersionNumber", 2),
+        ("UserMessage.BaseHeader.Signature", 8),  # a leading packet kind
+        ("BaseHeader.Flags", 4),  # a flag word, at its width
+        ("UserHeader.Flags", 8),
+        ("EstablishConnectionHeader.OperatingSystem.RE", 2),  # a sub-field of a byte
+        ("SubqueueHeader.AcknowledgementClass", 4),  # a Computed read out of an unnamed flag word
+        ("UserHeader.DestinationQueue.PrivateQueueIdentifier", 8),  # through a Switch
+        ("MultiQueueFormatHeader.Destination.FormatNameList.0.FormatType", 4),  # through an element list
+        ("Ping.Signature", 4),  # the kind names the header
+        ("body.TxSequenceID", 16),
+        ("BaseHeader.Flags.PR", 0),  # sub-fields narrower than a byte
+        ("BaseHeader.Flags.IN", 0),
+        ("InternalHeader.Flags.PT", 0),
+        ("BaseHeader.PacketSize", 0),  # sizes, counts, times, sequence numbers
+        ("BaseHeader.TimeToReachQueue", 0),
+        ("ConnectionParametersHeader.AckTimeout", 0),
+        ("SessionHeader.AckSequenceNumber", 0),
+        ("EstablishConnectionHeader.ServerGuid", 0),
+        ("BaseHeader.NoSuchField", 0),
+        ("rMessagePosition", 0),  # not a packet field
+        ("queues.q[1].State", 0),
+    ],
+)
+def test_hex_digits_come_from_the_definitions(path: str, digits: int) -> None:
+    assert packets.paths.hex_digits(path) == digits
+
+
+def test_display_value() -> None:
+    show = packets.paths.display_value
+    assert show("BaseHeader.Signature", 0x524F494C) == "0x524F494C (1380927820)"
+    assert show("BaseHeader.VersionNumber", 0x10) == "0x10 (16)"
+    assert show("InternalHeader.Reserved", 0) == "0x0000"  # hex and decimal agree below 10
+    assert show("BaseHeader.Flags", 0x0103) == "0x0103 (PR=3, TR=1)"
+    assert show("EstablishConnectionHeader.OperatingSystem", 0x0110) == "0x0110 (RE=0x10, SE=1)"
+    assert show("BaseHeader.Flags", {"PR": 3}, repr) == "{'PR': 3}"  # a flag word by its sub-fields
+    assert show("BaseHeader.Signature", {"not": 0}, repr) == "{'not': 0x00000000}"
+    assert show("BaseHeader.Signature", True) == "True" and show("BaseHeader.Signature", "x", repr) == "'x'"
+    assert show("BaseHeader.Flags.PR", 3) == "3" and show("BaseHeader.PacketSize", 572) == "572"
+    assert show("", 16) == "16"

@@ -46,7 +46,7 @@ def test_case_from_a_bad_signature_session_fails_on_the_signature_then_passes_wi
     capsys.readouterr()
     assert cli_main(["run", str(case_path)]) == 1
     out = capsys.readouterr().out
-    assert "BaseHeader.Signature expected 1380927820, observed 1279872850" in out
+    assert "BaseHeader.Signature expected 0x524F494C (1380927820), observed 0x4C494F52 (1279872850)" in out
     del case["given"]["peer"]["behaviour"]
     case_path.write_text(yaml.safe_dump(case, sort_keys=False))
     assert cli_main(["run", str(case_path)]) == 0

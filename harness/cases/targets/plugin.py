@@ -2,7 +2,9 @@
 
 Renders the plugin row of the targets table of docs/cases.md: ``Class`` is a subclass of the
 reference ``harness.model.QueueManager`` ([MS-MQDMPR] 3.1.1.1, overriding some of its event
-methods; it runs behind :class:`~harness.cases.targets.reference.ReferenceTarget`), a subclass
+methods; it runs behind :class:`~harness.cases.targets.reference.ReferenceTarget`, which calls an
+override with the arguments typed as the spec event declares them, ``iSeekDirection`` a
+``SeekDirection``, whatever the override annotates: harness.cases.events), a subclass
 of the reference sender ``harness.session.OutgoingQueueProcessing`` ([MS-MQQB] 3.1.7.12; the
 initiator wire cases run it in place of the reference's, against the simulated peer), or any
 class implementing the ``harness.cases.target.Target`` protocol, constructed without arguments.

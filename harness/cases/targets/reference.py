@@ -17,7 +17,6 @@ are due; ``fire_due_timers``), the final result of a blocked read (``read_result
 
 from __future__ import annotations
 
-import functools
 import itertools
 import typing
 import uuid
@@ -82,14 +81,6 @@ RESULT_NAMES: dict[str, str] = {
 }
 
 _SPECIAL = ("Start", "End")
-
-
-@functools.cache
-def _hints(cls: type, name: str) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(getattr(cls, name))
-    except Exception:
-        return {}
 
 
 def _enum_types(hint: Any) -> list[type[Enum]]:
@@ -370,8 +361,11 @@ class ReferenceTarget:
         queues = self.objects["queue"]
         return next(iter(queues.values()), None)
 
-    def _resolve(self, owner: type, event: str, args: dict[str, Any]) -> dict[str, Any]:
-        hints = _hints(owner, event)
+    def _resolve(self, event: str, args: dict[str, Any]) -> dict[str, Any]:
+        """``args`` as the event's method takes them: objects of the case by name, positions,
+        enumerations by the event's declared parameter types (harness.cases.events: the
+        defining method's annotations, never an override's)."""
+        hints = self._events[event].types
         out: dict[str, Any] = {}
         positions: dict[str, str] = {}
         for key, value in args.items():
@@ -425,10 +419,10 @@ class ReferenceTarget:
             raise TargetError("Unsupported", f"no event {name!r}")
         if "cursor" in args and hasattr(Cursor, name):
             cursor = self._lookup("cursor", args.pop("cursor"))
-            kwargs = self._resolve(type(cursor), name, args)
+            kwargs = self._resolve(name, args)
             result = getattr(cursor, name)(**kwargs)
         else:
-            kwargs = self._resolve(type(self.qm), name, args)
+            kwargs = self._resolve(name, args)
             result = getattr(self.qm, name)(**kwargs)
         out = self._translate(name, result)
         if name == "create_transaction" and isinstance(args.get("iTransactionIdentifier"), str):
