@@ -67,6 +67,7 @@ _PurgePending = MessagePositionState.PurgePending
 _Forward = SeekDirection.Forward
 _Backward = SeekDirection.Backward
 _OK = MQStatus.MQ_OK
+_PEEK_ACCESS = (QueueAccessType.PeekAccess, QueueAccessType.PeekAdminAccess)
 
 Resume = Callable[[MQStatus, "MessagePosition | None"], ReadResult]
 PositionSubscriber = Callable[[Queue, MessagePosition], None]
@@ -81,19 +82,34 @@ class QueueManager:
     """QueueManager ADM element (3.1.1.1) and the MS-MQDMPR events, one method per event.
 
     Python-only configuration: ``position_list_factory`` (the MessagePositionList
-    implementation), ``cursor_factory``, ``WAIT_FAILED_STATUS`` (the MQ code a "Failed" Wait For
-    New Message maps to: interpretation DMPR-3.1.7.3.1-FAILED-STATUS, reading io-timeout) and the
-    subscriber lists ``message_position_available_subscribers``
-    (callables ``(iQueue, iPosition)``, e.g. MS-MQQB 3.1.7.12), ``message_position_deleted_
-    subscribers`` (``(iQueue, iPosition, iReason)``) and ``send_user_message_subscribers``
-    (``(iPosition, iMessagePosition)``, the Send User Message Wrapper of 3.1.7.3.9).
+    implementation), ``cursor_factory``, the subscriber lists
+    ``message_position_available_subscribers`` (callables ``(iQueue, iPosition)``, e.g. MS-MQQB
+    3.1.7.12), ``message_position_deleted_subscribers`` (``(iQueue, iPosition, iReason)``) and
+    ``send_user_message_subscribers`` (``(iPosition, iMessagePosition)``, the Send User Message
+    Wrapper of 3.1.7.3.9).
+
+    Where the spec is silent or contradicts itself (an ``interpretation`` requirement of
+    cases/requirements.yaml), the reading the model takes is one overridable hook, named after
+    what it decides and citing the requirement: the class attributes ``WAIT_FAILED_STATUS``,
+    ``LOOKUP_WITHOUT_MESSAGE_STATUS``, ``PEEK_PAST_DENY_RECEIVE_STATUS`` and the methods of the
+    "readings" block below (examples/readings renders the other readings through them).
     """
 
     position_list_factory: Callable[[Queue | None], MessagePositionList] = (
         IndexedMessagePositionList
     )
     cursor_factory: Callable[[QueueManager], Cursor] = Cursor
+    #: The MQ status of a read whose Wait For New Message is Failed (iTimeout <= 0, 3.1.7.3.1):
+    #: interpretation DMPR-3.1.7.3.1-FAILED-STATUS, reading io-timeout.
     WAIT_FAILED_STATUS = MQStatus.MQ_ERROR_IO_TIMEOUT
+    #: rStatus of Read Message By Lookup Identifier (3.1.7.1.13) when its seek returned End or
+    #: Start with MQ_OK (no message): interpretation DMPR-3.1.7.1.13-END, reading not-found (MQ_OK
+    #: gives ok-without-message: rMessage is None).
+    LOOKUP_WITHOUT_MESSAGE_STATUS = MQStatus.MQ_ERROR_MESSAGE_NOT_FOUND
+    #: rStatus of Open Queue (3.1.7.1.5) for a PeekAccess or PeekAdminAccess open with DenyNone
+    #: while a descriptor holds the queue with ReceiveAccess and DenyReceive: interpretation
+    #: DMPR-3.1.7.1.5-SHARE-PEEK, reading steps-allow-peek (MQ_OK: the open goes on).
+    PEEK_PAST_DENY_RECEIVE_STATUS = MQStatus.MQ_OK
 
     def __init__(
         self,
@@ -143,6 +159,7 @@ class QueueManager:
         """A value unique across descriptors and cursors of this queue manager (3.1.1.16, 3.2)."""
         return next(self._handles)
 
+    # ------------------------------------------------------------------ readings (hooks)
     def message_storage_size(self, message: Message) -> int:
         """Bytes a message consumes for TotalBytes and quotas (3.1.7.2.1-2): body + extension.
 
@@ -151,16 +168,96 @@ class QueueManager:
         """
         return len(message.Body) + len(message.Extension)
 
-    def cursorless_initial_position(self, iQueue: Queue) -> MessagePosition:
+    def storage_added_when_available(self, iQueue: Queue, iPosition: MessagePosition) -> int:
+        """Bytes Message Position Available (3.1.7.2.2) adds to iQueue.TotalBytes.
+
+        Interpretation DMPR-3.1.7.2.2-TOTALBYTES: the model takes adds-again (the message's
+        storage, each time, also for a Locked position that becomes Available again and was
+        never decremented); counted-once adds nothing for a message already counted.
+        """
+        message = iPosition.MessageReference
+        return self.message_storage_size(message) if message is not None else 0
+
+    def cursorless_initial_position(self, iQueue: Queue, iPeekOperation: bool = False) -> MessagePosition:
         """Initial position of a seek for a read without a cursor (3.1.7.1.10, 3.1.7.1.15).
 
         The spec passes MessagePositionList.Head, but Seek Available Message Position starts
         at iInitialPosition.Next, which would skip the first message; the model passes Start,
         which makes the walk begin at Head. Override to render the literal reading.
-        Interpretations DMPR-3.1.7.1.10-HEAD (receive) and DMPR-3.1.7.1.15-HEAD (peek): the model
-        takes the reading from-head; the literal one is after-head.
+        Interpretations DMPR-3.1.7.1.10-HEAD (receive, ``iPeekOperation`` False) and
+        DMPR-3.1.7.1.15-HEAD (peek, True): the model takes the reading from-head; the literal one
+        (after-head) passes the Head.
         """
         return iQueue.MessagePositionList.Start
+
+    def forward_seek_from_end(self, iQueue: Queue, iPeekOperation: bool) -> MessagePosition:
+        """What a forward Seek Available Message Position (3.1.7.3.2) from End returns: the walk
+        starts at End.Next, which no section defines.
+
+        Interpretation DMPR-3.1.1.2-END-NEXT: the model takes end-is-end (End.Next is End: End);
+        end-next-is-head walks the list from its Head again.
+        """
+        return iQueue.MessagePositionList.End
+
+    def backward_seek_from_start(self, iQueue: Queue, iPeekOperation: bool) -> MessagePosition:
+        """What a backward Seek Available Message Position (3.1.7.3.2) from Start returns: the
+        walk starts at Start.Previous, which no section defines.
+
+        Interpretation DMPR-3.1.1.2-START-PREVIOUS: the model takes start-is-start
+        (Start.Previous is Start: the walk finds nothing, :meth:`backward_seek_miss`);
+        start-previous-is-tail walks the list from its Tail.
+        """
+        return self.backward_seek_miss(iQueue)
+
+    def backward_seek_miss(self, iQueue: Queue) -> MessagePosition:
+        """What a backward Seek Available Message Position (3.1.7.3.2) that finds no Available
+        position returns.
+
+        Interpretation DMPR-3.1.7.3.2-BWD-START: the model takes returns-start (the walk stops on
+        Start, and its last step returns it); returns-end returns End, as the Return Value says.
+        """
+        return iQueue.MessagePositionList.Start
+
+    def removed_position_origin(self, iQueue: Queue, iPosition: MessagePosition) -> MessagePosition:
+        """Where a seek (3.1.7.3.2) from a position that has left iQueue.MessagePositionList starts
+        (a cursor keeps referencing the position of the message it received, 3.2.7.4).
+
+        Interpretation DMPR-3.1.1.11-REMOVED-NEXT: the model takes keeps-place (the position
+        itself, whose Next is the first position still in the list that followed it);
+        restarts-at-start seeks as from Start.
+        """
+        return iPosition
+
+    def current_receive_unavailable(self, messagePos: MessagePosition) -> tuple[MQStatus, MessagePosition | None]:
+        """(rStatus, rMessagePosition) of Seek Available Message Position With Id (3.1.7.3.3)
+        with SeekCurrent for a receive (iPeekOperation False) whose position is not Available.
+
+        Interpretation DMPR-3.1.7.3.3-CURRENT-RECEIVE: the model takes not-found-or-received (the
+        Deleted and otherwise branches apply to a receive too: Deleted gives
+        MQ_ERROR_MESSAGE_ALREADY_RECEIVED, any other state MQ_ERROR_MESSAGE_NOT_FOUND);
+        ok-without-position leaves rStatus MQ_OK and rMessagePosition unset.
+        """
+        if messagePos.State is _Deleted:
+            return (MQStatus.MQ_ERROR_MESSAGE_ALREADY_RECEIVED, None)
+        return (MQStatus.MQ_ERROR_MESSAGE_NOT_FOUND, None)
+
+    def peek_without_cursor_releases(self, iQueue: Queue, iReader: WaitingMessageReadOperation) -> bool:
+        """Whether a waiting peek without cursor, once Message Position Available (3.1.7.2.2) has
+        satisfied it, lets the processing go on to the next waiting reader (a peek with a cursor
+        generates Release Next Reader, 3.1.7.3.7; 3.1.7.1.15 generates none without one).
+
+        Interpretation DMPR-3.1.7.1.15-RELEASE: the model takes released (True); blocked is False.
+        """
+        return True
+
+    def descriptor_visit_order(self, iQueue: Queue) -> list[OpenQueueDescriptor]:
+        """The order in which Message Position Available (3.1.7.2.2) visits the descriptors of
+        iQueue.OpenQueueDescriptorCollection ("A collection", 3.1.1.2: no order).
+
+        Interpretation DMPR-3.1.7.2.2-DESCRIPTOR-ORDER: the model takes open-order (the order the
+        descriptors were opened); any-order lets the implementation choose.
+        """
+        return list(iQueue.OpenQueueDescriptorCollection)
 
     def new_queue(self, cls: type[Queue] = Queue, Pathname: str = "", **attrs: Any) -> Queue:
         """Python-only: an unattached Queue with its MessagePositionList (for Create Queue)."""
@@ -477,14 +574,15 @@ class QueueManager:
         Receive = QueueAccessType.ReceiveAccess
         DenyReceive = QueueShareMode.DenyReceive
         descs = queueObj.OpenQueueDescriptorCollection
-        # The sharing checks as the steps write them: a PeekAccess open passes a DenyReceive
-        # receiver, although 3.1.1.17 says DenyReceive denies peeking too
-        # (DMPR-3.1.7.1.5-SHARE-PEEK, reading steps-allow-peek).
         if any(d.ShareMode is DenyReceive and d.AccessType is Receive for d in descs):
             if iSharedMode is DenyReceive or (
                 iSharedMode is QueueShareMode.DenyNone and iRequiredAccess is Receive
             ):
                 return (MQStatus.MQ_ERROR_SHARING_VIOLATION, None)
+            # The steps let a peek open through, although 3.1.1.17 says DenyReceive denies
+            # peeking too (DMPR-3.1.7.1.5-SHARE-PEEK: PEEK_PAST_DENY_RECEIVE_STATUS).
+            if iRequiredAccess in _PEEK_ACCESS and self.PEEK_PAST_DENY_RECEIVE_STATUS is not _OK:
+                return (self.PEEK_PAST_DENY_RECEIVE_STATUS, None)
         elif any(
             d.ShareMode is DenyReceive
             and d.AccessType in (QueueAccessType.PeekAccess, QueueAccessType.PeekAdminAccess)
@@ -640,7 +738,7 @@ class QueueManager:
             assert iPosition is not None
         else:
             iPosition = self.seek_available_message_position(
-                self.cursorless_initial_position(iQueue), iQueue, False, _Forward
+                self.cursorless_initial_position(iQueue, False), iQueue, False, _Forward
             )
             if iPosition is iQueue.MessagePositionList.End:
 
@@ -730,10 +828,9 @@ class QueueManager:
         if status is not _OK:
             return ReadResult(status)
         # The seek returned End (or Start, backward) with MQ_OK: the spec then reads an
-        # undefined message; the model reports MQ_ERROR_MESSAGE_NOT_FOUND (interpretation
-        # DMPR-3.1.7.1.13-END, reading not-found).
+        # undefined message (DMPR-3.1.7.1.13-END: LOOKUP_WITHOUT_MESSAGE_STATUS).
         if iPosition is None or iPosition.is_special:
-            return ReadResult(MQStatus.MQ_ERROR_MESSAGE_NOT_FOUND)
+            return ReadResult(self.LOOKUP_WITHOUT_MESSAGE_STATUS)
         if not iPeekOperation:
             if iTransaction is not None:
                 if iTransaction.Identifier is not None:
@@ -812,7 +909,7 @@ class QueueManager:
                 return ReadResult(MQStatus.MQ_ERROR_MESSAGE_ALREADY_RECEIVED)
             return self._peek_wait(iQueueDesc, iQueue, iTimeout, iCursor)
         r = self.seek_available_message_position(
-            self.cursorless_initial_position(iQueue), iQueue, True, _Forward
+            self.cursorless_initial_position(iQueue, True), iQueue, True, _Forward
         )
         if r is iQueue.MessagePositionList.End:
             return self._peek_wait(iQueueDesc, iQueue, iTimeout, None)
@@ -926,25 +1023,26 @@ class QueueManager:
         Readings the model takes where the spec leaves a choice (cases/requirements.yaml):
         - DMPR-3.1.7.2.2-TOTALBYTES, adds-again: TotalBytes is incremented as the step says, also
           for a Locked position that becomes Available again (abort, Dequeue Message End), which
-          was never decremented.
+          was never decremented (:meth:`storage_added_when_available`).
         - DMPR-3.1.7.2.2-DESCRIPTOR-ORDER, open-order: the descriptors are visited in the order
-          they were opened (the order of OpenQueueDescriptorCollection).
+          they were opened (:meth:`descriptor_visit_order`).
         - DMPR-3.1.7.1.15-RELEASE, released: a non-destructive reader never holds processing up
-          (the wait for Release Next Reader is synchronous here), with or without a cursor.
+          (the wait for Release Next Reader is synchronous here), with or without a cursor
+          (:meth:`peek_without_cursor_releases`).
         """
-        message = iPosition.MessageReference
-        size = self.message_storage_size(message) if message is not None else 0
-        # Increment iQueue.TotalBytes (DMPR-3.1.7.2.2-TOTALBYTES: adds-again, even when the
-        # position was Locked and already counted).
+        # Increment iQueue.TotalBytes by the message's storage (DMPR-3.1.7.2.2-TOTALBYTES).
+        size = self.storage_added_when_available(iQueue, iPosition)
         iQueue.TotalBytes += size
         self._total_bytes += size
         iPosition.State = _Available
-        for desc in list(iQueue.OpenQueueDescriptorCollection):
+        for desc in self.descriptor_visit_order(iQueue):
             for iReader in list(desc.WaitingMessageReadOperationCollection):
                 if iReader.done or iReader not in desc.WaitingMessageReadOperationCollection:
                     continue
                 self.waiting_message_read_satisfied(iReader, iPosition)
-                if iReader.DestructiveRead:
+                if iReader.DestructiveRead or (
+                    iReader.CursorReference is None and not self.peek_without_cursor_releases(iQueue, iReader)
+                ):
                     # Discontinue processing; remaining readers stay blocked.
                     self._notify_available(iQueue, iPosition)
                     return
@@ -1046,14 +1144,25 @@ class QueueManager:
         beyond iInitialPosition that is Available (or Locked + AllowPeekWhenLocked for a peek).
         ``harness.model.literal.LiteralQueueManager`` renders the walk step by step.
 
-        Readings taken where the spec leaves a choice (cases/requirements.yaml): End.Next is End
-        (DMPR-3.1.1.2-END-NEXT, end-is-end: a forward seek from End returns End); Start.Previous
-        is Start (DMPR-3.1.1.2-START-PREVIOUS, start-is-start); a backward walk that finds nothing
-        returns Start, not End (DMPR-3.1.7.3.2-BWD-START, returns-start).
+        Readings taken where the spec leaves a choice (cases/requirements.yaml), each a hook:
+        End.Next (DMPR-3.1.1.2-END-NEXT, :meth:`forward_seek_from_end`), Start.Previous
+        (DMPR-3.1.1.2-START-PREVIOUS, :meth:`backward_seek_from_start`), what a backward walk
+        that finds nothing returns (DMPR-3.1.7.3.2-BWD-START, :meth:`backward_seek_miss`) and
+        where a seek from a position no longer in the list starts (DMPR-3.1.1.11-REMOVED-NEXT,
+        :meth:`removed_position_origin`).
         """
         plist = iQueue.MessagePositionList
         assert isinstance(plist, IndexedMessagePositionList)
-        return plist.seek(iInitialPosition, iPeekOperation, iSeekDirection is not _Backward)
+        if not iInitialPosition._in_list and not iInitialPosition._special:
+            iInitialPosition = self.removed_position_origin(iQueue, iInitialPosition)
+        if iSeekDirection is not _Backward:
+            if iInitialPosition is plist.End:
+                return self.forward_seek_from_end(iQueue, iPeekOperation)
+            return plist.seek(iInitialPosition, iPeekOperation, True)
+        if iInitialPosition is plist.Start:
+            return self.backward_seek_from_start(iQueue, iPeekOperation)
+        r = plist.seek(iInitialPosition, iPeekOperation, False)
+        return self.backward_seek_miss(iQueue) if r is plist.Start else r
 
     def seek_available_message_position_with_id(
         self,
@@ -1067,7 +1176,7 @@ class QueueManager:
         SeekCurrent on a position that is neither Available nor (peek and Locked) is resolved
         as: Deleted -> MQ_ERROR_MESSAGE_ALREADY_RECEIVED, otherwise MQ_ERROR_MESSAGE_NOT_FOUND
         (the flattened nesting of the spec leaves the non-peek case without an outcome):
-        interpretation DMPR-3.1.7.3.3-CURRENT-RECEIVE, reading not-found-or-received.
+        interpretation DMPR-3.1.7.3.3-CURRENT-RECEIVE, :meth:`current_receive_unavailable`.
         """
         plist = iQueue.MessagePositionList
         iInitialPosition = plist.find_by_lookup_identifier(iLookupId)
@@ -1086,7 +1195,9 @@ class QueueManager:
         state = messagePos.State
         if state is _Available:
             return (_OK, messagePos)
-        if iPeekOperation and state is _Locked:
+        if not iPeekOperation:  # DMPR-3.1.7.3.3-CURRENT-RECEIVE
+            return self.current_receive_unavailable(messagePos)
+        if state is _Locked:
             message = messagePos.MessageReference
             if message is not None and message.AllowPeekWhenLocked:
                 return (_OK, messagePos)
