@@ -17,7 +17,7 @@ from typing import Any
 from harness.cases.grading import unwrap
 from harness.report.results import StepFailure
 
-__all__ = ["THEN_STEP", "compare_result", "compare_then", "describe", "matches", "values_equal"]
+__all__ = ["THEN_STEP", "compare_result", "compare_then", "describe", "field_matcher", "matches", "values_equal"]
 
 THEN_STEP = -1  # StepFailure.step of a `then` check
 
@@ -72,6 +72,11 @@ def _as_is(failure: StepFailure, expected: Any, matcher: Callable[[Any], bool]) 
 
 def _matcher(observed: Any) -> Callable[[Any], bool]:
     return lambda expected: matches(expected, observed)
+
+
+def field_matcher(result: Mapping[str, Any], name: str) -> Callable[[Any], bool]:
+    """Tests any expectation against the value ``name`` of an event's result (absent: missing)."""
+    return _matcher(result.get(name, _MISSING))
 
 
 def compare_result(

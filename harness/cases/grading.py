@@ -53,6 +53,7 @@ __all__ = [
     "graded_result",
     "processing_requirement",
     "readings_of",
+    "reconcile",
     "requirement_annotations",
     "unwrap",
 ]
@@ -206,6 +207,31 @@ def graded(
     failure.section = requirement.section or failure.section
     failure.quote = requirement.quote
     return failure
+
+
+def reconcile(case: Case, failures: list[StepFailure], checks: Iterable[tuple[Any, Matcher]]) -> None:
+    """A step gives one answer: the values one interpretation grades must all be what one of its
+    readings gives.  ``checks`` is every expectation of the step with a matcher of what was
+    observed; when the values of an interpretation name no reading in common (one field is what
+    one reading gives, another what a second reading gives), each of its non-strict differences
+    fails the frame instead."""
+    allowed: dict[str, set[str]] = {}
+    for expected, matcher in checks:
+        readings = readings_of(expected)
+        rid = annotation(expected)
+        if readings is None or not rid:
+            continue
+        names = {name for name, value in readings.items() if matcher(value)}
+        allowed[rid] = allowed[rid] & names if rid in allowed else names
+    for f in failures:
+        if f.reading and not allowed.get(f.interpretation, {f.reading}):
+            found = case.requirements.get(f.interpretation)
+            frame = case.requirements.get(found.frame) if found is not None else None
+            if frame is None:
+                continue
+            f.message += f"; the step's other values give another reading of {f.interpretation}: no one reading"
+            f.reading = ""
+            f.requirement, f.level, f.section, f.quote = frame.id, str(frame.level), frame.section, frame.quote
 
 
 def grade(level: str | Level) -> str:

@@ -35,8 +35,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.cases.compare import Grader, compare_result, compare_then
-from harness.cases.grading import derived_requirement, graded, graded_result, section_of
+from harness.cases.compare import Grader, compare_result, compare_then, field_matcher
+from harness.cases.grading import derived_requirement, graded, graded_result, reconcile, section_of
 from harness.cases.model import Case, Step
 from harness.cases.target import Target, TargetError, TargetInfo
 from harness.cases.targets import make_target
@@ -312,6 +312,7 @@ def run_case(
             if step.expect:
                 failures = compare_result(index, step.event, step.expect, result, section, _grader(case, step))
                 if failures:
+                    reconcile(case, failures, [(e, field_matcher(result, n)) for n, e in step.expect.items()])
                     return graded_result(case, start, failures)
         then = case.then or {}
         queues = list(then.get("queues") or {})

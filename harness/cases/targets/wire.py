@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.cases.grading import graded, graded_result, unwrap
+from harness.cases.grading import graded, graded_result, reconcile, unwrap
 from harness.cases.model import Case, Step
 from harness.cases.target import (
     ADM_OUTGOING,
@@ -42,6 +42,7 @@ from harness.cases.target import (
     WIRE_TX_QUEUE,
     TargetInfo,
 )
+from harness.cases.violations import graded_violation
 from harness.cases.wire import brief, needs_simulated_peer
 from harness.report.results import CaseResult, Outcome, StepFailure
 from packets.paths import display_value
@@ -110,6 +111,8 @@ def _graded(case: Case, step: Step | None, index: int, where: str, f: Any, waite
         message=message,
         evidence=f.evidence,
     )
+    if f.rule:  # a session rule the peer broke: graded by the rule's own requirement
+        return graded_violation(case, step, failure, f.rule)
     return graded(case, step, failure, f.raw, f.matcher)
 
 
@@ -188,6 +191,7 @@ def _run_steps(
             checked += len(run.expectations(step.action, step.args, step.expect)) - len(skipped)
             if found:
                 failures = [_graded(case, step, index, where, f, run.waited) for f in found]
+                reconcile(case, failures, getattr(run, "step_checks", []))
                 failing = run.last_packet if step.action in ("receive", "wait_for") else None
                 break
         else:
