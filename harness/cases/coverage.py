@@ -1,10 +1,16 @@
 """Requirement coverage: which spec requirements of cases/requirements.yaml have cases.
 
 Renders ``msmq-harness coverage`` (docs/cases.md, "Requirements and coverage"): for each
-requirement (id, [MS-MQDMPR]/[MS-MQQB]/[MS-MQMQ] section, level), the ids of the cases whose
-``spec`` cites it (``SpecRef.requirement``); the requirements no case cites; the citations of
-requirement ids the list does not hold; and citations whose section differs from the
+requirement (id, [MS-MQDMPR]/[MS-MQQB]/[MS-MQMQ] section, level), the ids of the cases that cite
+it (``spec``, a step's ``requirement`` or an expectation's); the requirements no case covers; the
+citations of requirement ids the list does not hold; and citations whose section differs from the
 requirement's.  Output is a text table or JSON.
+
+The model requirements and the session rules (harness.session.rules: a rule id is a requirement
+id) are listed together.  A session rule's requirement is covered by the cases that cite it, and
+by the cases that watch it: a wire case whose ``then.peer.violations`` grades every rule of the
+kind its session can report (harness.cases.violations.watched_rules).  The output marks each rule
+and tells cited from watched.
 """
 
 from __future__ import annotations
@@ -16,18 +22,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.cases.model import Case, Requirement
+from harness.cases.violations import WATCH, watched_rules
+from harness.session.rules import RULES
 
 __all__ = ["Citation", "CoverageReport", "CoverageRow", "coverage", "render_coverage"]
+
+WATCHED_SHOWN = 5  # the watching cases a text row names (the JSON names them all)
 
 
 @dataclass
 class CoverageRow:
     requirement: Requirement
-    cases: list[str] = field(default_factory=list)  # case ids (a matrix case counts once)
+    cases: list[str] = field(default_factory=list)  # case ids that cite it (a matrix case counts once)
+    rule: str = ""  # a session rule's side (harness.session.rules.Rule.side), "" for a model requirement
+    watched: list[str] = field(default_factory=list)  # case ids whose then.peer.violations can report it
 
     @property
     def covered(self) -> bool:
-        return bool(self.cases)
+        return bool(self.cases or self.watched)
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,11 @@ class CoverageReport:
         return sum(row.covered for row in self.rows)
 
     @property
+    def rules(self) -> list[CoverageRow]:
+        """The rows of the session rules."""
+        return [row for row in self.rows if row.rule]
+
+    @property
     def ok(self) -> bool:
         """Every requirement has a case and every citation names a listed requirement."""
         return not self.uncovered and not self.unknown
@@ -73,11 +90,19 @@ class CoverageReport:
                         {"name": a.name, "reading": a.reading} for a in row.requirement.alternatives
                     ],
                     "cases": row.cases,
+                    "rule": row.rule,
+                    "watched": row.watched,
                 }
                 for row in self.rows
             ],
             "covered": self.covered_count,
             "total": len(self.rows),
+            "rules": {
+                "total": len(self.rules),
+                "cited": sum(bool(row.cases) for row in self.rules),
+                "only_watched": sum(bool(row.watched and not row.cases) for row in self.rules),
+                "watch": WATCH,
+            },
             "uncovered": [r.id for r in self.uncovered],
             "unknown": [_citation_dict(c) for c in self.unknown],
             "mismatched": [_citation_dict(c) for c in self.mismatched],
@@ -89,8 +114,14 @@ def _citation_dict(c: Citation) -> dict[str, Any]:
 
 
 def coverage(requirements: list[Requirement], cases: list[Case]) -> CoverageReport:
-    """Which requirement ids have cases, in the order of ``requirements``."""
-    by_id = {r.id: CoverageRow(r) for r in requirements}
+    """Which requirement ids have cases, in the order of ``requirements``: the cases that cite each,
+    and for a session rule the cases that watch it."""
+    by_id = {r.id: CoverageRow(r, rule=RULES[r.id].side if r.id in RULES else "") for r in requirements}
+    for case in cases:
+        for rid in watched_rules(case):
+            row = by_id.get(rid)
+            if row is not None and case.id not in row.watched:
+                row.watched.append(case.id)
     unknown: dict[tuple[str, str], Citation] = {}
     mismatched: dict[tuple[str, str], Citation] = {}
     for case in cases:
@@ -126,7 +157,11 @@ def render_coverage(report: CoverageReport, as_json: bool = False) -> str:
     for row in report.rows:
         r = row.requirement
         cases = f"{len(row.cases)} case{'s' if len(row.cases) != 1 else ''}"
-        out.append(f"{r.id}  [{r.level}]  {r.section}  {cases}: {', '.join(row.cases) or '-'}")
+        rule = f"  rule ({row.rule})" if row.rule else ""
+        out.append(f"{r.id}  [{r.level}]  {r.section}{rule}  {cases}: {', '.join(row.cases) or '-'}")
+        if row.watched:
+            shown = ", ".join(row.watched[:WATCHED_SHOWN]) + (", ..." if len(row.watched) > WATCHED_SHOWN else "")
+            out.append(f"    watched by {len(row.watched)} case{'s' if len(row.watched) != 1 else ''}: {shown}")
         out.extend(textwrap.wrap(f"\u201c{r.quote}\u201d", 100, initial_indent="    ", subsequent_indent="     "))
         for alt in r.alternatives:
             text = f"- {alt.name}: {alt.reading}"
@@ -137,6 +172,19 @@ def render_coverage(report: CoverageReport, as_json: bool = False) -> str:
     out.append("")
     out.append(f"{report.covered_count}/{total} requirements have cases ({pct:.1f}%); "
                + ", ".join(f"{n} {lv}" for lv, n in sorted(levels.items())))
+    rules = report.rules
+    if rules:
+        cited = sum(bool(row.cases) for row in rules)
+        watched = sum(bool(row.watched and not row.cases) for row in rules)
+        out.append(
+            f"session rules: {len(rules)} of them (harness.session.rules, each id a requirement id): {cited} cited "
+            f"by a case, {watched} only watched, {len(rules) - cited - watched} neither"
+        )
+        out.append(
+            "  cited: a case cites the requirement (spec, a step or an expectation); watched: a wire case's "
+            "then.peer.violations grades the rule whenever its session shows it"
+        )
+        out.extend(f"  {side} cases watch: {how}" for side, how in WATCH.items())
     if report.uncovered:
         out.append("without cases: " + ", ".join(r.id for r in report.uncovered))
     for c in report.unknown:

@@ -153,9 +153,9 @@ def needs_simulated_peer(case_given: Mapping[str, Any], then: Mapping[str, Any])
     if peer.get("ping"):  # [MS-MQQB] 2.1.2: an acceptor MAY listen for Ping Requests, on a port of its choice
         return "needs the simulated peer's Ping listener"
     tp = then.get("peer") or {}
-    if "delivered" in tp or "violations" in tp:
+    if "delivered" in tp or ("violations" in tp and peer.get("under_test") != "acceptor"):
         return "checks what the simulated peer delivered and reported"
-    return ""
+    return ""  # an acceptor's replies are checked against the rules by a passive observer, live ones too
 
 
 def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
@@ -224,8 +224,27 @@ def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
     for j, m in enumerate((then.get("peer") or {}).get("delivered") or []):
         if m not in messages:
             raise lines.error(("then", "peer", "delivered", j), f"unknown message reference {m!r}")
-    if side == "acceptor" and ("outgoing" in then or "peer" in then):
-        raise lines.error(("then",), "a case checking the acceptor checks the replies it receives (receive ... expect)")
+    _check_violations(then, lines)
+    if side == "acceptor" and ("outgoing" in then or set(then.get("peer") or {}) - {"violations"}):
+        raise lines.error(
+            ("then",),
+            "a case checking the acceptor checks the replies it receives (receive ... expect) and the rules "
+            "they break (then.peer.violations)",
+        )
+
+
+def _check_violations(then: Mapping[str, Any], lines: Lines) -> None:
+    """``then.peer.violations`` names session rules (harness.session.rules.RuleId: the ids of
+    their requirements)."""
+    from harness.session.rules import RULES
+
+    for j, rule_id in enumerate((then.get("peer") or {}).get("violations") or []):
+        if rule_id not in RULES:
+            import difflib
+
+            close = difflib.get_close_matches(str(rule_id), list(RULES), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise lines.error(("then", "peer", "violations", j), f"{rule_id!r} is not a session rule{hint}")
 
 
 def _check_action(

@@ -232,11 +232,14 @@ _DEFAULT_SECTION = "MS-MQQB 3.1.5.3.1"  # the acceptor answers the EstablishConn
 
 def _spec_refs(sections: Iterable[str]) -> list[dict[str, str]]:
     """The case's ``spec``: for each section a broken rule states, the first requirement of
-    cases/requirements.yaml under that section or the nearest enclosing one; when no rule was
-    broken (or none maps), the acceptor's answer to the EstablishConnection request."""
+    cases/requirements.yaml under that section or the nearest enclosing one that is not an
+    interpretation (the replay's expectations are plain values, which only an interpretation's
+    readings could grade); when no rule was broken (or none maps), the acceptor's answer to the
+    EstablishConnection request."""
     from harness.cases.loader import BUNDLED_REQUIREMENTS, requirements_for
+    from harness.cases.model import Level
 
-    known = list(requirements_for(BUNDLED_REQUIREMENTS).values())
+    known = [r for r in requirements_for(BUNDLED_REQUIREMENTS).values() if r.level is not Level.interpretation]
 
     def requirement_of(section: str) -> Any:
         while section:

@@ -388,6 +388,7 @@ def test_a_must_requirement_quotes_the_words_that_make_it_one() -> None:
 def test_no_expectation_rests_on_an_interpretation_at_must_level() -> None:
     from harness.cases.grading import attribute
     from harness.cases.model import Level
+    from harness.cases.violations import watched_rules
 
     cases, requirements = _corpus()
     for rid in SPEC_SILENT:
@@ -401,11 +402,13 @@ def test_no_expectation_rests_on_an_interpretation_at_must_level() -> None:
                 used[rid] = used.get(rid, 0) + 1
         for rid in case.requirements:
             used.setdefault(rid, 0)
+        for rid in watched_rules(case):  # a session rule its then.peer.violations grades when it is broken
+            used.setdefault(rid, 0)
     interpretations = [r for r in requirements.values() if r.level is Level.interpretation]
     assert interpretations
     for r in interpretations:
         # every interpretation is checked by some case, and only where graded by it (non-strict)
-        assert r.id in used, f"{r.id}: no case cites it"
+        assert r.id in used, f"{r.id}: no case cites or watches it"
         assert len(r.alternatives) >= 2, r.id
 
 

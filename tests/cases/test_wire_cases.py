@@ -17,6 +17,7 @@ import pytest
 
 from harness.cases.loader import CaseError, load_paths, load_text
 from harness.cases.runner import run
+from harness.cases.violations import watches
 from harness.peers import SimulatedPeer
 from harness.report.results import Outcome
 
@@ -178,10 +179,18 @@ def test_a_broken_acceptor_fails_the_relevant_acceptor_cases(
     assert failure.section == section
     assert failure.level == ("MUST" if outcome is Outcome.failed else "interpretation")
     assert "[" in failure.evidence and "^^" in failure.evidence and "field at bytes" in failure.evidence
-    if behaviour == "bad-padding":  # only the padding case notices
-        assert [r.case_id for r in result.results if r.outcome is not Outcome.passed] == [case_id]
+    if behaviour == "bad-padding":  # the padding case notices, and so does every case watching the rules
+        watching = {c.full_id for c in acceptor if watches(c)}
+        assert watching and case_id not in watching
+        assert {r.case_id for r in result.results if r.outcome is not Outcome.passed} == {case_id} | watching
         assert failure.expected == {"every_byte": 0x5A}
         assert "field at bytes 60..571" in failure.evidence
+        padding = "MQQB-2.2.3.1-response-padding"  # each watching case: one difference, graded by the rule
+        for r in result.results:
+            if r.case_id in watching:
+                assert [(f.field, f.requirement, f.level) for f in r.failures] == [
+                    (f"peer.violations[{padding}]", padding, "MUST")
+                ], r.case_id
 
 
 def test_wire_cases_are_not_applicable_to_model_targets_and_model_cases_to_mqqb(wire_cases: list) -> None:

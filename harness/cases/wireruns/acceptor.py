@@ -6,7 +6,9 @@ ConnectionParameters as 3.1.5.2-3.1.5.4 build them, SessionAck, UserMessage Pack
 2.2.19-2.2.20 within the window of 3.1.7.1, any field overridden by spec path, or raw bytes), reads
 the acceptor's replies (``receive``, checked field by field against 3.1.5.3.1, 3.1.5.4.1, 3.1.5.5,
 3.1.5.8) and pings it (``ping``, 2.1.2, 3.1.7.6).  The acceptor is the simulated peer (a target with
-the ``peer-behaviours`` capability: the reference) or the live ``mqqb://`` one.
+the ``peer-behaviours`` capability: the reference) or the live ``mqqb://`` one.  ``then.peer.violations``
+has a passive Observer check every reply against the session rules (harness.session.rules), each
+rule the acceptor broke graded by its requirement (harness.cases.violations).
 """
 
 from __future__ import annotations
@@ -22,9 +24,17 @@ from typing import Any
 import packets
 from harness.cases.actions import action
 from harness.cases.wire import field_value, wire_matches
-from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, WireCaseError, WireRun, kind_of
+from harness.cases.wireruns.base import (
+    DEFAULT_TIMER_SCALE,
+    Failure,
+    WireCaseError,
+    WireRun,
+    kind_of,
+    violation_failures,
+)
 from harness.cases.wireruns.peer import close_peer, simulated_peer
 from harness.report.transcript import RecordedConnection
+from harness.session import Observer, Violation
 from packets import GUID, NULL_GUID, StreamSplitter
 from packets import session as sp
 from packets.paths import set_field
@@ -108,6 +118,29 @@ class AcceptorRun(WireRun):
     def recorded_connections(self) -> list[RecordedConnection]:
         """The case's TCP connections, as its client saw them (``--record``)."""
         return list(self.wire_log)
+
+    def acceptor_violations(self) -> list[Violation]:
+        """The session rules the acceptor broke in its replies, as a passive Observer of each of the
+        case's connections sees them (harness.session.Observer; a connection the acceptor or the
+        case closed is ended, the open one is not).  What the case's own client broke, on purpose
+        or not, is the client's (direction c2s) and is left out."""
+        found: list[Violation] = []
+        for conn in self.wire_log:
+            observer = Observer()
+            for direction, data, ts in conn.packets:
+                (observer.client_data if direction == "c2s" else observer.server_data)(data, ts)
+            if conn.closed_by:
+                observer.end()
+            found += [v for v in observer.violations if v.direction == "s2c"]
+        return found
+
+    def observe_then(self) -> tuple[list[Failure], list[str]]:
+        """``then.peer.violations``: each rule the acceptor broke in its replies that the case does
+        not name is one difference, graded by the rule's requirement (harness.cases.violations)."""
+        tp = (self.case.then or {}).get("peer") or {}
+        if "violations" not in tp:
+            return [], []
+        return violation_failures(tp["violations"], self.acceptor_violations()), []
 
     def _closing(self, direction: str) -> None:
         """The current connection ends, its ``direction``'s side first (the first close counts)."""

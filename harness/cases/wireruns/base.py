@@ -16,7 +16,7 @@ before the timers run out) takes 25 % off.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,10 +34,20 @@ from harness.cases.wire import (
     timer_info,
     wire_matches,
 )
-from harness.session import SessionConfig
+from harness.session import SessionConfig, Violation
+from harness.session.rules import RULES
 from packets import PacketKind
 
-__all__ = ["DEFAULT_TIMER_SCALE", "WireCaseError", "WireRun", "flatten", "kind_of", "max_in_flight"]
+__all__ = [
+    "DEFAULT_TIMER_SCALE",
+    "Failure",
+    "WireCaseError",
+    "WireRun",
+    "flatten",
+    "kind_of",
+    "max_in_flight",
+    "violation_failures",
+]
 
 DEFAULT_TIMER_SCALE = 0.05
 DEFAULT_WINDOW = 2
@@ -63,6 +73,36 @@ class Failure:
     raw: Any = None  # as written in the case (its requirement annotation grades the failure)
     # tests any expectation (a reading's value) against what was observed (harness.cases.grading)
     matcher: Callable[[Any], bool] | None = None
+    rule: str = ""  # a session rule the peer broke: the failure is graded by the rule's requirement
+
+
+def violation_failures(written: Any, seen: Sequence[Violation]) -> list[Failure]:
+    """The differences of a ``then.peer.violations`` expectation (``written``: the rule ids the case
+    expects) from the rules the session showed (``seen``): one per rule seen that the case does not
+    name, and one per named rule that was not seen, each graded by that rule's requirement
+    (harness.cases.violations).  A "record" rule is never a difference."""
+    expected = [str(r) for r in (unwrap(written) or [])]
+    by_rule: dict[str, list[Violation]] = {}
+    for v in seen:
+        by_rule.setdefault(str(v.rule_id), []).append(v)
+    failures = []
+    for rule_id, found in by_rule.items():
+        known = RULES.get(rule_id)
+        if rule_id in expected or (known is not None and not known.graded):
+            continue
+        first = found[0]
+        where = f"packet {first.packet_index}" if first.packet_index >= 0 else "no packet"
+        sender = {"c2s": "initiator", "s2c": "acceptor"}.get(first.direction, "")
+        times = f"{len(found)} time{'s' if len(found) != 1 else ''}"
+        observed = f"reported {times}; first at {where}{f' ({sender})' if sender else ''}: {first.evidence}"
+        evidence = "\n".join(f"{v.section} at packet {v.packet_index} {v.direction}: {v.evidence}" for v in found)
+        failures.append(
+            Failure(f"peer.violations[{rule_id}]", "not reported", observed, evidence, raw=written, rule=rule_id)
+        )
+    reported = sorted(by_rule) or "none reported"
+    for rule_id in dict.fromkeys(r for r in expected if r not in by_rule):
+        failures.append(Failure(f"peer.violations[{rule_id}]", "reported", reported, raw=written, rule=rule_id))
+    return failures
 
 
 def kind_of(data: bytes) -> str:

@@ -9,9 +9,11 @@ through the control operations of the target protocol (harness.cases.actions.CON
 ``enqueue``, ``pause_queue``, ...) is one control operation; the sender connects by itself over
 real TCP.  Everything a step checks on the wire is what the harness's acceptor saw: the packets
 of each connection in both directions, the Ping Requests, the messages delivered, the rules the
-sender broke.  ADM expectations (ConnectionHistory, OutgoingQueue State, OutgoingMessagePosition
-attributes, [MS-MQDMPR] 3.1.1.3 and [MS-MQQB] 3.1.1.3.1.2) are checked where the target reports
-ADM state (capability ``adm:outgoing``) and listed as not checked where it does not.
+sender broke (``then.peer.violations``: each rule one difference, graded by the rule's own
+requirement, harness.cases.violations).  ADM expectations (ConnectionHistory, OutgoingQueue
+State, OutgoingMessagePosition attributes, [MS-MQDMPR] 3.1.1.3 and [MS-MQQB] 3.1.1.3.1.2) are
+checked where the target reports ADM state (capability ``adm:outgoing``) and listed as not checked
+where it does not.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from harness.cases.actions import action
 from harness.cases.grading import unwrap
 from harness.cases.target import TargetError
 from harness.cases.wire import wire_matches
-from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, Failure, WireCaseError, WireRun, max_in_flight
+from harness.cases.wireruns.base import (
+    DEFAULT_TIMER_SCALE,
+    Failure,
+    WireCaseError,
+    WireRun,
+    max_in_flight,
+    violation_failures,
+)
 from harness.cases.wireruns.peer import SilentListener, close_peer, simulated_peer
 from harness.report.transcript import RecordedConnection
 from harness.session import SessionConfig
@@ -518,11 +527,14 @@ class InitiatorRun(WireRun):
             observed["ping_responses"] = sum(p.response is not None for p in pings)
             conns = list(view.peer.connections)
             observed["delivered"] = [str(p.MessagePropertiesHeader.Label) for c in conns for p in c.delivered]
-            observed["violations"] = [str(v.rule_id) for c in conns for v in c.violations]
+            seen = [v for c in conns for v in c.violations]
         else:
-            observed.update(pings=0, ping_responses=0, delivered=[], violations=[])
+            observed.update(pings=0, ping_responses=0, delivered=[])
+            seen = []
         failures = []
-        for key in ("connections", "max_in_flight", "pings", "ping_responses", "delivered", "violations"):
+        if "violations" in tp:  # each rule the sender broke: a difference graded by the rule's requirement
+            failures.extend(violation_failures(tp["violations"], seen))
+        for key in ("connections", "max_in_flight", "pings", "ping_responses", "delivered"):
             if key in tp and not wire_matches(tp[key], observed.get(key), present=key in observed):
                 value, present = observed.get(key), key in observed
                 failures.append(

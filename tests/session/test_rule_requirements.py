@@ -1,0 +1,110 @@
+"""One vocabulary: every session rule is a requirement of cases/requirements.yaml.
+
+A rule id (harness.session.rules.RuleId) is the id of the requirement that quotes the spec's
+sentence for it, under the same section (docs/cases.md, "Rules the peer reports").  These tests
+fail when a rule has no requirement, when the two sections disagree, and when an engine (the
+Initiator, the Acceptor, the Observer) emits a rule id that has none.  The session core does not
+read the requirements file itself: it stays free of YAML and of harness.cases.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from brokenstreams import ACC, SCENARIOS, run
+from test_rules_emittable import ACCEPTOR_SIDE
+
+from harness.cases.loader import BUNDLED_REQUIREMENTS, load_requirements
+from harness.cases.model import Level, Requirement
+from harness.session import Observer
+from harness.session.rules import RULES, RuleId
+
+SESSION = Path(__file__).resolve().parents[2] / "harness" / "session"
+RULE_ID = re.compile(r"^MQ(?:QB|MQ)-[0-9.]+-[a-z0-9-]+$")  # a rule id: lower-case words after the section
+
+
+@pytest.fixture(scope="module")
+def requirements() -> dict[str, Requirement]:
+    return {r.id: r for r in load_requirements(BUNDLED_REQUIREMENTS)}
+
+
+@pytest.mark.parametrize("rule_id", list(RuleId))
+def test_every_rule_is_a_requirement_of_its_own_section(rule_id: RuleId, requirements: dict[str, Requirement]) -> None:
+    req = requirements.get(rule_id.value)
+    assert req is not None, f"{rule_id.value} has no entry in {BUNDLED_REQUIREMENTS}"
+    assert req.section == RULES[rule_id].section, (req.section, RULES[rule_id].section)
+    assert req.quote
+    if req.level is Level.MUST:
+        assert "MUST" in req.quote, rule_id
+    elif req.level in (Level.SHOULD, Level.MAY):
+        assert str(req.level) in req.quote, rule_id
+    else:
+        assert len(req.alternatives) >= 2, rule_id
+
+
+def test_the_rule_block_is_appended_under_its_header() -> None:
+    """The rule requirements sit in one block at the end of the file, under its comment header."""
+    text = BUNDLED_REQUIREMENTS.read_text()
+    header = "# ---- [MS-MQQB] session rules (harness/session/rules.py)"
+    assert text.count(header) == 1
+    block = text.split(header, 1)[1]
+    ids = re.findall(r"^- id: (\S+)$", block, flags=re.M)
+    assert sorted(ids) == sorted(r.value for r in RuleId)
+
+
+def _literal_rule_ids() -> dict[str, list[str]]:
+    """Rule ids the engines name in their source: RuleId.MEMBER attributes and id-shaped strings."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(SESSION.glob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            rid = ""
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "RuleId":
+                member = getattr(RuleId, node.attr, None)
+                rid = member.value if member is not None else f"RuleId.{node.attr}"
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and RULE_ID.match(node.value):
+                rid = node.value
+            if rid:
+                found.setdefault(rid, []).append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_every_rule_the_engines_name_has_a_requirement(requirements: dict[str, Requirement]) -> None:
+    named = _literal_rule_ids()
+    assert len(named) >= len(RuleId) - 1  # the engines name (nearly) every rule
+    missing = {rid: where for rid, where in named.items() if rid not in requirements}
+    assert not missing, f"rule ids in harness/session without a requirement: {missing}"
+
+
+def test_every_rule_the_engines_emit_has_a_requirement(requirements: dict[str, Requirement]) -> None:
+    """Every stream that breaks a rule (brokenstreams.SCENARIOS, fed to the Acceptor and the
+    Observer) and every reply that breaks one (fed to the Initiator): each rule reported on the
+    way, not only the one the scenario is about, is a requirement."""
+    emitted: set[str] = set()
+    for scenario in SCENARIOS.values():
+        broken = run(scenario.steps, scenario.behaviour, wall_clock=scenario.wall_clock)
+        emitted |= {str(v.rule_id) for v in broken.violations}
+        observer = Observer(ACC)
+        for direction, data in broken.recording:
+            (observer.client_data if direction == "client" else observer.server_data)(data)
+        observer.end()
+        emitted |= {str(v.rule_id) for v in observer.violations}
+    for emit in ACCEPTOR_SIDE.values():
+        emitted |= set(emit())
+    assert emitted == {r.value for r in RuleId}
+    assert not emitted - set(requirements), sorted(emitted - set(requirements))
+
+
+def test_the_session_core_reads_no_requirements() -> None:
+    """harness.session.rules is a pure core: importing it reads no YAML and imports no harness.cases."""
+    code = (
+        "import sys, harness.session.rules\n"
+        "bad = [m for m in sys.modules if m == 'yaml' or m.startswith('harness.cases')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=SESSION.parents[1])
