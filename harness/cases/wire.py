@@ -98,7 +98,7 @@ def parse_bound(text: Any) -> Bound:
     for term in text.split("+"):
         m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)\s*\*\s*)?(?:([A-Za-z]+)\.)?([A-Za-z]+)\s*", term)
         if m is None:
-            raise ValueError(f"{term.strip()!r} is not a timer, side.timer or N * timer")
+            raise ValueError(f"{term.strip()!r} is not a timer or N * timer (a timer may name its side: side.Timer)")
         factor, side, name = float(m.group(1) or 1), m.group(2), m.group(3)
         if name not in TIMERS:
             import difflib

@@ -65,10 +65,11 @@ def test_every_model_mutant_is_caught_by_a_failed_expectation() -> None:
 
 
 def test_every_sender_mutant_is_caught_through_the_wire() -> None:
-    """[MS-MQQB] 3.1.7.12: each skip condition and the ConnectionHistory rule in each session
-    state, broken by one mutant, is caught by a MUST the initiator wire cases check."""
+    """[MS-MQQB] 3.1.7.12: each skip condition and the connect step of an empty ConnectionHistory,
+    broken by one mutant, is caught by a MUST the initiator wire cases check (a connection while
+    ConnectionHistory is not empty is a reading of MQQB-3.1.7.12-NO-CONNECT, not a broken rule)."""
     sender = [m for m in MUTANTS if m.startswith("examples.mutants.sender:")]
-    assert len(sender) >= 9
+    assert len(sender) >= 6
     results = run_mutants(sender, SENDER_CASES, workers=2)
     assert not [r.mutant for r in results if not r.caught], render(results)
     assert not [r.mutant for r in results if r.erred], render(results)

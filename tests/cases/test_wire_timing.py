@@ -125,6 +125,32 @@ def test_the_initiator_bound_uses_the_connection_parameters_the_reference_sent()
     assert run.waited.startswith("within SessionInitialization + SessionAckSend: ")
 
 
+def test_a_timer_named_with_its_side_is_that_sides_own_instance() -> None:
+    """``initiator.SessionAckSend``: the sender's own Session Ack Send Timer (its AckWaitTimeout / 2,
+    the AckTimeout it sends, 3.1.5.3.2) at the sender's time scale, never the acceptor's timer of
+    that name (RecoverableAckTimeout once recoverable messages were sent, the acceptor's scale)."""
+    assert parse_bound("1.1 * initiator.SessionAckSend") == ((1.1, "initiator.SessionAckSend"),)
+    assert parse_bound("acceptor.SessionAckSend") == ((1.0, "SessionAckSend"),)  # its own side: the timer
+    assert parse_bound("initiator.SessionInitialization") == ((1.0, "SessionInitialization"),)
+    for bad in ("initiator.OrderAckSend", "sender.SessionAckSend", "initiator.Nothing", "initiator."):
+        with pytest.raises(ValueError):
+            parse_bound(bad)
+    run = InitiatorRun(INITIATOR, WireOptions(), make_target("reference").control, adm=True)  # type: ignore[attr-defined]
+    # a sender that declares another AckWaitTimeout and runs its timers at another scale
+    run._configure({"scale": 0.5, "timers": {"AckWaitTimeout": 0x9C40}})
+    run.view = type("NoPeer", (), {"connections": lambda self: []})()
+    run.messages["m1"] = {"id": "m1", "delivery": "transactional"}
+    assert run.timer("initiator.SessionAckSend") == (
+        20.0,
+        "the initiator's AckWaitTimeout: AckTimeout 40000 ms to be sent / 2",
+    )
+    assert run.timer("SessionAckSend")[0] == 120.0  # the acceptor's, after a recoverable message
+    seconds, how = run.bound({"before": "1.1 * initiator.SessionAckSend"})
+    assert seconds == pytest.approx(1.1 * 20.0 * 0.5 * 0.75)  # the sender's scale, not the acceptor's 0.05
+    assert "1.1 x initiator.SessionAckSend (MS-MQQB 3.1.2.5" in how and "x scale 0.5" in how
+    assert run.bound({"within": "SessionAckSend"})[0] == pytest.approx(120.0 * 0.05 * 1.25 + 0.5)
+
+
 def test_a_wait_that_runs_out_says_which_timers_bound_it() -> None:
     case = _case(
         "given:\n  peer: {under_test: acceptor, behaviour: missing-ack}\nwhen:\n"

@@ -9,9 +9,9 @@ Response Timer's second, 3.1.2.9) and the values sent in the ConnectionParameter
 (AckTimeout, RecoverableAckTimeout, 2.2.2.1), each multiplied by the time scale of the side that
 runs the timer.  A timer named with its side (``initiator.SessionAckSend``,
 harness.cases.wire.SIDED_TIMERS) is that side's own instance: the sender's Session Ack Send Timer
-runs the AckTimeout it sent / 2 at the sender's time scale.  ``within`` adds a margin of 25 % and half a real second (a twentieth when the
-step expects that nothing happens: it always waits its bound out); ``before`` (nothing may happen
-before the timers run out) takes 25 % off.
+runs the AckTimeout it sent / 2 at the sender's time scale.  ``within`` adds a margin of 25 % and
+half a real second (a twentieth when the step expects that nothing happens: it always waits its
+bound out); ``before`` (nothing may happen before the timers run out) takes 25 % off.
 """
 
 from __future__ import annotations
