@@ -122,6 +122,8 @@ class WireRun:
     def __init__(self, case: Case, options: Any) -> None:
         self.case = case
         self.options = options
+        # the last step's expectations as written, each with a matcher of what was observed
+        self.step_checks: list[tuple[Any, Callable[[Any], bool]]] = []
         peer_spec = case.given["peer"]
         self.behaviours = [options.peer if b == "normal" and options.peer else b for b in behaviours_of(peer_spec)]
         self.window = int(peer_spec.get("window", DEFAULT_WINDOW))
@@ -236,6 +238,7 @@ class WireRun:
         failures: list[Failure] = []
         not_checked: list[str] = []
         flat = flatten(result)
+        self.step_checks = []
         raw = self.last_packet if action in ("receive", "wait_for") else None
         packet = packets.parse(raw, strict=False) if raw else None
         if action == "ping" and self.last_ping is not None:
@@ -252,6 +255,7 @@ class WireRun:
             else:
                 present, observed = False, None
             expected = self.resolve(unwrap(written))
+            self.step_checks.append((written, self._matcher(observed, present)))
             if not wire_matches(expected, observed, self.sent_value, present):
                 evidence = ""
                 if raw is not None and packet is not None and key not in flat:
