@@ -418,15 +418,21 @@ def render_failure(result: CaseResult, headline: str) -> str:
 
 def _explained(result: CaseResult, failure: StepFailure) -> list[str]:
     """The rows of harness.report.explain the lines above lack, as every report shows them:
-    the spec's sentence, the step's file:line and event, its inputs, what the target said."""
+    the spec's sentence, the step's file:line and event, its inputs, an interpretation's readings,
+    what the target said."""
     from harness.report.explain import explain, rows
 
-    shown = ("spec says", "at", "inputs") + (("target said",) if failure is not result.stopped else ())
+    shown = ("spec says", "at", "inputs", "readings") + (("target said",) if failure is not result.stopped else ())
     explained = explain(result)
     index = result.failures.index(failure) if failure in result.failures else 0
     if index >= len(explained):
         return []
-    return [f"      {label + ':':<12} {text}" for label, text in rows(explained[index]) if label in shown]
+    indent = "\n" + " " * 19
+    return [
+        f"      {label + ':':<12} {indent.join(text.splitlines())}"
+        for label, text in rows(explained[index])
+        if label in shown
+    ]
 
 
 # ================================================================================ the session
