@@ -257,7 +257,7 @@ def _attribute_all(case: Case, lines: Lines, known: Mapping[str, Requirement]) -
     expectations: list[tuple[PathT, Any, str]] = []
     for i, step in enumerate(case.when):
         base = derived_requirement(case, step)
-        items = [(("when", i, "expect", name), value) for name, value in (step.expect or {}).items()]
+        items: list[tuple[PathT, Any]] = [(("when", i, "expect", name), v) for name, v in (step.expect or {}).items()]
         if step.expect_error:
             items.append((("when", i, "expect_error"), step.expect_error))
         if not items and step.action and not base and _checks_by_default(step.action):

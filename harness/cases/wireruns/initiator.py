@@ -501,7 +501,7 @@ class InitiatorRun(WireRun):
                     unwrap(written),
                     got.get("ConnectionHistory"),
                     raw=written,
-                    matcher=lambda e: wire_matches(e, got.get("ConnectionHistory")),
+                    matcher=_observed(got.get("ConnectionHistory"), True),
                 )
             )
         if "OutgoingMessagePositions" in want:
@@ -536,14 +536,13 @@ class InitiatorRun(WireRun):
             failures.extend(violation_failures(tp["violations"], seen))
         for key in ("connections", "max_in_flight", "pings", "ping_responses", "delivered"):
             if key in tp and not wire_matches(tp[key], observed.get(key), present=key in observed):
-                value, present = observed.get(key), key in observed
                 failures.append(
                     Failure(
                         f"peer.{key}",
                         unwrap(tp[key]),
                         observed.get(key, "<absent>"),
                         raw=tp[key],
-                        matcher=lambda e, v=value, p=present: wire_matches(e, v, present=p),
+                        matcher=_observed(observed.get(key), key in observed),
                     )
                 )
         kinds: dict[str, int] = {}
@@ -553,5 +552,18 @@ class InitiatorRun(WireRun):
                     kinds[self._kind(data)] = kinds.get(self._kind(data), 0) + 1
         for kind, want_n in (tp.get("sent") or {}).items():
             if not wire_matches(want_n, kinds.get(kind, 0)):
-                failures.append(Failure(f"peer.sent.{kind}", unwrap(want_n), kinds.get(kind, 0), raw=want_n))
+                failures.append(
+                    Failure(
+                        f"peer.sent.{kind}",
+                        unwrap(want_n),
+                        kinds.get(kind, 0),
+                        raw=want_n,
+                        matcher=_observed(kinds.get(kind, 0), True),
+                    )
+                )
         return failures
+
+
+def _observed(value: Any, present: bool) -> Callable[[Any], bool]:
+    """Tests any expectation (a reading's value) against an observed value (harness.cases.grading)."""
+    return lambda expected: wire_matches(expected, value, present=present)
