@@ -1,6 +1,9 @@
 """The case loader (docs/cases.md): one clear error per bad case file, naming file, line and key;
 good files load with their matrix variants; every cited requirement id resolves against the
-nearest requirements.yaml (an unknown id is a load error); requirements and coverage."""
+nearest requirements.yaml (an unknown id is a load error); every expectation is attributed to one
+requirement (an ambiguous attribution, readings that do not give every reading of their
+interpretation first-first, an interpretation's value without readings and an interpretation as
+then.requirement are load errors); requirements, their frames, and coverage."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import jsonschema
 import pytest
 
 from harness.cases.coverage import coverage, render_coverage
+from harness.cases.grading import attribute
 from harness.cases.loader import (
     BUNDLED_REQUIREMENTS,
     CaseError,
@@ -30,17 +34,28 @@ BAD = HERE / "bad"
 GOOD = HERE / "good"
 
 PURGE_QUOTE = "If iMessagePosition.State is not Available: Set iMessagePosition.State to PurgePending."
+PROCESSING = "The queue manager MUST perform the following actions to process this event:"
 # The requirements the texts of these tests cite (load_text(..., requirements=REQUIREMENTS)).
 REQUIREMENTS = {
     "T-PURGE": Requirement("T-PURGE", "MS-MQDMPR 3.1.7.1.7", PURGE_QUOTE),
+    # a second MUST of Purge Queue's section: a case citing both names the one each step renders
+    "DMPR-3.1.7.1.7-PROCESSING": Requirement("DMPR-3.1.7.1.7-PROCESSING", "MS-MQDMPR 3.1.7.1.7", PROCESSING),
     "T-PEEK-POSITION": Requirement(
         "T-PEEK-POSITION",
         "MS-MQDMPR 3.2.7.2",
         "rPosition: A reference to the MessagePosition (section 3.1.1.11) ADM element instance that contains the "
         "returned message. This value is undefined if rStatus is not set to Succeeded.",
         Level.interpretation,
-        alternatives=(Alternative("absent", "no rPosition"), Alternative("any", "any value")),
+        alternatives=(
+            Alternative("absent", "no rPosition"),
+            Alternative("end", "rPosition is End, where the seek stopped"),
+            Alternative("any", "any value"),
+        ),
+        frame="DMPR-3.2.7.2-PROCESSING",
     ),
+    # Get Message For Peek's processing: the frame of T-PEEK-POSITION, and what grades its steps
+    # in a case that cites no MUST of 3.2.7.2
+    "DMPR-3.2.7.2-PROCESSING": Requirement("DMPR-3.2.7.2-PROCESSING", "MS-MQDMPR 3.2.7.2", PROCESSING),
 }
 
 # A valid case the semantic tests extend (line numbers: `when` is line 9, its step line 10).
@@ -363,9 +378,11 @@ def test_good_file_loads_with_matrix_expansion() -> None:
     ]
     first = cases[0]
     assert first.spec == [SpecRef("MS-MQDMPR 3.1.7.3.2", "G-SEEK-HEAD")]
-    # the spec reference and the annotation of step 1's rPosition, resolved; the strongest level
-    assert list(first.requirements) == ["G-SEEK-HEAD", "G-PEEK-POSITION"]
+    # the spec reference, the annotation of step 1's rPosition and then.requirement, resolved (the
+    # interpretation's frame is then.requirement too); the strongest level
+    assert list(first.requirements) == ["G-SEEK-HEAD", "G-PEEK-POSITION", "DMPR-3.2.7.2-PROCESSING"]
     assert first.requirements["G-PEEK-POSITION"].level is Level.interpretation
+    assert first.requirements["G-PEEK-POSITION"].frame == "DMPR-3.2.7.2-PROCESSING"
     assert first.requirements["G-SEEK-HEAD"].line == 2
     assert (first.level, first.tags, first.variant, first.source, first.line) == (
         Level.MUST,
@@ -377,18 +394,32 @@ def test_good_file_loads_with_matrix_expansion() -> None:
     assert [s.line for s in first.when] == [22, 25]
     assert first.when[1].args == {"cursor": "c"}
     assert first.when[1].expect == {
-        "rStatus": {"any_of": ["Succeeded", "NotFound"]},
-        "rPosition": {"any_of": ["m2", "End"], "requirement": "G-PEEK-POSITION"},
+        "rStatus": {"any_of": ["Succeeded", "Waiting"]},
+        "rPosition": {
+            "readings": {"absent": {"any_of": ["m2", {"absent": True}]}, "any-position": {"any_of": ["m2", "End"]}},
+            "requirement": "G-PEEK-POSITION",
+        },
     }
+    # each expectation is attributed to one requirement: the seek to the MUST the case cites in its
+    # section, the peek's rStatus to its event's processing requirement (the case cites none of
+    # 3.2.7.2), rPosition to its interpretation; `then` to then.requirement
+    seek, peek = first.when
+    assert [attribute(first, step, value)[0] for step in (seek, peek) for value in (step.expect or {}).values()] == [
+        "G-SEEK-HEAD", "DMPR-3.2.7.2-PROCESSING", "G-PEEK-POSITION"]  # fmt: skip
+    assert attribute(first, None) == ("DMPR-3.2.7.2-PROCESSING", Level.MUST)
     assert first.then["cursors"] == {"c": {"CursorState": "Read", "MessagePositionReference": "m2"}}
 
     variant = cases[3]  # prio=7, tx=False
     assert (variant.id, variant.variant, variant.level, variant.line) == (
         "good.dequeue.after-purge",
         {"prio": 7, "tx": False},
-        Level.interpretation,  # it cites an interpretation only
-        38,
+        Level.MUST,  # it cites an interpretation only, but its step is graded by a MUST
+        41,
     )
+    # the interpretation grades no value: the dequeue's expect_error is its event's processing requirement's
+    assert list(variant.requirements) == ["G-DEQUEUE-MESSAGE", "DMPR-3.1.7.1.10-PROCESSING"]
+    assert attribute(variant, variant.when[1], variant.when[1].expect_error) == ("DMPR-3.1.7.1.10-PROCESSING",
+                                                                                 Level.MUST)
     queue = variant.given["queues"][0]
     assert queue["Transactional"] is False  # a whole-string placeholder takes the value's type
     assert queue["messages"][0] == {"id": "m1", "Priority": 7, "Label": "prio-7"}  # inside a string: str()
@@ -397,21 +428,108 @@ def test_good_file_loads_with_matrix_expansion() -> None:
     assert cases[1].given is not cases[2].given  # variants do not share state
 
 
+PEEK_READINGS = "{absent: {absent: true}, end: End, any: {any_of: [m1, End]}}"
+PEEK_STEP = (
+    "  - event: get_message_for_peek\n    args: {cursor: c}\n"
+    f"    expect: {{rStatus: Waiting, rPosition: {{readings: {PEEK_READINGS}, requirement: T-PEEK-POSITION}}}}\n"
+)
+
+
 def test_steps_and_expectations_cite_requirements() -> None:
-    text = BASE.replace("    args: {iQueue: q}\n", "    args: {iQueue: q}\n    requirement: T-PURGE\n") + (
-        "  - event: get_message_for_peek\n    args: {cursor: c}\n"
-        "    expect: {rStatus: Succeeded, rPosition: {is: m1, requirement: T-PEEK-POSITION}}\n"
-    )
+    text = BASE.replace("    args: {iQueue: q}\n", "    args: {iQueue: q}\n    requirement: T-PURGE\n") + PEEK_STEP
     [case] = load(text)
     assert [s.requirement for s in case.when] == ["T-PURGE", ""]
-    assert case.requirements == {"T-PURGE": REQUIREMENTS["T-PURGE"], "T-PEEK-POSITION": REQUIREMENTS["T-PEEK-POSITION"]}
-    assert case.level is Level.MUST  # the strongest: T-PURGE
-    assert case.when[1].expect == {"rStatus": "Succeeded", "rPosition": {"is": "m1", "requirement": "T-PEEK-POSITION"}}
-    # a case citing only an interpretation is of that level
+    # cited (spec, step, annotation), then attributed: the peek's rStatus to its event's processing
+    # requirement (the case cites no MUST of 3.2.7.2), which is also the interpretation's frame
+    assert case.requirements == {
+        "T-PURGE": REQUIREMENTS["T-PURGE"],
+        "T-PEEK-POSITION": REQUIREMENTS["T-PEEK-POSITION"],
+        "DMPR-3.2.7.2-PROCESSING": REQUIREMENTS["DMPR-3.2.7.2-PROCESSING"],
+    }
+    assert case.level is Level.MUST  # the strongest
+    assert case.when[1].expect == {
+        "rStatus": "Waiting",
+        "rPosition": {
+            "readings": {"absent": {"absent": True}, "end": "End", "any": {"any_of": ["m1", "End"]}},
+            "requirement": "T-PEEK-POSITION",
+        },
+    }
+    # a case citing only an interpretation: its frame and the processing requirement its step
+    # renders join it, so its level is MUST
     only = text.replace("{section: MS-MQDMPR 3.1.7.1.7, requirement: T-PURGE}",
                         "{section: MS-MQDMPR 3.2.7.2, requirement: T-PEEK-POSITION}")
     [case] = load(only.replace("    requirement: T-PURGE\n", ""))
-    assert (case.level, list(case.requirements)) == (Level.interpretation, ["T-PEEK-POSITION"])
+    assert (case.level, list(case.requirements)) == (Level.MUST, ["T-PEEK-POSITION", "DMPR-3.2.7.2-PROCESSING"])
+
+
+# ---------------------------------------------------------------- attribution and readings
+@pytest.mark.parametrize(
+    ("old", "new", "line", "key", "words"),
+    [
+        # the case cites two MUSTs of the step's section and the step names neither
+        (
+            "  - {section: MS-MQDMPR 3.1.7.1.7, requirement: T-PURGE}\n",
+            "  - {section: MS-MQDMPR 3.1.7.1.7, requirement: T-PURGE}\n"
+            "  - {section: MS-MQDMPR 3.1.7.1.7, requirement: DMPR-3.1.7.1.7-PROCESSING}\n",
+            13,  # one more line: the purge step's expect
+            "when[0].expect.rStatus",
+            ["the case cites several requirements (T-PURGE, DMPR-3.1.7.1.7-PROCESSING)",
+             "step 'purge_queue'", "name it with requirement:"],
+        ),
+        # readings missing an alternative
+        (PEEK_READINGS, "{absent: {absent: true}, end: End}", 15, "when[1].expect.rPosition.readings",
+         ["give every reading of T-PEEK-POSITION, the one the corpus checks first: absent, end, any",
+          "(got absent, end)"]),
+        # readings whose first is not the interpretation's first alternative
+        (PEEK_READINGS, "{end: End, absent: {absent: true}, any: {any_of: [m1, End]}}", 15,
+         "when[1].expect.rPosition.readings", ["the one the corpus checks first", "(got end, absent, any)"]),
+        # a reading the interpretation does not name
+        (PEEK_READINGS, "{absent: {absent: true}, end: End, anything: m1}", 15, "when[1].expect.rPosition.readings",
+         ["give every reading of T-PEEK-POSITION", "(got absent, end, anything)"]),
+        # an interpretation's value without its readings
+        (f"{{readings: {PEEK_READINGS}, requirement: T-PEEK-POSITION}}", "{is: End, requirement: T-PEEK-POSITION}",
+         15, "when[1].expect.rPosition",
+         ["T-PEEK-POSITION is an interpretation: write the value each reading gives",
+          "{readings: {absent: ..., end: ..., any: ...}, requirement: T-PEEK-POSITION}"]),
+        # ... also when the step names the interpretation
+        (f"    expect: {{rStatus: Waiting, rPosition: {{readings: {PEEK_READINGS}, requirement: T-PEEK-POSITION}}}}\n",
+         "    requirement: T-PEEK-POSITION\n    expect: {rStatus: Waiting}\n", 16, "when[1].expect.rStatus",
+         ["T-PEEK-POSITION is an interpretation"]),
+        # readings of a requirement that is not an interpretation
+        ("requirement: T-PEEK-POSITION}}", "requirement: T-PURGE}}", 15, "when[1].expect.rPosition",
+         ["readings grade an interpretation; T-PURGE is MUST"]),
+    ],
+)
+def test_attribution_and_readings_errors(old: str, new: str, line: int, key: str, words: list[str]) -> None:
+    """BASE with an expectation on its purge step (line 12) and a peek step (its expect: line 15)."""
+    text = BASE.replace("    args: {iQueue: q}\n", "    args: {iQueue: q}\n    expect: {rStatus: MQ_OK}\n") + PEEK_STEP
+    assert [c.id for c in load(text)] == ["x.base"]
+    assert old in text
+    assert_error(text_error(text.replace(old, new)), "t.yaml", line, key, *words)
+
+
+def test_then_requirement_is_never_an_interpretation() -> None:
+    then = "then:\n  requirement: T-PEEK-POSITION\n  queues: {q: []}\n"
+    assert_error(text_error(BASE + then), "t.yaml", 12, "then", "T-PEEK-POSITION is an interpretation",
+                 "`then` is graded by a MUST requirement")
+    # a value of `then` it grades carries its readings
+    then = ("then:\n  requirement: T-PURGE\n  cursors:\n    c:\n      MessagePositionReference:\n"
+            "        {readings: {absent: Start, end: End, any: m1}, requirement: T-PEEK-POSITION}\n")
+    [case] = load(BASE + then)
+    assert attribute(case, None, case.then["cursors"]["c"]["MessagePositionReference"])[0] == "T-PEEK-POSITION"
+    assert attribute(case, None, case.then["cursors"]["c"])[0] == "T-PURGE"
+
+
+def test_a_then_of_a_case_citing_several_requirements_names_its_own() -> None:
+    text = BASE.replace(
+        "  - {section: MS-MQDMPR 3.1.7.1.7, requirement: T-PURGE}\n",
+        "  - {section: MS-MQDMPR 3.1.7.1.7, requirement: T-PURGE}\n"
+        "  - {section: MS-MQDMPR 3.2.7.2, requirement: DMPR-3.2.7.2-PROCESSING}\n",
+    ) + "then:\n  cursors:\n    c: {CursorState: Unread}\n"
+    assert_error(text_error(text), "t.yaml", 13, "then", "the case cites several requirements",
+                 "then.requirement")
+    [case] = load(text.replace("then:\n", "then:\n  requirement: T-PURGE\n"))
+    assert attribute(case, None) == ("T-PURGE", Level.MUST)
 
 
 def test_a_then_state_can_cite_a_requirement() -> None:
@@ -484,7 +602,9 @@ REQS = f"""\
   alternatives:
     - {{name: absent, reading: Without MQ_OK the event returns no rMessage.}}
     - {{name: any-message, reading: Without MQ_OK rMessage may hold any value.}}
+  frame: R-DEQUEUE
 - {{id: R-PURGE, section: MS-MQDMPR 3.1.7.1.7, level: MUST, quote: "{PURGE_QUOTE}"}}
+- {{id: R-DEQUEUE, section: MS-MQDMPR 3.1.7.1.10, quote: "{PROCESSING}"}}
 """
 
 
@@ -513,9 +633,11 @@ def test_load_requirements(tmp_path: Path) -> None:
         ),
         line=2,
         file=str(path),
+        frame="R-DEQUEUE",  # the MUST whose sentence frames the choice, listed later in the file
     )
-    assert [r.level for r in reqs] == [Level.MUST, Level.interpretation, Level.MUST]
-    assert [r.level.strict for r in reqs] == [True, False, True]
+    assert reqs[3] == Requirement("R-DEQUEUE", "MS-MQDMPR 3.1.7.1.10", PROCESSING, Level.MUST, line=14, file=str(path))
+    assert [r.level for r in reqs] == [Level.MUST, Level.interpretation, Level.MUST, Level.MUST]
+    assert [r.level.strict for r in reqs] == [True, False, True, True]
     # a paraphrase is no quote: ``text`` is not a key of a requirement
     path.write_text(f"- {{id: R1, section: MS-MQDMPR 3.1.7.3.2, text: {SEEK_QUOTE}}}\n")
     with pytest.raises(CaseError, match="unknown key 'text'"):
@@ -527,16 +649,24 @@ def test_load_requirements(tmp_path: Path) -> None:
     [
         (f"quote: {SEEK_QUOTE}}}", "}", 1, "[0].quote", ["missing required key 'quote'"]),
         ("  note: The cases", "  nite: The cases", 8, "[1].nite", ["unknown key 'nite'"]),
-        ("level: MUST,", "level: must,", 12, "[2].level", ["'must' is not one of: MUST, SHOULD, MAY, interpretation"]),
-        ("level: MUST,", "level: SHOULD, alternatives: [{name: a, reading: b}, {name: c, reading: d}],", 12,
+        ("level: MUST,", "level: must,", 13, "[2].level", ["'must' is not one of: MUST, SHOULD, MAY, interpretation"]),
+        ("level: MUST,", "level: SHOULD, alternatives: [{name: a, reading: b}, {name: c, reading: d}],", 13,
          "[2].alternatives", ["only an interpretation has alternatives"]),
         ("    - {name: any-message, reading: Without MQ_OK rMessage may hold any value.}\n", "", 4, "[1].level",
          ["at least two alternatives"]),
         ("{name: any-message,", "{name: absent,", 9, "[1].alternatives", ["alternative names repeat"]),
         ("{name: absent, reading:", "{name: absent, readings:", 10, "[1].alternatives[0]", ["name, reading"]),
-        ("id: R-PURGE,", "id: R-SEEK-END,", 12, "[2].id", ["duplicate requirement id 'R-SEEK-END' (first at line 1)"]),
+        ("id: R-PURGE,", "id: R-SEEK-END,", 13, "[2].id", ["duplicate requirement id 'R-SEEK-END' (first at line 1)"]),
         (f"quote: {SEEK_QUOTE}}}", 'quote: "  "}', 1, "[0].quote", ["non-empty string"]),
         ("section: MS-MQDMPR 3.1.7.3.2", "section: 3.1.7.3.2", 1, "[0].section", ["does not match"]),
+        # an interpretation's frame: present, a MUST of the same file; only an interpretation has one
+        ("  frame: R-DEQUEUE\n", "", 4, "[1].level", ["an interpretation names its frame", "MUST requirement"]),
+        ("frame: R-DEQUEUE\n", "frame: R-DEQUEUE-MESSAGE\n", 12, "[1].frame",
+         ["'R-DEQUEUE-MESSAGE' is not a MUST requirement of this file"]),
+        ("frame: R-DEQUEUE\n", "frame: R-SEEK-ENDS\n", 12, "[1].frame",
+         ["'R-SEEK-ENDS' is not a MUST requirement of this file"]),
+        ("frame: R-DEQUEUE\n", "frame: [R-DEQUEUE]\n", 4, "[1].level", ["an interpretation names its frame"]),
+        ("level: MUST,", "level: MUST, frame: R-DEQUEUE,", 13, "[2].frame", ["only an interpretation has a frame"]),
     ],
 )
 def test_one_error_per_bad_requirement(
@@ -547,12 +677,25 @@ def test_one_error_per_bad_requirement(
     assert_error(requirements_error(path, REQS.replace(old, new)), path, line, key, *words)
 
 
+def test_a_frame_that_is_not_a_must_is_a_load_error_naming_its_file_and_line(tmp_path: Path) -> None:
+    """A frame naming a SHOULD: an answer no reading gives fails the frame, which must be a MUST."""
+    path = tmp_path / "requirements.yaml"
+    text = REQS.replace("level: MUST,", "level: SHOULD,").replace(PURGE_QUOTE, "A purge SHOULD ...").replace(
+        "frame: R-DEQUEUE", "frame: R-PURGE"
+    )
+    err = requirements_error(path, text)
+    assert_error(err, path, 12, "[1].frame", "'R-PURGE' is not a MUST requirement of this file")
+    assert str(err).startswith(f"{path}:12: ")
+
+
 def test_coverage(tmp_path: Path) -> None:
     """Cases loaded against one list (good/requirements.yaml), checked against another."""
     path = tmp_path / "requirements.yaml"
     good = (GOOD / "requirements.yaml").read_text()
+    listed = "- id: G-DEQUEUE-MESSAGE\n  section: MS-MQDMPR 3.1.7.1.10\n"
+    assert listed in good
     path.write_text(
-        good.replace("section: MS-MQDMPR 3.1.7.1.10", "section: MS-MQDMPR 3.1.7.1.11")
+        good.replace(listed, listed.replace("3.1.7.1.10", "3.1.7.1.11"))
         + f"- {{id: R-PURGE, section: MS-MQDMPR 3.1.7.1.7, quote: '{PURGE_QUOTE}'}}\n"
     )
     requirements = load_requirements(path)
@@ -566,13 +709,16 @@ def test_coverage(tmp_path: Path) -> None:
         "G-SEEK-HEAD": ["good.seek.first-available"],
         "G-PEEK-POSITION": ["good.seek.first-available"],  # cited by an expectation: covered too
         "G-DEQUEUE-MESSAGE": ["good.dequeue.after-purge"],  # four variants, one case
+        # a frame, then.requirement and the requirement a step is attributed to: covered too
+        "DMPR-3.2.7.2-PROCESSING": ["good.seek.first-available"],
+        "DMPR-3.1.7.1.10-PROCESSING": ["good.dequeue.after-purge"],
         "R-PURGE": [],
     }
     assert [r.id for r in report.uncovered] == ["R-PURGE"]
     assert [(c.case, c.requirement, c.source, c.line) for c in report.unknown] == [("x.unknown", "R-9", "u.yaml", 3)]
     assert [(c.case, c.section) for c in report.mismatched] == [("good.dequeue.after-purge", "MS-MQDMPR 3.1.7.1.10")]
     assert not report.ok
-    assert coverage(requirements[:3], cases[:5]).ok
+    assert coverage(requirements[:-1], cases[:5]).ok
 
     table = render_coverage(report)
     assert "G-SEEK-HEAD  [MUST]  MS-MQDMPR 3.1.7.3.2  1 case: good.seek.first-available" in table
@@ -580,11 +726,11 @@ def test_coverage(tmp_path: Path) -> None:
     assert "R-PURGE  [MUST]  MS-MQDMPR 3.1.7.1.7  0 cases: -" in table
     assert "\u201cIf iMessagePosition.State is not Available" in table  # the spec's sentence under its id
     assert "- absent: Without Succeeded the event returns no rPosition." in table  # an interpretation's readings
-    assert "3/4 requirements have cases (75.0%); 2 MUST, 2 interpretation" in table
+    assert "5/6 requirements have cases (83.3%); 4 MUST, 2 interpretation" in table
     assert "without cases: R-PURGE" in table
     assert "u.yaml:3: case x.unknown cites unknown requirement R-9" in table
     data = json.loads(render_coverage(report, as_json=True))
-    assert (data["covered"], data["total"], data["uncovered"]) == (3, 4, ["R-PURGE"])
+    assert (data["covered"], data["total"], data["uncovered"]) == (5, 6, ["R-PURGE"])
     assert data["unknown"][0]["requirement"] == "R-9"
     row = data["requirements"][1]
     assert (row["id"], row["level"]) == ("G-PEEK-POSITION", "interpretation")

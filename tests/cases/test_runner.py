@@ -1,8 +1,10 @@
 """The runner (harness.cases.runner, harness.cases.compare): every comparison rule of
-docs/cases.md, failures naming step, field, expected, observed, spec section and the requirement
-they break with its level (failed for a MUST, non_strict otherwise), unsupported events, known
-failures, selection by -k/section (every level selected), a target that cannot be opened, and
-workers giving the same outcomes as one process."""
+docs/cases.md, failures naming step, field, expected, observed, spec section and the one requirement
+each expectation is attributed to, with its level (failed for a MUST, non_strict for a SHOULD or a
+MAY; under an interpretation, non_strict for the value another reading gives and failed under its
+frame for a value no reading gives), unsupported events, known failures, selection by -k/section
+(every level selected), a target that cannot be opened, and workers giving the same outcomes as
+one process."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.cases.compare import compare_then, matches, values_equal
-from harness.cases.loader import load_text
+from harness.cases.grading import derived_requirement
+from harness.cases.loader import CaseError, load_text
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
 from harness.cases.runner import (
     ConfigurationError,
@@ -25,11 +28,19 @@ from harness.cases.target import TargetInfo
 from harness.cases.targets import ReferenceTarget
 from harness.report.results import CaseResult, Outcome
 
-READINGS = (Alternative("absent", "the value is absent"), Alternative("any", "the value may be anything"))
+#: The readings of each interpretation these tests cite: the first is the one the corpus checks.
+#: A fixture's expectation gives the value of each (``{readings: {first: X, second: Y}, ...}``);
+#: against the reference, whichever the reference gives is the reading it takes.
+READINGS = (
+    Alternative("first", "the reading the corpus checks"),
+    Alternative("second", "another reading a conformant implementation may take"),
+)
 
 
 #: The MUST sentence that frames each interpretation's choice (a value no reading gives fails it).
-FRAMES = {"R-dequeue-undefined": "R-dequeue", "R-peek-position": "R-peek-waiting"}
+FRAMES = {"R-dequeue-undefined": "R-dequeue", "R-peek-position": "R-peek-waiting", "R-graded": "R-dequeue"}
+
+PROCESSING = "The queue manager MUST perform the following actions to process this event:"
 
 
 def requirement(rid: str, section: str, quote: str, level: Level = Level.MUST) -> Requirement:
@@ -89,6 +100,9 @@ REQUIREMENTS = {
             "of WorldAccess, and AnonymousAccess SHOULD be set to MQSEC_WRITE_MESSAGE.",
             Level.SHOULD,
         ),
+        # the processing requirement of the events a case does not cite (a step of another section)
+        requirement("DMPR-3.1.7.1.9-PROCESSING", "MS-MQDMPR 3.1.7.1.9", PROCESSING),
+        requirement("DMPR-3.1.7.1.10-PROCESSING", "MS-MQDMPR 3.1.7.1.10", PROCESSING),
     )
 }
 
@@ -381,67 +395,104 @@ def test_clock_and_blocked_reads() -> None:
 
 
 # --------------------------------------------------------------------------------- grading
-# The reference answers the second step with rStatus MQ_ERROR_IO_TIMEOUT and no rMessage.
-UNDEFINED = """
+# The reference answers the second step with rStatus MQ_ERROR_IO_TIMEOUT and no rMessage: the
+# value the reading ``first`` of R-dequeue-undefined gives as UNDEFINED writes it.  OTHER_READING
+# swaps the readings' values, so that the reference gives what the reading ``second`` gives.
+READ_FIRST = "{first: {absent: true}, second: m1}"
+UNDEFINED = f"""
 id: t.dequeue.empty
 title: A dequeue from an empty queue times out without a message
 spec:
-  - {section: MS-MQDMPR 3.1.7.1.10, requirement: R-dequeue}
+  - {{section: MS-MQDMPR 3.1.7.1.10, requirement: R-dequeue}}
 given:
-  queues: [{name: q, messages: [{id: m1}]}]
-  open: [{name: h, queue: q, access: ReceiveAccess}]
+  queues: [{{name: q, messages: [{{id: m1}}]}}]
+  open: [{{name: h, queue: q, access: ReceiveAccess}}]
 when:
   - event: dequeue_message
-    args: {iQueueDesc: h, iTimeout: 0}
-    expect: {rStatus: MQ_OK, rMessage: m1}
+    args: {{iQueueDesc: h, iTimeout: 0}}
+    expect: {{rStatus: MQ_OK, rMessage: m1}}
   - event: dequeue_message
-    args: {iQueueDesc: h, iTimeout: 0}
+    args: {{iQueueDesc: h, iTimeout: 0}}
     expect:
       rStatus: MQ_ERROR_IO_TIMEOUT
-      rMessage: {absent: true, requirement: R-dequeue-undefined}
+      rMessage: {{readings: {READ_FIRST}, requirement: R-dequeue-undefined}}
 then:
-  queues: {q: []}
+  queues: {{q: []}}
 """
+OTHER_READING = UNDEFINED.replace(READ_FIRST, "{first: m1, second: {absent: true}}")
 
 
-def test_a_difference_from_an_interpretation_is_non_strict() -> None:
+def _line(text: str, line: str) -> int:
+    """The 1-based line of ``line`` in a fixture text."""
+    return text.splitlines().index(line) + 1
+
+
+def test_a_value_another_reading_gives_is_non_strict_under_the_interpretation() -> None:
     _, result = run_one(UNDEFINED)
     assert result.outcome is Outcome.passed, result.detail
-    _, result = run_one(UNDEFINED.replace("{absent: true, requirement:", "{is: m1, requirement:"))
+    _, result = run_one(OTHER_READING)
     assert result.outcome is Outcome.non_strict
     [f] = result.failures
-    assert (f.step, f.field, f.expected, f.observed) == (1, "rMessage", "m1", "<absent>")  # the annotation unwrapped
+    # expected: the value of the reading the corpus checks (the first)
+    assert (f.step, f.field, f.expected, f.observed) == (1, "rMessage", "m1", "<absent>")
     assert (f.section, f.requirement, f.level) == ("MS-MQDMPR 3.1.7.1.10", "R-dequeue-undefined", "interpretation")
+    assert (f.interpretation, f.reading) == ("R-dequeue-undefined", "second")
+    assert [(r["name"], r["matched"]) for r in f.readings] == [("first", False), ("second", True)]
+    assert [r["reading"] for r in f.readings] == [a.reading for a in READINGS]
     assert "expected m1, observed <absent>" in result.detail
+    assert "reading 'second' of R-dequeue-undefined" in f.message
     assert not result.outcome.bad() and result.outcome.bad(strict=True)
 
 
-def test_any_of_accepts_every_reading() -> None:
-    text = UNDEFINED.replace("{absent: true, requirement:", "{any_of: [m1, {absent: true}], requirement:")
+def test_a_value_no_reading_gives_fails_the_frame() -> None:
+    two_queues = UNDEFINED.replace(
+        "queues: [{name: q, messages: [{id: m1}]}]",
+        "queues: [{name: q, messages: [{id: m1}]}, {name: other, messages: [{id: m2}]}]",
+    )
+    _, result = run_one(two_queues.replace(READ_FIRST, "{first: m1, second: m2}"))
+    assert result.outcome is Outcome.failed
+    [f] = result.failures
+    assert (f.step, f.field, f.observed) == (1, "rMessage", "<absent>")
+    # filed under the interpretation's frame, a MUST, naming the interpretation and no reading
+    assert FRAMES["R-dequeue-undefined"] == "R-dequeue"
+    assert (f.section, f.requirement, f.level) == ("MS-MQDMPR 3.1.7.1.10", "R-dequeue", "MUST")
+    assert (f.interpretation, f.reading) == ("R-dequeue-undefined", "")
+    assert [(r["name"], r["matched"]) for r in f.readings] == [("first", False), ("second", False)]
+    assert "no reading of R-dequeue-undefined gives it" in f.message
+    # every reading gives the same value: the expectation is the frame
+    _, result = run_one(UNDEFINED.replace(READ_FIRST, "{first: m1, second: m1}"))
+    [f] = result.failures
+    assert (result.outcome, f.requirement, f.level, f.reading) == (Outcome.failed, "R-dequeue", "MUST", "")
+    assert "every reading of R-dequeue-undefined gives it" in f.message
+
+
+def test_a_readings_value_may_be_any_of_several() -> None:
+    text = UNDEFINED.replace(READ_FIRST, "{first: {any_of: [m1, {absent: true}]}, second: m1}")
     assert run_one(text)[1].outcome is Outcome.passed
-    text = UNDEFINED.replace("{absent: true, requirement:", "{any_of: [m1], requirement:")
-    assert run_one(text)[1].outcome is Outcome.non_strict
+    text = UNDEFINED.replace(READ_FIRST, "{first: {any_of: [m1]}, second: {any_of: [m1, {absent: true}]}}")
+    _, result = run_one(text)
+    [f] = result.failures
+    assert (result.outcome, f.requirement, f.reading) == (Outcome.non_strict, "R-dequeue-undefined", "second")
 
 
 def test_a_step_with_a_must_and_an_interpretation_difference_fails() -> None:
-    text = UNDEFINED.replace("rStatus: MQ_ERROR_IO_TIMEOUT", "rStatus: MQ_OK").replace(
-        "{absent: true, requirement:", "{is: m1, requirement:"
-    )
+    text = OTHER_READING.replace("rStatus: MQ_ERROR_IO_TIMEOUT", "rStatus: MQ_OK")
     _, result = run_one(text)
     assert result.outcome is Outcome.failed  # the worst grade of the step's differences
-    assert [(f.field, f.requirement, f.level) for f in result.failures] == [
-        ("rStatus", "R-dequeue", "MUST"),
-        ("rMessage", "R-dequeue-undefined", "interpretation"),
+    assert [(f.field, f.requirement, f.level, f.reading) for f in result.failures] == [
+        ("rStatus", "R-dequeue", "MUST", ""),
+        ("rMessage", "R-dequeue-undefined", "interpretation", "second"),
     ]
 
 
 def test_a_case_stops_at_its_first_step_with_a_difference() -> None:
-    text = UNDEFINED.replace("{absent: true, requirement:", "{is: m1, requirement:").replace(
-        "queues: {q: []}", "queues: {q: [{message: m1}]}"
-    )
+    text = OTHER_READING.replace("queues: {q: []}", "queues: {q: [{message: m1}]}")
     _, result = run_one(text)
     assert result.outcome is Outcome.non_strict  # then, a MUST difference, is not reached
     assert [f.step for f in result.failures] == [1]
+
+
+FIRST_STEP = "    expect: {rStatus: MQ_OK, rMessage: m1}\n"
 
 
 @pytest.mark.parametrize(
@@ -450,31 +501,70 @@ def test_a_case_stops_at_its_first_step_with_a_difference() -> None:
         (Level.MUST, Outcome.failed),
         (Level.SHOULD, Outcome.non_strict),
         (Level.MAY, Outcome.non_strict),
-        (Level.interpretation, Outcome.non_strict),
     ],
 )
 def test_the_level_of_the_requirement_grades_the_difference(level: Level, outcome: Outcome) -> None:
     """The same difference, attributed to a requirement of each level (the step's ``requirement``)."""
     graded_by = requirement("R-graded", "MS-MQDMPR 3.1.7.1.10", REQUIREMENTS["R-dequeue"].quote, level)
-    text = UNDEFINED.replace("    expect: {rStatus: MQ_OK, rMessage: m1}\n",
-                             "    requirement: R-graded\n    expect: {rStatus: MQ_ERROR_IO_TIMEOUT, rMessage: m1}\n")
+    graded_step = "    requirement: R-graded\n    expect: {rStatus: MQ_ERROR_IO_TIMEOUT, rMessage: m1}\n"
+    text = UNDEFINED.replace(FIRST_STEP, graded_step)
     [case] = load(text, {**REQUIREMENTS, "R-graded": graded_by})
     assert case.when[0].requirement == "R-graded"
     result = run_case(case, ReferenceTarget())
     assert result.outcome is outcome
     [f] = result.failures
     assert (f.step, f.field, f.requirement, f.level) == (0, "rStatus", "R-graded", str(level))
+    assert (f.interpretation, f.reading) == ("", "")
 
 
-def test_then_is_graded_by_its_own_requirement_else_the_first_reference() -> None:
+@pytest.mark.parametrize(
+    ("second", "outcome", "graded_by", "level", "reading"),
+    [
+        ("MQ_OK", Outcome.non_strict, "R-graded", "interpretation", "second"),  # what the reference gives
+        ("MQ_ERROR_QUEUE_NOT_AVAILABLE", Outcome.failed, "R-dequeue", "MUST", ""),  # no reading gives MQ_OK
+    ],
+)
+def test_an_interpretation_grades_a_difference_by_the_reading_the_value_is(
+    second: str, outcome: Outcome, graded_by: str, level: str, reading: str
+) -> None:
+    """The same difference graded by an interpretation: non_strict when another reading gives the
+    observed value, else failed under the interpretation's frame (R-dequeue)."""
+    interpretation = requirement("R-graded", "MS-MQDMPR 3.1.7.1.10", REQUIREMENTS["R-dequeue"].quote,
+                                 Level.interpretation)
+    expect = f"    expect:\n      rStatus: {{readings: {{first: MQ_ERROR_IO_TIMEOUT, second: {second}}}, " \
+             "requirement: R-graded}\n      rMessage: m1\n"
+    [case] = load(UNDEFINED.replace(FIRST_STEP, expect), {**REQUIREMENTS, "R-graded": interpretation})
+    result = run_case(case, ReferenceTarget())
+    assert result.outcome is outcome
+    [f] = result.failures  # rMessage: m1, graded by R-dequeue, passes
+    assert (f.step, f.field, f.observed) == (0, "rStatus", "MQ_OK")
+    assert (f.requirement, f.level, f.interpretation, f.reading) == (graded_by, level, "R-graded", reading)
+
+
+def test_then_is_graded_by_its_own_requirement_else_the_only_citation() -> None:
     text = UNDEFINED.replace("queues: {q: []}", "queues: {q: [{message: m1}]}")
     _, result = run_one(text)
     [f] = result.failures
+    # the case cites one requirement: `then` is graded by it
     assert (f.step, f.field, f.requirement, f.level, result.outcome) == (-1, "queues.q", "R-dequeue", "MUST",
                                                                          Outcome.failed)
-    _, result = run_one(text.replace("then:\n", "then:\n  requirement: R-dequeue-undefined\n"))
+    # then.requirement names the MUST that grades it
+    _, result = run_one(text.replace("then:\n", "then:\n  requirement: R-purge\n"))
     [f] = result.failures
-    assert (f.requirement, f.level, result.outcome) == ("R-dequeue-undefined", "interpretation", Outcome.non_strict)
+    assert (f.section, f.requirement, f.level, result.outcome) == ("MS-MQDMPR 3.1.7.1.7", "R-purge", "MUST",
+                                                                   Outcome.failed)
+    # never an interpretation: its values in `then` carry their readings
+    bad = text.replace("then:\n", "then:\n  requirement: R-dequeue-undefined\n")
+    with pytest.raises(CaseError) as err:
+        load(bad)
+    assert (err.value.file, err.value.line, err.value.key) == ("test.yaml", _line(bad, "then:"), "then")
+    assert "R-dequeue-undefined is an interpretation" in err.value.message
+    # a case citing several requirements names the one `then` checks: no first citation grades it
+    several = BASE.replace("then:\n  requirement: R-dequeue\n", "then:\n")
+    with pytest.raises(CaseError) as err:
+        load(several)
+    assert (err.value.line, err.value.key) == (_line(several, "then:"), "then")
+    assert "the case cites several requirements" in err.value.message
     # an attribute's own annotation comes first
     text = BASE.replace("{message: m3, State: Available, Priority: 1}",
                         "{message: m3, State: Available, Priority: {is: 2, requirement: R-purge}}")
@@ -483,6 +573,29 @@ def test_then_is_graded_by_its_own_requirement_else_the_first_reference() -> Non
     [f] = result.failures
     assert (f.field, f.expected, f.observed) == ("queues.q[1].Priority", 2, 1)
     assert (f.section, f.requirement) == ("MS-MQDMPR 3.1.7.1.7", "R-purge")
+
+
+def test_a_step_of_an_event_the_case_does_not_cite_is_graded_by_its_processing_requirement() -> None:
+    """TIMEOUTS cites the timer (3.1.6.3): its dequeue and enqueue steps are graded by their own
+    events' processing requirements, its pseudo-events by the case's only citation."""
+    case = one(TIMEOUTS)
+    graded = [derived_requirement(case, step) for step in case.when]
+    assert graded == [
+        "DMPR-3.1.7.1.10-PROCESSING", "R-timer", "R-timer", "R-timer", "R-timer",
+        "DMPR-3.1.7.1.10-PROCESSING", "DMPR-3.1.7.1.9-PROCESSING", "R-timer",
+    ]  # fmt: skip
+    _, result = run_one(TIMEOUTS.replace("expect: {rPending: read2}", "expect: {rPending: read9}"))
+    [f] = result.failures
+    assert (f.step, f.requirement, f.section, f.level) == (5, "DMPR-3.1.7.1.10-PROCESSING", "MS-MQDMPR 3.1.7.1.10",
+                                                           "MUST")
+    assert f.quote == PROCESSING
+    # without the processing requirement in the list the case names one: a load error at the step
+    without = {k: v for k, v in REQUIREMENTS.items() if k != "DMPR-3.1.7.1.9-PROCESSING"}
+    with pytest.raises(CaseError) as err:
+        load(TIMEOUTS, without)
+    assert (err.value.line, err.value.key) == (_line(TIMEOUTS, "    expect: {rStatus: NoError}"),
+                                               "when[6].expect.rStatus")
+    assert "DMPR-3.1.7.1.9-PROCESSING" in err.value.message
 
 
 BAD_STEP = "when:\n  - event: advance_clock\n    args: {seconds: not-a-number}\n"
@@ -510,7 +623,7 @@ def test_known_failures_become_xfail_and_xpass(tmp_path: Path) -> None:
 
 
 def test_a_non_strict_case_fails_only_a_strict_run() -> None:
-    case = one(UNDEFINED.replace("{absent: true, requirement:", "{is: m1, requirement:"))
+    case = one(OTHER_READING)
     result = run([case], "reference")
     assert [r.outcome for r in result.results] == [Outcome.non_strict]
     assert result.ok and not result.strict
@@ -575,7 +688,7 @@ def test_select_by_section_prefix() -> None:
 def _variety() -> list[Case]:
     cases = load(BASE + "---\n" + CURSOR_UB + "---\n" + TIMEOUTS)
     cases += load(BASE.replace("t.seek.skips-locked", "t.fails").replace("rMessage: m2", "rMessage: m1"))
-    cases += load(UNDEFINED.replace("{absent: true, requirement:", "{is: m1, requirement:"))
+    cases += load(OTHER_READING)
     cases += [Case("t.unsupported", "x", [SpecRef("MS-MQDMPR 3.1.7.1.9")], when=[Step("no_such_event")])]
     cases += load(UNDEFINED.replace("t.dequeue.empty", "t.error").replace("when:\n", BAD_STEP))
     return cases * 3

@@ -1,11 +1,13 @@
 """Verdicts: each expectation graded by its requirement's level, outcomes, accounting, exit codes.
 
 Renders the acceptance of docs/cases.md "Requirements and grading", "Outcomes" and "Exit
-codes": a difference from a MUST requirement is ``failed``, from a SHOULD, MAY or
-interpretation ``non_strict`` (a failure only under ``--strict``); an event the target declared
-it does not implement is ``unsupported``; a failure counts once, under the requirement and the
-section it broke; ``msmq-harness run`` exits 0, 1, 2 (usage or configuration, before any case
-runs) or 5 (nothing ran).
+codes": each expectation is attributed to one requirement; a difference from a MUST requirement
+is ``failed``, from a SHOULD or MAY ``non_strict`` (a failure only under ``--strict``); under an
+interpretation, the value another reading gives is ``non_strict`` and a value no reading gives
+fails the interpretation's frame; an event the target declared it does not implement is
+``unsupported``; a failure counts once, under the requirement and the section it broke;
+``msmq-harness run`` exits 0, 1, 2 (usage or configuration, before any case runs) or 5 (nothing
+ran).
 """
 
 from __future__ import annotations
@@ -34,18 +36,27 @@ REQUIREMENTS = """\
 - id: T-SEEK-READING
   section: MS-MQDMPR 3.1.7.3.2
   level: interpretation
+  frame: DMPR-3.1.7.3.2-PROCESSING
   quote: The End position indicates that no message was available.
   alternatives:
-    - {name: end, reading: a forward seek that finds nothing returns End}
-    - {name: start, reading: a forward seek that finds nothing returns Start}
+    - {name: end, reading: a seek that finds nothing returns End}
+    - {name: start, reading: "a backward seek that finds nothing returns Start, where its walk stops"}
 - id: T-ENQ-SHOULD
   section: MS-MQDMPR 3.1.7.1.9
   level: SHOULD
   quote: The message SHOULD be inserted in priority order.
+- id: DMPR-3.1.7.3.2-PROCESSING
+  section: MS-MQDMPR 3.1.7.3.2
+  level: MUST
+  quote: "The queue manager MUST perform the following actions to process this event:"
 """
 
-# The reference returns m1 for a forward seek from Start on [m1, m2]; each case below expects
-# something, attributed to a requirement in one of the three ways grading knows.
+# The reference returns m1 for a forward seek from Start on [m1, m2]; a seek that finds nothing
+# returns End forward (the reading ``end`` of T-SEEK-READING) and Start backward (the reading
+# ``start``: against these cases, the reference takes another reading than the first).  Each case
+# below expects something, attributed to one requirement: the one the case cites in the step's
+# section, the expectation's own, or the frame of the interpretation whose readings it gives.
+READINGS = "{readings: {end: End, start: Start}, requirement: T-SEEK-READING}"
 CASES = """\
 id: t.must-ok
 title: seek from Start returns the Head
@@ -65,48 +76,44 @@ when:
     args: {iInitialPosition: Start, iQueue: q, iPeekOperation: false, iSeekDirection: Forward}
     expect: {rMessagePosition: m2}
 ---
-id: t.interpretation-by-step
-title: a difference on an interpretation, attributed by the step, is non-strict
-spec:
-  - {section: MS-MQDMPR 3.1.7.3.2, requirement: T-SEEK-HEAD}
-  - {section: MS-MQDMPR 3.1.7.3.2, requirement: T-SEEK-READING}
-given: {queues: [{name: q, messages: [{id: m1}, {id: m2}]}]}
+id: t.interpretation-first-reading
+title: the value the interpretation's first reading gives passes
+spec: [{section: MS-MQDMPR 3.1.7.3.2, requirement: T-SEEK-READING}]
+given: {queues: [{name: q}]}
 when:
   - event: seek_available_message_position
-    requirement: T-SEEK-READING
     args: {iInitialPosition: Start, iQueue: q, iPeekOperation: false, iSeekDirection: Forward}
-    expect: {rMessagePosition: m2}
+    expect: {rMessagePosition: READINGS}
 ---
-id: t.interpretation-by-annotation
-title: an annotated expectation is graded by its own requirement, the others by the step's
-spec:
-  - {section: MS-MQDMPR 3.1.7.3.2, requirement: T-SEEK-HEAD}
+id: t.interpretation-another-reading
+title: the value another reading gives is non-strict, under the interpretation
+spec: [{section: MS-MQDMPR 3.1.7.3.2, requirement: T-SEEK-READING}]
+given: {queues: [{name: q}]}
+when:
+  - event: seek_available_message_position
+    args: {iInitialPosition: End, iQueue: q, iPeekOperation: false, iSeekDirection: Backward}
+    expect: {rMessagePosition: READINGS}
+---
+id: t.interpretation-no-reading
+title: a value no reading gives fails the interpretation's frame
+spec: [{section: MS-MQDMPR 3.1.7.3.2, requirement: T-SEEK-READING}]
 given: {queues: [{name: q, messages: [{id: m1}, {id: m2}]}]}
 when:
   - event: seek_available_message_position
     args: {iInitialPosition: Start, iQueue: q, iPeekOperation: false, iSeekDirection: Forward}
-    expect: {rMessagePosition: {is: m2, requirement: T-SEEK-READING}}
+    expect: {rMessagePosition: READINGS}
 ---
 id: t.mixed
 title: the worst grade of a step's differences is the case's outcome
 spec:
   - {section: MS-MQDMPR 3.1.7.3.2, requirement: T-SEEK-NEXT}
-given: {queues: [{name: q, messages: [{id: m1}, {id: m2}]}]}
+given: {queues: [{name: q}]}
 when:
   - event: seek_available_message_position
-    args: {iInitialPosition: Start, iQueue: q, iPeekOperation: false, iSeekDirection: Forward}
+    args: {iInitialPosition: End, iQueue: q, iPeekOperation: false, iSeekDirection: Backward}
     expect:
-      rMessagePosition: {is: m2, requirement: T-SEEK-READING}
+      rMessagePosition: READINGS
       rStatus: {is: 7, requirement: T-SEEK-HEAD}
----
-id: t.any-of-accepts-every-reading
-title: any_of accepts each alternative
-spec: [{section: MS-MQDMPR 3.1.7.3.2, requirement: T-SEEK-READING}]
-given: {queues: [{name: q, messages: [{id: m1, State: Locked}]}]}
-when:
-  - event: seek_available_message_position
-    args: {iInitialPosition: Start, iQueue: q, iPeekOperation: false, iSeekDirection: Forward}
-    expect: {rMessagePosition: {any_of: [End, Start]}}
 ---
 id: t.should
 title: a SHOULD difference in the final state is non-strict
@@ -118,7 +125,7 @@ when:
 then:
   queues:
     q: [{message: m2}, {message: m1}]
-"""
+""".replace("READINGS", READINGS)
 
 
 def _cases_folder(tmp_path: Path, name: str, text: str) -> Path:
@@ -147,10 +154,10 @@ def test_each_difference_is_graded_by_the_level_of_its_requirement(corpus: Path)
     assert _outcomes(corpus) == {
         "t.must-ok": Outcome.passed,
         "t.must-broken": Outcome.failed,
-        "t.interpretation-by-step": Outcome.non_strict,
-        "t.interpretation-by-annotation": Outcome.non_strict,
+        "t.interpretation-first-reading": Outcome.passed,
+        "t.interpretation-another-reading": Outcome.non_strict,
+        "t.interpretation-no-reading": Outcome.failed,
         "t.mixed": Outcome.failed,
-        "t.any-of-accepts-every-reading": Outcome.passed,
         "t.should": Outcome.non_strict,
     }
 
@@ -159,24 +166,38 @@ def test_failures_name_their_requirement_and_count_once_under_it(corpus: Path) -
     result = run(load_paths([corpus]), "reference")
     by_id = {r.case_id: r for r in result.results}
     mixed = by_id["t.mixed"]
-    assert {(f.field, f.requirement, f.level) for f in mixed.failures} == {
-        ("rMessagePosition", "T-SEEK-READING", "interpretation"),
-        ("rStatus", "T-SEEK-HEAD", "MUST"),
+    assert {(f.field, f.requirement, f.level, f.reading) for f in mixed.failures} == {
+        ("rMessagePosition", "T-SEEK-READING", "interpretation", "start"),
+        ("rStatus", "T-SEEK-HEAD", "MUST", ""),
     }
     broken = by_id["t.must-broken"].failures
     assert [(f.requirement, f.level, f.section) for f in broken] == [("T-SEEK-HEAD", "MUST", "MS-MQDMPR 3.1.7.3.2")]
-    # t.interpretation-by-step cites the section twice: it counts once under it
+    # another reading: non-strict under the interpretation, with the reading's name
+    [other] = by_id["t.interpretation-another-reading"].failures
+    assert (other.requirement, other.level, other.interpretation, other.reading) == (
+        "T-SEEK-READING", "interpretation", "T-SEEK-READING", "start")
+    assert [(r["name"], r["matched"]) for r in other.readings] == [("end", False), ("start", True)]
+    # no reading: failed under the frame, a MUST, naming the interpretation
+    [none] = by_id["t.interpretation-no-reading"].failures
+    assert (none.requirement, none.level, none.section, none.interpretation, none.reading) == (
+        "DMPR-3.1.7.3.2-PROCESSING", "MUST", "MS-MQDMPR 3.1.7.3.2", "T-SEEK-READING", "")
+    assert none.observed == "m1" and not any(r["matched"] for r in none.readings)
     sections = result.by_section()
     assert sum(sections["MS-MQDMPR 3.1.7.3.2"].values()) == 6
     assert sections["MS-MQDMPR 3.1.7.1.9"] == {"non_strict": 1}
     reqs = result.by_requirement()
-    assert reqs["T-SEEK-READING"]["non_strict"] == 2  # by-step and by-annotation
+    assert reqs["T-SEEK-READING"]["non_strict"] == 1  # another-reading
+    assert reqs["T-SEEK-READING"]["failed"] == 1  # mixed: its other difference is a MUST
     assert reqs["T-SEEK-HEAD"]["failed"] == 2  # must-broken and mixed, once each
+    assert reqs["DMPR-3.1.7.3.2-PROCESSING"]["failed"] == 1  # no-reading, under the frame
     assert "T-SEEK-NEXT" not in reqs  # t.mixed broke other requirements than the one it cites
 
 
+FAILING = ("t.must-broken", "t.mixed", "t.interpretation-no-reading")
+
+
 def test_strict_makes_non_strict_fail_the_run(corpus: Path) -> None:
-    cases = [c for c in load_paths([corpus]) if c.id != "t.must-broken" and c.id != "t.mixed"]
+    cases = [c for c in load_paths([corpus]) if c.id not in FAILING]
     assert run(cases, "reference").ok
     strict = run(cases, "reference", strict=True)
     assert not strict.ok
@@ -249,7 +270,7 @@ def test_an_event_the_target_does_not_declare_is_unsupported_not_failed(corpus: 
 
 # ------------------------------------------------------------------------------ exit codes
 def test_exit_0_when_all_passed_and_non_strict_allowed(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", str(corpus), "-k", "not must-broken and not mixed"]) == 0
+    assert main(["run", str(corpus), "-k", "not must-broken and not mixed and not no-reading"]) == 0
     out = capsys.readouterr().out
     assert "Non-strict" in out and "[T-SEEK-READING, interpretation]" in out
     assert out.rstrip().splitlines()[-1].startswith("PASSED")
