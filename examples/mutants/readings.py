@@ -19,6 +19,8 @@ from typing import Any
 
 from harness.model import MQStatus, QueueManager
 from harness.model.adm import Message, Queue, WaitingMessageReadOperation
+from harness.model.cursor import Cursor
+from harness.model.enums import CursorStatus
 from harness.model.positions import MessagePosition
 
 
@@ -27,7 +29,9 @@ class OutOfReading:
     """One row: the mutant ``name`` answers ``answer`` at ``hook`` for ``interpretation``.
 
     ``answer`` is the hook's new value: a constant for a class attribute, a function (taking
-    the queue manager and the hook's arguments) for a method.  ``says`` is what the answer is, in
+    the queue manager and the hook's arguments) for a method.  A hook of a Cursor event
+    (``harness.model.cursor.Cursor``) is answered through ``cursor_factory``: the answer is a
+    Cursor subclass that overrides it (:func:`_cursor_answering`).  ``says`` is what the answer is, in
     words, for the mutant's docstring."""
 
     interpretation: str
@@ -60,6 +64,17 @@ def _cancel_next_readers(qm: QueueManager, iQueue: Queue, iReader: WaitingMessag
                 desc.WaitingMessageReadOperationCollection.remove(reader)
                 qm.waiting_message_read_timer_stop(reader, MQStatus.MQ_ERROR_OPERATION_CANCELLED)
     return False
+
+
+def _cursor_answering(name: str, hook: str, answer: Callable[..., Any]) -> type[Cursor]:
+    """A Cursor subclass whose ``hook`` (a method of harness.model.cursor.Cursor) is ``answer``
+    (taking the cursor and the hook's arguments): the value of a row whose hook is
+    ``cursor_factory``."""
+    if not hasattr(Cursor, hook):
+        raise AttributeError(f"{name}: Cursor has no hook {hook!r}")
+    cls = type(name, (Cursor,), {"__module__": __name__, "__qualname__": name, hook: answer})
+    globals()[name] = cls  # found by its qualified name, as the generated queue managers are
+    return cls
 
 
 def _counted_twice(qm: QueueManager, iQueue: Queue, iPosition: MessagePosition) -> int:
@@ -147,6 +162,25 @@ TABLE: list[OutOfReading] = [
         MQStatus.MQ_ERROR_UNSUPPORTED_ACCESS_MODE,
         "a peek open past a DenyReceive receiver reports MQ_ERROR_UNSUPPORTED_ACCESS_MODE (neither"
         " MQ_OK nor MQ_ERROR_SHARING_VIOLATION)",
+    ),
+    OutOfReading(
+        "DMPR-3.2.7.2-WAIT-STATES", "WaitingPeekAlreadyReceived", "cursor_factory",
+        _cursor_answering(
+            "WaitingCursorPeekAlreadyReceived", "peek_while_waiting",
+            lambda cursor, iQueue: (CursorStatus.AlreadyReceived, None),
+        ),
+        "Get Message For Peek on a WaitPeek or WaitReceive cursor reports AlreadyReceived, the cursor"
+        " unchanged (neither no outcome, nor the Unread steps' Succeeded or Waiting, nor Waiting)",
+    ),
+    OutOfReading(
+        "DMPR-3.2.7.4-WAIT-STATES", "WaitingDequeueNotFound", "cursor_factory",
+        _cursor_answering(
+            "WaitingCursorDequeueNotFound", "dequeue_while_waiting",
+            lambda cursor, iQueue, iNoWait: (CursorStatus.NotFound, None),
+        ),
+        "Get Next Message For Dequeue on a WaitPeek or WaitReceive cursor reports NotFound even when"
+        " iNoWait is False, the cursor unchanged (neither no outcome, nor the Unread steps, nor"
+        " Waiting)",
     ),
 ]
 

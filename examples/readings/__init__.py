@@ -22,4 +22,6 @@ READINGS: list[tuple[str, str, str]] = [
     ("DMPR-3.1.7.3.1-FAILED-STATUS", "other-error", "examples.readings.dmpr:FailedWaitNotFound"),
     ("DMPR-3.1.7.2.2-DESCRIPTOR-ORDER", "any-order", "examples.readings.dmpr:DescriptorsLastOpenedFirst"),
     ("DMPR-3.1.7.1.5-SHARE-PEEK", "deny-receive-denies-peek", "examples.readings.dmpr:DenyReceiveDeniesPeek"),
+    ("DMPR-3.2.7.2-WAIT-STATES", "as-unread", "examples.readings.dmpr:WaitingPeekAsUnread"),
+    ("DMPR-3.2.7.4-WAIT-STATES", "as-unread", "examples.readings.dmpr:WaitingDequeueAsUnread"),
 ]

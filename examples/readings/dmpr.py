@@ -2,8 +2,9 @@
 
 Each class is the reference queue manager with one other reading of one ``interpretation``
 requirement of cases/requirements.yaml, rendered through the hook where the model takes its own
-reading (``harness.model.QueueManager``, "readings" block): its docstring names the requirement,
-the alternative and the section, and says what the reading gives.
+reading (``harness.model.QueueManager``, "readings" block; for a cursor event, the hooks of
+``harness.model.cursor.Cursor``, taken through ``QueueManager.cursor_factory``): its docstring
+names the requirement, the alternative and the section, and says what the reading gives.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 
 from harness.model import MessageClass, MQStatus, QueueManager
 from harness.model.adm import Message, OpenQueueDescriptor, Queue, WaitingMessageReadOperation
-from harness.model.enums import SeekDirection
+from harness.model.cursor import Cursor, CursorResult
+from harness.model.enums import CursorState, SeekDirection
 from harness.model.positions import MessagePosition
 from packets.base import BASE_HEADER_SIZE
 from packets.properties import MESSAGE_PROPERTIES_FIXED_SIZE
@@ -167,3 +169,40 @@ class DenyReceiveDeniesPeek(QueueManager):
     are not allowed to receive or peek messages from this queue")."""
 
     PEEK_PAST_DENY_RECEIVE_STATUS = MQStatus.MQ_ERROR_SHARING_VIOLATION
+
+
+class WaitingCursorPeeksAsUnread(Cursor):
+    """The cursor of :class:`WaitingPeekAsUnread`: Get Message For Peek on a waiting cursor takes
+    it as Unread."""
+
+    def peek_while_waiting(self, iQueue: Queue) -> CursorResult:
+        self.CursorState = CursorState.Unread
+        return self.get_message_for_peek()
+
+
+class WaitingPeekAsUnread(QueueManager):
+    """DMPR-3.2.7.2-WAIT-STATES, reading as-unread (MS-MQDMPR 3.2.7.2): a WaitPeek or WaitReceive
+    cursor has read nothing yet, so Get Message For Peek takes the Unread steps: a peek seek from
+    Cursor.MessagePositionReference gives Succeeded and a Read cursor on the position it finds, or
+    Waiting and WaitPeek when it finds End."""
+
+    cursor_factory = WaitingCursorPeeksAsUnread
+
+
+class WaitingCursorDequeuesAsUnread(Cursor):
+    """The cursor of :class:`WaitingDequeueAsUnread`: Get Next Message For Dequeue on a waiting
+    cursor takes it as Unread."""
+
+    def dequeue_while_waiting(self, iQueue: Queue, iNoWait: bool) -> CursorResult:
+        self.CursorState = CursorState.Unread
+        return self.get_next_message_for_dequeue(iNoWait)
+
+
+class WaitingDequeueAsUnread(QueueManager):
+    """DMPR-3.2.7.4-WAIT-STATES, reading as-unread (MS-MQDMPR 3.2.7.4): a WaitPeek or WaitReceive
+    cursor has read nothing yet, so Get Next Message For Dequeue takes the Unread steps: a seek that
+    is not a peek from Cursor.MessagePositionReference gives Succeeded with the cursor on the
+    position it finds (Unread, as the Unread arm leaves it), else NotFound with iNoWait, else
+    Waiting and WaitReceive."""
+
+    cursor_factory = WaitingCursorDequeuesAsUnread

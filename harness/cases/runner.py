@@ -285,17 +285,21 @@ def run_case(
                     raise
                 if step.expect_error == e.kind:
                     continue
-                expected = step.expect_error or "no error"
-                failure = StepFailure(
-                    step=index,
-                    event=step.event,
-                    field="error",
-                    expected=expected,
-                    observed=e.kind,
-                    section=section,
-                    message=f"{where}: expected {expected}, the target reported {e.kind}: {e.message}",
-                )
-                return graded_result(case, start, [graded(case, step, failure)])
+                if step.expect_error or "error" not in (step.expect or {}):
+                    expected = step.expect_error or "no error"
+                    failure = StepFailure(
+                        step=index,
+                        event=step.event,
+                        field="error",
+                        expected=expected,
+                        observed=e.kind,
+                        section=section,
+                        message=f"{where}: expected {expected}, the target reported {e.kind}: {e.message}",
+                    )
+                    return graded_result(case, start, [graded(case, step, failure)])
+                # `expect` grades the error as a value (docs/cases.md): the event gave {error: kind}
+                # and nothing else; an event that returns normally gives no `error`.
+                result = {"error": e.kind}
             if not isinstance(result, dict):
                 raise TargetError("Error", f"event returned {type(result).__name__}, not a mapping")
             if step.expect_error:

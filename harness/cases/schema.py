@@ -452,6 +452,34 @@ _RESULT_KINDS = {
     "rMessagePos": "position",
 }
 SPECIAL_POSITIONS = ("Start", "End")
+
+#: The error kinds ``expect.error`` can grade (harness.cases.runner): an Unsupported event makes
+#: the case unsupported and an Error makes it an error, whatever the step expects.
+GRADED_ERROR_KINDS = ("UndefinedBehaviour",)
+
+
+def _check_error_values(value: Any, path: PathT, lines: Lines) -> None:
+    """Each kind an ``error`` expectation names (in its readings, ``any_of`` or ``is``) is one
+    the runner grades: a misspelt kind would never match."""
+    if isinstance(value, dict) and isinstance(value.get("readings"), dict):
+        for name, reading in value["readings"].items():
+            _check_error_values(reading, (*path, "readings", name), lines)
+        return
+    if isinstance(value, dict) and isinstance(value.get("any_of"), list):
+        values = value["any_of"]
+    elif isinstance(value, dict) and "is" in value:
+        values = [value["is"]]
+    else:
+        values = [value]
+    for v in values:
+        if isinstance(v, str) and v not in GRADED_ERROR_KINDS:
+            raise lines.error(
+                path,
+                f"error {v!r} is not an error kind the runner grades; expected one of: "
+                f"{', '.join(GRADED_ERROR_KINDS)} (Unsupported and Error are not graded values)",
+            )
+
+
 _KIND_WORDS = {"open": "open descriptor"}
 
 
@@ -569,6 +597,8 @@ def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) ->
             kind = _RESULT_KINDS.get(name)
             if kind is not None:
                 names.check(kind, value, ("when", i, "expect", name), lines)
+        if "error" in (step.get("expect") or {}):
+            _check_error_values(step["expect"]["error"], ("when", i, "expect", "error"), lines)
 
     then: dict[str, Any] = doc.get("then") or {}
     for q, positions in (then.get("queues") or {}).items():

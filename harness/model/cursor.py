@@ -5,7 +5,10 @@ MessagePositionReference, CursorState in {Unread, Read, WaitPeek, WaitReceive}) 
 3.2.7.1 Initialize, 3.2.7.2 Get Message For Peek, 3.2.7.3 Get Next Message For Peek,
 3.2.7.4 Get Next Message For Dequeue, 3.2.7.5 Message Available and 3.2.7.6 Wait Time Expired.
 Seeks go through the owning QueueManager's ``seek_available_message_position`` (3.1.7.3.2), so a
-subclass overriding that rule changes cursors too.
+subclass overriding that rule changes cursors too.  Where 3.2.7 is silent (an ``interpretation``
+of cases/requirements.yaml) the reading the model takes is an overridable hook, named after what
+it decides (:meth:`Cursor.peek_while_waiting`, :meth:`Cursor.dequeue_while_waiting`); a
+QueueManager takes a Cursor subclass through its ``cursor_factory``.
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ class Cursor:
                 return (CursorStatus.Succeeded, pos)
             # Else: AlreadyReceived.
             return (CursorStatus.AlreadyReceived, None)
-        raise UndefinedBehaviour("3.2.7.2", f"no branch for CursorState {state.value}")
+        return self.peek_while_waiting(iQueue)
 
     def get_next_message_for_peek(self) -> CursorResult:
         """3.2.7.3 Get Next Message For Peek: returns (rStatus, rPosition)."""
@@ -137,7 +140,7 @@ class Cursor:
                 self.CursorState = _Unread
                 return (CursorStatus.Succeeded, pos)
             return (CursorStatus.AlreadyReceived, None)
-        raise UndefinedBehaviour("3.2.7.4", f"no branch for CursorState {state.value}")
+        return self.dequeue_while_waiting(iQueue, iNoWait)
 
     def message_available(self, iMessagePosition: MessagePosition) -> None:
         """3.2.7.5 Message Available."""
@@ -160,6 +163,27 @@ class Cursor:
             if queue is not None:
                 self.MessagePositionReference = queue.MessagePositionList.End
             self.CursorState = _Unread
+
+    # ------------------------------------------------------------------ readings (hooks)
+    def peek_while_waiting(self, iQueue: Queue) -> CursorResult:
+        """What Get Message For Peek (3.2.7.2) does for a WaitPeek or WaitReceive cursor: its
+        selection on CursorState has arms for Unread and Read only.
+
+        Interpretation DMPR-3.2.7.2-WAIT-STATES: the model takes no-branch (it reports
+        UndefinedBehaviour, the spec gives no outcome, and leaves the cursor as it is); as-unread
+        takes the Unread steps, still-waiting answers Waiting.
+        """
+        raise UndefinedBehaviour("3.2.7.2", f"no branch for CursorState {self.CursorState.value}")
+
+    def dequeue_while_waiting(self, iQueue: Queue, iNoWait: bool) -> CursorResult:
+        """What Get Next Message For Dequeue (3.2.7.4) does for a WaitPeek or WaitReceive cursor:
+        its selection on CursorState has arms for Unread and Read only.
+
+        Interpretation DMPR-3.2.7.4-WAIT-STATES: the model takes no-branch (it reports
+        UndefinedBehaviour, the spec gives no outcome, and leaves the cursor as it is); as-unread
+        takes the Unread steps, still-waiting answers Waiting (NotFound with iNoWait).
+        """
+        raise UndefinedBehaviour("3.2.7.4", f"no branch for CursorState {self.CursorState.value}")
 
     def __repr__(self) -> str:
         return f"<Cursor {self.Handle} {self.CursorState.value} at {self.MessagePositionReference}>"
