@@ -6,6 +6,13 @@ it (``spec``, a step's ``requirement`` or an expectation's); the requirements no
 citations of requirement ids the list does not hold; and citations whose section differs from the
 requirement's.  Output is a text table or JSON.
 
+A requirement no case cites is covered too when a case grades an expectation under it **by
+derivation** (harness.cases.grading.attribute over every expectation of every step and of
+``then``): the processing requirement of an event's section (``DMPR-<section>-PROCESSING``) that
+grades a step whose case cites nothing of that section, or the frame of an interpretation an
+expectation gives readings of (a value no reading gives fails it).  The output lists those cases
+apart from the citing ones.
+
 The model requirements and the session rules (harness.session.rules: a rule id is a requirement
 id) are listed together.  A session rule's requirement is covered by the cases that cite it, and
 by the cases that watch it: a wire case whose ``then.peer.violations`` grades every rule of the
@@ -21,25 +28,39 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.cases.grading import attribute, requirement_annotations
 from harness.cases.model import Case, Requirement
 from harness.cases.violations import WATCH, watched_rules
 from harness.session.rules import RULES
 
-__all__ = ["Citation", "CoverageReport", "CoverageRow", "coverage", "render_coverage"]
+__all__ = ["Citation", "CoverageReport", "CoverageRow", "coverage", "graded_requirements", "render_coverage"]
 
-WATCHED_SHOWN = 5  # the watching cases a text row names (the JSON names them all)
+WATCHED_SHOWN = 5  # the watching (or deriving) cases a text row names (the JSON names them all)
 
 
 @dataclass
 class CoverageRow:
     requirement: Requirement
-    cases: list[str] = field(default_factory=list)  # case ids that cite it (a matrix case counts once)
+    # case ids that cite it, or (as the loader resolves them) grade it (a matrix case counts once)
+    cases: list[str] = field(default_factory=list)
     rule: str = ""  # a session rule's side (harness.session.rules.Rule.side), "" for a model requirement
     watched: list[str] = field(default_factory=list)  # case ids whose then.peer.violations can report it
+    # case ids that do not cite it but grade an expectation under it by derivation (module doc)
+    derived: list[str] = field(default_factory=list)
 
     @property
     def covered(self) -> bool:
-        return bool(self.cases or self.watched)
+        return bool(self.cases or self.watched or self.derived)
+
+    @property
+    def only_derived(self) -> bool:
+        """Covered by derivation alone: no case cites it and none watches it."""
+        return bool(self.derived) and not self.cited and not self.watched
+
+    @property
+    def cited(self) -> list[str]:
+        """The cases that cite it (``cases`` holds the deriving ones too, as the loader resolves them)."""
+        return [c for c in self.cases if c not in self.derived]
 
 
 @dataclass(frozen=True)
@@ -92,11 +113,13 @@ class CoverageReport:
                     "cases": row.cases,
                     "rule": row.rule,
                     "watched": row.watched,
+                    "derived": row.derived,
                 }
                 for row in self.rows
             ],
             "covered": self.covered_count,
             "total": len(self.rows),
+            "only_derived": [row.requirement.id for row in self.rows if row.only_derived],
             "rules": {
                 "total": len(self.rules),
                 "cited": sum(bool(row.cases) for row in self.rules),
@@ -113,15 +136,73 @@ def _citation_dict(c: Citation) -> dict[str, Any]:
     return {"case": c.case, "requirement": c.requirement, "section": c.section, "source": c.source, "line": c.line}
 
 
+def _cited(case: Case) -> set[str]:
+    """The requirement ids a case names: ``spec``, a step's ``requirement``, an expectation's
+    annotation, ``then.requirement``."""
+    out = {ref.requirement for ref in case.spec if ref.requirement}
+    for step in case.when:
+        if step.requirement:
+            out.add(step.requirement)
+        out.update(rid for _, rid in requirement_annotations(step.expect))
+    out.update(rid for _, rid in requirement_annotations(case.then))
+    return out
+
+
+def _then_values(then: dict[str, Any]) -> list[Any]:
+    """The values of ``then`` an expectation grades (harness.cases.loader attributes the same):
+    each position's and cursor's attributes, a wire case's ADM state and peer values, but not
+    ``peer.violations`` (each rule is graded by its own requirement)."""
+    out: list[Any] = []
+    for positions in (then.get("queues") or {}).values():
+        for entry in positions or []:
+            out.extend(v for k, v in (entry or {}).items() if k != "message")
+    for group, skip in (("cursors", ""), ("outgoing", "OutgoingMessagePositions")):
+        for attrs in (then.get(group) or {}).values():
+            out.extend(v for k, v in (attrs or {}).items() if k != skip)
+    for key, value in (then.get("peer") or {}).items():
+        if key != "violations":
+            out.extend(value.values() if key == "sent" and isinstance(value, dict) else [value])
+    return out
+
+
+def graded_requirements(case: Case) -> set[str]:
+    """Every requirement id an expectation of ``case`` is graded under: the one
+    harness.cases.grading.attribute gives each expectation of each step (a wire step that waits and
+    names no expectation: the step's) and of ``then``, and the frame of each interpretation so
+    attributed."""
+    from harness.cases.actions import ACTIONS
+
+    graded: set[str] = set()
+    for step in case.when:
+        values: list[Any] = list((step.expect or {}).values())
+        if step.expect_error:
+            values.append(step.expect_error)
+        if values:
+            graded.update(attribute(case, step, value)[0] for value in values)
+        elif step.action and (found := ACTIONS.get(step.action)) is not None and found.waits:
+            graded.add(attribute(case, step)[0])
+    graded.update(attribute(case, None, value)[0] for value in _then_values(case.then or {}))
+    graded.discard("")
+    for rid in list(graded):
+        found_req = case.requirements.get(rid)
+        if found_req is not None and found_req.frame:
+            graded.add(found_req.frame)
+    return graded
+
+
 def coverage(requirements: list[Requirement], cases: list[Case]) -> CoverageReport:
     """Which requirement ids have cases, in the order of ``requirements``: the cases that cite each,
-    and for a session rule the cases that watch it."""
+    those that grade it by derivation, and for a session rule the cases that watch it."""
     by_id = {r.id: CoverageRow(r, rule=RULES[r.id].side if r.id in RULES else "") for r in requirements}
     for case in cases:
         for rid in watched_rules(case):
             row = by_id.get(rid)
             if row is not None and case.id not in row.watched:
                 row.watched.append(case.id)
+        for rid in sorted(graded_requirements(case) - _cited(case)):
+            row = by_id.get(rid)
+            if row is not None and case.id not in row.derived:
+                row.derived.append(case.id)
     unknown: dict[tuple[str, str], Citation] = {}
     mismatched: dict[tuple[str, str], Citation] = {}
     for case in cases:
@@ -162,6 +243,10 @@ def render_coverage(report: CoverageReport, as_json: bool = False) -> str:
         if row.watched:
             shown = ", ".join(row.watched[:WATCHED_SHOWN]) + (", ..." if len(row.watched) > WATCHED_SHOWN else "")
             out.append(f"    watched by {len(row.watched)} case{'s' if len(row.watched) != 1 else ''}: {shown}")
+        if row.derived:
+            shown = ", ".join(row.derived[:WATCHED_SHOWN]) + (", ..." if len(row.derived) > WATCHED_SHOWN else "")
+            n = len(row.derived)
+            out.append(f"    graded by derivation in {n} case{'s' if n != 1 else ''} not citing it: {shown}")
         out.extend(textwrap.wrap(f"\u201c{r.quote}\u201d", 100, initial_indent="    ", subsequent_indent="     "))
         for alt in r.alternatives:
             text = f"- {alt.name}: {alt.reading}"
@@ -172,6 +257,12 @@ def render_coverage(report: CoverageReport, as_json: bool = False) -> str:
     out.append("")
     out.append(f"{report.covered_count}/{total} requirements have cases ({pct:.1f}%); "
                + ", ".join(f"{n} {lv}" for lv, n in sorted(levels.items())))
+    derived_only = [row.requirement.id for row in report.rows if row.only_derived]
+    if derived_only:
+        out.append(
+            f"  {len(derived_only)} of them only by derivation (no case cites them; an expectation is attributed "
+            "to the event section's processing requirement, or graded by an interpretation they frame)"
+        )
     rules = report.rules
     if rules:
         cited = sum(bool(row.cases) for row in rules)

@@ -4,20 +4,41 @@ acceptance 1)."""
 
 from __future__ import annotations
 
+import json
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harness.cases.coverage import coverage
-from harness.cases.grading import attribute
-from harness.cases.loader import load_paths, load_requirements
+from harness.cases.actions import ACTIONS
+from harness.cases.coverage import coverage, graded_requirements, render_coverage
+from harness.cases.events import event_section
+from harness.cases.grading import annotation, attribute, processing_requirement
+from harness.cases.loader import load_paths, load_requirements, load_text
+from harness.cases.model import Case, Level, Requirement, Step
 from harness.cases.mutants import MUTANTS, render, run_mutant, run_mutants
 from harness.cases.runner import run
 from harness.cases.targets.reference import PSEUDO_EVENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases"
+
+
+def _then_values(then: dict[str, Any]) -> list[Any]:
+    """The values of ``then`` an expectation grades (``peer.violations`` is graded per rule)."""
+    out: list[Any] = []
+    for positions in (then.get("queues") or {}).values():
+        for entry in positions or []:
+            out.extend(v for k, v in (entry or {}).items() if k != "message")
+    for group in ("cursors", "outgoing"):
+        for attrs in (then.get(group) or {}).values():
+            out.extend(v for k, v in (attrs or {}).items() if k != "OutgoingMessagePositions")
+    for key, value in (then.get("peer") or {}).items():
+        if key != "violations":
+            out.extend(value.values() if key == "sent" and isinstance(value, dict) else [value])
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +51,44 @@ def test_corpus_loads(corpus: list) -> None:
     assert all(c.spec and all(ref.requirement for ref in c.spec) for c in corpus)
 
 
+def _expectations(case: Case) -> list[tuple[Step | None, Any]]:
+    """Every (step, expectation) of a case the loader attributes (None: ``then``); a wire step that
+    waits and names no expectation is graded by its step's requirement (expectation None)."""
+    out: list[tuple[Step | None, Any]] = []
+    for step in case.when:
+        values = list((step.expect or {}).values()) + ([step.expect_error] if step.expect_error else [])
+        if not values and step.action and (action := ACTIONS.get(step.action)) is not None and action.waits:
+            values = [None]
+        out.extend((step, value) for value in values)
+    out.extend((None, value) for value in _then_values(case.then or {}))
+    return out
+
+
 def test_every_expectation_is_graded_by_a_requirement_of_the_list(corpus: list) -> None:
     """Each case resolves its ids against cases/requirements.yaml (no nearer list shadows it), and
-    every step and the final state are attributed to one of them."""
+    every expectation of its steps and final state is attributed to one of them, resolved in
+    ``case.requirements``: one the case cites, or one attribution derives, the processing
+    requirement of the step's event section (``DMPR-<section>-PROCESSING``), which the case does
+    not cite but the list holds."""
     listed = {r.id: r for r in load_requirements(CASES / "requirements.yaml")}
+    derived: set[str] = set()
+    checked = 0
     for case in corpus:
         assert case.requirements and all(listed.get(rid) == req for rid, req in case.requirements.items()), case.id
-        for step in [*case.when, None]:
-            rid, level = attribute(case, step)
-            assert rid in case.requirements and level == listed[rid].level, (case.id, step)
+        cited = {ref.requirement for ref in case.spec}
+        for step, expected in _expectations(case):
+            rid, level = attribute(case, step, expected)
+            where = (case.id, step.event if step else "then", expected)
+            assert rid in listed and rid in case.requirements and level == listed[rid].level, (*where, rid)
+            checked += 1
+            named = annotation(expected) or (step.requirement if step else str(case.then.get("requirement") or ""))
+            if rid not in cited and rid != named:  # not cited: attribution derived it
+                assert step is not None and not step.action, (*where, rid)
+                assert rid == processing_requirement(event_section(step.event)), (*where, rid)
+                assert listed[rid].level is Level.MUST
+                derived.add(rid)
+    assert checked > 500
+    assert derived and all(rid.endswith("-PROCESSING") for rid in derived)
 
 
 def test_corpus_passes_against_reference(corpus: list) -> None:
@@ -48,10 +98,89 @@ def test_corpus_passes_against_reference(corpus: list) -> None:
 
 
 def test_every_requirement_has_a_case(corpus: list) -> None:
+    """Every requirement is cited, watched (a session rule) or graded by derivation: a processing
+    requirement no case cites is covered by the cases whose steps attribution grades under it."""
     report = coverage(load_requirements(CASES / "requirements.yaml"), corpus)
     assert not report.uncovered, [r.id for r in report.uncovered]
     assert not report.unknown, report.unknown
     assert not report.mismatched, report.mismatched
+    processing = [row for row in report.rows if row.requirement.id.endswith("-PROCESSING")]
+    assert processing and all(row.derived for row in processing if not row.cited)
+
+
+COVERAGE_REQUIREMENTS = {
+    r.id: r
+    for r in (
+        Requirement(
+            "C-SEEK-HEAD",
+            "MS-MQDMPR 3.1.7.3.2",
+            "If iIterator is equivalent to the StartMessagePosition ADM element instance defined for "
+            "iQueue.MessagePositionList: Set iIterator to iQueue.MessagePositionList.Head",
+        ),
+        Requirement(
+            "DMPR-3.1.7.1.10-PROCESSING",
+            "MS-MQDMPR 3.1.7.1.10",
+            "The queue manager MUST perform the following actions to process this event:",
+        ),
+        Requirement(
+            "DMPR-3.1.7.1.6-PROCESSING",
+            "MS-MQDMPR 3.1.7.1.6",
+            "The queue manager MUST perform the following actions to process this event:",
+        ),
+    )
+}
+
+# A seek case whose dequeue step is graded under the processing requirement of 3.1.7.1.10 (the
+# case cites nothing of that section); the close step checks nothing, so 3.1.7.1.6 grades nothing.
+DERIVING_CASE = """\
+id: c.derives
+title: a dequeue the case cites nothing of
+spec: [{section: MS-MQDMPR 3.1.7.3.2, requirement: C-SEEK-HEAD}]
+given:
+  queues: [{name: q, messages: [{id: m1}]}]
+  open: [{name: h, queue: q}]
+when:
+  - event: seek_available_message_position
+    args: {iInitialPosition: Start, iQueue: q, iPeekOperation: false}
+    expect: {rMessagePosition: m1}
+  - event: dequeue_message
+    args: {iQueueDesc: h, iTimeout: 0}
+    expect: {rStatus: MQ_OK, rMessage: m1}
+  - event: close_queue
+    args: {iQueueDesc: h}
+"""
+
+
+def test_coverage_counts_a_requirement_graded_by_derivation() -> None:
+    """``msmq-harness coverage``: a requirement no case cites is covered by a case that grades an
+    expectation under it by derivation (grading.attribute), listed as such; one attribution never
+    reaches stays uncovered."""
+    (case,) = load_text(DERIVING_CASE, "derives.yaml", requirements=COVERAGE_REQUIREMENTS)
+    assert attribute(case, case.when[1]) == ("DMPR-3.1.7.1.10-PROCESSING", Level.MUST)
+    assert graded_requirements(case) == {"C-SEEK-HEAD", "DMPR-3.1.7.1.10-PROCESSING"}
+    report = coverage(list(COVERAGE_REQUIREMENTS.values()), [case])
+    rows = {row.requirement.id: row for row in report.rows}
+    assert (rows["C-SEEK-HEAD"].cited, rows["C-SEEK-HEAD"].derived) == (["c.derives"], [])
+    assert (rows["DMPR-3.1.7.1.10-PROCESSING"].cited, rows["DMPR-3.1.7.1.10-PROCESSING"].derived) == ([], ["c.derives"])
+    assert rows["DMPR-3.1.7.1.10-PROCESSING"].covered and rows["DMPR-3.1.7.1.10-PROCESSING"].only_derived
+    assert [r.id for r in report.uncovered] == ["DMPR-3.1.7.1.6-PROCESSING"]  # close_queue checks nothing
+    # a case built without the loader (case.requirements empty) is graded by derivation all the same
+    bare = replace(case, requirements={"C-SEEK-HEAD": COVERAGE_REQUIREMENTS["C-SEEK-HEAD"]})
+    assert coverage(list(COVERAGE_REQUIREMENTS.values()), [bare]).rows[1].derived == ["c.derives"]
+
+    table = render_coverage(report)
+    assert "DMPR-3.1.7.1.10-PROCESSING  [MUST]  MS-MQDMPR 3.1.7.1.10  1 case: c.derives" in table
+    assert "    graded by derivation in 1 case not citing it: c.derives" in table
+    assert "2/3 requirements have cases (66.7%)" in table
+    assert "  1 of them only by derivation" in table
+    assert "without cases: DMPR-3.1.7.1.6-PROCESSING" in table
+    data = json.loads(render_coverage(report, as_json=True))
+    assert [(r["id"], r["derived"]) for r in data["requirements"]] == [
+        ("C-SEEK-HEAD", []),
+        ("DMPR-3.1.7.1.10-PROCESSING", ["c.derives"]),
+        ("DMPR-3.1.7.1.6-PROCESSING", []),
+    ]
+    assert data["only_derived"] == ["DMPR-3.1.7.1.10-PROCESSING"] and data["uncovered"] == ["DMPR-3.1.7.1.6-PROCESSING"]
 
 
 SENDER_CASES = [str(CASES / "mqqb" / "outgoing.yaml")]

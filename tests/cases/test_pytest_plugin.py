@@ -46,15 +46,25 @@ REQUIREMENTS = """\
   quote: >-
     If iIterator is equivalent to the StartMessagePosition ADM element instance defined for
     iQueue.MessagePositionList: Set iIterator to iQueue.MessagePositionList.Head
+- id: P-PEEK-WAITING
+  section: MS-MQDMPR 3.2.7.2
+  level: MUST
+  quote: >-
+    If rMessagePosition returned from the Seek Available Message Position event is equivalent to
+    iQueue.MessagePositionList.End: Set the CursorState ADM attribute of the Cursor ADM element
+    instance to WaitPeek. Set rStatus to Waiting. Take no further action.
+# The cases check the reading `end` (the first alternative); the reference takes `absent`, so it
+# is non_strict under this interpretation (what a target taking another named reading is).
 - id: P-PEEK-POSITION
   section: MS-MQDMPR 3.2.7.2
   level: interpretation
+  frame: P-PEEK-WAITING
   quote: >-
     rPosition: A reference to the MessagePosition (section 3.1.1.11) ADM element instance that
     contains the returned message. This value is undefined if rStatus is not set to Succeeded.
   alternatives:
-    - {name: absent, reading: Without Succeeded the event returns no rPosition.}
     - {name: end, reading: Without Succeeded rPosition may be the End position.}
+    - {name: absent, reading: Without Succeeded the event returns no rPosition.}
 - id: P-CLOSE
   section: MS-MQDMPR 3.1.7.1.6
   level: MUST
@@ -92,8 +102,8 @@ def case(id: str, expect: str, *, extra: str = "", matrix: str = "") -> str:
     return text + matrix
 
 
-# The reference reads the undefined rPosition of a Waiting peek as absent: a difference from
-# the reading this case checks is graded by an interpretation, non_strict.
+# The reference reads the undefined rPosition of a Waiting peek as absent: the value another
+# named reading gives than the one this case checks (end), graded non_strict by the interpretation.
 INTERPRETATION_CASE = """\
 id: x.interp
 title: a peek on an empty queue, rPosition read as End
@@ -106,7 +116,7 @@ given:
 when:
   - event: get_message_for_peek
     args: {cursor: c}
-    expect: {rPosition: End}
+    expect: {rPosition: {readings: {end: End, absent: {absent: true}}, requirement: P-PEEK-POSITION}}
 """
 
 ERROR_CASE = """\
@@ -124,6 +134,29 @@ id: x.wire
 title: needs the simulated peer
 spec:
   - {section: MS-MQQB 2.1.1, requirement: P-PORT}
+requires: [peer-behaviour]
+when:
+  - event: advance_clock
+    args: {seconds: 1}
+"""
+
+
+# A SHOULD requirement and a case citing only it (the level markers of test_marker_per_spec_section_selects).
+SHOULD_REQUIREMENT = """\
+- id: P-ACK-TIMEOUT
+  section: MS-MQQB 3.1.6.3
+  level: SHOULD
+  quote: >-
+    When the Session Ack Wait Timer (section 3.1.2.4) expires, the protocol SHOULD apply the following
+    logic to close an idle session: [...] Else if the ReceivedAck ADM element is FALSE, the protocol
+    MUST close the session as specified in section 3.1.5.9.
+"""
+
+SHOULD_CASE = """\
+id: x.should
+title: graded by a SHOULD alone
+spec:
+  - {section: MS-MQQB 3.1.6.3, requirement: P-ACK-TIMEOUT}
 requires: [peer-behaviour]
 when:
   - event: advance_clock
@@ -204,11 +237,20 @@ def test_marker_per_spec_section_selects(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["cases/extra/other.yaml::x.error", "1/* tests collected (* deselected)*"])
     result = pytester.runpytest(*args, "-m", "spec_mqqb")
     result.stdout.fnmatch_lines(["cases/extra/other.yaml::x.wire", "1/* tests collected*"])
-    # the level marker is the strongest level the case cites
-    result = pytester.runpytest(*args, "-m", "spec_mqdmpr_3 and not msmq_must")
+    # the level marker is the strongest level the case cites: a case graded by an interpretation
+    # cites its frame too (a value no reading gives fails that MUST), so x.interp is msmq_must
+    result = pytester.runpytest(*args, "-m", "spec_mqdmpr_3_2_7_2 and msmq_must")
     result.stdout.fnmatch_lines(["cases/extra/seek.yaml::x.interp", "1/* tests collected*"])
     result = pytester.runpytest(*args, "-m", "msmq_interpretation")
-    result.stdout.fnmatch_lines(["cases/extra/seek.yaml::x.interp", "1/* tests collected*"])
+    result.stdout.fnmatch_lines(["no tests collected (8 deselected)*"])
+    # a case that cites a SHOULD and nothing stronger is msmq_should
+    with (pytester.path / "cases" / "requirements.yaml").open("a", encoding="utf-8") as out:
+        out.write(SHOULD_REQUIREMENT)
+    (pytester.path / "cases" / "extra" / "should.yaml").write_text(SHOULD_CASE, encoding="utf-8")
+    result = pytester.runpytest(*args, "-m", "not msmq_must")
+    result.stdout.fnmatch_lines(["cases/extra/should.yaml::x.should", "1/* tests collected (8 deselected)*"])
+    result = pytester.runpytest(*args, "-m", "msmq_should and spec_mqqb_3_1_6_3")
+    result.stdout.fnmatch_lines(["cases/extra/should.yaml::x.should", "1/* tests collected*"])
     assert spec_markers("MS-MQDMPR 3.1.7.3.2") == [
         "spec_mqdmpr",
         "spec_mqdmpr_3",

@@ -27,6 +27,11 @@ from harness.report.results import Outcome
 ROOT = Path(__file__).resolve().parent.parent.parent
 ADAPTER = f"cmd:{sys.executable} {ROOT / 'examples' / 'reference_adapter.py'}"
 
+PEEK_POSITION = (
+    "rPosition: A reference to the MessagePosition (section 3.1.1.11) ADM element instance that contains "
+    "the returned message. This value is undefined if rStatus is not set to Succeeded."
+)
+
 # The requirements the cases of these tests cite: the spec's sentences, verbatim.
 REQUIREMENTS = {
     r.id: r
@@ -59,10 +64,27 @@ REQUIREMENTS = {
         Requirement(
             "T-PEEK-POSITION",
             "MS-MQDMPR 3.2.7.2",
-            "rPosition: A reference to the MessagePosition (section 3.1.1.11) ADM element instance that contains "
-            "the returned message. This value is undefined if rStatus is not set to Succeeded.",
+            PEEK_POSITION,
             Level.interpretation,
-            alternatives=(Alternative("absent", "no rPosition"), Alternative("any", "any value")),
+            alternatives=(Alternative("absent", "no rPosition"), Alternative("end", "rPosition is End")),
+            frame="T-PEEK-WAITING",
+        ),
+        # the same sentence, read so that the corpus checks `end` first: the reference (absent) is
+        # non_strict under it, as a target taking another named reading is
+        Requirement(
+            "T-PEEK-POSITION-END",
+            "MS-MQDMPR 3.2.7.2",
+            PEEK_POSITION,
+            Level.interpretation,
+            alternatives=(Alternative("end", "rPosition is End"), Alternative("absent", "no rPosition")),
+            frame="T-PEEK-WAITING",
+        ),
+        # the processing requirement a step of Peek Message is attributed to when its case cites
+        # nothing in 3.1.7.1.15 (harness.cases.grading.processing_requirement)
+        Requirement(
+            "DMPR-3.1.7.1.15-PROCESSING",
+            "MS-MQDMPR 3.1.7.1.15",
+            "The queue manager MUST perform the following actions to process this event:",
         ),
     )
 }
@@ -455,13 +477,16 @@ when:
     expect: {rStatus: MQ_OK, rMessage: m1}
   - event: get_message_for_peek
     args: {cursor: c}
-    expect: {rStatus: Waiting, rPosition: {absent: true, requirement: T-PEEK-POSITION}}
+    expect:
+      rStatus: Waiting
+      rPosition: {readings: {absent: {absent: true}, end: End}, requirement: T-PEEK-POSITION}
   - event: get_message_for_peek
     args: {cursor: c}
     expect_error: UndefinedBehaviour
 then:
+  requirement: T-DEQUEUE
   queues: {q: []}
-  cursors: {c: {CursorState: WaitPeek}}
+  cursors: {c: {CursorState: {is: WaitPeek, requirement: T-PEEK-WAITING}}}
 ---
 id: t.wrong
 title: A case the reference fails
@@ -495,7 +520,7 @@ when:
 ---
 id: t.non-strict
 title: The reference reads an undefined rPosition as absent
-spec: [{section: MS-MQDMPR 3.2.7.2, requirement: T-PEEK-POSITION}]
+spec: [{section: MS-MQDMPR 3.2.7.2, requirement: T-PEEK-POSITION-END}]
 given:
   queues: [{name: q}]
   open: [{name: h, queue: q}]
@@ -503,7 +528,7 @@ given:
 when:
   - event: get_message_for_peek
     args: {cursor: c}
-    expect: {rPosition: End}
+    expect: {rPosition: {readings: {end: End, absent: {absent: true}}, requirement: T-PEEK-POSITION-END}}
 """
 )
 
@@ -522,6 +547,14 @@ def test_reference_and_the_reference_adapter_give_identical_outcomes() -> None:
     assert [(r.case_id, r.outcome, r.failures) for r in through_cmd.results] == [
         (r.case_id, r.outcome, r.failures) for r in embedded.results
     ]
+    # the non-strict difference through the adapter is the reference's reading, named
+    (failure,) = through_cmd.results[-1].failures
+    assert (failure.requirement, failure.interpretation, failure.reading) == (
+        "T-PEEK-POSITION-END",
+        "T-PEEK-POSITION-END",
+        "absent",
+    )
+    assert [(r["name"], r["matched"]) for r in failure.readings] == [("end", False), ("absent", True)]
 
 
 def test_cmd_targets_in_workers() -> None:

@@ -51,21 +51,35 @@ def test_ping_cases_are_not_applicable_without_a_ping_port(ping_cases: list) -> 
     assert all(r.outcome is Outcome.not_applicable and "ping=PORT" in r.detail for r in result.results)
 
 
+PING_RESPONSE = "MQQB-3.1.7.7-PING-RESPONSE"
+FLAG_BITS = "MQQB-2.2.7-FLAG-BITS"
+
+
 @pytest.mark.parametrize(
-    ("behaviour", "field", "outcome", "section"),
+    ("behaviour", "field", "interpretation"),
     [
-        # RF at bit 1: a refusal if RC/RF are the low bits, an unused bit if they are the high
-        # ones (MQQB-2.2.7-FLAG-BITS): a difference only under the harness's reading
-        ("ping-refuse", "Ping.Flags.RF", Outcome.non_strict, "MS-MQQB 2.2.7"),
-        ("ping-silent", "answered", Outcome.failed, "MS-MQQB 3.1.7.7"),
+        # RF set at bit 1 (a refusal): the case's readings of MQQB-2.2.7-FLAG-BITS give the bit 0
+        # under both (low-bits: RF, not refused; high-bits: an unused bit), so a 1 is a value no
+        # reading gives, failed under the interpretation's frame, the Ping Response's MUST
+        ("ping-refuse", "Ping.Flags.RF", FLAG_BITS),
+        ("ping-silent", "answered", ""),
     ],
 )
 def test_ping_cases_fail_against_an_acceptor_that_refuses_or_is_silent(
-    ping_cases: list, behaviour: str, field: str, outcome: Outcome, section: str
+    ping_cases: list, behaviour: str, field: str, interpretation: str
 ) -> None:
     with SimulatedPeer(behaviour=behaviour, time_scale=0.05) as peer:
         host, port = peer.address
         result = run(ping_cases, f"mqqb://{host}:{port}?ping={peer.ping_address[1]}&scale=0.05")
     responses = [r for r in result.results if r.case_id.startswith("mqqb.acceptor.ping-response")]
-    assert responses and all(r.outcome is outcome for r in responses)
-    assert all(any(f.field == field and f.section == section for f in r.failures) for r in responses)
+    assert responses and all(r.outcome is Outcome.failed for r in responses), [r.detail for r in responses]
+    for r in responses:
+        (failure,) = [f for f in r.failures if f.field == field]
+        assert (failure.requirement, failure.level, failure.section) == (PING_RESPONSE, "MUST", "MS-MQQB 3.1.7.7")
+        assert (failure.interpretation, failure.reading) == (interpretation, "")
+        if interpretation:  # every reading was weighed, and none gives the value observed
+            assert [(row["name"], row["expected"], row["matched"]) for row in failure.readings] == [
+                ("low-bits", "0", False),
+                ("high-bits", "0", False),
+            ]
+            assert failure.observed == 1

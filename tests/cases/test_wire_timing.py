@@ -176,27 +176,59 @@ def test_a_wait_that_runs_out_says_which_timers_bound_it() -> None:
     assert "x scale 0.05" in failure.message and "1.12 s" in failure.message
 
 
+CS_NULL = "MQQB-2.2.1-CS-NULL-SERVERGUID"  # an interpretation: null-accepted (CS 0), null-refused (CS 1)
+#: the readings cases/mqqb/acceptor.yaml gives the CS bit of the answer to an EstablishConnection
+#: whose ServerGuid is zero (the request the harness sends)
+CS_READINGS = f"{{readings: {{null-accepted: 0, null-refused: 1}}, requirement: {CS_NULL}}}"
+
+
 @pytest.mark.parametrize(
-    ("annotation", "outcome", "level"),
+    ("expect", "target", "outcome", "graded", "reading"),
     [
-        ("requirement: MQQB-2.2.1-CS-NULL-SERVERGUID", Outcome.non_strict, "interpretation"),
-        ("requirement: MQQB-3.1.5.3.1-CS-VALID", Outcome.failed, "MUST"),
+        # the reference accepts (CS 0): the reading the corpus checks
+        (CS_READINGS, "reference", Outcome.passed, None, ""),
+        # an acceptor that refuses (CS 1) takes the other named reading: non_strict, with its name
+        (CS_READINGS, "reference?peer=refuse", Outcome.non_strict, (CS_NULL, "interpretation", 0, 1), "null-refused"),
+        # a value no reading gives (here every reading gives CS 1): failed under the frame
+        (
+            f"{{readings: {{null-accepted: 1, null-refused: 1}}, requirement: {CS_NULL}}}",
+            "reference",
+            Outcome.failed,
+            ("MQQB-3.1.5.3.1-EC-HEADERS", "MUST", 1, 0),
+            "",
+        ),
+        # a MUST: failed under it
+        ("{is: 1, requirement: MQQB-3.1.5.3.1-CS-VALID}", "reference", Outcome.failed,
+         ("MQQB-3.1.5.3.1-CS-VALID", "MUST", 1, 0), ""),
     ],
+    ids=["reference-reading", "another-reading", "no-reading", "must"],
 )
 def test_a_wire_difference_is_graded_by_the_requirement_it_checks(
-    annotation: str, outcome: Outcome, level: str
+    expect: str, target: str, outcome: Outcome, graded: tuple[str, str, int, int] | None, reading: str
 ) -> None:
     case = _case(
         "given:\n  peer: {under_test: acceptor}\nwhen:\n  - action: send\n    args: {packet: EstablishConnection}\n"
         "  - action: receive\n    args: {packet: EstablishConnection, within: SessionInitialization}\n"
-        f"    expect:\n      InternalHeader.Flags.CS: {{is: 1, {annotation}}}\n"
+        f"    expect:\n      InternalHeader.Flags.CS: {expect}\n"
         "      InternalHeader.Flags.PT: {is: 2, requirement: MQQB-3.1.5.3.1-EC-HEADERS}\n"
     )
-    result = run_wire_case(case, make_target("reference"))
-    assert result.outcome is outcome
+    result = run_wire_case(case, make_target(target))
+    assert result.outcome is outcome, result.detail
+    if graded is None:
+        assert result.failures == []
+        return
     (failure,) = result.failures
-    assert failure.field == "InternalHeader.Flags.CS" and failure.expected == 1 and failure.observed == 0
-    assert failure.level == level and failure.requirement == annotation.split(": ")[1]
+    requirement, level, expected, observed = graded
+    assert failure.field == "InternalHeader.Flags.CS"
+    assert (failure.expected, failure.observed) == (expected, observed)  # a readings value: the first reading's
+    assert (failure.requirement, failure.level) == (requirement, level)
+    assert failure.section == case.requirements[requirement].section
+    assert failure.reading == reading
+    if "readings:" in expect:  # graded by the interpretation or its frame: each reading weighed
+        assert failure.interpretation == CS_NULL
+        assert [row["name"] for row in failure.readings if row["matched"]] == ([reading] if reading else [])
+    else:
+        assert (failure.interpretation, failure.readings) == ("", [])
 
 
 def test_target_options_name_the_peer_behaviour_and_the_time_scale() -> None:

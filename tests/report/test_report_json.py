@@ -11,8 +11,19 @@ import pytest
 from harness.report.json_report import FORMAT, load_schema, read_json, write_json
 from harness.report.results import Outcome, RunResult, StepFailure
 
+#: the readings of the non-strict difference (DMPR-PEEK-POSITION): the target took the second
+READINGS = [
+    {"name": "end", "expected": "End", "reading": "Without Succeeded rPosition is End.", "matched": False},
+    {"name": "absent", "expected": "absent", "reading": "Without Succeeded no rPosition.", "matched": True},
+]
+
 
 def test_shape(run: RunResult, tmp_path: Path, expected_rows: list[tuple[str, str, dict[str, int]]]) -> None:
+    # a non-strict difference under an interpretation names the reading the observed value is
+    soft_failure = run.results[8].failures[0]
+    assert soft_failure.requirement == "DMPR-PEEK-POSITION"
+    soft_failure.interpretation, soft_failure.reading = "DMPR-PEEK-POSITION", "absent"
+    soft_failure.readings = [dict(r) for r in READINGS]
     path = write_json(run, tmp_path / "results.json", metadata={"corpus": "cases/"})
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data["format"] == FORMAT
@@ -70,16 +81,33 @@ def test_shape(run: RunResult, tmp_path: Path, expected_rows: list[tuple[str, st
         "quote": "",
         "inputs": {},
         "line": 0,
+        # graded by a MUST, not by an interpretation's readings
+        "interpretation": "",
+        "reading": "",
+        "readings": [],
     }
     explained = failed["explanations"][0]
     assert (explained["where"], explained["event"], explained["field"]) == (
         "step 0", "seek_available_message_position", "rMessagePosition")
+    assert (explained["interpretation"], explained["reading"], explained["readings"]) == ("", "", [])
+    assert "readings" not in [label for label, _ in explained["rows"]]
     assert (explained["expected_text"], explained["observed_text"]) == ('"m2"', '"m1"')
     assert ["at", "cases/mqdmpr/seek.yaml:1, step 0: seek_available_message_position"] in explained["rows"]
     assert failed["failures"][1]["expected"] == {"any_of": ["Locked", "Deleted"]}
     soft = records[8]
     assert (soft["outcome"], soft["failures"][0]["requirement"], soft["failures"][0]["level"]) == (
         "non_strict", "DMPR-PEEK-POSITION", "interpretation")
+    assert (soft["failures"][0]["interpretation"], soft["failures"][0]["reading"]) == ("DMPR-PEEK-POSITION", "absent")
+    assert soft["failures"][0]["readings"] == READINGS
+    (why,) = soft["explanations"]
+    assert (why["interpretation"], why["reading"], why["readings"]) == ("DMPR-PEEK-POSITION", "absent", READINGS)
+    assert [
+        "readings",
+        "DMPR-PEEK-POSITION: the readings the spec allows, and what each gives\n"
+        "- end (the reading the corpus checks): End\n"
+        "- absent: absent <- observed",
+    ] in why["rows"]
+    jsonschema.Draft202012Validator(load_schema()).validate(data)  # the new keys are the schema's
 
 
 def test_a_strict_run_with_a_non_strict_case_is_not_ok(run: RunResult, tmp_path: Path) -> None:
