@@ -24,4 +24,6 @@ READINGS: list[tuple[str, str, str]] = [
     ("DMPR-3.1.7.1.5-SHARE-PEEK", "deny-receive-denies-peek", "examples.readings.dmpr:DenyReceiveDeniesPeek"),
     ("DMPR-3.2.7.2-WAIT-STATES", "as-unread", "examples.readings.dmpr:WaitingPeekAsUnread"),
     ("DMPR-3.2.7.4-WAIT-STATES", "as-unread", "examples.readings.dmpr:WaitingDequeueAsUnread"),
+    ("DMPR-3.2.7.2-WAIT-STATES", "still-waiting", "examples.readings.dmpr:WaitingPeekStillWaits"),
+    ("DMPR-3.2.7.4-WAIT-STATES", "still-waiting", "examples.readings.dmpr:WaitingDequeueStillWaits"),
 ]

@@ -14,7 +14,7 @@ from typing import Any
 from harness.model import MessageClass, MQStatus, QueueManager
 from harness.model.adm import Message, OpenQueueDescriptor, Queue, WaitingMessageReadOperation
 from harness.model.cursor import Cursor, CursorResult
-from harness.model.enums import CursorState, SeekDirection
+from harness.model.enums import CursorState, CursorStatus, SeekDirection
 from harness.model.positions import MessagePosition
 from packets.base import BASE_HEADER_SIZE
 from packets.properties import MESSAGE_PROPERTIES_FIXED_SIZE
@@ -206,3 +206,32 @@ class WaitingDequeueAsUnread(QueueManager):
     Waiting and WaitReceive."""
 
     cursor_factory = WaitingCursorDequeuesAsUnread
+
+
+class WaitingCursorPeekStillWaits(Cursor):
+    """The cursor of :class:`WaitingPeekStillWaits`: a peek on a waiting cursor answers Waiting."""
+
+    def peek_while_waiting(self, iQueue: Queue) -> CursorResult:
+        return (CursorStatus.Waiting, None)
+
+
+class WaitingCursorDequeueStillWaits(Cursor):
+    """The cursor of :class:`WaitingDequeueStillWaits`: a receive on a waiting cursor answers
+    Waiting (NotFound with iNoWait)."""
+
+    def dequeue_while_waiting(self, iQueue: Queue, iNoWait: bool) -> CursorResult:
+        return (CursorStatus.NotFound if iNoWait else CursorStatus.Waiting, None)
+
+
+class WaitingPeekStillWaits(QueueManager):
+    """DMPR-3.2.7.2-WAIT-STATES, reading still-waiting (MS-MQDMPR 3.2.7.2): a cursor whose read is
+    still waiting answers Waiting, and its state is left as it is."""
+
+    cursor_factory = WaitingCursorPeekStillWaits
+
+
+class WaitingDequeueStillWaits(QueueManager):
+    """DMPR-3.2.7.4-WAIT-STATES, reading still-waiting (MS-MQDMPR 3.2.7.4): a cursor whose read is
+    still waiting answers Waiting (NotFound with iNoWait), and its state is left as it is."""
+
+    cursor_factory = WaitingCursorDequeueStillWaits

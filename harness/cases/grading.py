@@ -224,6 +224,11 @@ def reconcile(case: Case, failures: list[StepFailure], checks: Iterable[tuple[An
         names = {name for name, value in readings.items() if matcher(value)}
         allowed[rid] = allowed[rid] & names if rid in allowed else names
     for f in failures:
+        agreed = allowed.get(f.interpretation)
+        if f.reading and agreed and f.reading not in agreed:  # the reading all the step's values give
+            name = next(r["name"] for r in f.readings if r["name"] in agreed)
+            f.message = f.message.replace(f"reading {f.reading!r}", f"reading {name!r}")
+            f.reading = name
         if f.reading and not allowed.get(f.interpretation, {f.reading}):
             found = case.requirements.get(f.interpretation)
             frame = case.requirements.get(found.frame) if found is not None else None
