@@ -330,6 +330,9 @@ def run_case(
                 return graded_result(case, start, failures)
     except StepTimeout:
         return CaseResult.since(case, Outcome.error, start, [], f"{where}: timed out after {step_timeout:g} s")
+    except TargetError as e:  # setup or observe: an honest Unsupported makes the case unsupported
+        outcome = Outcome.unsupported if e.kind == "Unsupported" else Outcome.error
+        return CaseResult.since(case, outcome, start, [], f"{where}: {e.kind}: {e.message}")
     except Exception as e:
         return CaseResult.since(case, Outcome.error, start, [], f"{where}: {_crash(e)}")
     return CaseResult.since(case, Outcome.passed, start, [], "")

@@ -40,6 +40,7 @@ from harness.cases.target import (
     WIRE_PING_PORT,
     WIRE_SENDER_PING,
     WIRE_TX_QUEUE,
+    TargetError,
     TargetInfo,
 )
 from harness.cases.violations import graded_violation
@@ -203,6 +204,11 @@ def _run_steps(
             failures = [_graded(case, None, -1, "then", f, "") for f in found]
     except NotApplicable as e:
         return CaseResult.since(case, Outcome.not_applicable, start, [], str(e)), None
+    except TargetError as e:
+        if e.kind != "Unsupported":
+            return CaseResult.since(case, Outcome.error, start, [], f"{where}: {e.kind}: {e.message}"), None
+        return CaseResult.since(case, Outcome.unsupported, start, [], f"{where}: the target does not implement it: "
+                                f"{e.message}"), None
     except Exception as e:
         return CaseResult.since(case, Outcome.error, start, [], f"{where}: {type(e).__name__}: {e}"), None
     finally:
