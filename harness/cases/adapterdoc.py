@@ -138,7 +138,9 @@ next cases are not shifted by it. A reply line is at most 16 MiB. The adapter ru
 group of its own, killed as a whole (a wrapper script's children too).
 
 A reply `{{"ok": false, "error": "...", "kind": "UndefinedBehaviour" | "Unsupported" | "Error"}}` fails
-the step (or satisfies its `expect_error`); `Unsupported` makes the case `unsupported`. Every
+the step (or satisfies its `expect_error`); `Unsupported` to any request (an event, `setup` of a
+`given` the implementation cannot build, `observe`, or a control operation such as `wire_setup`)
+makes the case `unsupported`, naming the request, never `failed` or `error`. Every
 request has a timeout, `--step-timeout` (10 s by default): an adapter that hangs, exits or answers
 something that is not a reply is killed, the case errs with the tail of the adapter's stderr, and
 the adapter is started again for the next case.
