@@ -202,11 +202,13 @@ def graded(
     if requirement is None:
         failure.requirement, failure.level = req_id, str(Level.MUST)
         return failure
-    failure.requirement = requirement.id
-    failure.level = str(requirement.level)
-    failure.section = requirement.section or failure.section
-    failure.quote = requirement.quote
+    _file_under(failure, requirement)
     return failure
+
+
+def _file_under(failure: StepFailure, requirement: Requirement) -> None:
+    failure.requirement, failure.level, failure.quote = requirement.id, str(requirement.level), requirement.quote
+    failure.section = requirement.section or failure.section
 
 
 def reconcile(case: Case, failures: list[StepFailure], checks: Iterable[tuple[Any, Matcher]]) -> None:
@@ -236,7 +238,7 @@ def reconcile(case: Case, failures: list[StepFailure], checks: Iterable[tuple[An
                 continue
             f.message += f"; the step's other values give another reading of {f.interpretation}: no one reading"
             f.reading = ""
-            f.requirement, f.level, f.section, f.quote = frame.id, str(frame.level), frame.section, frame.quote
+            _file_under(f, frame)
 
 
 def grade(level: str | Level) -> str:
