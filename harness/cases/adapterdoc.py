@@ -11,9 +11,11 @@ target kinds (harness.cases.targets.registry), capabilities (harness.cases.targe
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["EXAMPLE", "PATH", "render"]
+__all__ = ["EXAMPLE", "HARNESS_EXAMPLE", "PATH", "render", "vocabulary"]
 
 PATH = Path(__file__).resolve().parents[2] / "docs" / "adapters.md"
 
@@ -42,7 +44,41 @@ EXAMPLE = """\
 """
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+# A worked exchange of every harness operation (docs/adapters.md, "Harness operations"); a test
+# runs it against the reference adapter.  ``"…": "…"`` in a reply object stands for its other
+# members.
+HARNESS_EXAMPLE = """\
+> {"id": 1, "op": "hello"}
+< {"id": 1, "ok": true, "name": "reference", "events": "…", "capabilities": "…"}
+> {"id": 2, "op": "setup", "given": {"queues": [{"name": "q"}, {"name": "out", "DestinationFormatName": "DIRECT=TCP:192.0.2.1\\\\private$\\\\remote"}], "open": [{"name": "h", "queue": "q"}]}}
+< {"id": 2, "ok": true}
+> {"id": 3, "op": "event", "event": "dequeue_message", "args": {"iQueueDesc": "h", "iTimeout": 5}}
+< {"id": 3, "ok": true, "result": {"rPending": "read1"}}
+> {"id": 4, "op": "event", "event": "advance_clock", "args": {"seconds": 4}}
+< {"id": 4, "ok": true, "result": {"rFired": 0}}
+> {"id": 5, "op": "event", "event": "read_result", "args": {"iReader": "read1"}}
+< {"id": 5, "ok": true, "result": {"rPending": "read1"}}
+> {"id": 6, "op": "event", "event": "advance_clock", "args": {"seconds": 2}}
+< {"id": 6, "ok": true, "result": {"rFired": 1}}
+> {"id": 7, "op": "event", "event": "read_result", "args": {"iReader": "read1"}}
+< {"id": 7, "ok": true, "result": {"rStatus": "MQ_ERROR_IO_TIMEOUT"}}
+> {"id": 8, "op": "event", "event": "peek_message", "args": {"iQueueDesc": "h", "iTimeout": 10}}
+< {"id": 8, "ok": true, "result": {"rPending": "read2"}}
+> {"id": 9, "op": "event", "event": "enqueue_message", "args": {"iQueue": "q", "iMessage": {"id": "m1"}}}
+< {"id": 9, "ok": true, "result": {"rStatus": "NoError"}}
+> {"id": 10, "op": "event", "event": "read_result", "args": {"iReader": "read2"}}
+< {"id": 10, "ok": true, "result": {"rStatus": "MQ_OK", "rMessage": "m1"}}
+> {"id": 11, "op": "event", "event": "fire_due_timers", "args": {}}
+< {"id": 11, "ok": true, "result": {"rFired": 0}}
+> {"id": 12, "op": "event", "event": "pause_queue", "args": {"iQueue": "out"}}
+< {"id": 12, "ok": true, "result": {}}
+> {"id": 13, "op": "event", "event": "queue_attributes", "args": {"iQueue": "out"}}
+< {"id": 13, "ok": true, "result": {"State": "OnHold", "Multicast": false, "Quota": 4294967295, "Active": false, "MessageCount": 0, "…": "…"}}
+> {"op": "bye"}
+"""
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
@@ -55,27 +91,216 @@ def _args(args: dict[str, str]) -> str:
     return "; ".join(f"`{k}`: {v}" for k, v in args.items()) or "none"
 
 
+# ------------------------------------------------------------------------------ vocabulary
+def _enum_names(enum: Any) -> list[str]:
+    return list(enum.__members__)
+
+
+def _queue_attributes() -> dict[str, str]:
+    """ADM attribute name -> kind and default, of a Queue as Set Queue Defaults leaves it and of
+    an OutgoingQueue (3.1.1.2, 3.1.1.3): what a queue of `given` may set."""
+    from enum import Enum
+
+    from harness.model import OutgoingQueue, Queue, QueueManager
+
+    qm = QueueManager()
+    out: dict[str, str] = {}
+    for cls in (Queue, OutgoingQueue):
+        q = qm.new_queue(cls, "")
+        if cls is Queue:
+            qm.set_queue_defaults(q)
+        for key, value in vars(q).items():
+            if not key[:1].isupper() or key in out:
+                continue
+            if isinstance(value, Enum):
+                out[key] = (
+                    f"{type(value).__name__}: one of {', '.join(_enum_names(type(value)))} (default {value.name})"
+                )
+            elif isinstance(value, bool):
+                out[key] = f"boolean (default {str(value).lower()})"
+            elif isinstance(value, int):
+                out[key] = f"integer (default {value})"
+            elif isinstance(value, str):
+                out[key] = f"text (default {value!r})"
+    out["Pathname"] = "text (default `LOCALHOST\\private$\\<name>` for a local queue)"
+    out["DestinationFormatName"] = "text: an [MS-MQMQ] 2.1 format name; makes the queue an OutgoingQueue (3.1.1.3)"
+    out["Quota"] = "integer: kilobytes (1024 bytes): the most the queue's messages may hold (default 4294967295)"
+    out["JournalQuota"] = "integer: kilobytes (default 4294967295)"
+    return dict(sorted(out.items()))
+
+
+def _message_attributes() -> dict[str, tuple[str, str]]:
+    """Message ADM attribute (3.1.1.12) -> (its form in `given` and event arguments, its form in
+    a control operation's `message`)."""
+    import uuid
+    from enum import Enum
+
+    from harness.model import Message
+    from harness.session.attributes import ACKNOWLEDGMENTS, ENCRYPTION_ALGORITHMS, HASH_ALGORITHMS, PRIVACY_LEVELS
+
+    m = Message()
+    names = [n for n in dir(m) if n[:1].isupper() and not callable(getattr(m, n))]
+    skip = {"Identifier", "LookupIdentifier", "MessagePositionReference", "ArrivalTime", "TransactionIdentifier"}
+    out: dict[str, tuple[str, str]] = {}
+    for name in sorted(set(names) - skip):
+        value = getattr(m, name)
+        if name == "Body":
+            form = (
+                "text: its UTF-8 encoding is the body (default: empty)",
+                "text: its UTF-8 encoding is the body (default: the message's id)",
+            )
+        elif name == "HashAlgorithm":
+            form = (f"text: one of {', '.join(HASH_ALGORITHMS)} (default SHA1)",) * 2
+        elif name == "EncryptionAlgorithm":
+            form = (f"text: one of {', '.join(ENCRYPTION_ALGORITHMS)} (default RC4)",) * 2
+        elif name == "PrivacyLevel":
+            form = (f"text: one of {', '.join(PRIVACY_LEVELS)} (default None)",) * 2
+        elif name == "AcknowledgementsRequested":
+            form = (f"list of text, each one of {', '.join(ACKNOWLEDGMENTS)} (default: empty)",) * 2
+        elif name == "CorrelationIdentifier":
+            form = ("[GUID text, integer]: the GUID and the sequence number (default: the null GUID, 0)",) * 2
+        elif isinstance(value, bytes):
+            form = (
+                "text: its UTF-8 encoding (default: empty)",
+                "text: hexadecimal digits, two per byte (default: empty)",
+            )
+        elif isinstance(value, uuid.UUID):
+            form = ("GUID text, braces optional (default: the null GUID)",) * 2
+        elif isinstance(value, Enum) and isinstance(value, int):
+            form = (
+                f"{type(value).__name__} name ({', '.join(_enum_names(type(value))[:4])}, ...) (default {value.name})",
+                f"integer: the {type(value).__name__} value (default {int(value)})",
+            )
+        elif isinstance(value, Enum):
+            form = (f"one of {', '.join(_enum_names(type(value)))} (default {value.name})",) * 2
+        elif isinstance(value, bool):
+            form = (f"boolean (default {str(value).lower()})",) * 2
+        elif isinstance(value, int):
+            unit = " seconds" if name in ("TimeToBeReceived", "TimeToReachQueue") else ""
+            form = (f"integer{unit} (default {value})",) * 2
+        elif isinstance(value, float):
+            form = (f"number: seconds (default {value:g})",) * 2
+        elif isinstance(value, tuple):
+            form = ("list of text (default: empty)",) * 2
+        elif isinstance(value, str):
+            form = (f"text (default {value!r})",) * 2
+        else:
+            form = ("text or null",) * 2
+        out[name] = form
+    out["Label"] = (out["Label"][0], "text (default: the message's id)")
+    out["DeliveryGuarantee"] = (
+        out["DeliveryGuarantee"][0],
+        "not sent: `delivery` (express | recoverable | transactional) says it",
+    )
+    return out
+
+
+def vocabulary() -> dict[str, Any]:
+    """What docs/adapters.md lists, as data: every event and harness operation with its arguments
+    and results, the values of each enumerated kind, the keys of `given` and of `observe`, the
+    queue and message attributes.  tests/cases/test_adapter_vocabulary.py walks the corpus against it."""
+    import harness.cases.targets  # noqa: F401
+    from harness.cases.events import HARNESS_OPERATIONS, argument_kind, event_results, spec_events
+    from harness.model.enums import (
+        CursorState,
+        CursorStatus,
+        DirectoryOperationResult,
+        EnqueueStatus,
+        MessagePositionState,
+        MQStatus,
+    )
+
+    events = {}
+    for e in spec_events().values():
+        if e.name in HARNESS_OPERATIONS:
+            op = HARNESS_OPERATIONS[e.name]
+            arguments = {a: k for a, k in op.arguments}
+        else:
+            arguments = {a: argument_kind(e.name, a) for a in e.parameters}
+        events[e.name] = {"arguments": arguments, "results": {**event_results(e.name), "error": "error kind"}}
+    values = {
+        "MQStatus": _enum_names(MQStatus),
+        "EnqueueStatus": _enum_names(EnqueueStatus),
+        "CursorStatus": _enum_names(CursorStatus),
+        "WaitStatus": ["Failed"],
+        "DirectoryOperationResult": _enum_names(DirectoryOperationResult),
+        "MQStatus or DirectoryOperationResult": _enum_names(MQStatus) + _enum_names(DirectoryOperationResult),
+        "error kind": ["UndefinedBehaviour", "Unsupported", "Error"],
+        "MessagePositionState": _enum_names(MessagePositionState),
+        "CursorState": _enum_names(CursorState),
+    }
+    return {
+        "events": events,
+        "values": values,
+        "given": {
+            "keys": ["queues", "transactions", "open", "cursors", "locked"],
+            "queue": ["name", "messages", *_queue_attributes()],
+            "message": ["id", "State", *_message_attributes()],
+            "open": ["name", "queue", "access", "share"],
+            "cursor": ["name", "open"],
+            "locked": ["message", "transaction"],
+        },
+        "observe": {"position": ["message", "State"], "cursor": ["CursorState", "MessagePositionReference"]},
+        "control_message": ["id", "delivery", *_message_attributes()],
+    }
+
+
 def render() -> str:
     """The text of docs/adapters.md."""
     import harness.cases.targets  # noqa: F401
     from harness.cases.actions import CONTROL_OPS, load_actions
-    from harness.cases.events import ARG_KINDS, spec_events
+    from harness.cases.events import HARNESS_OPERATIONS, VALUE_KINDS, event_results, spec_events
     from harness.cases.target import CAPABILITIES
+    from harness.cases.targets.command import MAX_LINE
     from harness.cases.targets.registry import KINDS, make_target  # noqa: F401  (imports every kind)
     from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, DEFAULT_WINDOW
+    from harness.model.enums import EnqueueStatus, MQStatus
 
     kinds = _table(("`--target`", "what it is"), [(f"`{k.syntax}`", k.summary) for k in KINDS.values()])
     capabilities = _table(("capability", "what the target can do"), [(f"`{k}`", v) for k, v in CAPABILITIES.items()])
+    vocab = vocabulary()
     events = _table(
-        ("event", "section", "arguments (kind of the value)"),
+        ("event", "section", "arguments: how each value is carried", "results: the kind of each value"),
         [
             (
                 f"`{e.name}`",
-                e.section or "the reference target's own",
-                ", ".join(f"`{p}`" + (f" ({ARG_KINDS[p]})" if p in ARG_KINDS else "") for p in e.parameters) or "none",
+                e.section,
+                "; ".join(f"`{a}`: {k}" for a, k in vocab["events"][e.name]["arguments"].items()) or "none",
+                "; ".join(f"`{r}`: {k}" for r, k in event_results(e.name).items()) or "none (`{}`)",
             )
-            for e in sorted(spec_events().values(), key=lambda e: (e.owner == "target", e.name))
+            for e in sorted(spec_events().values(), key=lambda e: e.name)
+            if e.name not in HARNESS_OPERATIONS
         ],
+    )
+    operations = "\n\n".join(
+        f"### `{op.name}`\n\n{op.meaning}\n\n"
+        + _table(
+            ("", "name", "kind and meaning"),
+            [("argument", f"`{a}`", k) for a, k in op.arguments] + [("result", f"`{r}`", k) for r, k in op.results],
+        )
+        for op in HARNESS_OPERATIONS.values()
+    )
+    kinds_table = _table(("kind", "values"), [(f"{k}", v) for k, v in VALUE_KINDS.items()])
+    statuses = _table(("MQStatus", "code"), [(f"`{m.name}`", f"0x{int(m.value):08X}") for m in MQStatus])
+    enqueue_statuses = _table(("EnqueueStatus", "value"), [(f"`{m.name}`", str(int(m.value))) for m in EnqueueStatus])
+    other_values = _table(
+        ("kind", "names"),
+        [
+            ("CursorStatus", ", ".join(f"`{n}`" for n in vocab["values"]["CursorStatus"])),
+            ("DirectoryOperationResult", ", ".join(f"`{n}`" for n in vocab["values"]["DirectoryOperationResult"])),
+            (
+                "MessagePositionState (`State` of a position)",
+                ", ".join(f"`{n}`" for n in vocab["values"]["MessagePositionState"]),
+            ),
+            ("CursorState", ", ".join(f"`{n}`" for n in vocab["values"]["CursorState"])),
+        ],
+    )
+    queue_attributes = _table(
+        ("Queue attribute", "kind and default"), [(f"`{k}`", v) for k, v in _queue_attributes().items()]
+    )
+    message_attributes = _table(
+        ("Message attribute", "in `given` and event arguments", "in a control operation's `message`"),
+        [(f"`{k}`", g, c) for k, (g, c) in _message_attributes().items()],
     )
     controls = _table(
         ("control", "what it does", "args", "result keys"),
@@ -110,8 +335,9 @@ implementation behind this protocol: copy it and replace the calls into the refe
 
 ## Hello and capabilities
 
-The first request is `hello`. The reply names the implementation, lists the model events it
-implements (`events`; an empty list means every event) and its `capabilities`. The runner
+The first request is `hello`. The reply names the implementation, lists the model events and
+harness operations it implements (`events`; an empty list means every one; a case that raises one
+the list leaves out is `unsupported`) and its `capabilities`. The runner
 decides from the capabilities alone which cases run; a case that needs one the target lacks is
 `not_applicable`, with the missing capability and its meaning as the reason. A hello without
 `capabilities` is an adapter of the model alone (`["model"]`). A `cmd:` adapter can offer
@@ -145,9 +371,93 @@ request has a timeout, `--step-timeout` (10 s by default): an adapter that hangs
 something that is not a reply is killed, the case errs with the tail of the adapter's stderr, and
 the adapter is started again for the next case.
 
-## Model events
+## Model cases
+
+A model case is `setup`, then one `event` request per step of its `when` (steps are numbered from
+0 in failure output: `step 0` is the first), then, when the case has a `then`, one `observe`.
+
+### Setup: `given`
+
+`setup` carries the case's `given` as the case wrote it (matrix values substituted), without
+defaults filled in: the adapter applies them. It builds, in this order and from scratch (nothing of
+an earlier case survives):
+
+- `queues`: each `{{name, messages, <Queue attribute>: value}}`, created by [MS-MQDMPR] 3.1.7.1.3
+  Create Queue from a queue that 3.1.7.1.33 Set Queue Defaults set up, with the attributes given
+  (a queue with a `DestinationFormatName` is an OutgoingQueue, 3.1.1.3, put in the queue
+  manager's QueueCollection as it is). The queue manager's own QueueManagerQuota is not limited.
+  `messages` are enqueued in order by 3.1.7.1.9 Enqueue Message (each must return `NoError`),
+  each `{{id, State, <Message attribute>: value}}`: `id` names the message in the case (it is no
+  ADM attribute); `State` (default `Available`) is the state of its MessagePosition once every
+  message is in. `State: Locked` without a transaction is a position that nothing holds: no
+  transaction's TransactionalOperationCollection names it, as a two-phase receive
+  (3.1.7.1.11 Dequeue Message Begin) leaves it; it stays Locked until an event of the case
+  changes it (no transaction's commit or abort releases it). `State: PurgePending` likewise.
+- `transactions`: names; each a transaction created by 3.1.7.1.8 Create Transaction with that
+  name as its identifier.
+- `open`: each `{{name, queue, access, share}}`: 3.1.7.1.5 Open Queue of the queue's format name
+  (DIRECT=OS for a local queue, its DestinationFormatName for an OutgoingQueue); `access`
+  (QueueAccessType) defaults to `ReceiveAccess`, `share` (QueueShareMode) to `DenyNone`.
+- `cursors`: each `{{name, open}}`: 3.1.7.1.1 Open Cursor on that descriptor.
+- `locked`: each `{{message, transaction}}`: the message received under that transaction, as
+  3.1.7.1.10 Dequeue Message leaves it: its position Locked and a Dequeue TransactionalOperation
+  for it in the transaction (the transaction's commit deletes it, its abort makes it Available).
+
+{queue_attributes}
+
+Message attributes, in `given`, in an `iMessage` argument (`{{id, <attribute>: value}}`, a new
+message) and in a control operation's `message`:
+
+{message_attributes}
+
+### Events
+
+Each step is `{{"op": "event", "event": NAME, "args": {{...}}}}` with the spec's argument names, as
+the case wrote them: an argument the case leaves out is absent (the event's own default applies).
+Objects of the case travel by name and come back by name; the result names are the spec's (an
+event that returns nothing answers `"result": {{}}`); a result the event does not produce (no
+message, no position) is left out, never `null`. An expectation `error: <kind>` reads the `kind`
+of an `{{"ok": false}}` reply to that event.
 
 {events}
+
+### Values
+
+{kinds_table}
+
+An `MQStatus` travels by its name; the code is what [MS-MQDMPR] gives it:
+
+{statuses}
+
+{enqueue_statuses}
+
+{other_values}
+
+### Observe
+
+`{{"op": "observe", "queues": [...], "cursors": [...]}}` asks for the state `then` checks:
+for each queue, its MessagePositionList in order, Head first (3.1.1.2), one object per position
+with at least `message` (the message's id) and `State` (MessagePositionState); other members
+(`Priority`, `Label`, ...) may be added and are ignored unless the case names them. For each
+cursor (3.2.1.2) `CursorState` and `MessagePositionReference` (a position: a message id, `Start`
+or `End`).
+
+## Harness operations
+
+These are operations of the adapter protocol, not events of [MS-MQDMPR]: the spec leaves the
+clock, the return of a read that waited and the reading of a queue's attributes to the
+implementation, and a case needs all three. They travel as event requests
+(`{{"op": "event", "event": NAME, "args": {{...}}}}`), are listed in `hello`'s `events` like the
+model events, and an implementation that cannot serve one answers `Unsupported` (its cases are
+`unsupported`).
+
+{operations}
+
+A worked exchange of every one (it runs in the test suite against `examples/reference_adapter.py`;
+`"…": "…"` stands for the other members of an object):
+
+```
+{HARNESS_EXAMPLE}```
 
 ## Control operations: a sender under test
 
@@ -169,6 +479,27 @@ expectations on them are listed as not checked (a case with nothing else to chec
 ## Case actions
 
 {actions}
+
+## Time, sessions and processes
+
+- **Model cases** run on the clock of `advance_clock`: no timer of [MS-MQDMPR] 3.1.2 fires in
+  real time while a case runs, and `iTimeout` and `TimeToBeReceived` count in seconds of that
+  clock. Each `setup` starts a fresh clock.
+- **Initiator wire cases** run on real time scaled by the `scale` the sender's `wire_setup` reply
+  declares (its [MS-MQQB] 3.1.2 timers run `scale` times their durations); the harness's acceptor
+  runs at min({DEFAULT_TIMER_SCALE:g}, that scale), and the bounds of a wait are computed from the timers the sender
+  declares.
+- **One adapter process serves many cases**, one after another (each worker of `--workers` starts
+  its own): `hello` once, then for each case `setup` (model) or `wire_setup` (wire), which must
+  start afresh, and at the end of a wire case `wire_close`, which must close every connection;
+  a connection left idle between requests stays open until then. After the last case the harness
+  sends `bye` and closes stdin; an adapter still running two seconds later is killed.
+- **The command line** of `cmd:'<command>'` is split as a POSIX shell splits words (Python's
+  `shlex.split`: quotes and backslashes, no variables, pipes, redirections or globbing; a command
+  quoted as a whole is unquoted once) and run directly, without a shell, in the harness's working
+  directory with its environment. stdin carries requests, stdout is for replies only (a debug
+  line there is a protocol error; write it to stderr), each reply one line of at most
+  {MAX_LINE >> 20} MiB; the last lines of stderr are shown when a case errs.
 
 ## Example session
 

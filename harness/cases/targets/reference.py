@@ -9,10 +9,11 @@ the case named them (a MessagePosition by its message's ``id``, the special posi
 3.1.1.2 as ``Start``/``End``, enumerations by their spec names).  ``observe`` reports each
 queue's MessagePositionList (3.1.1.2, 3.1.1.11) and each cursor's state (3.2.1.2).
 
-Besides the spec's events the target has the pseudo-events of :data:`PSEUDO_EVENTS`: the clock
-(``advance_clock`` with ``seconds``, which then fires the timers of 3.1.2.3 and 3.1.2.4 that
-are due; ``fire_due_timers``), the final result of a blocked read (``read_result`` with
-``iReader``) and a queue's ADM attributes (``queue_attributes`` with ``iQueue``, 3.1.1.2/3.1.1.3).
+Besides the spec's events the target serves the harness operations of the adapter protocol
+(:data:`harness.cases.events.HARNESS_OPERATIONS`, docs/adapters.md): the clock (``advance_clock``
+with ``seconds``, which then fires the timers of 3.1.2.3 and 3.1.2.4 that are due;
+``fire_due_timers``), the final result of a read that waited (``read_result`` with ``iReader``)
+and a queue's ADM attributes (``queue_attributes`` with ``iQueue``, 3.1.1.2/3.1.1.3).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, event_section, spec_events
+from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, RESULT_NAMES, event_section, spec_events
 from harness.cases.target import (
     MODEL,
     PEER_BEHAVIOURS,
@@ -68,17 +69,6 @@ __all__ = [
 
 COMPUTER = "LOCALHOST"
 CLOCK_START = 1000.0
-
-#: Names of the second value of events that return (rStatus, value).
-RESULT_NAMES: dict[str, str] = {
-    "open_queue": "rOpenQueueDescriptor",
-    "create_queue": "rQueue",
-    "seek_available_message_position_with_id": "rMessagePosition",
-    "expand_format_name": "rOutputFormatName",
-    "get_message_for_peek": "rPosition",
-    "get_next_message_for_peek": "rPosition",
-    "get_next_message_for_dequeue": "rPosition",
-}
 
 _SPECIAL = ("Start", "End")
 
