@@ -5,7 +5,8 @@ Each class is a ``harness.session.OutgoingQueueProcessing`` that breaks exactly 
 in place of the reference sender, against the simulated peer, so that a mutant is caught through
 what it does on the wire and to the OutgoingQueue.  :class:`RuleBroken` renders the event with
 the skip conditions and the ConnectionHistory rule as switches; every other step is the
-reference's.
+reference's.  Its ``connect_again_in`` (a connection although ConnectionHistory is not empty) is no
+mutant: it is the reading may-connect of MQQB-3.1.7.12-NO-CONNECT (examples/readings/mqqb.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class RuleBroken(OutgoingQueueProcessing):
     skip_states: tuple[OutgoingQueueState, ...] = (OutgoingQueueState.Locked, OutgoingQueueState.OnHold)
     skip_http = True  # "... specifies usage of the HTTP or HTTPS protocol, take no further action."
     connect_when_empty = True  # "If the iQueue.ConnectionHistory array is empty, ... MUST establish a connection"
-    connect_again_in: tuple[SessionState, ...] = ()  # session states in which it connects although not empty
+    connect_again_in: tuple[SessionState, ...] = ()  # states it connects in although not empty (a reading)
 
     def message_position_available(self, iQueue: Queue, iPosition: MessagePosition) -> None:
         if not isinstance(iQueue, OutgoingQueue):
@@ -120,26 +121,3 @@ class NeverConnects(RuleBroken):
     connection" (3.1.7.12): the message waits for a session that is never established."""
 
     connect_when_empty = False
-
-
-class ConnectsAgainWhileAwaitingEstablishConnection(RuleBroken):
-    """Breaks the ConnectionHistory rule of 3.1.7.12 in SessionState WAITING_ECR_MSG: a message
-    available while the EstablishConnection request awaits its response opens a second connection
-    although ConnectionHistory holds InProcess."""
-
-    connect_again_in = (SessionState.WAITING_ECR_MSG,)
-
-
-class ConnectsAgainWhileOpen(RuleBroken):
-    """Breaks the ConnectionHistory rule of 3.1.7.12 in SessionState OPEN: every available message
-    opens a new session."""
-
-    connect_again_in = (SessionState.OPEN,)
-
-
-class ConnectsAgainWhileAwaitingReconnect(RuleBroken):
-    """Breaks the ConnectionHistory rule of 3.1.7.12 in SessionState WAITING_RECONNECT: a message
-    available after the session closed reconnects at once instead of waiting for the Session Retry
-    Connect Timer ([MS-MQQB] 3.1.5.9, 3.1.6.1)."""
-
-    connect_again_in = (SessionState.WAITING_RECONNECT,)

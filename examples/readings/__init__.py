@@ -1,10 +1,18 @@
-"""Conformant readings the reference does not take: where [MS-MQDMPR] is silent or contradicts
-itself, an ``interpretation`` requirement of cases/requirements.yaml names the readings a
-conformant implementation may take.  Each class here is the reference queue manager with exactly
-one other reading; tests/cases/test_readings.py runs the corpus against each and proves that it
-is never failed, only graded non-strict on the expectations of that interpretation.
+"""Conformant readings the reference does not take: where [MS-MQDMPR] or [MS-MQQB] is silent or
+contradicts itself, an ``interpretation`` requirement of cases/requirements.yaml names the readings
+a conformant implementation may take.  Each entry here is the reference with exactly one other
+reading; tests/cases/test_readings.py ([MS-MQDMPR]) and tests/cases/test_readings_mqqb.py
+([MS-MQQB]) run the corpus against each and prove that it is never failed, only graded non-strict
+on the expectations of that interpretation.
 
-:data:`READINGS`: (requirement id, alternative name, ``plugin:`` class path).
+:data:`READINGS`: [MS-MQDMPR], (requirement id, alternative name, ``plugin:`` class path of a
+QueueManager subclass, examples/readings/dmpr.py).
+
+:data:`MQQB_READINGS`: [MS-MQQB], (requirement id, alternative name, how it runs): ``sender:pkg.mod:Class``,
+an OutgoingQueueProcessing subclass run through the reference adapter as an external sender, or
+``reference?peer=NAME``, the simulated peer with the reading behaviour NAME
+(``harness.session.acceptor.READING_BEHAVIOURS``; examples/readings/mqqb.py, ``target``).  They
+are kept apart from READINGS, whose entries are all ``plugin:`` queue managers.
 """
 
 READINGS: list[tuple[str, str, str]] = [
@@ -27,3 +35,34 @@ READINGS: list[tuple[str, str, str]] = [
     ("DMPR-3.2.7.2-WAIT-STATES", "still-waiting", "examples.readings.dmpr:WaitingPeekStillWaits"),
     ("DMPR-3.2.7.4-WAIT-STATES", "still-waiting", "examples.readings.dmpr:WaitingDequeueStillWaits"),
 ]
+
+_M = "sender:examples.readings.mqqb"
+MQQB_READINGS: list[tuple[str, str, str]] = [
+    # acceptor side: the simulated peer's reading behaviours
+    ("MQQB-2.2.1-CS-NULL-SERVERGUID", "null-refused", "reference?peer=null-refused"),
+    # at-least-one is the boundary behaviour window-min (WindowSize 1 in every packet)
+    ("MQQB-2.2.2.1-WINDOWSIZE-ZERO", "at-least-one", "reference?peer=window-min"),
+    ("MQQB-2.2.7-FLAG-BITS", "high-bits", "reference?peer=high-bits"),
+    ("MQQB-3.1.5.1.2-SIGNATURE-BYTE-ORDER", "big-endian", "reference?peer=big-endian"),
+    ("MQQB-3.1.6.4-RECOVERABLE-ACK-BASE", "zero-base", "reference?peer=zero-base"),
+    ("MQQB-3.1.6.4-RECOVERABLE-ACK-BASE", "zero-with-offset-bits", "reference?peer=zero-with-offset-bits"),
+    ("MQQB-2.2.2.1-recoverable-ack-timeout", "range-informative", "reference?peer=range-informative"),
+    ("MQQB-2.2.2.1-ack-timeout", "range-informative", "reference?peer=range-informative"),
+    ("MQQB-3.1.1.6.1-sender-ack-fields", "zero-base", "reference?peer=zero-base"),
+    ("MQQB-3.1.1.6.1-sender-ack-fields", "zero-with-offset-bits", "reference?peer=zero-with-offset-bits"),
+    ("MQQB-3.1.5.7-final-ack-unknown", "any-session", "reference?peer=any-session"),
+    # sender side: OutgoingQueueProcessing subclasses behind the reference adapter
+    ("MQQB-3.1.1.6.1-ACK-COUNT", "sooner", f"{_M}:AcknowledgesEachMessage"),
+    ("MQQB-3.1.5.1.3-BAD-PADDING", "malformed", f"{_M}:BadPaddingMalformed"),
+    ("MQQB-3.1.5.2-ENTRY-AFTER-ESTABLISH-STEPS", "no-entry", f"{_M}:NoEntryAfterEstablishSteps"),
+    ("MQQB-3.1.5.2-RETRY-AFTER-CONNECT-FAILURE", "no-retry", f"{_M}:NoRetryAfterConnectFailure"),
+    ("MQQB-3.1.5.2.1-RESOLVE-FAILURE", "entry-only", f"{_M}:ResolveFailureEntryOnly"),
+    ("MQQB-3.1.5.2.2-NO-PING-ON-RETRY", "ping-on-retry", f"{_M}:PingOnRetry"),
+    ("MQQB-3.1.7.1-PEER-WINDOW", "own-window", f"{_M}:OwnWindowOnly"),
+    ("MQQB-3.1.7.12-NO-CONNECT", "may-connect", f"{_M}:ConnectsAgainWhileAwaitingEstablishConnection"),
+    ("MQQB-3.1.7.12-NO-CONNECT", "may-connect", f"{_M}:ConnectsAgainWhileOpen"),
+    ("MQQB-3.1.7.12-NO-CONNECT", "may-connect", f"{_M}:ConnectsAgainWhileAwaitingReconnect"),
+    ("MQQB-3.1.5.8.1-duplicate", "redispatch", f"{_M}:RedispatchesUncovered"),
+    ("MQQB-3.1.5.9-closed-early", "own-reasons", f"{_M}:GivesUpSlowEstablishment"),
+]
+"""[MS-MQQB] readings the reference does not take, and how each runs (see the module docstring)."""

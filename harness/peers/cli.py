@@ -68,16 +68,20 @@ def _positive(text: str) -> int:
 
 
 def list_behaviours() -> list[str]:
-    """One line per behaviour: name, family (fault or boundary), what it does, the sections that
-    make a boundary behaviour legal; then the parametrised families."""
+    """One line per behaviour: name, family (fault, boundary or reading), what it does, the
+    sections that make a boundary or reading behaviour legal (a reading behaviour also names the
+    interpretation and the reading it takes); then the parametrised families."""
     from harness.session import BEHAVIOURS
+    from harness.session.acceptor import READING_BEHAVIOURS
 
-    width = max(len(n) for n in BEHAVIOURS)
+    width = max(len(n) for n in [*BEHAVIOURS, *READING_BEHAVIOURS])
     lines = []
-    for name, b in BEHAVIOURS.items():
-        family = "boundary" if b.boundary else ("normal" if name == "normal" else "fault")
+    for name, b in [*BEHAVIOURS.items(), *READING_BEHAVIOURS.items()]:
+        family = "boundary" if b.boundary else ("normal" if name == "normal" else "reading" if b.readings else "fault")
         legal = f" [{', '.join(b.sections)}]" if b.sections else ""
-        lines.append(f"{name:<{width}}  {family:<8}  {b.summary}{legal}")
+        taken = "; ".join(f"{alternative} of {rid}" for rid, alternative in b.readings)
+        takes = f" (reading {taken})" if taken else ""
+        lines.append(f"{name:<{width}}  {family:<8}  {b.summary}{takes}{legal}")
     lines += [
         f"{'close-after-<N>':<{width}}  {'fault':<8}  closes after N packets",
         f"{'window-<N>':<{width}}  {'fault':<8}  advertises WindowSize N",

@@ -15,11 +15,13 @@ MessageIDHistoryTable of 3.1.1.3, the incoming transactional sequences) outlives
 
 from __future__ import annotations
 
+import importlib
 import re
+import types
 from collections import deque
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from construct import Container
 
@@ -45,6 +47,7 @@ from packets import session as sp
 __all__ = [
     "BEHAVIOURS",
     "LONGEST_TIMER",
+    "READING_BEHAVIOURS",
     "Acceptor",
     "AcceptorBehaviour",
     "boundary_behaviours",
@@ -98,6 +101,28 @@ class AcceptorBehaviour:
         arbitrary value when sent and MUST be ignored on receipt"); None: 0.
     ack_overshoot: every SessionAck's AckSequenceNumber this many beyond the UserMessages received
         (a fault: the initiator's 3.1.5.5.1 check of an acknowledgment beyond what it sent).
+
+    The acceptor's reading of each [MS-MQQB] ``interpretation`` of cases/requirements.yaml it
+    renders (the first alternative, the reference's, by default; the behaviours named after the
+    other readings set one each, examples/readings/mqqb.py):
+
+    null_server_guid: MQQB-2.2.1-CS-NULL-SERVERGUID, "accepted" (3.1.5.3.1: a GUID_NULL ServerGuid
+        is valid, CS 0) or "refused" (2.2.1: CS set when ServerGuid is zero).
+    ping_flag_bits: MQQB-2.2.7-FLAG-BITS, the bits of Ping.Flags that carry (RC, RF) in a Ping
+        Response: (0, 1) as the example frames' bytes show, (14, 15) as the diagram draws them.
+    signature_order: MQQB-3.1.5.1.2-SIGNATURE-BYTE-ORDER, "little-endian" (the bytes 52 4F 49 4C
+        are invalid) or "big-endian" (they are the valid Signature, taken on receipt; with
+        ``reply_signature`` 0x4C494F52 the replies carry them too).
+    recoverable_ack: MQQB-3.1.6.4-RECOVERABLE-ACK-BASE (and MQQB-3.1.1.6.1-sender-ack-fields),
+        "lowest-persisted", "zero-base" or "zero-with-offset-bits".
+    timeout_ranges: MQQB-2.2.2.1-recoverable-ack-timeout and -ack-timeout, "outside-is-malformed"
+        (a ConnectionParameters request outside 2.2.2.1's ranges is discarded and the session
+        closed, 3.1.5.1.3) or "range-informative" (taken, clamped to the closest limit, unreported).
+    final_ack: MQQB-3.1.5.7-final-ack-unknown, "same-session" (a FinalAck naming a message never
+        sent on the session is the peer's fault, reported) or "any-session" (no fault, unreported).
+    reading_hooks: python-only, (hook name, function) pairs that replace the Acceptor's reading
+        hooks (``server_guid_valid``, ``recoverable_ack_fields``, ...) for this behaviour: each
+        function is called with the Acceptor and the hook's arguments (examples/mutants).
     """
 
     name: str = "normal"
@@ -118,7 +143,15 @@ class AcceptorBehaviour:
     order_ack_queue: Literal["private", "direct"] = "private"
     base_reserved: int | None = None
     ack_overshoot: int = 0
+    null_server_guid: Literal["accepted", "refused"] = "accepted"
+    ping_flag_bits: tuple[int, int] = (0, 1)
+    signature_order: Literal["little-endian", "big-endian"] = "little-endian"
+    recoverable_ack: Literal["lowest-persisted", "zero-base", "zero-with-offset-bits"] = "lowest-persisted"
+    timeout_ranges: Literal["outside-is-malformed", "range-informative"] = "outside-is-malformed"
+    final_ack: Literal["same-session", "any-session"] = "same-session"
+    reading_hooks: tuple[tuple[str, Callable[..., Any]], ...] = ()
     boundary: bool = False
+    readings: tuple[tuple[str, str], ...] = ()  # a reading behaviour's (interpretation id, alternative)
     summary: str = ""
     sections: tuple[str, ...] = ()
 
@@ -230,11 +263,102 @@ def boundary_behaviours() -> list[str]:
     return [name for name, b in BEHAVIOURS.items() if b.boundary]
 
 
+#: Reading behaviours: each takes, for an [MS-MQQB] ``interpretation`` of cases/requirements.yaml,
+#: another reading than the reference's (its first alternative), and is named after that reading;
+#: ``readings`` names the interpretations and the alternative (two interpretations that share
+#: their readings share the behaviour), ``sections`` the sentences that make it legal.  Legal
+#: under that reading only, so neither boundary behaviours (the corpus grades the reading
+#: non-strict) nor faults (no rule is broken): examples/readings/mqqb.py runs each as
+#: ``reference?peer=NAME``.
+READING_BEHAVIOURS: dict[str, AcceptorBehaviour] = {
+    b.name: b
+    for b in (
+        AcceptorBehaviour(
+            "null-refused",
+            null_server_guid="refused",
+            readings=(("MQQB-2.2.1-CS-NULL-SERVERGUID", "null-refused"),),
+            summary="answers an EstablishConnection whose ServerGuid is GUID_NULL with CS set (2.2.1: CS is set "
+            "when ServerGuid is zero); its own GUID is accepted",
+            sections=("MS-MQQB 2.2.1",),
+        ),
+        AcceptorBehaviour(
+            "high-bits",
+            ping_flag_bits=(14, 15),
+            readings=(("MQQB-2.2.7-FLAG-BITS", "high-bits"),),
+            summary="Ping Responses carry RC and RF in bits 14 and 15 of Flags, after the fourteen unused bits, "
+            "as the diagram of 2.2.7 draws them",
+            sections=("MS-MQQB 2.2.7", "MS-MQQB 3.1.7.7"),
+        ),
+        AcceptorBehaviour(
+            "big-endian",
+            reply_signature=0x4C494F52,
+            signature_order="big-endian",
+            readings=(("MQQB-3.1.5.1.2-SIGNATURE-BYTE-ORDER", "big-endian"),),
+            summary="BaseHeader.Signature 0x524F494C written in big-endian order (bytes 52 4F 49 4C) in every "
+            "packet it sends, and taken as valid on receipt (the little-endian bytes too)",
+            sections=("MS-MQQB 3.1.5.1.2",),
+        ),
+        AcceptorBehaviour(
+            "zero-base",
+            recoverable_ack="zero-base",
+            readings=(
+                ("MQQB-3.1.6.4-RECOVERABLE-ACK-BASE", "zero-base"),
+                ("MQQB-3.1.1.6.1-sender-ack-fields", "zero-base"),
+            ),
+            summary="SessionHeaders with RecoverableMsgAckSeqNumber 0 (3.1.1.6.1) and bit k of "
+            "RecoverableMsgAckFlags for recoverable message k (MS-MQMQ 2.2.20.4)",
+            sections=("MS-MQQB 3.1.1.6.1", "MS-MQMQ 2.2.20.4"),
+        ),
+        AcceptorBehaviour(
+            "zero-with-offset-bits",
+            recoverable_ack="zero-with-offset-bits",
+            readings=(
+                ("MQQB-3.1.6.4-RECOVERABLE-ACK-BASE", "zero-with-offset-bits"),
+                ("MQQB-3.1.1.6.1-sender-ack-fields", "zero-with-offset-bits"),
+            ),
+            summary="SessionHeaders with RecoverableMsgAckSeqNumber 0 (3.1.1.6.1) and the RecoverableMsgAckFlags "
+            "bit of 3.1.5.8.7 (bit 0 for the first message not acknowledged yet)",
+            sections=("MS-MQQB 3.1.1.6.1", "MS-MQQB 3.1.5.8.7"),
+        ),
+        AcceptorBehaviour(
+            "range-informative",
+            timeout_ranges="range-informative",
+            readings=(
+                ("MQQB-2.2.2.1-recoverable-ack-timeout", "range-informative"),
+                ("MQQB-2.2.2.1-ack-timeout", "range-informative"),
+            ),
+            summary="takes a ConnectionParameters request whose RecoverableAckTimeout or AckTimeout lies outside "
+            "the ranges of 2.2.2.1 (echoed, its timers clamped to the closest limit) and goes on",
+            sections=("MS-MQQB 2.2.2.1", "MS-MQQB 3.1.5.4.1"),
+        ),
+        AcceptorBehaviour(
+            "any-session",
+            final_ack="any-session",
+            readings=(("MQQB-3.1.5.7-final-ack-unknown", "any-session"),),
+            summary="a FinalAck naming a message it never sent on the session is no fault (3.1.5.7 looks the "
+            "message up in the OutgoingMessageTable and the AwaitingFinalACKTable): not reported",
+            sections=("MS-MQQB 3.1.5.7", "MS-MQQB 3.1.1.7.3"),
+        ),
+    )
+}
+
+
 def named_behaviour(name: str) -> AcceptorBehaviour:
     """A named behaviour; ``close-after-<N>``, ``window-<N>`` and ``slow-reader-<N>`` (N bytes per
-    second, N > 0) take any N."""
+    second, N > 0) take any N; ``pkg.module:NAME`` is the AcceptorBehaviour that module defines
+    under NAME (examples/mutants)."""
     if name in BEHAVIOURS:
         return BEHAVIOURS[name]
+    if name in READING_BEHAVIOURS:
+        return READING_BEHAVIOURS[name]
+    module, colon, attr = name.partition(":")
+    if colon and module and attr:
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            found = None
+        if isinstance(found, AcceptorBehaviour):
+            return found
     m = re.fullmatch(r"(close-after|window|slow-reader)-(\d+)", name)
     if m:
         n = int(m.group(2))
@@ -244,7 +368,8 @@ def named_behaviour(name: str) -> AcceptorBehaviour:
             return AcceptorBehaviour(name, read_rate=n, receive_buffer=SLOW_READER_BUFFER)
         if m.group(1) == "window":
             return AcceptorBehaviour(name, window_size=n)
-    raise KeyError(f"unknown acceptor behaviour {name!r}; known: {', '.join(sorted(BEHAVIOURS))}")
+    known = ", ".join(sorted([*BEHAVIOURS, *READING_BEHAVIOURS]))
+    raise KeyError(f"unknown acceptor behaviour {name!r}; known: {known}")
 
 
 def ping_response(datagram: bytes, identifier: GUID, behaviour: AcceptorBehaviour | None = None) -> bytes | None:
@@ -264,7 +389,13 @@ def ping_response(datagram: bytes, identifier: GUID, behaviour: AcceptorBehaviou
     if ping is None or ping.Signature != sp.PING_SIGNATURE:
         return None
     refuse = behaviour.refuse or behaviour.ping == "refuse"
-    return packets.build_ping(sp.ping(ping.Cookie, identifier, rc=bool(ping.Flags.RC), rf=refuse))
+    response = packets.build_ping(sp.ping(ping.Cookie, identifier, rc=bool(ping.Flags.RC), rf=refuse))
+    if behaviour.ping_flag_bits == (0, 1):
+        return response
+    # MQQB-2.2.7-FLAG-BITS: RC and RF where this behaviour reads the diagram to put them
+    rc_bit, rf_bit = behaviour.ping_flag_bits
+    flags = (int(ping.Flags.RC) << rc_bit) | (int(refuse) << rf_bit)
+    return flags.to_bytes(2, "little") + response[2:]
 
 
 class Acceptor(SessionEngine):
@@ -300,6 +431,10 @@ class Acceptor(SessionEngine):
         if isinstance(behaviour, str):
             behaviour = named_behaviour(behaviour)
         self.behaviour = behaviour or AcceptorBehaviour()
+        for hook, function in self.behaviour.reading_hooks:  # python-only: another answer at a reading hook
+            if not callable(getattr(self, hook, None)):
+                raise AttributeError(f"behaviour {self.behaviour.name}: the Acceptor has no hook {hook!r}")
+            setattr(self, hook, types.MethodType(function, self))
         if self.behaviour.longest_timers:  # 3.1.2.1 <43>, 3.1.2.2 <44>: implementation-dependent
             self.config = replace(self.config, session_initialization=LONGEST_TIMER, session_cleanup=LONGEST_TIMER)
         self.remote_address = ""  # the initiator's IP address, when the transport knows it
@@ -320,6 +455,44 @@ class Acceptor(SessionEngine):
         self.tx_checker = TxSequenceChecker()  # what the initiators' TransactionHeaders revealed (3.1.1.5)
         self._session_message_ids: set[tuple[bytes, int]] = set()
         self._window_reported = False
+
+    # -- readings: the acceptor's reading of each interpretation (AcceptorBehaviour) ---------------
+
+    def server_guid_valid(self, server: GUID) -> bool:
+        """MQQB-2.2.1-CS-NULL-SERVERGUID: whether an EstablishConnection request naming ``server`` as
+        ServerGuid is valid (answered with CS 0).  3.1.5.3.1: valid when it is
+        QueueManager.Identifier or GUID_NULL (the reference, null-accepted); 2.2.1: CS is set when
+        it "is zero or not equal to the receiving queue manager's GUID" (null-refused)."""
+        if server.is_null:
+            return self.behaviour.null_server_guid == "accepted"
+        return server == self.identifier
+
+    def accepts_byte_swapped_signature(self) -> bool:
+        """MQQB-3.1.5.1.2-SIGNATURE-BYTE-ORDER, as the behaviour reads it (``signature_order``)."""
+        return self.behaviour.signature_order == "big-endian"
+
+    def field_rule_tolerated(self, rule_id: str) -> bool:
+        """MQQB-2.2.2.1-recoverable-ack-timeout, -ack-timeout: a ConnectionParameters request outside
+        the ranges of 2.2.2.1 is taken under the behaviour's ``timeout_ranges`` range-informative."""
+        return self.behaviour.timeout_ranges == "range-informative" and rule_id in (
+            RuleId.MQQB_2_2_2_1_RECOVERABLE_ACK_TIMEOUT,
+            RuleId.MQQB_2_2_2_1_ACK_TIMEOUT,
+        )
+
+    def recoverable_ack_fields(self, lowest: int, flags: int) -> tuple[int, int]:
+        """MQQB-3.1.6.4-RECOVERABLE-ACK-BASE, as the behaviour reads it (``recoverable_ack``): bit j
+        of the reference's ``flags`` stands for recoverable message ``lowest`` + j."""
+        reading = self.behaviour.recoverable_ack
+        if reading == "zero-base":  # base 0, bit k for message k ([MS-MQMQ] 2.2.20.4)
+            return 0, (flags << lowest) & 0xFFFFFFFF if flags else 0
+        if reading == "zero-with-offset-bits":  # base 0, the bit 3.1.5.8.7 sets
+            return 0, flags
+        return lowest, flags
+
+    def reports_unknown_final_ack(self) -> bool:
+        """MQQB-3.1.5.7-final-ack-unknown: whether a FinalAck naming a message never sent on the
+        session is the peer's fault (same-session, the reference: reported) or none (any-session)."""
+        return self.behaviour.final_ack == "same-session"
 
     def ping_request(self, datagram: bytes) -> bytes | None:
         """[MS-MQQB] 3.1.7.7 Receive Ping Request (see :func:`ping_response`)."""
@@ -381,8 +554,7 @@ class Acceptor(SessionEngine):
             return
         self.RemoteQMGuid = GUID(req.ClientGuid)
         self._ec_request = packet.headers
-        server = GUID(req.ServerGuid)
-        valid = server.is_null or server == self.identifier
+        valid = self.server_guid_valid(GUID(req.ServerGuid))
         self._refused = self.behaviour.refuse or not valid
         if self.behaviour.garbage_reply is not None:
             self._out.append(Send(self.behaviour.garbage_reply, PacketKind.Unknown))
@@ -415,6 +587,12 @@ class Acceptor(SessionEngine):
         self.ReceivedWindowSize = max(1, int(cp.WindowSize))
         self.AckWaitTimeout = int(cp.AckTimeout)
         self.RecoverableAckSendTimeout = int(cp.RecoverableAckTimeout)
+        if self.behaviour.timeout_ranges == "range-informative":  # taken, clamped to the closest limit
+            self.AckWaitTimeout = min(max(self.AckWaitTimeout, sp.ACK_TIMEOUT_RANGE[0]), sp.ACK_TIMEOUT_RANGE[1])
+            self.RecoverableAckSendTimeout = min(
+                max(self.RecoverableAckSendTimeout, sp.RECOVERABLE_ACK_TIMEOUT_RANGE[0]),
+                sp.RECOVERABLE_ACK_TIMEOUT_RANGE[1],
+            )
         reply = sp.connection_parameters(cp.RecoverableAckTimeout, cp.AckTimeout, self.WindowSize)
         self._send_packet(reply, PacketKind.ConnectionParameters)
         self._stop_timer(Timer.SessionInitialization)
@@ -629,9 +807,10 @@ class Acceptor(SessionEngine):
         if not self._accepts(PacketKind.FinalAck, packet, index):
             return
         self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
-        self._violation(
-            RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, "FinalAck sent to the acceptor, which sent no message", index
-        )
+        if self.reports_unknown_final_ack():
+            self._violation(
+                RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, "FinalAck sent to the acceptor, which sent no message", index
+            )
         self._ack_by_count()
 
 

@@ -34,7 +34,8 @@ from harness.session.rules import RuleId, codec_rules, rule
 from harness.session.transitions import Role, transition
 from packets import GUID, NULL_GUID, Packet, PacketError, PacketKind, StreamSplitter
 from packets import session as sp
-from packets.base import INFINITE, SIGNATURE, VERSION_NUMBER
+from packets.base import BASE_HEADER_SIZE, INFINITE, MAX_PACKET_SIZE, SIGNATURE, VERSION_NUMBER
+from packets.stream import wire_length
 
 __all__ = [
     "CODEC_RULES",
@@ -359,6 +360,61 @@ def check_session_header(
 
 
 # ---------------------------------------------------------------------------------------------
+# The byte order of BaseHeader.Signature (MQQB-3.1.5.1.2-SIGNATURE-BYTE-ORDER)
+
+SIGNATURE_LITTLE_ENDIAN = struct.pack("<I", SIGNATURE)  # 4C 49 4F 52, the example frames' bytes
+SIGNATURE_BIG_ENDIAN = struct.pack(">I", SIGNATURE)  # 52 4F 49 4C: 0x524F494C "(big-endian order)"
+
+
+class ByteSwappedSignatures:
+    """For an end that takes the BaseHeader.Signature bytes 52 4F 49 4C as valid too (the reading
+    big-endian of MQQB-3.1.5.1.2-SIGNATURE-BYTE-ORDER): at each packet boundary of a stream,
+    those bytes are read as the Signature 0x524F494C, so that framing (packets.StreamSplitter) and
+    parsing see a valid packet.  Bytes of a BaseHeader not complete yet are held back (the
+    splitter would wait for them as well); after a BaseHeader that cannot start a packet the
+    rest of the stream passes unchanged, for the splitter to reject."""
+
+    def __init__(self) -> None:
+        self._held = b""
+        self._skip = 0  # bytes of the current packet still to pass
+        self._through = False  # a framing error: everything passes
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    def feed(self, data: bytes) -> bytes:
+        if self._through:
+            return data
+        buf, self._held = self._held + bytes(data), b""
+        out = bytearray()
+        i = 0
+        while i < len(buf):
+            if self._skip:
+                n = min(self._skip, len(buf) - i)
+                out += buf[i : i + n]
+                i += n
+                self._skip -= n
+                continue
+            if len(buf) - i < BASE_HEADER_SIZE:
+                self._held = buf[i:]
+                break
+            header = bytearray(buf[i : i + BASE_HEADER_SIZE])
+            if header[4:8] == SIGNATURE_BIG_ENDIAN:
+                header[4:8] = SIGNATURE_LITTLE_ENDIAN
+            try:
+                length = wire_length(bytes(header), 0, MAX_PACKET_SIZE)
+            except PacketError:
+                out += header + buf[i + BASE_HEADER_SIZE :]
+                self._through = True
+                break
+            out += header
+            i += BASE_HEADER_SIZE
+            self._skip = length - BASE_HEADER_SIZE
+        return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------
 # Session sequence counters
 
 
@@ -452,6 +508,7 @@ class SessionEngine:
         self._timer_started: dict[str, tuple[float, float]] = {}  # timer -> (clock when started, seconds)
         self._out: list[Action] = []
         self._splitter = StreamSplitter()
+        self._swapped: ByteSwappedSignatures | None = None  # see accepts_byte_swapped_signature
         self._transport = False  # a transport connection is attached
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -549,8 +606,44 @@ class SessionEngine:
         self.RecoverableAckSendTimeout = 0xFFFFFFFF
         self.SessionState = SessionState.WAITING_EC_MSG
         self._splitter = StreamSplitter()
+        self._swapped = ByteSwappedSignatures() if self.accepts_byte_swapped_signature() else None
         self.packets_received = 0
         self._transport = True
+
+    # -- readings: where this end takes its reading of an interpretation --------------------------
+
+    def accepts_byte_swapped_signature(self) -> bool:
+        """MQQB-3.1.5.1.2-SIGNATURE-BYTE-ORDER ([MS-MQQB] 3.1.5.1.2: "the BaseHeader.Signature field
+        is set to 0x524F494C (big-endian order)"; 2.2: little-endian byte order): whether a packet
+        whose Signature bytes are 52 4F 49 4C is valid too.  The reference reads little-endian
+        (False: those bytes are invalid, the packet is discarded and the session closed); True
+        reads them as the Signature written in big-endian order (:class:`ByteSwappedSignatures`)."""
+        return False
+
+    def field_rule_tolerated(self, rule_id: str) -> bool:
+        """MQQB-2.2.2.1-recoverable-ack-timeout, MQQB-2.2.2.1-ack-timeout ([MS-MQQB] 2.2.2.1 gives
+        each timeout's valid range without a MUST): whether a packet the codec rejects for this field
+        rule only is taken rather than discarded.  The reference (outside-is-malformed): False, the
+        packet does not conform to section 2 and 3.1.5.1.3 discards it and closes; True takes it
+        (range-informative) and reports nothing."""
+        return False
+
+    def recoverable_ack_fields(self, lowest: int, flags: int) -> tuple[int, int]:
+        """MQQB-3.1.6.4-RECOVERABLE-ACK-BASE (3.1.6.4: RecoverableMsgAckSeqNumber "MUST be set to the
+        lowest unacknowledged recoverable message sequence number that has been persisted";
+        3.1.1.6.1: "The sender MUST set SessionHeader.RecoverableMsgAckSeqNumber to 0x0000"):
+        (RecoverableMsgAckSeqNumber, RecoverableMsgAckFlags) of a SessionHeader this end sends,
+        given the reference's (lowest-persisted: ``lowest``, whose bit 0 of ``flags`` stands for
+        it, 3.1.5.8.7).  Unchanged here."""
+        return lowest, flags
+
+    def _session_header(self) -> Container:
+        """The SessionHeader of an acknowledgment (3.1.6.4), with this end's recoverable fields."""
+        sh = self.counters.session_header(self.WindowSize)
+        sh.RecoverableMsgAckSeqNumber, sh.RecoverableMsgAckFlags = self.recoverable_ack_fields(
+            int(sh.RecoverableMsgAckSeqNumber), int(sh.RecoverableMsgAckFlags)
+        )
+        return sh
 
     # -- events --------------------------------------------------------------------------------
 
@@ -558,6 +651,8 @@ class SessionEngine:
         """Bytes from the transport connection, in any fragmentation ([MS-MQQB] 2.1.1, 3.1.5.1)."""
         if not self._transport or not data:
             return self._take()
+        if self._swapped is not None:
+            data = self._swapped.feed(data)
         try:
             chunks = self._splitter.feed(data)
         except PacketError as e:
@@ -580,6 +675,8 @@ class SessionEngine:
         self.packets_received += 1
         self.ReceivedAck = True
         packet, findings = check_packet(data)
+        if packet is None and findings and all(self.field_rule_tolerated(r) for r, _ in findings):
+            packet, findings = packets.parse(data, strict=False), []  # taken as it is (range-informative)
         if packet is None:  # discarded: every finding is a rule whose break closes (3.1.5.1.2, 3.1.5.1.3)
             self._report(findings, index)
             return
@@ -677,7 +774,7 @@ class SessionEngine:
 
     def _send_session_ack(self) -> None:
         """Send a SessionAck Packet ([MS-MQQB] 3.1.6.4 / 3.1.5.8.7) and reset the ack state."""
-        sh = self.counters.session_header(self.WindowSize)
+        sh = self._session_header()
         packet = sp.session_ack()
         packet.SessionHeader = sh
         self._send_packet(packet, PacketKind.SessionAck)

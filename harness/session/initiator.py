@@ -226,6 +226,43 @@ class Initiator(SessionEngine):
         self._acked_by = "SessionAck"
         self.SessionState = SessionState.CLOSED
 
+    # -- readings: where the initiator takes its reading of an interpretation -------------------
+
+    def entry_after_establish_steps(self) -> bool:
+        """MQQB-3.1.5.2-ENTRY-AFTER-ESTABLISH-STEPS (3.1.5.2: "If the session cannot be established
+        ... due to an error in these steps, the protocol MUST append an entry"): whether a session
+        that fails after 3.1.5.2.1-3.1.5.2.3 (a refused or invalid EstablishConnection response, the
+        Session Initialization Timer, a close before OPEN) appends a failure entry too.  The
+        reference (entry): True; False appends nothing (3.1.5.9 closes the session)."""
+        return True
+
+    def retries_after_connect_failure(self) -> bool:
+        """MQQB-3.1.5.2-RETRY-AFTER-CONNECT-FAILURE: whether a transport connection that cannot be
+        made (3.1.5.2.3) starts the Session Retry Connect Timer while messages wait.  The reference
+        (retry): True, the failed session is closed as 3.1.5.9 says; False only appends the entry."""
+        return True
+
+    def resolve_failure_as_lookup_failure(self) -> bool:
+        """MQQB-3.1.5.2.1-RESOLVE-FAILURE: whether a destinationHostName that resolves to no address
+        takes 3.1.5.2.1's failure steps (the Session Retry Connect Timer, State NeedValidation)
+        besides 3.1.5.2's DnsFailure entry.  The reference (as-lookup-failure): True; False appends
+        the entry only."""
+        return True
+
+    def pings_on_retry(self) -> bool:
+        """MQQB-3.1.5.2.2-NO-PING-ON-RETRY (3.1.5.2.2: "If the session is not being created in
+        response to a Session Retry Connect Timer Event ..., the initiator MAY send a Ping
+        Request"): whether a session the retry timer creates pings first too.  The reference
+        (no-ping-on-retry): False."""
+        return False
+
+    def bad_padding_is_malformed(self) -> bool:
+        """MQQB-3.1.5.1.3-BAD-PADDING (2.2.3.1 fills a response's Padding with 0x5A; 3.1.5.1.3
+        discards "a request that does not conform to the structures specified in Messages"):
+        whether an EstablishConnection response whose Padding is not all 0x5A is discarded and the
+        session closed.  The reference (filler): False, it reports the padding and goes on."""
+        return False
+
     # -- ConnectionHistory -------------------------------------------------------------------------
 
     def _history(self, status: ConnectionStatus, error: int = 0) -> None:
@@ -258,7 +295,7 @@ class Initiator(SessionEngine):
         if self._transport or self._connecting:
             return
         self._connecting = True
-        if self.ping and not retry:
+        if self.ping and (not retry or self.pings_on_retry()):
             self._ping_cookie = (self._ping_cookie + 1) & 0xFFFFFFFF
             self._ping_sent = True
             self._out.append(SendPing(packets.build_ping(sp.ping(self._ping_cookie, self.identifier))))
@@ -303,6 +340,8 @@ class Initiator(SessionEngine):
         OnHold, start the Session Retry Connect Timer (3.1.2.3) and set State to NeedValidation."""
         self._connecting = False
         self._history(ConnectionStatus.DnsFailure, error)
+        if not self.resolve_failure_as_lookup_failure():
+            return self._take()
         if self.OutgoingMessageTable and self.OutgoingQueueReference.State is not OutgoingQueueState.OnHold:
             self._start_timer(Timer.SessionRetryConnect, self.config.session_retry_connect)
             self.SessionState = SessionState.WAITING_RECONNECT
@@ -313,7 +352,7 @@ class Initiator(SessionEngine):
         """The transport could not connect: 3.1.5.2's history entry and a retry (3.1.2.3)."""
         self._connecting = False
         self._history(status, 1)
-        if self.OutgoingMessageTable:
+        if self.OutgoingMessageTable and self.retries_after_connect_failure():
             self._start_timer(Timer.SessionRetryConnect, self.config.session_retry_connect)
             self.SessionState = SessionState.WAITING_RECONNECT
         return self._take()
@@ -350,7 +389,11 @@ class Initiator(SessionEngine):
         if not self._accepts(PacketKind.EstablishConnection, packet, index):
             return
         ec = packet.EstablishConnectionHeader
-        if self._report(check_ec_response(self._ec_request, packet), index):
+        findings = check_ec_response(self._ec_request, packet)
+        if self._report(findings, index):
+            return
+        if self.bad_padding_is_malformed() and any(r == RuleId.MQQB_2_2_3_1_RESPONSE_PADDING for r, _ in findings):
+            self._close("EstablishConnection response Padding not 0x5A: discarded", "MS-MQQB 3.1.5.1.3")
             return
         refused = bool(packet.InternalHeader.Flags.CS)
         server = GUID(ec.ServerGuid)
@@ -400,7 +443,8 @@ class Initiator(SessionEngine):
 
     def _failed_establishment(self, status: ConnectionStatus) -> None:
         self._failure_recorded = True
-        self._history(status, 1)
+        if self.entry_after_establish_steps():
+            self._history(status, 1)
 
     # -- 3.1.7.12 / 3.1.7.1 sending ------------------------------------------------------------------
 
@@ -590,7 +634,7 @@ class Initiator(SessionEngine):
         headers = pos.UserMessage
         flags = int(headers.BaseHeader.Flags)
         seconds = self._timer_started[Timer.SessionAckSend][1]
-        headers.SessionHeader = self.counters.session_header(self.WindowSize)
+        headers.SessionHeader = self._session_header()
         headers.BaseHeader.Flags = base.BaseHeaderFlags.make(flags, SH=1)
         self._last_ack_sent = self.counters.MessageReceivedCount
         self.counters.acknowledged()

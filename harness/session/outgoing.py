@@ -62,6 +62,10 @@ class OutgoingQueueProcessing:
     message is sent with the SentTime its Message carries.
     """
 
+    #: The Initiator each OutgoingQueue's session runs: a subclass takes another reading of an
+    #: interpretation of the session (examples/readings/mqqb.py); the reference's own by default.
+    initiator_class: type[Initiator] = Initiator
+
     def __init__(
         self,
         qm: QueueManager,
@@ -91,7 +95,7 @@ class OutgoingQueueProcessing:
         """The Initiator (one session state) of ``queue``, created on first use."""
         init = self.initiators.get(id(queue))
         if init is None:
-            init = Initiator(
+            init = self.initiator_class(
                 _guid(self.qm.Identifier),
                 self.remote_qm_of(queue),
                 outgoing_queue=queue,
