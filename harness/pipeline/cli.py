@@ -103,7 +103,6 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_capture_to_case(args: argparse.Namespace) -> int:
-    from harness.pipeline.minimize import NotReproduced, Reproducer, minimize
     from harness.pipeline.tocase import CaseBuildError, capture_to_case, sessions_with_problems, write_case
 
     ports = frozenset(int(p) for p in args.ports.split(","))
@@ -126,19 +125,55 @@ def cmd_capture_to_case(args: argparse.Namespace) -> int:
         print(f"msmq-harness capture-to-case: {e}", file=sys.stderr)
         return 2
     if args.minimize:
-        reproducer = Reproducer(args.target, args.step_timeout)
-        try:
-            shrunk = minimize(case, reproducer, max_runs=args.max_runs)
-        except NotReproduced as e:
-            print(f"msmq-harness capture-to-case: {args.target}: {e}; nothing to minimize", file=sys.stderr)
-            return 2
-        finally:
-            reproducer.close()
-        case = shrunk.case
-        print(shrunk.summary())
+        code = _minimize(args, case)
+        if isinstance(code, int):
+            return code
+        case = code
     write_case(case, args.out)
     print(f"wrote {args.out}: {case['id']}, {len(case['when'])} steps")
     return 0
+
+
+def _minimize(args: argparse.Namespace, case: dict[str, Any]) -> dict[str, Any] | int:
+    """``--minimize``: the case shrunk against the target that reproduces what the session broke
+    (harness.pipeline.tocase_targets) unless ``--target`` names one; the case as it is when the
+    session broke no rule (there is no failure to keep); an exit status when nothing fails."""
+    from harness.cases.runner import ConfigurationError
+    from harness.pipeline.minimize import NotReproduced, Reproducer, minimize
+    from harness.pipeline.tocase import flow_violations
+    from harness.pipeline.tocase_targets import reproducing_target
+
+    ports = frozenset(int(p) for p in args.ports.split(","))
+    choice = reproducing_target(flow_violations(args.capture, args.flow, ports))
+    if not choice.broke:
+        print(f"msmq-harness capture-to-case: not minimized: {choice.reason}; nothing fails to shrink", file=sys.stderr)
+        return case
+    if args.target is not None:
+        target = args.target
+    elif args.behaviour:  # the case carries the behaviour: the plain reference runs it
+        target = "reference"
+    else:
+        target = choice.target or "reference"
+        if choice.target:
+            print(f"minimizing against --target '{target}': {choice.reason}", file=sys.stderr)
+    try:
+        reproducer = Reproducer(target, args.step_timeout)
+    except ConfigurationError as e:
+        print(f"msmq-harness capture-to-case: {e}", file=sys.stderr)
+        return 2
+    try:
+        shrunk = minimize(case, reproducer, max_runs=args.max_runs)
+    except NotReproduced as e:
+        if choice.target and choice.target != target:
+            hint = f"use --target '{choice.target}': {choice.reason}"
+        else:
+            hint = f"{choice.reason}; use --target with the acceptor that was captured (e.g. mqqb://HOST:1801)"
+        print(f"msmq-harness capture-to-case: {target}: {e}; nothing to minimize; {hint}", file=sys.stderr)
+        return 2
+    finally:
+        reproducer.close()
+    print(shrunk.summary())
+    return shrunk.case
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -208,7 +243,11 @@ def add_subcommands(sub: Any) -> None:
         action="store_true",
         help="shrink the case by delta debugging to the smallest that still fails the same way against --target",
     )
-    to_case.add_argument("--target", default="reference", help="the target --minimize runs against (default reference)")
+    to_case.add_argument(
+        "--target",
+        help="the target --minimize runs against (default: the simulated peer that breaks the rule the session "
+        "broke, e.g. reference?peer=bad-signature; reference with --behaviour)",
+    )
     to_case.add_argument("--max-runs", type=int, default=300, metavar="N", help="most runs of --minimize")
     to_case.add_argument("--step-timeout", type=float, default=10.0, metavar="S", help="per step (default 10)")
     to_case.set_defaults(func=cmd_capture_to_case)

@@ -10,7 +10,13 @@ expectations -- the same (section, value) pairs of its failures, e.g. ``MS-MQQB 
    request); ddmin removes complements of ever finer partitions of the units;
 2. the MessageBody of each UserMessage sent as raw bytes, halved while the failure stays
    (the packet is built again by the codec, its lengths and PacketSize computed: [MS-MQMQ]
-   2.2.19.1, 2.2.19.3), so every packet the case sends is still well formed.
+   2.2.19.1, 2.2.19.3), so every packet the case sends is still well formed; a packet whose
+   lengths are not what the codec computes (a malformed packet the acceptor must discard) is
+   kept byte for byte.
+
+A candidate reproduces when it fails on the same (section, value) pairs, each observed or absent
+as before, expecting the same thing (a range as a range): a case that fails because the session
+closed where the original expected a reply does not stand for one that expected the close.
 
 The number of runs is bounded (``max_runs``); the result says how much was removed.
 """
@@ -29,15 +35,25 @@ from harness.report.results import CaseResult, Outcome
 
 __all__ = ["Minimized", "Reproducer", "failure_signature", "minimize"]
 
-Signature = frozenset[tuple[str, str, bool]]
+Signature = frozenset[tuple[str, str, bool, str]]
 ABSENT = "<absent>"  # how a failure shows a value that was not there (harness.cases.wireruns.base)
 Case = dict[str, Any]
 
 
+def _expected_key(expected: Any) -> str:
+    """What a difference expected, as the signature keeps it: a ``range`` as such (its bound is
+    counted again over the steps kept, see :func:`_recounted`), any other value as it is."""
+    if isinstance(expected, dict) and "range" in expected:
+        return "range"
+    return repr(expected)
+
+
 def failure_signature(result: CaseResult) -> Signature:
     """The (section, value) pairs a failed result's differences name, each with whether the value
-    was observed at all: a packet that never came is another failure than a field that is wrong."""
-    return frozenset((f.section, f.field, f.observed != ABSENT) for f in result.failures)
+    was observed at all (a packet that never came is another failure than a field that is wrong)
+    and what was expected: a case that fails because the session closed where the original
+    expected it open fails another way than one expecting the close."""
+    return frozenset((f.section, f.field, f.observed != ABSENT, _expected_key(f.expected)) for f in result.failures)
 
 
 class Reproducer:
@@ -77,7 +93,7 @@ class Minimized:
             f"minimized in {self.runs} runs: {self.steps_before} -> {self.steps_after} steps, "
             f"{self.bytes_before:,} -> {self.bytes_after:,} bytes of YAML "
             f"({self.bytes_before / max(1, self.bytes_after):.1f}x smaller), still failing on "
-            + ", ".join(f"{section} {field}" for section, field, _ in sorted(self.signature))
+            + ", ".join(f"{section} {field}" for section, field, _, _ in sorted(self.signature))
         )
 
 
@@ -159,10 +175,12 @@ def _shorter_body(hex_text: str) -> str | None:
     if mph is None or not mph.MessageBody:
         return None
     body = bytes(mph.MessageBody)
-    mph.MessageBody = body[: len(body) // 2]
     mph.MessageSize = mph.AllocationBodySize = None
     p.BaseHeader.PacketSize = None
     try:
+        if packets.build(p) != bytes.fromhex(hex_text.replace(" ", "")):
+            return None  # lengths the codec would not write (a packet-size fault): kept byte for byte
+        mph.MessageBody = body[: len(body) // 2]
         data = packets.build(p)
     except Exception:
         return None

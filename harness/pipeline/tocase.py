@@ -33,7 +33,14 @@ from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, analyse_flow, flo
 from harness.pipeline.splits import Split, read_split
 from harness.session.rules import RuleId
 
-__all__ = ["CaseBuildError", "capture_to_case", "find_flow", "sessions_with_problems", "write_case"]
+__all__ = [
+    "CaseBuildError",
+    "capture_to_case",
+    "find_flow",
+    "flow_violations",
+    "sessions_with_problems",
+    "write_case",
+]
 
 SESSION_ACK_RULES = frozenset({RuleId.MQQB_3_1_5_5_5_COUNT_MISMATCH, RuleId.MQQB_3_1_5_5_1_ACK_BEYOND_SENT})
 _ACKS = ["SessionAck", "OrderAck", "FinalAck"]
@@ -53,6 +60,12 @@ def find_flow(path: str | Path, flow: str, ports: frozenset[int] = DEFAULT_PORTS
     if not segs:
         raise CaseBuildError(f"{path}: no TCP flow {flow} on ports {','.join(map(str, sorted(ports)))}")
     return next(iter(reassemble(segs, ports).values()))
+
+
+def flow_violations(path: str | Path, flow: str, ports: frozenset[int] = DEFAULT_PORTS) -> list[dict[str, Any]]:
+    """The rules the session of ``flow`` broke, as the observer records them (``rule_id``,
+    ``direction``: the sender of the packet that broke it, ``packet_index``, ...)."""
+    return list(analyse_flow(str(path), find_flow(path, flow, ports))["violations"])
 
 
 def sessions_with_problems(path: str | Path, ports: frozenset[int] = DEFAULT_PORTS) -> list[tuple[str, list[str]]]:
@@ -148,16 +161,16 @@ def _blame(ordered: Ordered, violations: list[dict[str, Any]]) -> dict[str, dict
     out: dict[str, dict[int, set[str]]] = {"client": {}, "server": {}}
     for v in violations:
         rule_id, sender, position = v["rule_id"], v["direction"], v["packet_index"]
-        if rule_id in closing:  # a packet that breaks it on its own: the close the acceptor owes follows
-            for direction, i, data, _kind in ordered:
-                if direction == sender and _breaks(data, rule_id):
-                    out[direction].setdefault(i, set()).add(rule_id)
-                    break
-        elif rule_id in SESSION_ACK_RULES:
+        if rule_id in SESSION_ACK_RULES:  # (3.1.5.5.5 closes too, but on the initiator's side)
             acks = [(p, i) for p, (d, i, _data, kind) in enumerate(ordered) if d == "server" and kind == "SessionAck"]
             later = [i for p, i in acks if p >= position] or [i for _p, i in acks[-1:]]
             if later:
                 out["server"].setdefault(later[0], set()).add(rule_id)
+        elif rule_id in closing:  # a packet that breaks it on its own: the close the acceptor owes follows
+            for direction, i, data, _kind in ordered:
+                if direction == sender and _breaks(data, rule_id):
+                    out[direction].setdefault(i, set()).add(rule_id)
+                    break
     return out
 
 

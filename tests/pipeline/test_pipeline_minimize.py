@@ -47,14 +47,31 @@ def test_minimized_case_is_five_times_shorter_and_fails_the_same_rule(
     assert cli_main(["run", str(small)]) == 0
 
 
-def test_a_case_that_does_not_fail_is_not_minimized(
+def test_a_session_that_broke_no_rule_is_written_unminimized(
     synthetic: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cap, manifest = synthetic
     clean = next(f["flow"] for f in manifest["flows"] if "anomaly" not in f)
+    out, full = tmp_path / "c.yaml", tmp_path / "full.yaml"
+    assert cli_main(["capture-to-case", str(cap), "--flow", clean, "--out", str(out), "--minimize"]) == 0
+    err = capsys.readouterr().err
+    assert "not minimized: the session broke no rule" in err, err
+    assert cli_main(["capture-to-case", str(cap), "--flow", clean, "--out", str(full)]) == 0
+    assert out.read_text() == full.read_text()  # the replay as it is: no failure to keep
+
+
+def test_a_target_that_does_not_reproduce_names_the_one_that_does(
+    synthetic: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cap, manifest = synthetic
+    flow = next(a["flow"] for a in manifest["anomalies"] if a["kind"] == "ack-beyond-sent")
     out = tmp_path / "c.yaml"
-    assert cli_main(["capture-to-case", str(cap), "--flow", clean, "--out", str(out), "--minimize"]) == 2
-    assert "does not fail against the target" in capsys.readouterr().err
+    args = ["capture-to-case", str(cap), "--flow", flow, "--out", str(out), "--minimize", "--target", "reference"]
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err
+    assert "does not fail against the target" in err, err
+    assert "use --target 'reference?peer=harness.pipeline.tocase_targets:ACK_BEYOND_SENT'" in err, err
+    assert "acceptor broke MQQB-3.1.5.5.1" in err, err
     assert not out.exists()
 
 
