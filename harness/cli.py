@@ -205,6 +205,34 @@ def _writable(path: str) -> str:
     return ""
 
 
+def _path_hint(path: str) -> str:
+    """What a missing case path probably meant: `` (use / between folders: X)`` for Windows
+    separators, else `` (did you mean X?)`` where X corrects each missing part of the path to the
+    closest name beside it and exists; "" when nothing is close."""
+    import difflib
+
+    if "\\" in path:
+        fixed = path.replace("\\", "/")
+        if Path(fixed).exists():
+            return f" (use / between folders: {fixed})"
+        closest = _path_hint(fixed)
+        return f" (use / between folders{': ' + closest[2:-1] if closest else ''})"
+    where = Path(path)
+    fixed_path = Path(where.anchor) if where.is_absolute() else Path()
+    for part in where.parts[1:] if where.is_absolute() else where.parts:
+        if not (fixed_path / part).exists():
+            try:
+                names = [p.name for p in fixed_path.iterdir() if not p.name.startswith(".")]
+            except OSError:
+                return ""
+            close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+            if not close:
+                return ""
+            part = close[0]
+        fixed_path = fixed_path / part
+    return f" (did you mean {fixed_path}?)" if fixed_path.exists() and str(fixed_path) != path else ""
+
+
 def _usage_error(message: str) -> int:
     print(f"msmq-harness run: {message}", file=sys.stderr)
     return EXIT_USAGE
@@ -230,7 +258,7 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
-        return _usage_error(f"no such file or folder: {', '.join(missing)}")
+        return _usage_error("no such file or folder: " + ", ".join(p + _path_hint(p) for p in missing))
     try:
         if args.n > 1 and not args.dry_run:  # the workers load the files (through the cache), then run them
             corpus.append(WorkerCorpus(args.paths or [CASES], args.n, cache=CaseCache.default()))

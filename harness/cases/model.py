@@ -8,11 +8,12 @@ them against a target; the reports group their results by spec section.  See doc
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Alternative", "Case", "Level", "Requirement", "SpecRef", "Step"]
+__all__ = ["ID_VALUE_LIMIT", "Alternative", "Case", "Level", "Requirement", "SpecRef", "Step", "id_value"]
 
 
 class Level(StrEnum):
@@ -124,7 +125,25 @@ class Case:
 
     @property
     def full_id(self) -> str:
-        """The id, with the variant's values when the case came from a matrix."""
+        """The id, with the variant's values when the case came from a matrix: ``id[k=v,...]``.
+
+        A value longer than :data:`ID_VALUE_LIMIT` characters is shortened (:func:`id_value`), so
+        every report, item name, ``-k`` and known-failures entry names the variant by one short id.
+        """
         if not self.variant:
             return self.id
-        return self.id + "[" + ",".join(f"{k}={v}" for k, v in self.variant.items()) + "]"
+        return self.id + "[" + ",".join(f"{k}={id_value(v)}" for k, v in self.variant.items()) + "]"
+
+
+ID_VALUE_LIMIT = 40  # the longest matrix value a case id shows whole
+
+
+def id_value(value: Any) -> str:
+    """A matrix value as the case id shows it: ``str(value)``, or when that is longer than
+    :data:`ID_VALUE_LIMIT`, its first characters, ``~`` and 8 hex digits of its SHA-256 (stable
+    across runs and processes; two long values differ in the id when they differ at all)."""
+    text = str(value)
+    if len(text) <= ID_VALUE_LIMIT:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return text[: ID_VALUE_LIMIT - 10] + "~" + digest

@@ -56,6 +56,7 @@ __all__ = [
     "run_case",
     "select",
     "step_section",
+    "unmatched_known_failures",
 ]
 
 T = TypeVar("T")
@@ -349,6 +350,19 @@ def load_known_failures(path: str | Path) -> set[str]:
     return ids
 
 
+def unmatched_known_failures(known: Collection[str], cases: Collection[Case]) -> list[tuple[str, str]]:
+    """The entries of ``known`` that name none of ``cases`` (by full id or id), sorted, each with
+    the closest case id ("" when none is close): a mistyped or stale entry, which the reports warn of."""
+    import difflib
+
+    ids = {name for case in cases for name in (case.full_id, case.id)}
+    out = []
+    for entry in sorted(set(known) - ids):
+        close = difflib.get_close_matches(entry, ids, n=1, cutoff=0.6)
+        out.append((entry, close[0] if close else ""))
+    return out
+
+
 def apply_known_failures(result: CaseResult, case: Case, known: Collection[str]) -> CaseResult:
     """A listed case: failed or error -> xfail, passed -> xpass (which fails the run)."""
     if case.full_id in known or case.id in known:
@@ -562,5 +576,6 @@ def run(
         if progress is not None:
             progress(result)
     results.close()  # closes the target(s)
+    out.unmatched_known_failures = unmatched_known_failures(known, cases)
     out.duration = time.perf_counter() - start
     return out

@@ -93,7 +93,7 @@ pre { background: #f6f8fa; border: 1px solid var(--line); padding: .5em .8em; ov
 .b-non_strict { background: var(--non_strict); } .b-unsupported { background: var(--unsupported); }
 .b-missing { background: var(--missing); color: var(--fg); }
 table { border-collapse: collapse; max-width: 100%; }
-.muted { color: var(--muted); }
+.muted { color: var(--muted); } .warning { color: var(--xfail); font-weight: 600; margin: .3em 0; }
 #filters { display: flex; flex-wrap: wrap; gap: .4em .8em; align-items: center; margin: .6em 0;
   padding: .4em .6em; background: #f6f8fa; border: 1px solid var(--line); border-radius: 4px; }
 #filters input[type=search] { flex: 1 1 14em; min-width: 8em; font: inherit; padding: .15em .4em; }
@@ -516,6 +516,7 @@ def render_html(
 <div><dt>duration</dt><dd id="duration">{run.duration:.2f} s</dd></div>
 <div><dt>generated</dt><dd>{escape(generated)}</dd></div>
 </dl>
+{"".join(f'<p class="warning">warning: {escape(w)}</p>' for w in run.warnings())}
 {_filters(run, filter_sections)}
 </header>
 <main>

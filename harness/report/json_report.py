@@ -10,7 +10,9 @@ requirement's sentence), ``inputs`` (the step's arguments), ``line`` (the step's
 ``detail``, ``source``, ``line``, ``tags``, ``requirements``, ``stopped`` (the step an error
 stopped the case at, or null), ``explanations`` (why the case did not pass, as every report
 shows it: harness.report.explain) and, for a wire case run with ``--record DIR``, ``transcript``
-(its transcript page, harness.report.transcript)) plus the run's metadata: ``format`` (:data:`FORMAT`),
+(its transcript page, harness.report.transcript)), ``unmatched_known_failures`` when
+``--known-failures`` named cases the run does not have (each ``entry`` and the ``closest`` case
+id, or null), plus the run's metadata: ``format`` (:data:`FORMAT`),
 ``generated`` (UTC, ISO 8601), ``harness_version``, ``python``, ``host``, ``ok`` and
 ``by_section`` (spec section -> outcome counts, a case counted once per section, sorted by
 document and section number), and whatever ``metadata`` the caller adds.  Values JSON cannot hold (bytes, sets,
@@ -114,6 +116,11 @@ def read_json(path: str | os.PathLike[str]) -> RunResult:
         if fields.get("stopped") is not None:
             fields["stopped"] = StepFailure(**fields["stopped"])
         results.append(CaseResult(**fields))
+    unmatched = [(u["entry"], u["closest"] or "") for u in data.get("unmatched_known_failures", [])]
     return RunResult(
-        target=data["target"], results=results, duration=data.get("duration", 0.0), strict=data.get("strict", False)
+        target=data["target"],
+        results=results,
+        duration=data.get("duration", 0.0),
+        strict=data.get("strict", False),
+        unmatched_known_failures=unmatched,
     )

@@ -229,9 +229,20 @@ class RunResult:
     results: list[CaseResult] = field(default_factory=list)
     duration: float = 0.0
     strict: bool = False  # non_strict outcomes fail the run (--strict)
+    # --known-failures entries that named no case of the run: (entry, closest case id or "")
+    unmatched_known_failures: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.target = clean(self.target)  # argv may carry undecodable bytes as lone surrogates
+
+    def warnings(self) -> list[str]:
+        """What the run's reports warn of besides the results: each known-failures entry that
+        named no case, with the closest case id."""
+        return [
+            f"--known-failures entry {entry!r} matches no case of this run"
+            + (f" (did you mean {closest!r}?)" if closest else "")
+            for entry, closest in self.unmatched_known_failures
+        ]
 
     def counts(self) -> Counter[str]:
         return Counter(str(r.outcome) for r in self.results)
@@ -268,7 +279,7 @@ class RunResult:
         return dict(sorted(table.items()))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "target": self.target,
             "strict": self.strict,
             "duration": self.duration,
@@ -276,3 +287,8 @@ class RunResult:
             "by_requirement": {k: dict(v) for k, v in self.by_requirement().items()},
             "results": [r.to_dict() for r in self.results],
         }
+        if self.unmatched_known_failures:  # only when there are: reports without stay as they were
+            out["unmatched_known_failures"] = [
+                {"entry": entry, "closest": closest or None} for entry, closest in self.unmatched_known_failures
+            ]
+        return out

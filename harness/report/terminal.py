@@ -200,6 +200,7 @@ def render_summary(run: RunResult) -> str:
     lines = [
         f"msmq-harness: target {run.target}",
         f"{total} cases in {run.duration:.2f} s: {_count_line(counts) or 'nothing run'}",
+        *(f"warning: {w}" for w in run.warnings()),
         "",
     ]
     for title, shown in _listed(run):
@@ -246,6 +247,8 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
         summary.append(", " if i else "")
         summary.append(f"{counts[outcome]} {outcome}", style=_STYLES[outcome])
     console.print(summary)
+    for warning in run.warnings():
+        console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"))
     for title, shown in _listed(run):
         console.rule(title)
         for r in shown:

@@ -139,14 +139,16 @@ def _run_reading(requirement: str, spec: str) -> tuple[float, list[tuple[str, st
     """In a worker process: the cases of the alternative's side that cite ``requirement``."""
     start = time.perf_counter()
     cases = [c for c in load_paths([CASES / "mqqb"]) if _selected(c, requirement, _side(spec))]
-    return time.perf_counter() - start, _summary(run(cases, target(spec)))
+    results = _summary(run(cases, target(spec)))
+    return time.perf_counter() - start, results
 
 
 def _run_mutant(interpretation: str, mutant: str) -> tuple[float, list[tuple[str, str, list[dict[str, Any]]]]]:
     """In a worker process: the cases that cite the interpretation, against the mutant."""
     start = time.perf_counter()
     cases = [c for c in load_paths([CASES / "mqqb"]) if interpretation in {r.requirement for r in c.spec}]
-    return time.perf_counter() - start, _summary(run(cases, target_of(mutant, adm=True)))
+    results = _summary(run(cases, target_of(mutant, adm=True)))
+    return time.perf_counter() - start, results
 
 
 @pytest.fixture(scope="module")

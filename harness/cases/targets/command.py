@@ -32,6 +32,11 @@ _STDERR_KEEP = 64  # lines of stderr kept for failure details
 _STDERR_LINE = 4096  # bytes kept of each
 MAX_LINE = 16 << 20  # the longest reply line read (16 MiB); a longer one is a protocol error
 TOO_LONG = "\0too long"  # what the reader thread hands over for such a line
+# why a line on the adapter's stdout that is no reply breaks the protocol
+STDOUT_HINT = (
+    " (the adapter's standard output is reserved for its JSON replies, one per line: "
+    "write debug output to standard error)"
+)
 
 
 def split_command(command: str) -> list[str]:
@@ -200,9 +205,11 @@ class CommandTarget:
         try:
             reply = clean(json.loads(reply_line))  # lone surrogates of "\ud800" escapes made printable
         except ValueError:
-            raise self._fail(adapter, f"{op}: the reply is not JSON: {reply_line.strip()[:200]!r}") from None
+            what = f"{op}: the reply is not JSON: {reply_line.strip()[:200]!r}{STDOUT_HINT}"
+            raise self._fail(adapter, what) from None
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
-            raise self._fail(adapter, f"{op}: the reply has no boolean 'ok': {reply_line.strip()[:200]!r}")
+            hint = "" if isinstance(reply, dict) else STDOUT_HINT  # print(42) is JSON, but no reply
+            raise self._fail(adapter, f"{op}: the reply has no boolean 'ok': {reply_line.strip()[:200]!r}{hint}")
         if reply.get("id") != message["id"]:  # one protocol error, then a fresh adapter: no cascade
             raise self._fail(
                 adapter,

@@ -13,7 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KINDS", "TargetKind", "make_target", "parse_scale", "spec_query", "target_help", "target_kind"]
+__all__ = [
+    "KINDS",
+    "TargetKind",
+    "did_you_mean",
+    "make_target",
+    "parse_scale",
+    "spec_query",
+    "target_help",
+    "target_kind",
+]
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,52 @@ def make_target(spec: str, *, timeout: float = 10.0) -> Any:
     for kind in KINDS.values():
         if kind.claims(spec):
             return kind.make(spec, timeout)
-    raise ValueError(f"unknown target {spec!r}: expected {' | '.join(k.syntax for k in KINDS.values())}")
+    hint = did_you_mean(spec)
+    raise ValueError(
+        f"unknown target {spec!r}{f' (did you mean {hint!r}?)' if hint else ''}: "
+        f"expected {' | '.join(k.syntax for k in KINDS.values())}"
+    )
+
+
+def did_you_mean(spec: str) -> str:
+    """The ``--target`` value ``spec`` probably meant, its kind's scheme corrected ("refrence" ->
+    "reference", "cmd ./a" or "command:./a" -> "cmd:./a", "mqqb:host" -> "mqqb://host", a bare
+    command line -> "cmd:<it>"); "" when no registered kind is close."""
+    import difflib
+
+    import harness.cases.targets  # noqa: F401
+
+    best, best_score, best_rest = "", 0.0, ""
+    for kind in KINDS.values():
+        word = kind.scheme.rstrip(":/")
+        for head, rest in _splits(spec, kind):
+            score = difflib.SequenceMatcher(None, head.lower(), word).ratio()
+            if score > best_score:
+                best, best_score, best_rest = kind.scheme, score, rest
+    if best_score < 0.6:  # a bare command line ("python adapter.py", "./adapter") is a cmd: target
+        bare = spec.strip()
+        command = bool(bare) and (" " in bare or bare.startswith((".", "/")) or bare.endswith(".py"))
+        command = command and "cmd:" in KINDS
+        return "cmd:" + bare if command else ""
+    if not best.endswith((":", "//")) and best_rest and not best_rest.startswith("?"):
+        best_rest = "?" + best_rest.lstrip(":/ ")  # reference's options follow a "?"
+    return best + best_rest
+
+
+def _splits(spec: str, kind: TargetKind) -> list[tuple[str, str]]:
+    """Ways to read ``spec`` as a (mistyped) scheme word and the rest of the value."""
+    out = []
+    stripped = spec.strip()
+    for sep in ("://", ":", "?", " "):
+        head, found, rest = stripped.partition(sep)
+        if found:
+            out.append((head, rest.lstrip() if sep == " " else rest))
+    out.append((stripped, ""))
+    if kind.scheme.endswith((":", "//")):  # "cmdpython a.py": a scheme without its separator
+        word = kind.scheme.rstrip(":/")
+        if stripped.lower().startswith(word) and len(stripped) > len(word):
+            out.append((word, stripped[len(word) :].lstrip(":/ ")))
+    return out
 
 
 def target_help() -> str:
