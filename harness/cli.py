@@ -266,6 +266,10 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
         else:
             cases = load_paths(args.paths or [CASES], cache=CaseCache.default())  # files seen before: read back
         cases = select(cases, keyword=args.k, sections=args.spec or ())
+        if args.profile:  # harness.cases.profiles: the cases citing one focus section of the seeds
+            from harness.cases.profiles import profile_cases
+
+            cases = profile_cases(cases, args.profile)
         known = load_known_failures(args.known_failures) if args.known_failures else set()
     except CaseError as e:
         return _usage_error(str(e))
@@ -273,6 +277,8 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
         return _usage_error(str(e))
     except OSError as e:
         return _usage_error(f"--known-failures {args.known_failures}: {e.strerror or e}")
+    if args.dry_run and args.target is not None:  # what would run on the target: it says hello, no case runs
+        return _dry_run_on(args, cases)
     if args.dry_run:
         for case in cases:
             print(f"{case.full_id}  [{case.level}]  {', '.join(case.sections)}")
@@ -301,7 +307,7 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
         with terminal.Progress(len(cases)) as progress:
             result = run(
                 cases,
-                args.target,
+                args.target or "reference",
                 workers=args.n,
                 step_timeout=args.step_timeout,
                 known_failures=known,
@@ -341,6 +347,26 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
     return EXIT_OK if result.ok else EXIT_FAILED
 
 
+def _dry_run_on(args: argparse.Namespace, cases: list[Any]) -> int:
+    """``run --dry-run --target SPEC``: greet the target, then print per spec section how many of
+    the selected cases would run, be unsupported or not applicable, and what the target lacks
+    (harness.cases.profiles.render_plan).  Exit 0 when some case would run, 5 when none would."""
+    import contextlib
+
+    from harness.cases.profiles import plan, render_plan
+    from harness.cases.runner import ConfigurationError, open_target
+
+    try:
+        target, info = open_target(args.target, args.step_timeout)
+    except ConfigurationError as e:
+        return _usage_error(str(e))
+    with contextlib.suppress(Exception):
+        target.close()
+    plans = plan(cases, info)
+    sys.stdout.write(render_plan(plans, info))
+    return EXIT_OK if any(p.outcome == "run" for p in plans) else EXIT_NOTHING_RAN
+
+
 def cmd_coverage(args: argparse.Namespace) -> int:
     from harness.cases.coverage import coverage, render_coverage
     from harness.cases.loader import CaseError, load_paths, load_requirements
@@ -368,14 +394,27 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("paths", nargs="*", metavar="PATH", help="case files or folders (default: cases/)")
     from harness.cases.targets.registry import target_help
 
-    run_p.add_argument("--target", default="reference", help=f"the implementation under test: {target_help()}")
+    run_p.add_argument("--target", help=f"the implementation under test (default reference): {target_help()}")
     run_p.add_argument("-k", metavar="EXPR", help="select cases by id, title and tags (pytest -k syntax)")
     run_p.add_argument("--spec", action="append", metavar="SECTION", help="select by spec section prefix")
     run_p.add_argument("-n", type=int, default=1, metavar="N", help="worker processes")
     run_p.add_argument(
         "--strict", action="store_true", help="non_strict outcomes (SHOULD, MAY, interpretations) fail the run"
     )
-    run_p.add_argument("--dry-run", action="store_true", help="list the selected cases and stop")
+    from harness.cases.profiles import PROFILES
+
+    run_p.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        metavar="NAME",
+        help="run the cases of one focus section of the seeds (docs/profiles.md): " + ", ".join(PROFILES),
+    )
+    run_p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the selected cases and stop; with --target, say hello to it and show per spec section "
+        "how many cases would run, be unsupported or not applicable, and the events or capabilities it lacks",
+    )
     run_p.add_argument("--known-failures", metavar="FILE", help="case ids the target is known to fail")
     run_p.add_argument(
         "--step-timeout", type=float, default=10.0, metavar="S", help="most seconds one step may take (default 10)"

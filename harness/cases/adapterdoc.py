@@ -342,7 +342,12 @@ decides from the capabilities alone which cases run; a case that needs one the t
 `not_applicable`, with the missing capability and its meaning as the reason. A hello without
 `capabilities` is an adapter of the model alone (`["model"]`). A `cmd:` adapter can offer
 `model`, `wire:initiator`, `wire:sender-ping` and `adm:outgoing`; an acceptor is reached over TCP
-(`mqqb://host:port`), not through an adapter.
+(`mqqb://host:port`), not through an adapter. A sender that does without one of its own [MS-MQQB]
+3.1.2 timers says so in its `wire_setup` reply with `null` (`"timers": {{"SessionRetryConnect":
+null}}`: it never retries a failed connection): a case whose waits are bounded by that timer is
+`unsupported`, naming it. `msmq-harness run --dry-run --target SPEC` says hello, runs no case and
+shows per spec section how many cases would run, be `unsupported` or `not_applicable`, with the
+events or capabilities missing; docs/profiles.md lists what each focus section's cases need.
 
 {capabilities}
 

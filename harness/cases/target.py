@@ -8,6 +8,7 @@ and, for [MS-MQQB] wire cases, a live or simulated peer all implement it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,6 +25,7 @@ __all__ = [
     "Target",
     "TargetError",
     "TargetInfo",
+    "hello_events",
 ]
 
 # Capabilities a target lists in its hello; the runner decides from them alone which cases run.
@@ -50,11 +52,35 @@ CAPABILITIES: dict[str, str] = {
 
 @dataclass
 class TargetInfo:
-    """What a target says of itself when the run starts."""
+    """What a target says of itself when the run starts.
+
+    ``events``: the spec events it raises, or None for every event the cases use (a ``model``
+    target whose hello lists none: :func:`hello_events`); ``[]`` is no event at all (a target
+    without ``model``).  ``capabilities`` (of :data:`CAPABILITIES`) alone decide whether model
+    cases (``model``) and which wire cases apply, never the events."""
 
     name: str
-    events: list[str] = field(default_factory=list)  # spec events it can raise
+    events: list[str] | None = None
     capabilities: list[str] = field(default_factory=lambda: [MODEL])  # of CAPABILITIES
+
+    def lacks(self, events: Iterable[str]) -> list[str]:
+        """The events of ``events`` the target does not raise, each once, in order."""
+        wanted = list(dict.fromkeys(events))
+        if self.events is None:
+            return []
+        return [e for e in wanted if e not in self.events]
+
+
+def hello_events(reply: Mapping[str, Any]) -> list[str] | None:
+    """The ``events`` of a hello reply as :attr:`TargetInfo.events`: a list names the events the
+    target raises (``[]``: none); ``events`` absent (or null) is every event, which only a target
+    with the ``model`` capability raises at all.  ValueError when it is neither."""
+    if reply.get("events") is None:
+        return None
+    events = reply["events"]
+    if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+        raise ValueError(f"hello: events is a list of event names or absent (every event), not {events!r}")
+    return list(events)
 
 
 class TargetError(Exception):
@@ -90,8 +116,7 @@ class Target(Protocol):
         "cursors": {c: {"CursorState", "MessagePositionReference"}}}."""
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
 # A target with the wire:initiator capability also has

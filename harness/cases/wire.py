@@ -35,6 +35,7 @@ __all__ = [
     "TIMERS",
     "Bound",
     "behaviours_of",
+    "bound_timers",
     "brief",
     "check_wire_case",
     "field_span",
@@ -125,6 +126,29 @@ def timer_info(name: str) -> tuple[str, str]:
         _, section, side = SIDED_TIMERS[name]
         return section, side
     return TIMERS[name]
+
+
+def bound_timers(steps: Iterable[Any]) -> dict[str, list[str]]:
+    """The [MS-MQQB] 3.1.2 timers that bound the waits of ``steps`` (a case's ``when``), each
+    with where it is named (``step 3 (wait_for, line 40): within 2 * SessionRetryConnect``):
+    a case needs every one of them, so a sender that declares one absent
+    (``timers: {"SessionRetryConnect": null}`` in its wire_setup reply) cannot run the case.
+    A timer named with its side (``initiator.SessionAckSend``) is listed by that name."""
+    needed: dict[str, list[str]] = {}
+    for index, step in enumerate(steps):
+        args = getattr(step, "args", None) or {}
+        for key in ("within", "before"):
+            if key not in args:
+                continue
+            try:
+                terms = parse_bound(args[key])
+            except ValueError:
+                continue
+            line = f", line {step.line}" if getattr(step, "line", 0) else ""
+            where = f"step {index} ({getattr(step, 'action', '') or step.event}{line}): {key} {args[key]}"
+            for _, name in terms:
+                needed.setdefault(name, []).append(where)
+    return needed
 
 
 def is_wire_doc(doc: Mapping[str, Any]) -> bool:

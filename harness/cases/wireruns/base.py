@@ -12,6 +12,11 @@ harness.cases.wire.SIDED_TIMERS) is that side's own instance: the sender's Sessi
 runs the AckTimeout it sent / 2 at the sender's time scale.  ``within`` adds a margin of 25 % and
 half a real second (a twentieth when the step expects that nothing happens: it always waits its
 bound out); ``before`` (nothing may happen before the timers run out) takes 25 % off.
+
+A sender may declare a timer of its own absent (``"timers": {"SessionRetryConnect": null}`` in
+its wire_setup reply: it never retries a failed connection): a case whose waits are bounded by
+that timer (harness.cases.wire.bound_timers) cannot judge it and is ``unsupported``, naming the
+timer (:func:`absent_timers`, :meth:`WireRun.require_timers`).
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ import packets
 from harness.cases.actions import ACTIONS
 from harness.cases.grading import unwrap
 from harness.cases.model import Case
+from harness.cases.target import TargetError
 from harness.cases.wire import (
+    TIMERS,
     behaviours_of,
+    bound_timers,
     field_span,
     field_value,
     hexdump,
@@ -43,6 +51,7 @@ __all__ = [
     "Failure",
     "WireCaseError",
     "WireRun",
+    "absent_timers",
     "flatten",
     "kind_of",
     "max_in_flight",
@@ -58,6 +67,23 @@ BEFORE_FACTOR = 0.75  # `before`: a quarter less than the timers' durations
 MAX_RECOVERABLE_ACK_TIMEOUT = 0x1D4C0  # 2.2.2.1: the largest valid RecoverableAckTimeout (ms)
 ORDER_ACK_TIMEOUT = 0.5  # OrderAckTimeout, 3.1.3.2: "MUST be set to a value of 500 milliseconds"
 MAXIMUM_ORDER_ACK_DELAY = 10.0  # MaximumOrderAckDelay, 3.1.3.2: "SHOULD be set to 10 seconds"
+
+
+def absent_timers(timers: Mapping[str, Any]) -> list[str]:
+    """The timers a sender's wire_setup reply declares absent (``null``): [MS-MQQB] 3.1.2 timers
+    of the sender's own side (harness.cases.wire.TIMERS), such as SessionRetryConnect for a
+    sender that does not retry.  A value the session cannot do without (ResendInterval,
+    AckWaitTimeout, SessionAckWaitMultiple) or another side's timer cannot be absent:
+    WireCaseError."""
+    absent = [str(name) for name, value in timers.items() if value is None]
+    own = [name for name, (_, side) in TIMERS.items() if side == "initiator"]
+    wrong = [name for name in absent if name not in own]
+    if wrong:
+        raise WireCaseError(
+            f"wire_setup: timers {', '.join(wrong)} cannot be null; a sender may declare absent only "
+            f"timers of its own ([MS-MQQB] 3.1.2): {', '.join(own)}"
+        )
+    return absent
 
 
 class WireCaseError(Exception):
@@ -135,6 +161,7 @@ class WireRun:
         self.last_packet: bytes | None = None  # the packet the current step's expectations read
         self.last_ping: bytes | None = None  # the Ping Response of the last ping step
         self.timer_origin: dict[str, str] = {}  # timer -> where its duration comes from
+        self.absent: list[str] = []  # the timers the side under test declares it does not run
 
     # -- hooks of a side ---------------------------------------------------------------------------
     def connection_parameters(self) -> tuple[int | None, int, str]:
@@ -164,9 +191,28 @@ class WireRun:
         raise NotImplementedError
 
     # -- wait bounds ([MS-MQQB] 3.1.2) --------------------------------------------------------------
+    def _absent_timer(self, name: str, where: str) -> TargetError:
+        section = TIMERS[name][0] if name in TIMERS else "MS-MQQB 3.1.2"
+        who = "sender" if self.side == "initiator" else self.side
+        return TargetError(
+            "Unsupported",
+            f"the {name} timer ([{section.replace(' ', '] ', 1)}): the {who} declares it absent "
+            f'(wire_setup "timers": {{"{name}": null}}) and {where}',
+        )
+
+    def require_timers(self) -> None:
+        """TargetError ``Unsupported`` when a wait of the case is bounded by a timer the side under
+        test declared absent (:attr:`absent`): the case cannot judge it."""
+        needed = bound_timers(self.case.when)
+        for name in self.absent:
+            if name in needed:
+                raise self._absent_timer(name, needed[name][0])
+
     def timer(self, name: str) -> tuple[float, str]:
         """The duration in seconds of an [MS-MQQB] 3.1.2 timer in this run (unscaled), and how it
         was derived."""
+        if name in self.absent:
+            raise self._absent_timer(name, "a wait is bounded by it")
         c = self.config
         origin = self.timer_origin.get(name, "the harness's")
         if name == "SessionInitialization":  # 3.1.2.1: implementation-dependent <43>

@@ -33,6 +33,7 @@ from harness.cases.wireruns.base import (
     Failure,
     WireCaseError,
     WireRun,
+    absent_timers,
     max_in_flight,
     violation_failures,
 )
@@ -166,6 +167,8 @@ class InitiatorRun(WireRun):
         if "window" in self.case.given["peer"] and window != self.window:
             raise NotApplicable(f"the case needs a sender with WindowSize {self.window}; this one sends {window}")
         timers = reply.get("timers") or {}
+        self.absent = absent_timers(timers)  # null: the sender does not run that timer (base.absent_timers)
+        timers = {name: value for name, value in timers.items() if value is not None}
         defaults = SessionConfig()
         fields = {
             "SessionInitialization": "session_initialization",
@@ -184,6 +187,7 @@ class InitiatorRun(WireRun):
             "the sender's declared" if "ResendInterval" in timers else "the spec's default (not declared)"
         )
         self.config = SessionConfig(**values)
+        self.require_timers()
 
     def close(self) -> None:
         try:
