@@ -26,24 +26,26 @@ ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harness.cli"]
 FILES = ("cases/mqqb/establish.yaml", "cases/mqqb/faults.yaml")
 
-# the reference adapter of examples/, whose sender declares no Session Retry Connect Timer
+# examples/reference_adapter.py behind a proxy whose sender declares no Session Retry Connect Timer
 NO_RETRY = r"""
-import json, sys
-sys.path.insert(0, sys.argv[1])
-sys.path.insert(0, sys.argv[1] + "/examples")
-from reference_adapter import handle
-from harness.cases.targets.reference import ReferenceTarget
-
-target = ReferenceTarget()
+import json, subprocess, sys
+adapter = subprocess.Popen(
+    [sys.executable, sys.argv[1] + "/examples/reference_adapter.py"],
+    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+)
 for line in sys.stdin:
     request = json.loads(line)
-    reply = handle(target, request)
-    if reply is None:
+    adapter.stdin.write(line)
+    adapter.stdin.flush()
+    if request.get("op") == "bye":
         break
+    reply = json.loads(adapter.stdout.readline())
     if request.get("op") == "control" and request.get("control") == "wire_setup" and reply.get("ok"):
-        reply["result"]["timers"] = {**(reply["result"].get("timers") or {}), "SessionRetryConnect": None}
+        result = reply["result"]
+        result["timers"] = {**(result.get("timers") or {}), "SessionRetryConnect": None}
     print(json.dumps(reply), flush=True)
-target.close()
+adapter.stdin.close()
+adapter.wait(timeout=10)
 """
 
 
