@@ -41,7 +41,7 @@ MQQB_READINGS: list[tuple[str, str, str]] = [
     # acceptor side: the simulated peer's reading behaviours
     ("MQQB-2.2.1-CS-NULL-SERVERGUID", "null-refused", "reference?peer=null-refused"),
     # at-least-one is the boundary behaviour window-min (WindowSize 1 in every packet)
-    ("MQQB-2.2.2.1-WINDOWSIZE-ZERO", "at-least-one", "reference?peer=window-min"),
+    ("MQQB-2.2.2.1-WINDOWSIZE-ZERO", "zero-valid", "reference?peer=zero-valid"),
     ("MQQB-2.2.7-FLAG-BITS", "high-bits", "reference?peer=high-bits"),
     ("MQQB-3.1.5.1.2-SIGNATURE-BYTE-ORDER", "big-endian", "reference?peer=big-endian"),
     ("MQQB-3.1.6.4-RECOVERABLE-ACK-BASE", "zero-base", "reference?peer=zero-base"),

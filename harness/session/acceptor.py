@@ -274,6 +274,14 @@ READING_BEHAVIOURS: dict[str, AcceptorBehaviour] = {
     b.name: b
     for b in (
         AcceptorBehaviour(
+            "zero-valid",
+            window_size=0,
+            readings=(("MQQB-2.2.2.1-WINDOWSIZE-ZERO", "zero-valid"),),
+            summary="advertises WindowSize 0 in its ConnectionParameters response and SessionHeaders (2.2.2.1: "
+            "the field's valid range is 0x0000 to 0xFFFF)",
+            sections=("MS-MQQB 2.2.2.1",),
+        ),
+        AcceptorBehaviour(
             "null-refused",
             null_server_guid="refused",
             readings=(("MQQB-2.2.1-CS-NULL-SERVERGUID", "null-refused"),),

@@ -51,9 +51,6 @@ WORKERS = 4  # wire runs mostly wait on the [MS-MQQB] timers: more processes tha
 
 #: (requirement, alternative) -> why no case tells the reading apart from the reference's.
 UNEXERCISED = {
-    ("MQQB-2.2.2.1-WINDOWSIZE-ZERO", "at-least-one"): "the first alternative, zero-valid, is the corpus's reading"
-    " and admits every WindowSize 0x0000-0xFFFF, so at-least-one's values are never a difference (the"
-    " requirement's note says 0 is graded non-strict: the order of its alternatives says otherwise)",
     ("MQQB-2.2.2.1-recoverable-ack-timeout", "range-informative"): "no acceptor case sends a ConnectionParameters"
     " request outside the ranges of 2.2.2.1 (mqqb.acceptor.cp-response sends their limits)",
     ("MQQB-2.2.2.1-ack-timeout", "range-informative"): "no acceptor case sends a ConnectionParameters request"
@@ -196,9 +193,6 @@ def test_every_acceptor_alternative_is_a_reading_behaviour_naming_its_interpreta
         if _side(spec) != "acceptor":
             continue
         behaviour = named_behaviour(spec.removeprefix("reference?peer="))
-        if behaviour.boundary:  # at-least-one: the boundary behaviour window-min takes it already
-            assert behaviour.window_size == 1 and alternative == "at-least-one"
-            continue
         assert behaviour.name in READING_BEHAVIOURS and behaviour.name == alternative
         assert (rid, alternative) in behaviour.readings and behaviour.sections, behaviour
     for behaviour in READING_BEHAVIOURS.values():  # each reading behaviour is some alternative
