@@ -430,7 +430,7 @@ of an `{{"ok": false}}` reply to that event.
 
 {kinds_table}
 
-An `MQStatus` travels by its name; the code is what [MS-MQDMPR] gives it:
+An `MQStatus` travels by its name; its numeric value (the Message Queuing error code of that name) is:
 
 {statuses}
 
@@ -492,8 +492,9 @@ expectations on them are listed as not checked (a case with nothing else to chec
   clock. Each `setup` starts a fresh clock.
 - **Initiator wire cases** run on real time scaled by the `scale` the sender's `wire_setup` reply
   declares (its [MS-MQQB] 3.1.2 timers run `scale` times their durations); the harness's acceptor
-  runs at min({DEFAULT_TIMER_SCALE:g}, that scale), and the bounds of a wait are computed from the timers the sender
-  declares.
+  (the simulated peer) runs at min({DEFAULT_TIMER_SCALE:g}, that scale) for a `cmd:` target (the embedded
+  reference takes the run's scale from `reference?scale=S`). The bounds of a wait are computed
+  from the timers the sender declares.
 - **One adapter process serves many cases**, one after another (each worker of `--workers` starts
   its own): `hello` once, then for each case `setup` (model) or `wire_setup` (wire), which must
   start afresh, and at the end of a wire case `wire_close`, which must close every connection;

@@ -225,6 +225,12 @@ def test_the_harness_operations_exchange_runs_against_the_reference_adapter() ->
         target.close()
 
 
+def test_the_reference_adapter_uses_no_reference_target_internals() -> None:
+    source = (REPO / "examples" / "reference_adapter.py").read_text(encoding="utf-8")
+    assert "harness.cases.targets.reference" not in source
+    assert "ReferenceTarget" not in source
+
+
 def test_every_bundled_model_case_has_the_embedded_references_outcome_through_the_adapter(
     model_cases: list[Case],
 ) -> None:
