@@ -83,9 +83,18 @@ def test_the_corpus_uses_only_documented_events_arguments_results_and_values(mod
             if entry is None or not _documented(step.event):
                 problems.append(f"{where}: event {step.event!r} is not documented")
                 continue
-            for arg in step.args or {}:
+            for arg, value in (step.args or {}).items():
                 if arg not in entry["arguments"]:
                     problems.append(f"{where}: argument {arg!r} of {step.event} is not documented")
+                    continue
+                kind = entry["arguments"][arg]
+                if ": one of " in kind and isinstance(value, str):  # an enumeration by member name
+                    if value not in kind.split(": one of ", 1)[1].split(", "):
+                        problems.append(f"{where}: {arg} value {value!r} is not among the documented {kind}")
+                elif arg == "iTimeout" and isinstance(value, str) and value != "Infinite":
+                    problems.append(f"{where}: iTimeout {value!r} is neither a number nor Infinite")
+                elif kind == "position" and value not in names and value not in ("Start", "End"):
+                    problems.append(f"{where}: {arg} value {value!r} names no position of the case")
             for result, expected in (step.expect or {}).items():
                 kind = entry["results"].get(result)
                 if kind is None and "<attribute>" in entry["results"]:
