@@ -239,8 +239,7 @@ def _then_values(then: Mapping[str, Any]) -> Iterable[tuple[PathT, Any]]:
             yield ("then", "cursors", cname, key), value
     for qname, attrs in (then.get("outgoing") or {}).items():  # a wire case's ADM state
         for key, value in (attrs or {}).items():
-            if key != "OutgoingMessagePositions":
-                yield ("then", "outgoing", qname, key), value
+            yield ("then", "outgoing", qname, key), value
     for key, value in (then.get("peer") or {}).items():
         if key == "violations":  # each rule is graded by its own requirement (harness.cases.violations)
             continue

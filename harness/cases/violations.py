@@ -6,7 +6,9 @@ requirement in cases/requirements.yaml: the spec's sentence that states it, its 
 level (docs/cases.md, "Rules the peer reports").  A wire case's ``then.peer.violations`` lists the
 rules it expects the session to show (``[]``: none).  Each rule the session shows that the list
 does not name is one difference, graded by that rule's requirement (:func:`graded_violation`):
-``failed`` for a MUST rule, ``non_strict`` for a SHOULD or an interpretation.  A "record" rule
+``failed`` for a MUST rule, ``non_strict`` for a SHOULD, and for an interpretation (the engine
+reports it under the reading the corpus checks; the difference names the other reading, which allows
+what was seen).  A "record" rule
 (counted, breaking nothing) is never graded.
 
 Who reports the rules depends on the side under test (:func:`watched_rules`): a case checking an
@@ -22,7 +24,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from harness.cases.grading import ANNOTATION, graded
+from harness.cases.grading import ANNOTATION, READINGS, graded
+from harness.cases.model import Level
 from harness.session.rules import RULES, Rule, initiator_rules
 
 if TYPE_CHECKING:
@@ -84,4 +87,10 @@ def graded_violation(case: Case, step: Step | None, failure: StepFailure, rule_i
     req = rule_requirement(case, rule_id)
     if req is not None and rule_id not in case.requirements:
         case = replace(case, requirements={**case.requirements, rule_id: req})
+    if req is not None and req.level is Level.interpretation:
+        # The engine reports the rule under the reading the corpus checks (the first); every other
+        # reading allows what it saw: non-strict, under that reading's name.
+        names = [a.name for a in req.alternatives]
+        readings = {name: "reported" if i else "not reported" for i, name in enumerate(names)}
+        return graded(case, step, failure, {ANNOTATION: rule_id, READINGS: readings}, lambda v: v == "reported")
     return graded(case, step, failure, {ANNOTATION: rule_id})
