@@ -59,6 +59,7 @@ class _Spec:
     internal_parser: LayoutParser
     user_message_holds: Holds
     internal_packet_holds: Holds
+    message_packet: tuple[Slot, ...]  # [MS-MQRR] 2.2.5: the UserMessage, then the headers after it
 
 
 @cache
@@ -77,6 +78,7 @@ def _spec() -> _Spec:
         LayoutParser(tuple(session.INTERNAL_LAYOUT)),
         message.user_message_holds,
         session.internal_packet_holds,
+        tuple(message.MESSAGE_PACKET_LAYOUT),
     )
 
 
@@ -153,6 +155,19 @@ class _Walk:
         layout = spec.internal_parser if base_header["Flags"] & 0x8 else spec.user_parser
         self.slots, self.consumed, counted, self.shape = layout.parse(data, pos, headers)
         self.counted = pos + counted
+        if self.consumed < len(data) and layout is spec.user_parser:
+            self.trailer(None)
+
+    def trailer(self, offsets: dict[str, int] | None) -> None:
+        """The [MS-MQRR] 2.2.5 headers after a UserMessage, when the bytes left begin with an
+        ExtensionHeader (packets.message.parse_trailer); not counted in PacketSize."""
+        from packets.message import parse_trailer
+
+        found = parse_trailer(self.data, self.consumed, self.headers, offsets)
+        if found is not None:
+            self.slots = (*self.slots, *found[0])
+            self.consumed = found[1]
+            self.shape = None  # the trailer's rules are checked slot by slot
 
     def diagnose(self) -> None:
         """Interpreted pass recording offsets; raises PacketError at the first bad field."""
@@ -171,6 +186,8 @@ class _Walk:
                 self.consumed = io.tell()
                 if slot.counted:
                     self.counted += self.consumed - start
+        if self.consumed < len(self.data) and not int(headers.BaseHeader.Flags) & 0x8:
+            self.trailer(offsets)
 
 
 def _present(slot: Slot, headers: Container, offset: int) -> bool:
@@ -392,7 +409,10 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
     headers = _headers_of(packet)
     given = headers.get("BaseHeader")
     base_header = {**_BASE_DEFAULTS, **given} if given else dict(_BASE_DEFAULTS)
-    steps = _build_steps(layout_for(base_header))
+    layout = layout_for(base_header)
+    if "ExtensionHeader" in headers and layout is _spec().user:  # [MS-MQRR] 2.2.5: after the UserMessage
+        layout = _spec().message_packet
+    steps = _build_steps(layout)
     present: list[tuple[int, _BuildStep, Any]] = []
     ordered = True
     last = -1

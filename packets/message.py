@@ -27,6 +27,7 @@ __all__ = [
     "build_headers",
     "check_user_message",
     "parse_headers",
+    "parse_trailer",
     "user_message_holds",
 ]
 
@@ -107,6 +108,51 @@ USER_MESSAGE_LAYOUT: tuple[Slot, ...] = (
 
 MESSAGE_PACKET_LAYOUT: tuple[Slot, ...] = USER_MESSAGE_LAYOUT + mqrr.MESSAGE_PACKET_TRAILER
 """[MS-MQRR] 2.2.5 Message Packet Structure: the UserMessage, then the MQRR trailer headers."""
+
+_TRAILER_FUNCTIONS: dict[str, Any] = {}
+
+
+def parse_trailer(
+    data: bytes, pos: int, headers: Any, offsets: dict[str, int] | None = None
+) -> tuple[tuple[Slot, ...], int] | None:
+    """The [MS-MQRR] 2.2.5 headers that follow a UserMessage ending at ``pos``: the
+    ExtensionHeader (2.2.5.2: HeaderSize, RemainingHeadersSize, Flags, Reserved; 12 bytes) and the
+    SubqueueHeader, DeadLetterHeader and ExtendedAddressHeader its Flags SQ, DL and EA announce,
+    decoded into ``headers`` (``offsets``: with the diagnostic parsers, recording where each field
+    starts).  No UserMessage flag announces them and BaseHeader.PacketSize does not count them
+    (a sender such as a Message Packet Structure copied onto the wire appends them), so they are
+    taken when the bytes after the UserMessage begin with an ExtensionHeader -- a HeaderSize of 12,
+    where a next packet would begin with BaseHeader.VersionNumber 0x10 -- and decode; None (and
+    ``headers`` as it was) otherwise.  Returns the slots decoded and the offset after them."""
+    size = mqrr.EXTENSION_HEADER_SIZE
+    if len(data) - pos < size or int.from_bytes(data[pos : pos + 4], "little") != size:
+        return None
+    found: list[Slot] = []
+    try:
+        for slot in mqrr.MESSAGE_PACKET_TRAILER:
+            if not slot.present(headers):
+                continue
+            if offsets is not None:
+                io = BytesIO(data)
+                io.seek(pos)
+                offsets[slot.name] = pos
+                value = slot.parser.diagnose(io, offsets, headers)
+                after = io.tell()
+            else:
+                function = _TRAILER_FUNCTIONS.get(slot.name)
+                if function is None:
+                    from packets.generate import header_function
+
+                    function = _TRAILER_FUNCTIONS[slot.name] = header_function(slot.parser)
+                value, after = function(data, pos, headers)
+            headers[slot.name] = value
+            found.append(slot)
+            pos = after
+    except Exception:
+        for slot in found:
+            del headers[slot.name]
+        return None
+    return tuple(found), pos
 
 
 _PRESENCE_RULES = {

@@ -5,6 +5,13 @@ PacketSize gives the packet's length; a UserMessage's trailing SessionHeader (Ba
 with IN clear) is not counted in PacketSize and follows it.  The splitter never allocates from
 a length field: it only ever holds bytes it was given, and rejects a PacketSize above the
 spec's maximum (0x00400000) before waiting for it.
+
+A UserMessage may be followed by the [MS-MQRR] 2.2.5 headers of a Message Packet Structure
+(ExtensionHeader, 2.2.5.2, and the headers it announces), which no flag announces and PacketSize
+does not count: bytes after a UserMessage that begin with an ExtensionHeader's HeaderSize 12 (a
+packet begins with BaseHeader.VersionNumber 0x10) stay with it, 12 + RemainingHeadersSize bytes
+(``packets.parse`` decodes them).  Only bytes already received are looked at: a UserMessage is
+never held back waiting for a trailer that may not come.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ __all__ = ["StreamPacket", "StreamSplitter", "wire_length"]
 
 _BASE = struct.Struct("<BBHLLL")
 _SESSION_HEADER_SIZE = 16
+_EXTENSION_HEADER_SIZE = 12  # [MS-MQRR] 2.2.5.2
+_U32 = struct.Struct("<L")
 
 
 class StreamPacket(NamedTuple):
@@ -102,10 +111,28 @@ class StreamSplitter:
             length = self._length()
             if len(self._buf) < length:
                 break
+            trailer = self._trailer(length)
+            if trailer is None:
+                break
+            length += trailer
             out.append(StreamPacket(self._offset, bytes(self._buf[:length])))
             del self._buf[:length]
             self._offset += length
         return out
+
+    def _trailer(self, at: int) -> int | None:
+        """Bytes of the [MS-MQRR] 2.2.5 headers that follow the UserMessage ending at ``at``: 0
+        when the bytes there (if any) do not begin with an ExtensionHeader, None while one is
+        incomplete."""
+        buf = self._buf
+        if len(buf) - at < 4 or buf[2] & 0x8 or _U32.unpack_from(buf, at)[0] != _EXTENSION_HEADER_SIZE:
+            return 0
+        if len(buf) - at < _EXTENSION_HEADER_SIZE:
+            return None
+        total = _EXTENSION_HEADER_SIZE + _U32.unpack_from(buf, at + 4)[0]
+        if at + total > self._max:
+            return 0  # no such trailer: left to fail as the next packet
+        return total if len(buf) - at >= total else None
 
     def remainder(self) -> bytes:
         """Bytes of an incomplete packet left at the end of the stream."""
