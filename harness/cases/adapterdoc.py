@@ -336,8 +336,8 @@ implementation behind this protocol: copy it and replace the calls into the refe
 ## Hello and capabilities
 
 The first request is `hello`. The reply names the implementation, lists the model events and
-harness operations it implements (`events`; an empty list means every one; a case that raises one
-the list leaves out is `unsupported`) and its `capabilities`. The runner
+harness operations it implements (`events`: a case that raises one the list leaves out is
+`unsupported`; `[]` is none; leave `events` out for every one) and its `capabilities`. The runner
 decides from the capabilities alone which cases run; a case that needs one the target lacks is
 `not_applicable`, with the missing capability and its meaning as the reason. A hello without
 `capabilities` is an adapter of the model alone (`["model"]`). A `cmd:` adapter can offer

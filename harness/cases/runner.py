@@ -218,11 +218,11 @@ def _crash(exc: BaseException) -> str:
 
 
 def unsupported_by(case: Case, info: TargetInfo | None) -> list[str]:
-    """The events or actions of ``case`` that the target's hello does not list (a target that
-    lists none implements all)."""
-    if info is None or not info.events or case.wire:  # wire actions: harness.cases.targets.wire
+    """The events of a model ``case`` that the target's hello does not list (a hello without
+    ``events`` raises every event: harness.cases.target.hello_events)."""
+    if info is None or case.wire:  # wire actions: harness.cases.targets.wire
         return []
-    return list(dict.fromkeys(s.event for s in case.when if s.event not in info.events))
+    return info.lacks(s.event for s in case.when)
 
 
 def applicability(case: Case, info: TargetInfo | None) -> tuple[Outcome, str] | None:

@@ -66,7 +66,7 @@ for line in sys.stdin:
     if r["op"] == "bye":
         break
     if r["op"] == "hello":
-        reply = {"ok": True, "name": "name\\\\ud800", "events": []}
+        reply = {"ok": True, "name": "name\\\\ud800"}
     elif r["op"] == "event":
         reply = {"ok": False, "kind": "Error", "error": "broken \\\\udcff text"}
     else:

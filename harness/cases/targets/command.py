@@ -21,7 +21,15 @@ import subprocess
 import threading
 from typing import IO, Any
 
-from harness.cases.target import ADM_OUTGOING, MODEL, WIRE_INITIATOR, WIRE_SENDER_PING, TargetError, TargetInfo
+from harness.cases.target import (
+    ADM_OUTGOING,
+    MODEL,
+    WIRE_INITIATOR,
+    WIRE_SENDER_PING,
+    TargetError,
+    TargetInfo,
+    hello_events,
+)
 from harness.cases.targets.registry import target_kind
 from harness.report.results import clean
 
@@ -223,10 +231,13 @@ class CommandTarget:
 
     def _hello(self, adapter: _Adapter) -> TargetInfo:
         reply = self._request({"op": "hello"})
-        events = reply.get("events") or []
+        try:
+            events = hello_events(reply)  # absent: every event; []: none
+        except ValueError as e:
+            raise self._fail(adapter, str(e)) from None
         info = TargetInfo(
             name=str(reply.get("name") or self.command),
-            events=[str(e) for e in events] if isinstance(events, list) else [],
+            events=events,
             capabilities=_capabilities(reply),
         )
         self._info = info
