@@ -160,11 +160,16 @@ class _Walk:
 
     def trailer(self, offsets: dict[str, int] | None) -> None:
         """The [MS-MQRR] 2.2.5 headers after a UserMessage, when the bytes left begin with an
-        ExtensionHeader (packets.message.parse_trailer); not counted in PacketSize."""
+        ExtensionHeader (packets.message.parse_trailer).  PacketSize may leave them out (the
+        Message Packet Structure is the UserMessage, then them) or count them (the public
+        CVE-2023-21554 scanner does): either is taken."""
         from packets.message import parse_trailer
 
         found = parse_trailer(self.data, self.consumed, self.headers, offsets)
         if found is not None:
+            size = found[1] - self.consumed
+            if self.headers["BaseHeader"]["PacketSize"] == self.counted + size:
+                self.counted += size  # a sender that counts them in PacketSize (as the scanner does)
             self.slots = (*self.slots, *found[0])
             self.consumed = found[1]
             self.shape = None  # the trailer's rules are checked slot by slot

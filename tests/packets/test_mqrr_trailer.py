@@ -61,6 +61,19 @@ def test_a_12_byte_extension_header_after_the_compound_message_decodes_with_spec
     assert packets.parse(packets.build(p), strict=False) == p
 
 
+def test_a_packet_size_that_counts_the_extension_header_is_taken_too() -> None:
+    """The scanner's PacketSize counts its ExtensionHeader (the 2.2.5 structure is one unit)."""
+    um = srmp_user_message()
+    data = bytearray(um + extension_header())
+    struct.pack_into("<L", data, 8, len(data))
+    p = packets.parse(bytes(data), strict=False)
+    assert fields(p) == ["UserHeader.Flags.AH", "ExtensionHeader.Flags.SQ", "ExtensionHeader.Flags.EA"]
+    assert packets.build(p) == bytes(data)
+    assert [len(s.data) for s in StreamSplitter().feed(bytes(data) + um)] == [len(data), len(um)]
+    struct.pack_into("<L", data, 8, len(data) + 4)  # neither
+    assert "BaseHeader.PacketSize" in fields(packets.parse(bytes(data), strict=False))
+
+
 def test_the_headers_the_extension_header_announces_follow_it_and_round_trip() -> None:
     um = srmp_user_message(BSH | 3, session=SESSION)  # after the UserMessage's SessionHeader
     sq = mqrr.SUBQUEUE_HEADER.build(dict(AbortCounter=1, MoveCounter=0, LastMoveTime=0))
