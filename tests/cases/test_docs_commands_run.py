@@ -15,6 +15,11 @@ What runs otherwise than written, and why (:data:`AS_RUN`):
 - ``peer --listen`` lines listen on a free port (tests run in parallel); one that runs until
   stopped is stopped with SIGINT once it listens (exit 0 expected), ``--duration 60`` is 2;
 - ``--master spark://host:7077`` (a Spark cluster) is local Spark, ``local[2]``.
+
+The other command lines of the docs' ``sh`` blocks (:data:`OTHERS`) run too: ``make run`` as its
+recipe's commands (its ``setup`` installs the virtual environment, which is there), the pytest
+lines in the checkout (``-p no:cacheprovider`` added, to leave no cache behind), ``spark-submit``
+with local Spark; ``make test`` is not run: it is the whole test suite, this test among it.
 """
 
 from __future__ import annotations
@@ -221,3 +226,88 @@ def test_command_example_runs(line: str, workspace: Path, inputs: tuple[Path, st
     assert result.returncode == 0, _explain(argv, result)
     if "--out" in argv and argv[1] in ("synth", "capture-to-case", "pipeline"):
         assert (workspace / argv[argv.index("--out") + 1]).exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# The docs' other command lines
+
+
+def _other_lines() -> list[tuple[str, str]]:
+    found = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in re.findall(r"^```sh\n(.*?)^```", path.read_text(), flags=re.M | re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.split("  #", 1)[0].strip()
+                if line and not line.startswith("[") and not re.match(r"(\.venv/bin/)?msmq-harness ", line):
+                    found.append((path.name, line))
+    return found
+
+
+def _make_recipe(target: str) -> list[list[str]]:
+    """The commands of a Makefile target's recipe, with $(BIN) the virtual environment's bin."""
+    text = (ROOT / "Makefile").read_text()
+    recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, flags=re.M)
+    assert recipe is not None, target
+    bin_dir = str(Path(sys.executable).parent)
+    return [shlex.split(line.strip().replace("$(BIN)", bin_dir)) for line in recipe.group(1).splitlines()]
+
+
+BIN = Path(sys.executable).parent
+#: doc line -> (how it runs: "workspace" or "checkout", the commands), or the reason it does not
+OTHERS: dict[str, tuple[str, list[list[str]]] | str] = {
+    "make run": ("workspace", _make_recipe("run")),
+    "make test": "the whole test suite (python -m pytest -n 2), this test among it",
+    ".venv/bin/pytest cases/ -n 2": (
+        "checkout",
+        [[str(BIN / "pytest"), "cases/", "-n", "2", "-p", "no:cacheprovider"]],
+    ),
+    'pytest cases/ -m "spec_mqqb_3_1_7_12 and msmq_must" -n 2': (
+        "checkout",
+        [
+            [
+                str(BIN / "pytest"),
+                "cases/",
+                "-m",
+                "spec_mqqb_3_1_7_12 and msmq_must",
+                "-n",
+                "2",
+                "-p",
+                "no:cacheprovider",
+            ]
+        ],
+    ),
+    "spark-submit --master spark://host:7077 harness/pipeline/__main__.py INPUT... --out DIR": (
+        "workspace",
+        [
+            [
+                str(BIN / "spark-submit"),
+                "--master",
+                "local[2]",
+                str(ROOT / "harness/pipeline/__main__.py"),
+                "synth.pcap",
+                "--out",
+                "out",
+            ]
+        ],
+    ),
+}
+
+
+def test_every_other_command_line_is_run_or_says_why_not() -> None:
+    lines = {line for _doc, line in _other_lines()}
+    assert lines, "no other command lines found"
+    assert lines == set(OTHERS), (
+        f"run or give a reason for: {sorted(lines - set(OTHERS))}; gone: {sorted(set(OTHERS) - lines)}"
+    )
+    for line, how in OTHERS.items():
+        assert isinstance(how, tuple) or len(how) > 20, line
+
+
+@pytest.mark.parametrize("line", [k for k, v in OTHERS.items() if isinstance(v, tuple)])
+def test_other_command_line_runs(line: str, workspace: Path) -> None:
+    where, commands = OTHERS[line]  # type: ignore[misc]
+    cwd = ROOT if where == "checkout" else workspace
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    for argv in commands:
+        result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
+        assert result.returncode == 0, _explain(argv, result)
