@@ -305,7 +305,9 @@ def test_every_other_command_line_is_run_or_says_why_not() -> None:
 
 @pytest.mark.parametrize("line", [k for k, v in OTHERS.items() if isinstance(v, tuple)])
 def test_other_command_line_runs(line: str, workspace: Path) -> None:
-    where, commands = OTHERS[line]  # type: ignore[misc]
+    how = OTHERS[line]
+    assert isinstance(how, tuple)
+    where, commands = how
     cwd = ROOT if where == "checkout" else workspace
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     for argv in commands:
