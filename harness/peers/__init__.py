@@ -13,7 +13,7 @@ Renders the transport of [MS-MQQB] 2.1.1 for both ends of a protocol session:
 
 from harness.peers.link import InitiatorLink, LinkError, parse_address
 from harness.peers.recorder import PcapRecorder, TcpFlow
-from harness.peers.server import PeerConnection, PeerError, PingExchange, SimulatedPeer
+from harness.peers.server import PeerConnection, PeerError, PingExchange, SimulatedPeer, SinkFailure
 
 __all__ = [
     "InitiatorLink",
@@ -23,6 +23,7 @@ __all__ = [
     "PeerError",
     "PingExchange",
     "SimulatedPeer",
+    "SinkFailure",
     "TcpFlow",
     "parse_address",
 ]

@@ -9,7 +9,9 @@ only unless ``--allow-non-loopback`` is given.
 
 Exit status: 0 no violation, 1 violations, 2 a usage or set-up error, 3 the peer stopped (SIGINT,
 SIGTERM or ``--duration``) while a connection's packet was unfinished: that connection's verdict is
-incomplete.
+incomplete, 4 an output could not be written completely (``--report`` or ``--record`` failed, e.g.
+a full disk, or the summary could not be printed): the peer went on serving and the output is
+incomplete; it is named on stderr once, when it failed, and in the summary.
 """
 
 from __future__ import annotations
@@ -26,6 +28,29 @@ from typing import Any
 __all__ = ["add_parser", "cmd_peer", "is_loopback", "list_behaviours"]
 
 STOPPED_MID_PACKET = 3  # exit status: a connection's packet was unfinished when the peer stopped
+OUTPUT_INCOMPLETE = 4  # exit status: --report, --record or the summary could not be written completely
+
+
+class _Stdout:
+    """Prints that never stop the peer: the first failure is said once on stderr, then nothing
+    more is printed and ``failed`` holds the reason."""
+
+    def __init__(self) -> None:
+        self.failed: str | None = None
+
+    def say(self, text: str) -> None:
+        if self.failed is not None:
+            return
+        try:
+            print(text, flush=True)
+        except OSError as e:
+            self.failed = e.strerror or str(e)
+            _warn(f"cannot write to standard output: {self.failed}; the summary is incomplete")
+
+
+def _warn(text: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(f"msmq-harness peer: {text}", file=sys.stderr, flush=True)
 
 
 def is_loopback(host: str) -> bool:
@@ -99,11 +124,26 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--listen", type=_listen_address, metavar="HOST:PORT", help="e.g. 127.0.0.1:1801")
     p.add_argument("--behaviour", default="normal", metavar="NAME", help="acceptor behaviour (see --list-behaviours)")
-    p.add_argument("--record", metavar="FILE.pcap", help="write the traffic as a pcap with TCP framing")
-    p.add_argument("--report", metavar="FILE.jsonl", help="write each initiator violation as a JSON line")
+    p.add_argument(
+        "--record",
+        metavar="FILE.pcap",
+        help="write the traffic as a pcap with TCP framing (a write that fails, e.g. a full disk, ends the "
+        "recording only: named on stderr, exit status 4)",
+    )
+    p.add_argument(
+        "--report",
+        metavar="FILE.jsonl",
+        help="write each initiator violation as a JSON line (a write that fails ends the report only: named "
+        "on stderr, exit status 4)",
+    )
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until interrupted)")
     p.add_argument(
-        "--max-connections", type=int, default=256, metavar="N", help="connections served at once (default 256)"
+        "--max-connections",
+        type=int,
+        default=256,
+        metavar="N",
+        help="connections served at once (default 256); beyond them a newcomer takes the slot of the longest-idle "
+        "connection, one that never sent a byte first",
     )
     p.add_argument(
         "--read-timeout",
@@ -166,6 +206,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
         )
         return 2
     stop = threading.Event()
+    out = _Stdout()
     main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)} if main else {}
     for sig in previous:  # both stop the peer the same way: every connection closed, then the summary
@@ -184,6 +225,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
             time_scale=args.time_scale,
             history=args.history,
             history_bytes=args.history_mb << 20,
+            on_sink_failure=lambda failure: _warn(str(failure)),
         )
         with peer:
             h, p = peer.address
@@ -192,10 +234,7 @@ def cmd_peer(args: argparse.Namespace) -> int:
             if peer.ping_port is not None:
                 pinged = f", pings on UDP port {peer.ping_address[1]}"
             scaled = f", timers x{peer.time_scale:g}" if peer.time_scale != 1 else ""
-            print(
-                f"listening on {shown} as {peer.identifier}, behaviour {peer.behaviour.name}{pinged}{scaled}",
-                flush=True,
-            )
+            out.say(f"listening on {shown} as {peer.identifier}, behaviour {peer.behaviour.name}{pinged}{scaled}")
             with contextlib.suppress(KeyboardInterrupt):
                 stop.wait(args.duration)
     except (PeerError, ValueError) as e:
@@ -204,38 +243,45 @@ def cmd_peer(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return _summary(peer, args)
+    return _summary(peer, args, out)
 
 
-def _summary(peer: Any, args: argparse.Namespace) -> int:
+def _summary(peer: Any, args: argparse.Namespace, out: _Stdout | None = None) -> int:
     """Print what the peer saw (the connections it still holds in detail, then the totals) and
     return the exit status."""
+    out = out or _Stdout()
     connections = peer.connections
     for c in connections:
         note = f", error: {c.error}" if c.error else ""
         closed = f"closed by {c.closed_by or '-'}" + (f" ({c.close_reason})" if c.closed_by == "stopped" else "")
-        print(
+        out.say(
             f"connection {c.index} from {c.client[0]}:{c.client[1]} [{c.behaviour}]: {c.packet_count} packets, "
             f"{c.delivered_count} delivered, {c.violation_count} violations, {closed}{note}"
         )
         for v in c.violations:
-            print(f"  {v.section} {v.rule_id} (packet {v.packet_index}): {v.evidence}")
+            out.say(f"  {v.section} {v.rule_id} (packet {v.packet_index}): {v.evidence}")
         if len(c.violations) < c.violation_count:
-            print(f"  ({c.violation_count - len(c.violations)} earlier violations left the history; see --report)")
+            out.say(f"  ({c.violation_count - len(c.violations)} earlier violations left the history; see --report)")
     t = peer.totals
-    rejected = f", {t.rejected} rejected" if t.rejected else ""
+    rejected = (f", {t.evicted} evicted" if t.evicted else "") + (f", {t.rejected} rejected" if t.rejected else "")
     left = t.connections - len(connections)
     shown = f" ({left} earlier ones left the history)" if left else ""
-    print(
+    out.say(
         f"{t.connections} connections{shown}, {t.packets} packets, {t.delivered} delivered, "
         f"{t.violations} violations{rejected}"
     )
+    failed = {f.sink: f for f in peer.sink_failures}
     for label, path in (("record", args.record), ("report", args.report)):
         if path:
-            print(f"{label}: {path}")
+            f = failed.get(label)
+            note = f" (incomplete: {f.error}; {f.written} {f.unit} written, {f.lost} lost)" if f else ""
+            out.say(f"{label}: {path}{note}")
     cut = [c for c in connections if c.stopped_mid_packet]
     if cut:
         which = ", ".join(str(c.index) for c in cut)
-        print(f"stopped with an unfinished packet on connection {which}: the verdict on it is incomplete")
+        out.say(f"stopped with an unfinished packet on connection {which}: the verdict on it is incomplete")
+    if failed or out.failed is not None:
+        return OUTPUT_INCOMPLETE
+    if cut:
         return STOPPED_MID_PACKET
     return 1 if t.violations else 0

@@ -81,7 +81,9 @@ class InitiatorLink:
     delivered), ``violations`` (the acceptor's rule breaks the engine saw), ``closes``,
     ``connections`` (how many were opened), ``pings`` (the Ping Requests sent, to
     ``ping_address``) and ``ping_responses`` (the datagrams that came back).  ``record`` writes
-    every connection as a pcap with TCP framing (:class:`harness.peers.recorder.PcapRecorder`).
+    every connection as a pcap with TCP framing (:class:`harness.peers.recorder.PcapRecorder`); a
+    write to it that fails never changes the session: the file is cut back to its last whole frame,
+    no more is written, and ``record_error`` says why (naming the path).
     """
 
     def __init__(
@@ -120,8 +122,12 @@ class InitiatorLink:
         self._splitter = StreamSplitter()
         self._connect_pending = False
         self._closed = False
-        self._recorder = PcapRecorder(record) if record is not None else None
+        self.record_error: str | None = None
+        self._recorder = PcapRecorder(record, on_failure=self._record_failed) if record is not None else None
         self._flow: TcpFlow | None = None
+
+    def _record_failed(self, e: OSError) -> None:
+        self.record_error = f"cannot write the record {e.filename}: {e.strerror or e}"
 
     # -- engine events --------------------------------------------------------------------------
 

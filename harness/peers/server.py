@@ -15,6 +15,19 @@ packet is not complete ``read_timeout`` seconds after its first byte arrived is 
 the bytes are spread); anything a client sends, and any error while handling it, ends that
 connection only.
 
+Slots: ``max_connections`` connections are served at once.  One that sends nothing holds its slot
+until the Acceptor's Session Initialization Timer ([MS-MQQB] 3.1.2.1, started when the transport
+connection is accepted, 3.1.5.10; scaled like every timer) closes it, one that stops before OPEN
+likewise, an idle open session until its Session Cleanup Timer (3.1.2.2).  When every slot is
+taken, a newcomer takes the slot of the connection idle longest (its client's last byte, or its
+opening, longest ago) of the first group that has one: closed sessions still flushing to a client
+that does not read, connections that never sent a byte, connections in session initialization,
+open sessions; never one whose packet a worker is parsing.  At most ``ACCEPTS_PER_ROUND``
+connections are taken in per round of the loop, so a newcomer's first bytes are read before a
+stream of later newcomers makes it the oldest.  The evicted connection is closed by the peer
+(``closed_by`` "evicted", no violation: the client broke no rule), so a flood of idle connections,
+re-opened as fast as they are closed, never keeps a well-behaved sender out.
+
 Fairness: no connection delays another's timers or replies.  A read hands the Acceptor at most
 ``INLINE_BYTES`` of whole packets on the loop; a read that completes more (a packet of megabytes)
 is handed to a worker thread, and that connection is neither read nor timed until the worker is
@@ -26,6 +39,13 @@ messages and violations of all connections together, no more than ``history_byte
 bytes, the last ``history`` closed connections and Ping exchanges.  Violations go to ``report``
 as JSON lines and the traffic to ``record`` as a pcap with TCP framing
 (:mod:`harness.peers.recorder`), both written as they happen.
+
+Output failures never change protocol behaviour: a file that cannot be opened is a set-up error
+(:class:`PeerError` naming it), but once opened, a write that fails (a full disk, a quota, an I/O
+error) stops that sink only: it is cut back to its last whole record, kept in
+:attr:`SimulatedPeer.sink_failures` (a :class:`SinkFailure` naming the path) and handed once to
+``on_sink_failure``; every connection goes on exactly as it would have, and the totals still
+count everything.
 
 The peer also listens for Ping Requests ([MS-MQQB] 2.1.2) on a UDP port of its own (``ping_port``,
 0 for an ephemeral one; 2.1.2 names 3527) and answers each as 3.1.7.7 Receive Ping Request says
@@ -40,6 +60,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import selectors
 import socket
 import threading
@@ -61,6 +82,7 @@ from harness.session import (
     Deliver,
     Send,
     SessionConfig,
+    SessionState,
     StartTimer,
     Violation,
     named_behaviour,
@@ -68,7 +90,7 @@ from harness.session import (
 )
 from packets import GUID, Packet, PacketError, StreamSplitter
 
-__all__ = ["PeerConnection", "PeerError", "PingExchange", "SimulatedPeer"]
+__all__ = ["PeerConnection", "PeerError", "PingExchange", "SimulatedPeer", "SinkFailure"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +105,7 @@ HISTORY_BYTES = 256 << 20  # default: packet bytes kept in detail
 QUEUE_MANAGER_STATE = ("MessageIDHistoryTable", "incoming_tx", "tx_checker")
 TICK = 0.25  # longest sleep of the loop: how soon it notices close()
 READS_PER_SECOND = 20  # a slow reader (AcceptorBehaviour.read_rate) reads this often, read_rate / 20 bytes each
+ACCEPTS_PER_ROUND = 32  # connections taken in per loop round; the open ones are served between
 
 
 class PeerError(Exception):
@@ -111,8 +134,9 @@ class PeerConnection:
     Acceptor accepted.  ``violations``: the Acceptor's Violation actions.  The three hold the
     latest details the peer's history keeps; ``packet_count``, ``byte_count``,
     ``delivered_count`` and ``violation_count`` count everything.  ``closed_by``: "acceptor" (the
-    session engine closed), "client", "read-timeout", "error" or "stopped" (``close_reason`` says
-    how many bytes of an unfinished packet the stop cut off).
+    session engine closed), "client", "read-timeout", "evicted" (every slot was taken and this
+    connection was the one idle longest), "error" or "stopped" (``close_reason`` says how many
+    bytes of an unfinished packet the stop cut off).
     """
 
     index: int
@@ -142,7 +166,84 @@ class PeerTotals:
     delivered: int = 0
     violations: int = 0
     pings: int = 0
-    rejected: int = 0
+    rejected: int = 0  # closed at once: every slot was taken and none could be given up
+    evicted: int = 0  # closed to make room for a newcomer: the longest-idle connection
+
+
+@dataclass
+class SinkFailure:
+    """An output the peer could not write (see the module docstring): ``sink`` "report" or
+    "record", its ``path``, the ``error``, the records it holds (``written``: violations or pcap
+    frames, the file cut back to the last whole one) and those it lost since (``lost``)."""
+
+    sink: str
+    path: str
+    error: str
+    written: int
+    lost: int = 0
+
+    @property
+    def unit(self) -> str:
+        return "violations" if self.sink == "report" else "frames"
+
+    def __str__(self) -> str:
+        return (
+            f"cannot write the {self.sink} {self.path}: {self.error}; it is incomplete after "
+            f"{self.written} {self.unit} (the peer goes on serving)"
+        )
+
+
+class _JsonLines:
+    """The ``report`` file: one JSON line per violation, flushed as it is written.  The first
+    failing write ends it: the file is cut back to its last whole line and ``failure`` is set;
+    later lines are counted as lost.  Never raises after opening."""
+
+    def __init__(self, path: Path, on_failure: Callable[[SinkFailure], None]) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[bytes] | None = path.open("wb")
+        self._on_failure = on_failure
+        self._good = 0  # bytes of whole lines in the file
+        self.written = 0
+        self.failure: SinkFailure | None = None
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.failure is not None or self._file is None:
+            if self.failure is not None:
+                self.failure.lost += 1
+            return
+        line = (json.dumps(record) + "\n").encode("utf-8")
+        try:
+            self._file.write(line)
+            self._file.flush()
+        except OSError as e:
+            self._fail(e, lost=1)
+            return
+        self._good += len(line)
+        self.written += 1
+
+    def _fail(self, e: OSError, lost: int = 0) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError, ValueError):
+                file.close()
+        with contextlib.suppress(OSError):
+            if self.path.is_file():  # not a device such as /dev/full
+                os.truncate(self.path, self._good)
+        self.failure = SinkFailure("report", str(self.path), e.strerror or str(e), self.written, lost=lost)
+        self._on_failure(self.failure)
+
+    def close(self) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.flush()
+        except OSError as e:
+            self._fail(e)
+            return
+        with contextlib.suppress(OSError):
+            self._file.close()
+        self._file = None
 
 
 class _History:
@@ -190,7 +291,8 @@ class _Slot:
         self.timers: dict[str, float] = {}
         self.splitter = StreamSplitter()
         self.unframed = bytearray()  # bytes after a framing error
-        self.last_rx = time.monotonic()
+        self.last_rx = time.monotonic()  # when the client's last byte arrived (or the connection opened)
+        self.heard = False  # the client sent at least one byte
         self.packet_started = 0.0  # when the first byte of the unfinished packet arrived (0: none)
         self.busy: Future[list[Any]] | None = None  # a worker is handling what the last read completed
         self.lost: tuple[str, str] | None = None  # the transport went away while busy: (by, reason)
@@ -207,9 +309,12 @@ class SimulatedPeer:
     multiplies the durations of the Acceptors' [MS-MQQB] 3.1.2 timers (1: the real ones).  ``behaviour``
     (settable) applies to connections accepted later; ``queue_behaviours([...])`` sets the
     behaviours of the next connections one by one.  ``max_connections`` bounds the connections
-    served at once (more are accepted and closed at once, counted in ``rejected``).  ``history``
-    and ``history_bytes`` bound the details kept (see the module docstring); :attr:`totals`
-    counts everything.
+    served at once: a newcomer beyond them takes the slot of the longest-idle connection (counted in
+    ``evicted``; see the module docstring), or is closed at once when no slot can be given up
+    (counted in ``rejected``).  ``history`` and ``history_bytes`` bound the details kept (see the
+    module docstring); :attr:`totals` counts everything.  ``on_sink_failure`` is called once per
+    output (``report``, ``record``) that could not be written, on the peer's thread, with the
+    :class:`SinkFailure` :attr:`sink_failures` keeps.
     """
 
     def __init__(
@@ -228,6 +333,7 @@ class SimulatedPeer:
         time_scale: float = 1.0,
         history: int = HISTORY,
         history_bytes: int = HISTORY_BYTES,
+        on_sink_failure: Callable[[SinkFailure], None] | None = None,
     ) -> None:
         if not time_scale > 0:
             raise PeerError(f"time scale {time_scale!r} is not a positive number")
@@ -263,7 +369,9 @@ class SimulatedPeer:
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
         self._recorder: PcapRecorder | None = None
-        self._report: IO[str] | None = None
+        self._report: _JsonLines | None = None
+        self._on_sink_failure = on_sink_failure
+        self._sink_failures: list[SinkFailure] = []
         self._address: tuple[str, int] | None = None
         self._ping_sock: socket.socket | None = None
         self._ping_address: tuple[str, int] | None = None
@@ -291,6 +399,22 @@ class SimulatedPeer:
     def rejected(self) -> int:
         """Connections closed at once because ``max_connections`` were being served."""
         return self.totals.rejected
+
+    @property
+    def evicted(self) -> int:
+        """Connections closed to give their slot to a newcomer (the longest-idle ones)."""
+        return self.totals.evicted
+
+    @property
+    def sink_failures(self) -> list[SinkFailure]:
+        """The outputs (``report``, ``record``) that could not be written, with what they hold."""
+        with self._lock:
+            failures = list(self._sink_failures)
+        if self._recorder is not None:  # frames lost after the failure go on being counted
+            for f in failures:
+                if f.sink == "record":
+                    f.lost = self._recorder.lost
+        return failures
 
     @property
     def pings(self) -> list[PingExchange]:
@@ -344,17 +468,20 @@ class SimulatedPeer:
         except OSError as e:
             listener.close()
             raise PeerError(f"cannot listen on {self.host}:{self.port}: {e.strerror or e}") from e
+        sink, path = "", None
         try:
             if self.record_path is not None:
-                self._recorder = PcapRecorder(self.record_path)
+                sink, path = "record", self.record_path
+                self._recorder = PcapRecorder(self.record_path, on_failure=self._record_failed)
             if self.report_path is not None:
-                self.report_path.parent.mkdir(parents=True, exist_ok=True)
-                self._report = self.report_path.open("w", encoding="utf-8")
+                sink, path = "report", self.report_path
+                self._report = _JsonLines(self.report_path, self._sink_failed)
         except OSError as e:
             listener.close()
             if self._recorder is not None:
                 self._recorder.close()
-            raise PeerError(f"cannot write {e.filename}: {e.strerror or e}") from e
+            where = e.filename if e.filename is not None else path
+            raise PeerError(f"cannot write the {sink} {where}: {e.strerror or e}") from e
         if self.ping_port is not None:
             pinger = socket.socket(family, socket.SOCK_DGRAM)
             try:
@@ -399,6 +526,23 @@ class SimulatedPeer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _record_failed(self, e: OSError) -> None:
+        rec = self._recorder  # None while the recorder is being made (its file header failed)
+        written, lost = (rec.frames, rec.lost) if rec is not None else (0, 0)
+        self._sink_failed(SinkFailure("record", str(e.filename), e.strerror or str(e), written, lost))
+
+    def _sink_failed(self, failure: SinkFailure) -> None:
+        """An output failed (once per output): keep it and tell ``on_sink_failure``; never raises."""
+        with self._lock:
+            self._sink_failures.append(failure)
+        if self._on_sink_failure is None:
+            log.warning("%s", failure)
+        else:
+            try:
+                self._on_sink_failure(failure)
+            except Exception:
+                log.debug("on_sink_failure failed", exc_info=True)
 
     def _session_clock(self) -> float:
         """The sessions' clock: monotonic seconds divided by the time scale, so that durations the
@@ -495,8 +639,10 @@ class SimulatedPeer:
             self._finish(slot, "error", slot.conn.error, closer="s2c")
 
     def _accept(self) -> None:
+        """Take in the waiting connections, at most ``ACCEPTS_PER_ROUND``: the connections already
+        open are read between two batches (a newcomer's first bytes before it is the oldest)."""
         assert self._listener is not None and self._sel is not None
-        while True:
+        for _ in range(ACCEPTS_PER_ROUND):
             try:
                 sock, client = self._listener.accept()
             except (BlockingIOError, InterruptedError):
@@ -505,10 +651,39 @@ class SimulatedPeer:
                 log.warning("accept failed: %s", e)
                 return
             if len(self._slots) >= self.max_connections:
-                self.totals.rejected += 1
-                sock.close()
-                continue
+                idlest = self._idlest()
+                if idlest is None:
+                    self.totals.rejected += 1
+                    sock.close()
+                    continue
+                self._evict(idlest)
             self._open(sock, client[:2])
+
+    def _idlest(self) -> _Slot | None:
+        """The slot a newcomer takes when every one is taken: the longest-idle connection (its
+        client's last byte, or its opening, longest ago) of the first group that has one: closed
+        sessions still flushing their last bytes to a client that does not read them; connections
+        that never sent a byte; connections in session initialization; open sessions.  Never one
+        whose packet a worker is parsing."""
+        candidates = [s for s in self._slots.values() if s.busy is None and not s.conn.closed]
+        if not candidates:
+            return None
+        return min(
+            candidates,
+            key=lambda s: (not s.closing, s.heard, s.acceptor.SessionState is SessionState.OPEN, s.last_rx),
+        )
+
+    def _evict(self, slot: _Slot) -> None:
+        """Close the connection to give its slot away: the peer's doing, so no violation and no
+        Acceptor event (the client broke no rule)."""
+        idle = time.monotonic() - slot.last_rx
+        self.totals.evicted += 1
+        reason = (
+            f"evicted: every one of the {self.max_connections} slots was taken and this connection was "
+            f"the longest idle ({idle:.3g} s without a byte from the client, SessionState "
+            f"{slot.acceptor.SessionState.value})"
+        )
+        self._finish(slot, "evicted", reason, closer="s2c")
 
     def _answer_pings(self) -> None:
         """[MS-MQQB] 3.1.7.7 Receive Ping Request for every datagram waiting; the Ping Response goes
@@ -586,7 +761,7 @@ class SimulatedPeer:
             self._lost(slot, "client", "the client closed the connection")
             return
         now, ts = time.monotonic(), time.time()
-        slot.last_rx = now
+        slot.last_rx, slot.heard = now, True
         if rate is not None:  # a slow reader: no more reading until the rate allows it
             slot.read_resume = now + len(data) / rate
             self._set_mask(slot)
@@ -810,6 +985,7 @@ class SimulatedPeer:
                     self._guard(slot, lambda s, n=name: self._perform(s, s.acceptor.timer_fired(n)))  # type: ignore[misc]
 
     def _write_report(self, conn: PeerConnection, v: Violation) -> None:
+        """One JSON line; a failing report is the sink's failure, never the connection's."""
         if self._report is None:
             return
         record = {
@@ -819,8 +995,7 @@ class SimulatedPeer:
             "packet_index": v.packet_index,
             "evidence": v.evidence,
         }
-        self._report.write(json.dumps(record) + "\n")
-        self._report.flush()
+        self._report.write(record)
 
     def _shutdown(self) -> None:
         if self._workers is not None:  # a worker's packet is taken in before the connections stop
@@ -835,6 +1010,6 @@ class SimulatedPeer:
         if self._sel is not None:
             self._sel.close()
         if self._recorder is not None:
-            self._recorder.close()
+            self._recorder.close()  # a failure is the sink's (reported), never raised
         if self._report is not None:
             self._report.close()

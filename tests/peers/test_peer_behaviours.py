@@ -67,18 +67,25 @@ def test_unknown_behaviour_is_refused() -> None:
             peer.queue_behaviours(["normal", "nonsense"])
 
 
-def test_connections_beyond_max_connections_are_closed_at_once() -> None:
+def test_a_connection_beyond_max_connections_takes_the_slot_of_the_longest_idle() -> None:
+    """Every slot taken by an open session: a newcomer is served in the slot of the session idle
+    longest (issue 21, item 6), which the peer closes; the other session is untouched."""
     with SimulatedPeer(max_connections=2) as peer:
         first, second = RawClient(peer.address), RawClient(peer.address)
         try:
             first.handshake()
             second.handshake()
+            second.send(user_message_bytes(peer.identifier, 2, b"b"))  # second is the one heard from last
+            assert peer.wait_for(lambda: bodies(peer.delivered) == [b"b"], 5.0)
             with RawClient(peer.address) as third:
-                assert third.wait_eof(5.0) and not third.received
-            assert peer.rejected == 1
-            first.send(user_message_bytes(peer.identifier, 1, b"a"))
-            second.send(user_message_bytes(peer.identifier, 2, b"b"))
-            assert peer.wait_for(lambda: sorted(bodies(peer.delivered)) == [b"a", b"b"], 5.0)
+                assert first.wait_eof(5.0)
+                third.send(ec_request(), cp_request(), user_message_bytes(peer.identifier, 3, b"c"))
+                assert [p.kind for p in third.read(2)] == ["EstablishConnection", "ConnectionParameters"]
+                assert peer.wait_for(lambda: sorted(bodies(peer.delivered)) == [b"b", b"c"], 5.0)
+            assert peer.evicted == 1 and peer.rejected == 0
+            assert peer.connections[0].closed_by == "evicted" and not peer.connections[0].violations
+            second.send(user_message_bytes(peer.identifier, 4, b"d"))
+            assert peer.wait_for(lambda: sorted(bodies(peer.delivered)) == [b"b", b"c", b"d"], 5.0)
         finally:
             first.close()
             second.close()
