@@ -385,7 +385,10 @@ class InitiatorRun(WireRun):
         },
         defaults=lambda args, expect: {"satisfied": True},
         nothing=("satisfied", False),
-        result={"satisfied": "boolean"},
+        result={
+            "satisfied": "boolean",
+            "pings": "integer: the Ping Requests the sender had sent when the wait ended (the harness's acceptor)",
+        },
     )
     def wait_for(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """Wait, within the bound the step's timers give, until the condition holds."""
@@ -426,6 +429,8 @@ class InitiatorRun(WireRun):
             found = self._packets(args["packet"], args.get("direction", "c2s"))
             if found:
                 self.last_packet = found[min(int(args.get("count", 1)), len(found)) - 1]
+        if isinstance(view, _PeerView):
+            return {"satisfied": ok, "pings": len(view.peer.pings)}
         return {"satisfied": ok}
 
     def _run_within(self, pred: Callable[[], bool], args: Mapping[str, Any]) -> bool:
