@@ -16,9 +16,15 @@ Subcommands:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +240,9 @@ def _path_hint(path: str) -> str:
 
 
 def _usage_error(message: str) -> int:
-    print(f"msmq-harness run: {message}", file=sys.stderr)
+    from harness.report.results import printable  # a target's error text is data: shown, never acted on
+
+    print(f"msmq-harness run: {printable(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -255,6 +263,7 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
     from harness.cases.runner import ConfigurationError, load_known_failures, run, select
     from harness.cases.workers import WorkerCorpus
     from harness.report import html, json_report, junit, terminal
+    from harness.report.results import RunResult
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
@@ -303,8 +312,15 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
             return _usage_error(f"--record {args.record}: {e.strerror or e}")
     # a report on standard output keeps it to itself: the summary goes to standard error
     summary_out = sys.stderr if any(path == "-" for path, _, _ in writers) else sys.stdout
+    done: list[Any] = []  # the results so far: what an interrupted run reports
+    interrupted, started = "", time.perf_counter()
     try:
-        with terminal.Progress(len(cases)) as progress:
+        with terminal.Progress(len(cases)) as progress, _sigterm_interrupts():
+
+            def advance(case_result: Any) -> None:
+                done.append(case_result)
+                progress.advance(case_result)
+
             result = run(
                 cases,
                 args.target or "reference",
@@ -312,12 +328,21 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
                 step_timeout=args.step_timeout,
                 known_failures=known,
                 strict=args.strict,
-                progress=progress.advance,
+                progress=advance,
                 record_dir=args.record,
                 corpus=corpus[0] if corpus else None,
             )
     except ConfigurationError as e:
         return _usage_error(str(e))
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the cases that ran are reported all the same
+        interrupted = f"interrupted by {str(e) or 'SIGINT'} after {len(done)} of {len(cases)} cases"
+        result = RunResult(args.target or "reference", list(done), time.perf_counter() - started, args.strict)
+        writers = tuple(
+            (path, partial(w, metadata={"interrupted": interrupted}), partial(r, metadata={"interrupted": interrupted}))
+            if w is json_report.write_json
+            else (path, w, r)
+            for path, w, r in writers
+        )
     written, failed = [], []
     for path, writer, render in writers:  # the reports first: a terminal that cannot print loses none of them
         if path == "-":
@@ -340,11 +365,41 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
     if failed:
         print("msmq-harness run: cannot write the report " + "; ".join(failed), file=sys.stderr)
         return EXIT_USAGE
+    if interrupted:
+        print(f"msmq-harness run: {interrupted}", file=sys.stderr)
+        return 128 + (signal.SIGTERM if "SIGTERM" in interrupted else signal.SIGINT)
     if not result.ran:
         why = "no case selected" if not cases else f"none of the {len(cases)} selected cases ran on this target"
         print(f"msmq-harness run: nothing ran: {why}", file=sys.stderr)
         return EXIT_NOTHING_RAN
     return EXIT_OK if result.ok else EXIT_FAILED
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as Ctrl-C is (:func:`_sigterm_interrupts`)."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Within: SIGTERM (``timeout``, ``kill``) interrupts as Ctrl-C does, so that a run so
+    ended writes its reports; a process forked meanwhile (a worker) is terminated as before."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pid = os.getpid()
+
+    def handler(signum: int, frame: Any) -> None:
+        if os.getpid() != pid:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise _Terminated("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _dry_run_on(args: argparse.Namespace, cases: list[Any]) -> int:

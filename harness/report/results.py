@@ -13,6 +13,7 @@ target declared it does not implement an event or action the case raises), ``not
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness.cases.model import Case
 
-__all__ = ["SEVERITY", "CaseResult", "Outcome", "RunResult", "StepFailure"]
+__all__ = ["SEVERITY", "CaseResult", "Outcome", "RunResult", "StepFailure", "clean", "printable"]
 
 
 class Outcome(StrEnum):
@@ -84,19 +85,39 @@ class StepFailure:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# what a terminal acts on instead of showing: every control character (C0, DEL, C1) but tab and
+# newline, and lone surrogates (which no terminal encoding holds)
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
 def clean(value: Any) -> Any:
-    """``value`` with every lone surrogate of its text written as ``\\udXXX``: text an
-    implementation sent (a JSON reply may carry ``"\\ud800"``) that no report, terminal or
-    UTF-8 file could otherwise hold.  Lists, tuples and mappings are cleaned through."""
+    """``value`` as every report can hold it: each lone surrogate of its text written as
+    ``\\udXXX`` (text an implementation sent, a JSON reply may carry ``"\\ud800"``, that no
+    report, terminal or UTF-8 file could otherwise hold), and each number JSON cannot hold
+    (NaN, infinities) as its name, a string (``"NaN"``, ``"Infinity"``, ``"-Infinity"``).  Lists,
+    tuples and mappings are cleaned through."""
     if isinstance(value, str):
         return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value) if _SURROGATE.search(value) else value
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE.get(value, "NaN")
     if isinstance(value, list | tuple):
         return type(value)(clean(v) for v in value)
     if isinstance(value, dict):
         return {clean(k): clean(v) for k, v in value.items()}
     return value
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: every control character but tab and newline (NUL, backspace,
+    carriage return, ESC, DEL, the C1 controls such as CSI) and every lone surrogate written as
+    ``\\xNN`` (``\\udXXX``), as the HTML report writes the control characters HTML does not
+    allow (harness.report.html.escape): what a target said is shown, never acted on."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
+    )
 
 
 def _clean_failure(f: StepFailure) -> StepFailure:

@@ -13,6 +13,10 @@ is silent when its output is not a terminal.
 The formatting helpers shared by the other reports live here too: :func:`section_key` (the
 document, then the section number numerically), :func:`format_value` and
 :func:`failure_line`.
+
+What a target said is data: every text of the run is shown with its control characters
+escaped (``\x1b``, harness.report.results.printable), as the HTML report escapes them, so an
+adapter's error text cannot clear the screen, move the cursor or hide a line.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from harness.report.explain import Explanation, explain, explanation_lines, show_value
-from harness.report.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure
+from harness.report.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure, printable
 from packets.paths import display_value
 
 __all__ = [
@@ -128,7 +132,7 @@ def failure_line(failure: StepFailure) -> str:
     observed = show_value(failure.observed, limit, failure.field)
     text = f"{where}: {failure.field} expected {expected}, observed {observed}"
     tag = requirement_tag(failure)
-    return f"{tag}: {text}" if tag else text
+    return printable(f"{tag}: {text}" if tag else text)
 
 
 def verdict(run: RunResult) -> str:
@@ -144,7 +148,7 @@ def case_headline(result: CaseResult) -> str:
         return failure_line(result.failures[0])
     first = result.detail.strip().splitlines()[0] if result.detail.strip() else str(result.outcome)
     section = result.sections[0] if result.sections else ""
-    return f"{section}: {first}" if section else first
+    return printable(f"{section}: {first}" if section else first)
 
 
 def _is_tty(file: IO[str]) -> bool:
@@ -185,7 +189,7 @@ def case_lines(result: CaseResult, width: int = 100) -> list[str]:
         if f is not None:
             lines.append(f"      {failure_line(f)}")
         lines.extend(explanation_lines(e, _DETAIL_INDENT, width))
-    return lines
+    return [printable(line) for line in lines]
 
 
 def _count_line(counts: Counter[str]) -> str:
@@ -221,7 +225,7 @@ def render_summary(run: RunResult) -> str:
                 lines.append(f"{section:<{width}}  {cells}")
         lines.append("")
     lines.append(verdict(run) + f": {_count_line(counts) or 'no cases'}" + (" (strict)" if run.strict else ""))
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines)) + "\n"
 
 
 def print_summary(run: RunResult, *, file: IO[str] | None = None) -> None:
@@ -241,38 +245,40 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
 
     console = Console(file=out, highlight=False)
     counts = run.counts()
-    console.print(Text.assemble(("msmq-harness", "bold"), f": target {run.target}"))
+    console.print(Text.assemble(("msmq-harness", "bold"), f": target {printable(run.target)}"))
     summary = Text(f"{len(run.results)} cases in {run.duration:.2f} s: ")
     for i, outcome in enumerate(o for o in OUTCOMES if counts[o]):
         summary.append(", " if i else "")
         summary.append(f"{counts[outcome]} {outcome}", style=_STYLES[outcome])
     console.print(summary)
     for warning in run.warnings():
-        console.print(Text.assemble(("warning", "bold yellow"), f": {warning}"))
+        console.print(Text.assemble(("warning", "bold yellow"), f": {printable(warning)}"))
     for title, shown in _listed(run):
         console.rule(title)
         for r in shown:
             head = Text(f"{str(r.outcome).upper()} ", style=_STYLES[str(r.outcome)])
-            head.append(r.case_id, style="bold")
+            head.append(printable(r.case_id), style="bold")
             if r.source:
-                head.append(f"  ({r.source}:{r.line})", style="dim")
+                head.append(printable(f"  ({r.source}:{r.line})"), style="dim")
             console.print(head)
             if r.title:
-                console.print(Text(f"      {r.title}", style="italic"))
+                console.print(Text(printable(f"      {r.title}"), style="italic"))
             for e, f in _explained(r):
                 if f is not None:
                     line = Text("      ")
-                    line.append(requirement_tag(f) or "-", style="cyan")
-                    line.append(f"  {'then' if f.step < 0 else f'step {f.step} ({f.event})'}: {f.field} ")
+                    line.append(printable(requirement_tag(f)) or "-", style="cyan")
+                    line.append(printable(f"  {'then' if f.step < 0 else f'step {f.step} ({f.event})'}: {f.field} "))
                     line.append("expected ", style="dim")
-                    line.append(show_value(f.expected, field=f.field), style="green")
+                    line.append(printable(show_value(f.expected, field=f.field)), style="green")
                     line.append(", observed ", style="dim")
-                    line.append(show_value(f.observed, field=f.field), style="red")
+                    line.append(printable(show_value(f.observed, field=f.field)), style="red")
                     console.print(line)
-                for text in explanation_lines(e, _DETAIL_INDENT, max(60, console.width)):
+                for text in map(printable, explanation_lines(e, _DETAIL_INDENT, max(60, console.width))):
                     label, colon, rest = text.partition(":")
-                    styled = Text(label + colon, style="dim") if colon and not label.startswith(" " * 12) else Text(
-                        label + colon
+                    styled = (
+                        Text(label + colon, style="dim")
+                        if colon and not label.startswith(" " * 12)
+                        else Text(label + colon)
                     )
                     styled.append(rest, style=_ROW_STYLES.get(label.strip(), ""))
                     console.print(styled, no_wrap=text.startswith(_DETAIL_INDENT + "  "), crop=False)
@@ -291,7 +297,7 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
                 grid.add_section()
             for section, row in rows:
                 cells = [Text(str(row[o]), style=_STYLES[o] if row[o] else "dim") for o in OUTCOMES]
-                grid.add_row(section, *cells)
+                grid.add_row(Text(printable(section)), *cells)
         console.print(grid)
         if labels != list(OUTCOMES):
             console.print(Text(", ".join(f"{_SHORT[o]} = {o}" for o in OUTCOMES), style="dim"))
