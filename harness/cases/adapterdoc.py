@@ -374,7 +374,11 @@ the step (or satisfies its `expect_error`); `Unsupported` to any request (an eve
 makes the case `unsupported`, naming the request, never `failed` or `error`. Every
 request has a timeout, `--step-timeout` (10 s by default): an adapter that hangs, exits or answers
 something that is not a reply is killed, the case errs with the tail of the adapter's stderr, and
-the adapter is started again for the next case.
+the adapter is started again for the next case. A reply is data: NaN, Infinity and numbers too
+large for a double are refused as a protocol error, and so is a reply nested more than 100 arrays
+and objects deep; text an adapter sends is shown with its control characters escaped (`\\xNN`).
+Once the adapter has exited, the harness waits at most a second for a reply and kills, and names
+on standard error, every process it left behind (in its process group, or holding its pipes).
 
 ## Model cases
 
