@@ -147,20 +147,81 @@ def _decode_input_problem(name: str) -> str:
     return f"not a pcap or pcapng capture (magic 0x{raw[:4].hex()}), a hex dump or a stream of MSMQ packets"
 
 
+#: ``decode --fail-on-violation``: an input held no MSMQ traffic on the ports, so nothing was checked
+#: (as ``run``'s 5, nothing ran: no traffic is no pass)
+DECODE_NOTHING_CHECKED = 5
+_PORTS_SHOWN = 5  # ports named in the note on a capture without MSMQ traffic
+_HINT_RECORDS = 1_000_000  # records read for that note, at most
+
+
+def _holds_traffic(report: StreamReport) -> bool:
+    """Does the report hold MSMQ traffic: a packet, or bytes on the ports that failed to be one
+    (a framing error, a gap, undecoded bytes), or a session violation?"""
+    return bool(
+        report.packets or report.errors or report.trailing or report.gaps or report.skipped or report.violations
+    )
+
+
+def _no_traffic_note(name: str, ports: frozenset[int]) -> str:
+    """Why an input held no MSMQ traffic, for the note ``decode`` prints: for a capture, how many
+    frames it holds and which TCP ports its connections are made to (the port its SYN or SYN+ACK
+    names as the acceptor's; the lower port of a connection whose start was not captured)."""
+    from collections import Counter
+
+    from harness.capture.frames import ACK, SYN, TcpSegment, decode_tcp
+    from harness.capture.pcapfile import Record, iter_records
+
+    wanted = ", ".join(str(p) for p in sorted(ports))
+    said = f"no MSMQ traffic found on TCP port{'s' if len(ports) > 1 else ''} {wanted}"
+    try:
+        with open(name, "rb") as f:
+            if f.read(4) not in PCAP_MAGICS:
+                return said
+            f.seek(0)
+            frames, read_all = 0, True
+            connections: dict[tuple[tuple[str, int], tuple[str, int]], int] = {}  # -> acceptor's port (0: unknown)
+            for item in iter_records(f, path=name):
+                if not isinstance(item, Record):
+                    continue
+                frames += 1
+                if frames > _HINT_RECORDS:
+                    read_all = False
+                    break
+                seg = decode_tcp(item.linktype, item.data)
+                if isinstance(seg, TcpSegment):
+                    a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
+                    key = (a, b) if a <= b else (b, a)
+                    if seg.flags & SYN:
+                        connections[key] = seg.sport if seg.flags & ACK else seg.dport
+                    else:
+                        connections.setdefault(key, 0)
+    except OSError:
+        return said
+    by_port = Counter(port or min(a[1], b[1]) for (a, b), port in connections.items())
+    first = "the first " if not read_all else ""
+    if not by_port:
+        return f"{said} ({first}{frames} frames, none of them TCP)"
+    seen = ", ".join(f"{port} ({n} connection{'s' if n > 1 else ''})" for port, n in by_port.most_common(_PORTS_SHOWN))
+    more = ", ..." if len(by_port) > _PORTS_SHOWN else ""
+    return f"{said} ({first}{frames} frames; TCP ports of its connections: {seen}{more}; choose with --ports)"
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
-    ports = frozenset(int(p) for p in args.ports.split(","))
+    ports = args.ports
     for name in args.files:  # every input first: nothing is printed for a run that cannot finish
         why = _decode_input_problem(name)
         if why:
             print(f"msmq-harness decode: {name}: {why}", file=sys.stderr)
             return 2
     problems = 0
+    unchecked = []  # the inputs with no MSMQ traffic on the ports
     write = sys.stdout.write
     for name in args.files:
         # each stream's lines as soon as it is decoded: memory does not grow with the input
-        printed = False
+        printed = traffic = False
         try:
             for report in decode_file(name, ports, args.order):
+                traffic = traffic or _holds_traffic(report)
                 out: list[str] = []
                 problems += _print_report(report, args.json, out)
                 if out:
@@ -171,7 +232,13 @@ def cmd_decode(args: argparse.Namespace) -> int:
             return 2
         if not printed:
             write("\n")
-    return 1 if problems and args.fail_on_violation else 0
+        if not traffic:  # said on standard error, as a problem is: never taken for a clean pass
+            sys.stdout.flush()
+            unchecked.append(name)
+            print(f"msmq-harness decode: {name}: {_no_traffic_note(name, ports)}", file=sys.stderr)
+    if problems and args.fail_on_violation:
+        return 1
+    return DECODE_NOTHING_CHECKED if unchecked and args.fail_on_violation else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -250,14 +317,42 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.cases.workers import WorkerCorpus
 
     corpus: list[WorkerCorpus] = []  # the workers that load and run the cases (-n N)
+    staged: list[Any] = []  # --record DIR as it is written (harness.outdir.StagedOutput)
     try:
-        return _cmd_run(args, corpus)
+        return _cmd_run(args, corpus, staged)
     finally:
         for workers in corpus:
             workers.close()
+        for stage in staged:  # not put in place (an error before the run ended): removed
+            stage.close()
 
 
-def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
+RECORD_COMMAND = "run --record"  # the command a --record folder's marker names (harness.outdir)
+
+
+def _place_record(staged: list[Any], shown: str, result: Any) -> str:
+    """``--record DIR`` at the end of a run (interrupted too): the transcripts written beside
+    DIR put in place (harness.outdir), each result's ``transcript`` then naming its page under
+    DIR as the user spelt it; "" or why the folder could not be put in place (the transcripts
+    are then left where they were written, and the results name them there)."""
+    from harness.outdir import OutputError
+
+    if not staged:
+        return ""
+    stage = staged[0]
+    try:
+        stage.commit()
+    except (OutputError, OSError) as e:
+        return f"--record {shown}: {e.strerror if isinstance(e, OSError) and e.strerror else e}"
+    for case in result.results:
+        if case.transcript:
+            rel = os.path.relpath(os.path.abspath(case.transcript), stage.path)
+            if not rel.startswith(os.pardir):
+                case.transcript = os.path.join(shown, rel)
+    return ""
+
+
+def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | None = None) -> int:
     from harness.cases.cache import CaseCache
     from harness.cases.loader import CaseError, load_paths
     from harness.cases.runner import ConfigurationError, load_known_failures, run, select
@@ -305,9 +400,15 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
     unwritable = [why for path, _, _ in writers if path and path != "-" for why in [_writable(path)] if why]
     if unwritable:
         return _usage_error("cannot write the report " + "; ".join(unwritable))
-    if args.record:
+    staged = [] if staged is None else staged
+    if args.record:  # written beside DIR, put in place when the run ends (harness.outdir)
+        from harness.outdir import StagedOutput, refusal
+
+        why = refusal(args.record, RECORD_COMMAND, force=args.force, option="--record")
+        if why:
+            return _usage_error(why)
         try:
-            Path(args.record).mkdir(parents=True, exist_ok=True)
+            staged.append(StagedOutput(args.record, RECORD_COMMAND, force=args.force).open())
         except OSError as e:
             return _usage_error(f"--record {args.record}: {e.strerror or e}")
     # a report on standard output keeps it to itself: the summary goes to standard error
@@ -329,7 +430,7 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
                 known_failures=known,
                 strict=args.strict,
                 progress=advance,
-                record_dir=args.record,
+                record_dir=str(staged[0].path) if staged else None,
                 corpus=corpus[0] if corpus else None,
             )
     except ConfigurationError as e:
@@ -343,7 +444,8 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
             else (path, w, r)
             for path, w, r in writers
         )
-    written, failed = [], []
+    placed = _place_record(staged, args.record, result)
+    written, failed = [], [placed] if placed else []
     for path, writer, render in writers:  # the reports first: a terminal that cannot print loses none of them
         if path == "-":
             sys.stdout.write(render(result))
@@ -354,6 +456,8 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any]) -> int:
                 written.append(str(path))
             except (OSError, ValueError) as e:
                 failed.append(f"{path}: {e}")
+    if staged and staged[0].committed:  # reports written into the --record folder are the run's output too
+        staged[0].adopt(written)
     try:
         terminal.print_summary(result, file=summary_out)
         if written:
@@ -436,6 +540,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harness.argtypes import count, port_list, seconds
+
     parser = argparse.ArgumentParser(prog="msmq-harness", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -452,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--target", help=f"the implementation under test (default reference): {target_help()}")
     run_p.add_argument("-k", metavar="EXPR", help="select cases by id, title and tags (pytest -k syntax)")
     run_p.add_argument("--spec", action="append", metavar="SECTION", help="select by spec section prefix")
-    run_p.add_argument("-n", type=int, default=1, metavar="N", help="worker processes")
+    run_p.add_argument("-n", type=count(1), default=1, metavar="N", help="worker processes")
     run_p.add_argument(
         "--strict", action="store_true", help="non_strict outcomes (SHOULD, MAY, interpretations) fail the run"
     )
@@ -472,7 +578,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_p.add_argument("--known-failures", metavar="FILE", help="case ids the target is known to fail")
     run_p.add_argument(
-        "--step-timeout", type=float, default=10.0, metavar="S", help="most seconds one step may take (default 10)"
+        "--step-timeout",
+        type=seconds(),
+        default=10.0,
+        metavar="S",
+        help="most seconds one step may take (default 10; above 0, at most a day)",
     )
     run_p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report (- for standard output)")
     run_p.add_argument(
@@ -483,7 +593,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--record",
         metavar="DIR",
         help="write each wire case's traffic to DIR: <case id>.pcap and a transcript page <case id>.html, "
-        "which the HTML report links",
+        "which the HTML report links; written beside DIR and put in place when the run ends, replacing a "
+        "previous --record folder (one that holds nothing else)",
+    )
+    run_p.add_argument(
+        "--force", action="store_true", help="replace --record DIR even when it holds files run did not write"
     )
     run_p.set_defaults(func=cmd_run)
 
@@ -498,13 +612,18 @@ def build_parser() -> argparse.ArgumentParser:
     decode = sub.add_parser(
         "decode",
         help="decode hex, raw streams or pcap/pcapng captures",
-        description="Decode hex dumps, raw MSMQ session streams or pcap/pcapng captures. Exit status: 0 "
-        "decoded, 1 a packet broke a rule (with --fail-on-violation), 2 an input cannot be read or is "
-        "none of these (every input is checked before anything is printed).",
+        description="Decode hex dumps, raw MSMQ session streams or pcap/pcapng captures. An input with no MSMQ "
+        "traffic on the ports (a capture of other traffic, or of another port) is said on standard error, with "
+        "the TCP ports the capture uses. Exit status: 0 decoded, 1 a packet broke a rule (with "
+        "--fail-on-violation), 2 an input cannot be read or is none of these (every input is checked before "
+        "anything is printed), or an option is out of range, 5 no rule broken but an input held no MSMQ traffic "
+        "(with --fail-on-violation: nothing was checked, which is no pass).",
     )
     decode.add_argument("files", nargs="+", metavar="FILE", help="hex dumps, raw session streams, pcap or pcapng files")
     decode.add_argument("--json", action="store_true", help="one JSON object per packet")
-    decode.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
+    decode.add_argument(
+        "--ports", type=port_list, default="1801", metavar="P1,P2", help="TCP ports carrying MSMQ (default 1801)"
+    )
     decode.add_argument(
         "--order",
         choices=ORDERS,
@@ -515,7 +634,8 @@ def build_parser() -> argparse.ArgumentParser:
     decode.add_argument(
         "--fail-on-violation",
         action="store_true",
-        help="exit 1 when any packet or TCP connection breaks a rule (decoding problems and session violations)",
+        help="exit 1 when any packet or TCP connection breaks a rule (decoding problems and session violations), "
+        "else 5 when an input held no MSMQ traffic on the ports",
     )
     decode.set_defaults(func=cmd_decode)
 

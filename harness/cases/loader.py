@@ -454,18 +454,53 @@ def _digest(path: Path) -> str:
     return _DIGESTS[key]
 
 
+def _not_a_file(path: Path) -> str:
+    """ "" when ``path`` is a regular file (or a link to one), else what it is: a case file is
+    never read from a FIFO (which would block) or a device (``/dev/zero`` never ends), and a
+    link that leads nowhere is said, not passed over."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "a link to nothing" if path.is_symlink() else ""  # a missing file: said where it is read
+    except OSError as e:
+        return f"cannot be examined: {e.strerror or e}"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return ""
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    kind = next((word for test, word in kinds if test(mode)), "not a regular file")
+    target = f" (a link to {path.resolve()})" if path.is_symlink() else ""
+    return f"{kind}{target}, not a case file"
+
+
 def case_files(paths: Iterable[str | Path]) -> list[Path]:
     """Files named, and case files found under folders (not the requirement list).
 
     In the order given; the files of a folder sorted by path; a file named twice is read once.
+    A path named, or a ``*.yaml``/``*.yml`` entry of a folder, that is no regular file (a FIFO,
+    a device, a socket, a link to one of them or to nothing) is a CaseError naming it: never
+    read, never passed over in silence.
     """
     files: dict[Path, None] = {}
     for path in paths:
         p = Path(path)
         if p.is_dir():
-            found = (f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.name != REQUIREMENTS_FILE)
-            files.update(dict.fromkeys(sorted(f for f in found if f.is_file())))
+            found = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.name != REQUIREMENTS_FILE)
+            for f in found:
+                why = _not_a_file(f)
+                if why:
+                    raise CaseError(str(f), 1, "", why)
+            files.update(dict.fromkeys(f for f in found if f.is_file()))
         else:
+            why = _not_a_file(p)
+            if why:
+                raise CaseError(str(p), 1, "", why)
             files[p] = None
     return list(files)
 

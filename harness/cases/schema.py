@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -482,6 +483,85 @@ def _check_error_values(value: Any, path: PathT, lines: Lines) -> None:
 
 _KIND_WORDS = {"open": "open descriptor"}
 
+#: Arguments that are a number of seconds, or ``Infinite`` (harness.cases.events: iTimeout of the
+#: read events, [MS-MQDMPR] 3.1.7.1.10, 3.1.2.3; ``seconds`` of the advance_clock operation).
+_SECONDS_ARGUMENTS = frozenset({"iTimeout", "seconds"})
+_INFINITE_WORDS = ("Infinite", "INFINITE")
+#: Arguments the protocol carries otherwise than their declared type (iLookupId: a message by its id)
+_OWN_FORMS = frozenset({"iLookupId"})
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _value_text(value: Any) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_argument_value(event: str, arg: str, value: Any, path: PathT, lines: Lines) -> None:
+    """An argument's value is of the type the protocol carries it as (harness.cases.events
+    ``argument_kind``): a number of seconds (or ``Infinite``) for iTimeout and ``seconds``, and
+    for an argument the reference model declares as a boolean, a whole number, a number or an
+    enumeration, a value of that type (an enumeration by a member's name); ``null`` where the
+    declared type allows it.  A value of another type would reach the target as a TypeError
+    of the implementation, not as the case's mistake."""
+    import enum
+    import types
+    import typing
+
+    from harness.cases.events import ARG_KINDS, spec_events
+
+    if arg in ARG_KINDS or arg in _OWN_FORMS:  # objects of the case: checked by name
+        return
+    if arg in _SECONDS_ARGUMENTS:
+        if value is None and arg == "iTimeout":
+            return
+        if not (_is_number(value) or (isinstance(value, str) and value in _INFINITE_WORDS)):
+            what = "NaN" if isinstance(value, float) else _type_word(value)
+            raise lines.error(
+                path,
+                f"{arg} {_value_text(value)} is not a number of seconds (expected a number, or Infinite; "
+                f"{what} is not one)",
+            )
+        return
+    found = spec_events().get(event)
+    hint = found.types.get(arg) if found is not None else None
+    if hint is None:
+        return
+    optional = False
+    choices: tuple[Any, ...] = (hint,)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        choices = tuple(a for a in typing.get_args(hint) if a is not type(None))
+        optional = len(choices) < len(typing.get_args(hint))
+    if value is None and optional:
+        return
+    expected = []
+    for choice in choices:
+        if choice is bool:
+            if isinstance(value, bool):
+                return
+            expected.append("true or false")
+        elif choice is int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return
+            expected.append("a whole number")
+        elif choice is float:
+            if _is_number(value):
+                return
+            expected.append("a number")
+        elif isinstance(choice, type) and issubclass(choice, enum.Enum):
+            if isinstance(value, str) and value in choice.__members__:
+                return
+            members = list(choice.__members__)
+            expected.append(f"a {choice.__name__} name ({', '.join(members)}){_suggest(str(value), members)}")
+        else:  # a type the protocol carries otherwise (text, any value): not checked here
+            return
+    if optional:
+        expected.append("null")
+    raise lines.error(path, f"{arg} {_value_text(value)} is not {' or '.join(expected)} ({event})")
+
 
 class _Names:
     def __init__(self) -> None:
@@ -593,6 +673,7 @@ def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) ->
             kind = _ARG_KINDS.get(arg)
             if kind is not None and not isinstance(value, dict):
                 names.check(kind, value, ("when", i, "args", arg), lines)
+            _check_argument_value(event, arg, value, ("when", i, "args", arg), lines)
         for name, value in (step.get("expect") or {}).items():
             kind = _RESULT_KINDS.get(name)
             if kind is not None:

@@ -61,39 +61,35 @@ def _unreadable_input(inputs: list[str]) -> str:
     return ""
 
 
-def _unusable_out(out: str) -> str:
-    """ "" when the folder ``out`` exists or can be made and a file can be written in it, else why
-    not (made here if missing, as the job would)."""
-    target = Path(out)
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=target):
-            pass
-    except OSError as e:
-        return f"--out {out}: {e.strerror or e}"
-    return ""
+def _unusable_out(out: str, force: bool) -> str:
+    """ "" when the pipeline's output may be put at the folder ``out`` (harness.outdir: absent,
+    empty, a previous output of the pipeline and nothing else, or ``--force``) and its parent
+    takes a new folder, else why not (the parent is made here if missing, as the job would)."""
+    from harness.outdir import refusal
+
+    return refusal(out, "pipeline", force=force)
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
     # the paths first, before Spark starts (seconds, and pages of Java logging, for a typo)
-    why = _unreadable_input(args.inputs) or _unusable_out(args.out)
+    why = _unreadable_input(args.inputs) or _unusable_out(args.out, args.force)
     if why:
         print(f"msmq-harness pipeline: {why}", file=sys.stderr)
         return 2
     from harness.pipeline.job import PipelineError, run_pipeline
 
-    ports = frozenset(int(p) for p in args.ports.split(","))
     try:
         summary = run_pipeline(
             args.inputs,
             args.out,
             master=args.master,
             partitions=args.partitions,
-            ports=ports,
+            ports=args.ports,
             split_size=args.split_size,
             progress=not args.quiet,
             join_files=args.join_files,
             hadoop=args.via_hadoop,
+            force=args.force,
         )
     except PipelineError as e:
         print(f"msmq-harness pipeline: {e}", file=sys.stderr)
@@ -105,7 +101,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 def cmd_capture_to_case(args: argparse.Namespace) -> int:
     from harness.pipeline.tocase import CaseBuildError, capture_to_case, sessions_with_problems, write_case
 
-    ports = frozenset(int(p) for p in args.ports.split(","))
+    ports = args.ports
     if args.flow is None:  # the sessions a case can be made of
         try:
             found = sessions_with_problems(args.capture, ports)
@@ -119,6 +115,10 @@ def cmd_capture_to_case(args: argparse.Namespace) -> int:
     if args.out is None:
         print("msmq-harness capture-to-case: --out FILE is required with --flow", file=sys.stderr)
         return 2
+    why = _unusable_case_out(args.out, args.force)  # before any work: the capture may be large
+    if why:
+        print(f"msmq-harness capture-to-case: {why}", file=sys.stderr)
+        return 2
     try:
         case = capture_to_case(args.capture, args.flow, ports=ports, behaviour=args.behaviour, case_id=args.id)
     except (CaseBuildError, OSError) as e:
@@ -129,9 +129,33 @@ def cmd_capture_to_case(args: argparse.Namespace) -> int:
         if isinstance(code, int):
             return code
         case = code
-    write_case(case, args.out)
+    try:
+        write_case(case, args.out)
+    except OSError as e:
+        print(f"msmq-harness capture-to-case: --out {args.out}: {e.strerror or e}", file=sys.stderr)
+        return 2
     print(f"wrote {args.out}: {case['id']}, {len(case['when'])} steps")
     return 0
+
+
+def _unusable_case_out(out: str, force: bool) -> str:
+    """ "" when a case file may be written at ``out``, else why not: a folder (name the file),
+    an existing file (replaced only with ``--force``: a case is often edited after it is made),
+    or a folder that cannot be made or written (the parent is made here if missing)."""
+    path = Path(out)
+    if path.is_dir():
+        return f"--out {out}: a folder; name the case file to write (e.g. {path / 'case.yaml'})"
+    if (path.exists() or path.is_symlink()) and not force:
+        return f"--out {out}: the file exists; name another file, or give --force to replace it"
+    if path.exists() and not path.is_file():
+        return f"--out {out}: not a regular file"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as e:
+        return f"--out {out}: {e.strerror or e}"
+    return ""
 
 
 def _minimize(args: argparse.Namespace, case: dict[str, Any]) -> dict[str, Any] | int:
@@ -143,8 +167,7 @@ def _minimize(args: argparse.Namespace, case: dict[str, Any]) -> dict[str, Any] 
     from harness.pipeline.tocase import flow_violations
     from harness.pipeline.tocase_targets import reproducing_target
 
-    ports = frozenset(int(p) for p in args.ports.split(","))
-    choice = reproducing_target(flow_violations(args.capture, args.flow, ports))
+    choice = reproducing_target(flow_violations(args.capture, args.flow, args.ports))
     if not choice.broke:
         print(f"msmq-harness capture-to-case: not minimized: {choice.reason}; nothing fails to shrink", file=sys.stderr)
         return case
@@ -192,6 +215,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 def add_subcommands(sub: Any) -> None:
     """Register the subcommands on the ``msmq-harness`` sub-parser collection."""
+    from harness.argtypes import case_id, count, port_list, seconds
+
     synth = sub.add_parser("synth", help="write a synthetic MSMQ capture with injected anomalies")
     synth.add_argument("--sessions", type=int, required=True, metavar="N", help="MSMQ sessions to write")
     synth.add_argument("--anomalies", type=float, default=0.1, metavar="RATE", help="fraction of sessions (0..1)")
@@ -211,11 +236,34 @@ def add_subcommands(sub: Any) -> None:
     pipe.add_argument(
         "inputs", nargs="+", metavar="INPUT", help="pcap/pcapng files, folders or globs (paths, file:, hdfs://, s3a://...)"
     )
-    pipe.add_argument("--out", required=True, metavar="DIR", help="where the tables, summary.json and report.txt go")
+    pipe.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="where the tables, summary.json and report.txt go: written beside it and renamed into place when "
+        "complete; an existing DIR is replaced only when it holds a previous pipeline output and nothing else",
+    )
+    pipe.add_argument(
+        "--force", action="store_true", help="replace --out DIR even when it holds files the pipeline did not write"
+    )
     pipe.add_argument("--master", metavar="URL", help="default local[*] (or what spark-submit sets)")
-    pipe.add_argument("--partitions", type=int, default=0, metavar="N", help="tasks (default: 2 per core)")
-    pipe.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
-    pipe.add_argument("--split-size", type=int, default=0, metavar="BYTES", help="byte range per task")
+    pipe.add_argument(
+        "--partitions",
+        type=count(0, meaning="0: two per core"),
+        default=0,
+        metavar="N",
+        help="tasks (default 0: 2 per core)",
+    )
+    pipe.add_argument(
+        "--ports", type=port_list, default="1801", metavar="P1,P2", help="TCP ports carrying MSMQ (default 1801)"
+    )
+    pipe.add_argument(
+        "--split-size",
+        type=count(0, meaning="0: the inputs' size over the tasks, at least 1 MiB"),
+        default=0,
+        metavar="BYTES",
+        help="byte range per task (default 0: the inputs' size over the tasks, at least 1 MiB)",
+    )
     pipe.add_argument("--quiet", action="store_true", help="no progress display")
     pipe.add_argument(
         "--join-files", action="store_true", help="the inputs, in order, are one capture cut into files (rotated)"
@@ -234,10 +282,17 @@ def add_subcommands(sub: Any) -> None:
     to_case.add_argument(
         "--flow", metavar="ID", help="as in the pipeline's flow column (without it: list the sessions with problems)"
     )
-    to_case.add_argument("--out", metavar="case.yaml", help="where to write the case (required with --flow)")
-    to_case.add_argument("--ports", default="1801", help="TCP ports carrying MSMQ (default 1801)")
+    to_case.add_argument(
+        "--out", metavar="case.yaml", help="the case file to write (required with --flow; an existing one: --force)"
+    )
+    to_case.add_argument("--force", action="store_true", help="replace the file --out names when it exists")
+    to_case.add_argument(
+        "--ports", type=port_list, default="1801", metavar="P1,P2", help="TCP ports carrying MSMQ (default 1801)"
+    )
     to_case.add_argument("--behaviour", metavar="NAME", help="the simulated peer's behaviour (given.peer.behaviour)")
-    to_case.add_argument("--id", metavar="CASE_ID", help="the case's id (default: capture.<flow>)")
+    to_case.add_argument(
+        "--id", type=case_id, metavar="CASE_ID", help="the case's id (default: capture.<flow>; letters, digits, . _ -)"
+    )
     to_case.add_argument(
         "--minimize",
         action="store_true",
@@ -248,8 +303,10 @@ def add_subcommands(sub: Any) -> None:
         help="the target --minimize runs against (default: the simulated peer that breaks the rule the session "
         "broke, e.g. reference?peer=bad-signature; reference with --behaviour)",
     )
-    to_case.add_argument("--max-runs", type=int, default=300, metavar="N", help="most runs of --minimize")
-    to_case.add_argument("--step-timeout", type=float, default=10.0, metavar="S", help="per step (default 10)")
+    to_case.add_argument("--max-runs", type=count(1), default=300, metavar="N", help="most runs of --minimize")
+    to_case.add_argument(
+        "--step-timeout", type=seconds(), default=10.0, metavar="S", help="per step, in seconds (default 10)"
+    )
     to_case.set_defaults(func=cmd_capture_to_case)
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
 import threading
 import time
@@ -536,15 +535,27 @@ def run_pipeline(
     spark: Any = None,
     join_files: bool = False,
     hadoop: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Run the job; returns the summary also written to ``out/summary.json``.
 
     ``join_files``: the inputs, in the order given, are one capture cut into files (a rotated
     capture), so a TCP connection may continue from one file into the next.  Inputs with a URI
     scheme other than ``file`` are read through Spark's Hadoop layer; ``hadoop`` reads every input
-    that way (local paths as ``file:`` URIs)."""
+    that way (local paths as ``file:`` URIs).
+
+    The outputs are written into a temporary sibling of ``out`` and renamed into place when
+    complete (:class:`harness.outdir.StagedOutput`): an existing ``out`` is replaced only when it
+    is empty or holds a previous output of the pipeline and nothing else, or with ``force``
+    (else :class:`PipelineError`, before any work); a failed or interrupted job leaves ``out``
+    as it was."""
+    from harness.outdir import OutputError, StagedOutput, refusal
+
     started = time.monotonic()
     inputs = list(inputs)
+    why = refusal(out, COMMAND, force=force) or _input_inside(inputs, Path(out))
+    if why:
+        raise PipelineError(why)
     through_hadoop = hadoop or not all(is_local(raw) for raw in inputs)
     if not through_hadoop:
         files = _list(None, inputs, False)
@@ -555,11 +566,36 @@ def run_pipeline(
     try:
         if through_hadoop:
             files = _list(spark, inputs, hadoop)
-        out.mkdir(parents=True, exist_ok=True)
-        return _run(spark, files, out, partitions, ports, split_size, progress, started, join_files)
+        with StagedOutput(out, COMMAND, force=force) as stage:
+            summary = _run(spark, files, stage.path, partitions, ports, split_size, progress, started, join_files, out)
+            try:
+                stage.commit()
+            except OutputError as e:
+                raise PipelineError(str(e)) from e
+        return summary
     finally:
         if own:
             spark.stop()
+
+
+COMMAND = "pipeline"  # the command an output folder's marker names (harness.outdir)
+
+
+def _input_inside(inputs: list[str], out: Path) -> str:
+    """ "" unless a local input lies in the folder ``out`` (which the output replaces)."""
+    folder = out.resolve()
+    for raw in inputs:
+        if not is_local(raw):
+            continue
+        try:
+            found = expand_inputs([raw])
+        except (SplitError, OSError):  # reported where the inputs are read
+            continue
+        for name in found:
+            path = Path(name).resolve()
+            if folder in path.parents:
+                return f"--out {out}: the input {name} is in it, and the output replaces the folder; name another one"
+    return ""
 
 
 def _list(spark: Any, inputs: list[str], hadoop: bool) -> list[InputFile]:
@@ -588,7 +624,10 @@ def _run(
     progress: bool,
     started: float,
     join_files: bool = False,
+    shown: Path | None = None,
 ) -> dict[str, Any]:
+    """The job, writing into the folder ``out``; the summary names the folder as ``shown``
+    (where the output is put once complete)."""
     sc = spark.sparkContext
     paths = [f.path for f in files]
     local = [f for f in files if f.format != "unread"]
@@ -600,9 +639,7 @@ def _run(
     bad = {f.path: f.problem for f in files if f.format == "bad"}
     order = {p: i for i, p in enumerate(paths)} if join_files else None
 
-    for table in TABLES:
-        shutil.rmtree(out / table, ignore_errors=True)
-    target = str(out.resolve())
+    target = str(out.resolve())  # a fresh folder (run_pipeline): nothing of another run in it
     whole: Any = None  # a broadcast RangeLocal
 
     def read(index: int, part: Iterable[list[Split]]) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -662,7 +699,7 @@ def _run(
     problems.sort(key=lambda e: (e["first_ts"], e["flow"]))
     reconciliation = _reconcile(stats, paths, bad)
     summary = {
-        "out": str(out),
+        "out": str(shown if shown is not None else out),
         "master": sc.master,
         "tasks": keyed.getNumPartitions(),
         "hadoop_inputs": len(remote),

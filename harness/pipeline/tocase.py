@@ -273,5 +273,10 @@ def _spec_refs(sections: Iterable[str]) -> list[dict[str, str]]:
 
 
 def write_case(case: dict[str, Any], out: str | Path) -> None:
+    """Write the case to the file ``out``, whole or not at all: into a temporary sibling, then
+    renamed into place (``capture-to-case`` checks first that ``out`` is no folder, and no
+    existing file unless ``--force``)."""
+    from harness.outdir import write_file_atomically
+
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(yaml.safe_dump(case, sort_keys=False, width=110))
+    write_file_atomically(out, yaml.safe_dump(case, sort_keys=False, width=110))

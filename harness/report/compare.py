@@ -15,13 +15,17 @@ external resource; everything shows without the script), disagreements first, ag
 per section, with a search box (case ids, titles, reasons) and a filter by outcome.  ``--all`` lists the
 agreeing cases one by one in the terminal too.  ``--name LABEL`` (once per report, in order) names
 the columns; by default a column is named by its run's target (with the file name when two runs
-share one).  Exit status, as ``diff``'s: 0 every implementation agrees on every case, 1 they
-disagree somewhere, 2 a report cannot be read.
+share one).  Each report is checked against the results schema of its format
+(harness/report/results.schema.json) before it is compared: a JSON array, or an object that is
+not a run's report, is refused naming what is wrong and where.  Exit status, as ``diff``'s: 0
+every implementation agrees on every case, 1 they disagree somewhere, 2 a report cannot be read
+or is not a report.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -42,8 +46,10 @@ __all__ = [
     "Implementation",
     "Row",
     "add_parser",
+    "check_report",
     "cmd_compare",
     "compare",
+    "read_report",
     "render_compare_html",
     "render_compare_text",
     "write_compare_html",
@@ -340,7 +346,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="several implementations side by side, from their run --json reports",
         description="Compare the JSON reports (msmq-harness run --json) of several implementations: one matrix "
         "of cases by implementation, grouped by spec section, the cases where they disagree first. Exit status: "
-        "0 they agree on every case, 1 they disagree, 2 a report cannot be read.",
+        "0 they agree on every case, 1 they disagree, 2 a report cannot be read or does not match the results schema "
+        "(harness/report/results.schema.json).",
     )
     p.add_argument("reports", nargs="+", metavar="REPORT.json", help="the JSON reports, one per implementation")
     p.add_argument("--html", metavar="FILE", help="write the matrix as a self-contained HTML page")
@@ -350,13 +357,90 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
+_SHOWN_VALUE = 60  # characters of an offending value shown in a report's refusal
+
+
+def _where(error: Any) -> str:
+    """Where a schema error is, as a JSON path (``results[3].outcome``; ``the report`` at the top)."""
+    where = ""
+    for part in error.absolute_path:
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    return where or "the report"
+
+
+@functools.cache
+def _validator(readable: str) -> Any:
+    """The results schema (harness/report/results.schema.json) of the format ``readable``: the
+    current one as it is; an earlier one (msmq-harness-results/1, which read_json reads) with the
+    fields its successors added left optional."""
+    import copy
+
+    import jsonschema
+
+    from harness.report.json_report import FORMAT, load_schema
+
+    schema = load_schema()
+    if readable != FORMAT:
+        schema = copy.deepcopy(schema)
+        schema["properties"]["format"] = {"const": readable}
+        schema["required"] = ["target", "results"]
+        added = {"result": {"stopped", "explanations"}, "failure": {"quote", "inputs", "line"}}
+        for name, fields in added.items():
+            definition = schema["$defs"][name]
+            definition["required"] = [f for f in definition["required"] if f not in fields]
+    return jsonschema.Draft202012Validator(schema)
+
+
+def check_report(data: Any) -> str:
+    """ "" when ``data`` (a parsed JSON document) is a report ``compare`` reads -- an object of a
+    format read_json reads, valid against the results schema of that format
+    (harness/report/results.schema.json) -- else why not, in a sentence naming the place."""
+    from jsonschema.exceptions import best_match
+
+    from harness.report.json_report import READABLE
+
+    if not isinstance(data, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
+        return f"{kind}, not a report (a JSON object, as msmq-harness run --json writes)"
+    form = data.get("format", READABLE[0])
+    if form not in READABLE:
+        return f"format {str(form)[:_SHOWN_VALUE]!r} is none of {', '.join(READABLE)}"
+    error = best_match(_validator(form).iter_errors(data))
+    if error is None:
+        return ""
+    message = error.message if len(error.message) <= 2 * _SHOWN_VALUE else error.message[: 2 * _SHOWN_VALUE] + "..."
+    return f"not a report of the results schema ({form}): {_where(error)}: {message}"
+
+
+def read_report(path: str | os.PathLike[str]) -> RunResult:
+    """A run's JSON report, checked against the results schema first: ValueError naming what is
+    wrong and where (:func:`check_report`); OSError when it cannot be read."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 text: {e}") from None
+    except RecursionError:
+        raise ValueError("nested too deeply to be a report") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON: {e}") from None
+    why = check_report(data)
+    if why:
+        raise ValueError(why)
+    return read_json(path)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """``msmq-harness compare``: see the module docstring."""
     runs = []
     for path in args.reports:
         try:
-            runs.append((str(path), read_json(path)))
-        except (OSError, ValueError, KeyError, TypeError) as e:
+            runs.append((str(path), read_report(path)))
+        except OSError as e:
+            print(f"msmq-harness compare: {path}: cannot read the report: {e.strerror or e}", file=sys.stderr)
+            return 2
+        except (ValueError, KeyError, TypeError) as e:
             print(f"msmq-harness compare: {path}: cannot read the report: {e}", file=sys.stderr)
             return 2
     if len(args.name) > len(runs):

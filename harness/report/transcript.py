@@ -3,7 +3,9 @@
 ``msmq-harness run --record DIR`` (harness.cases.targets.wire.run_wire_case) hands every
 [MS-MQQB] wire case it ran to :func:`write_transcript` with the TCP connections of its session
 (:class:`RecordedConnection`: both directions, whole packets, wall-clock times) as the harness's
-own end saw them.  Two files result, named after the case's full id:
+own end saw them.  Two files result, named after the case's full id (:func:`file_stem`: the id
+itself when it is a safe file name, else a safe form of it and a digest of the whole id, so
+that two cases never share a file and a case keeps its name from run to run):
 
 - ``DIR/<id>.pcap``: one TCP flow per connection with synthesised framing
   (harness.peers.recorder: handshake, PSH+ACK segments, FIN), which ``msmq-harness decode``
@@ -24,6 +26,7 @@ are not part of the TCP transcript.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,6 +41,10 @@ __all__ = ["MSMQ_PORT", "RecordedConnection", "file_stem", "find_failing", "rend
 
 MSMQ_PORT = 1801  # [MS-MQQB] 2.1.1: the TCP port of the MSMQ binary protocol
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+\[\]-]+")
+_STEM_CHARS = 150  # characters of a transcript's file name before its suffix (the digest apart)
+_WINDOWS_DEVICES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
+)
 _HEX_SHOWN = 4096  # bytes of a packet shown in its hex dump
 
 
@@ -56,9 +63,26 @@ class RecordedConnection:
 
 
 def file_stem(case_id: str) -> str:
-    """The file name (without suffix) of a case's transcript: its full id, characters a file
-    name should not hold replaced by ``_``."""
-    return _UNSAFE.sub("_", case_id).strip(".") or "case"
+    """The file name (without suffix) of a case's transcript: unique and stable.
+
+    An id that is a safe file name as it is -- only the characters of :data:`_UNSAFE`'s
+    complement, no capital letter (two ids differing in case would share a file on a
+    case-insensitive file system), not a device name of Windows, at most :data:`_STEM_CHARS`
+    long -- is the name.  Any other is made safe (each run of other characters replaced by
+    ``_``, cut to :data:`_STEM_CHARS`) and followed by ``~`` and 12 hex digits of the SHA-256
+    of the whole id: ``a/b`` and ``a?b`` become ``a_b~<digest>`` with two digests.  A safe id
+    never holds ``~``, so it never takes the name of another id."""
+    safe = _UNSAFE.sub("_", case_id).strip(".")
+    kept = (
+        safe == case_id
+        and len(safe) <= _STEM_CHARS
+        and safe == safe.lower()
+        and safe.split(".", 1)[0].upper() not in _WINDOWS_DEVICES
+    )
+    if kept:
+        return safe
+    digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{(safe or 'case')[:_STEM_CHARS]}~{digest}"
 
 
 def find_failing(connections: list[RecordedConnection], failing: bytes | None) -> tuple[int, int] | None:

@@ -3,6 +3,7 @@ the HTML report (harness.report.transcript)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -120,10 +121,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_one_pcap_and_one_page_per_wire_case(recorded: Path) -> None:
+    from harness.outdir import MARKER
+
     ids = ["rec.acceptor.pass", "rec.acceptor.fail", "rec.initiator.established"]
-    assert sorted(p.name for p in (recorded / "rec").iterdir()) == sorted(
-        f"{i}.{ext}" for i in ids for ext in ("html", "pcap")
-    )
+    files = sorted(f"{i}.{ext}" for i in ids for ext in ("html", "pcap"))
+    assert sorted(p.name for p in (recorded / "rec").iterdir()) == sorted([*files, MARKER])
+    # the marker names what the run wrote: a later run may replace exactly that (harness.outdir)
+    assert json.loads((recorded / "rec" / MARKER).read_text()) == {"command": "run --record", "files": files}
 
 
 @pytest.mark.parametrize("case_id", ["rec.acceptor.pass", "rec.acceptor.fail", "rec.initiator.established"])
@@ -200,7 +204,9 @@ def _parse_html_links(run: RunResult) -> str:
 
 
 def test_file_stem_and_failing_by_identity(tmp_path: Path) -> None:
-    assert file_stem("a.b[x=1, y=q/r]") == "a.b[x=1,_y=q_r]"
+    digest = hashlib.sha256(b"a.b[x=1, y=q/r]").hexdigest()[:12]
+    assert file_stem("a.b[x=1, y=q/r]") == f"a.b[x=1,_y=q_r]~{digest}"  # made safe: the digest tells it apart
+    assert file_stem("a.b[x=1]") == "a.b[x=1]"  # safe as it is: the id itself
     same = bytes.fromhex("10 20 30 40")
     other = bytes.fromhex("10 20 30 40")  # equal bytes, another object
     assert other is not same
