@@ -25,6 +25,8 @@ import sys
 import threading
 from typing import Any
 
+from harness.argtypes import count, seconds
+
 __all__ = ["add_parser", "cmd_peer", "is_loopback", "list_behaviours"]
 
 STOPPED_MID_PACKET = 3  # exit status: a connection's packet was unfinished when the peer stopped
@@ -136,10 +138,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="write each initiator violation as a JSON line (a write that fails ends the report only: named "
         "on stderr, exit status 4)",
     )
-    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until interrupted)")
+    p.add_argument(
+        "--duration", type=seconds(), metavar="S", help="stop after S seconds (default: until interrupted)"
+    )
     p.add_argument(
         "--max-connections",
-        type=int,
+        type=count(1),
         default=256,
         metavar="N",
         help="connections served at once (default 256); beyond them a newcomer takes the slot of the longest-idle "
@@ -147,7 +151,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--read-timeout",
-        type=float,
+        type=seconds(),
         default=10.0,
         metavar="S",
         help="close a connection whose packet is not complete S seconds after its first byte (default 10)",
