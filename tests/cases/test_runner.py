@@ -598,13 +598,14 @@ def test_a_step_of_an_event_the_case_does_not_cite_is_graded_by_its_processing_r
     assert "DMPR-3.1.7.1.9-PROCESSING" in err.value.message
 
 
-BAD_STEP = "when:\n  - event: advance_clock\n    args: {seconds: not-a-number}\n"
+# a reader no step started: the loader cannot know, the target errs
+BAD_STEP = "when:\n  - event: read_result\n    args: {iReader: nobody}\n"
 
 
 def test_an_error_is_not_graded() -> None:
     _, result = run_one(UNDEFINED.replace("when:\n", BAD_STEP))
     assert (result.outcome, result.failures) == (Outcome.error, [])
-    assert "step 0 (advance_clock" in result.detail
+    assert "step 0 (read_result" in result.detail
 
 
 # ----------------------------------------------------------------------- known failures
