@@ -125,8 +125,8 @@ title: the target errs on this step
 spec:
   - {section: MS-MQDMPR 3.1.7.1.6, requirement: P-CLOSE}
 when:
-  - event: advance_clock
-    args: {seconds: not-a-number}
+  - event: read_result  # a reader no step started: the loader cannot know, the target errs
+    args: {iReader: nobody}
 """
 
 NOT_APPLICABLE_CASE = """\
@@ -208,8 +208,8 @@ def test_items_markers_and_outcomes(pytester: pytest.Pytester) -> None:
     assert "section:  MS-MQDMPR 3.1.7.3.2" in out
     assert "requirement: P-SEEK-HEAD (MUST)" in out
     assert "[XPASS(strict)] known failure passed unexpectedly" in out
-    assert "x.error: ERROR: MS-MQDMPR 3.1.7.1.6: step 0 (advance_clock" in out
-    assert "seconds must be a number" in out
+    assert "x.error: ERROR: MS-MQDMPR 3.1.7.1.6: step 0 (read_result" in out
+    assert "unknown reader 'nobody'" in out
     assert re.search(r"SKIPPED \[1\] cases/extra/other.yaml:\d+: not applicable: the target lacks peer-behaviour", out)
     assert "XFAIL cases/extra/seek.yaml::x.known - known failure" in out
     # the non-strict case: a NonStrictWarning with its difference, graded by the interpretation
