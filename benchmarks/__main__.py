@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITES = ("bench_codec", "bench_model", "bench_cases", "bench_peers", "bench_pipeline")
+SUITES = ("bench_codec", "bench_model", "bench_cases", "bench_peers", "bench_pipeline", "bench_memory")
 
 
 def _fmt(value: Any) -> str:

@@ -124,9 +124,13 @@ def _starts_with_msmq(data: bytes) -> bool:
 
 def _decode_input_problem(name: str) -> str:
     """ "" when ``name`` holds something decode reads (a capture whose file header can be read, a
-    hex dump, or a raw stream that starts with an MSMQ packet), else why not, in a few words."""
+    hex dump, or a raw stream that starts with an MSMQ packet), else why not, in a few words.
+    A device or a FIFO is never read; of a file, the first bytes only (harness.files)."""
+    from harness.decoding import INPUT_PREFIX, hex_text
+    from harness.files import open_regular
+
     try:
-        with open(name, "rb") as f:
+        with open_regular(name) as f:
             head = f.read(4)
             if not head:
                 return "empty file"
@@ -134,11 +138,12 @@ def _decode_input_problem(name: str) -> str:
                 f.seek(0)
                 header = read_header(f)
                 return f"not a readable capture: {header.reason}" if isinstance(header, CaptureProblem) else ""
-            raw = head + f.read()
+            raw = head + f.read(INPUT_PREFIX)
+            whole = not f.read(1)
     except OSError as e:
         return e.strerror or str(e)
     try:
-        if read_hex(raw.decode("ascii")):
+        if read_hex(hex_text(raw, whole)):
             return ""
     except (UnicodeDecodeError, ValueError):
         pass
@@ -306,6 +311,22 @@ def _path_hint(path: str) -> str:
     return f" (did you mean {fixed_path}?)" if fixed_path.exists() and str(fixed_path) != path else ""
 
 
+def _special_files(paths: Sequence[str], known_failures: str | None) -> str:
+    """ "" unless a case path or the --known-failures file names a device, a FIFO or a socket
+    (read, it would never end): then what it names (harness.files)."""
+    from harness.files import NotRegularFile, regular_file
+
+    named = [(p, True) for p in paths] + ([(known_failures, False)] if known_failures else [])
+    for path, folders in named:
+        try:
+            regular_file(path, folders=folders)
+        except NotRegularFile as e:
+            return f"{'--known-failures ' if not folders else ''}{path}: {e.strerror}"
+        except OSError:
+            pass  # reported where the file is read
+    return ""
+
+
 def _usage_error(message: str) -> int:
     from harness.report.results import printable  # a target's error text is data: shown, never acted on
 
@@ -363,6 +384,9 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         return _usage_error("no such file or folder: " + ", ".join(p + _path_hint(p) for p in missing))
+    unread = _special_files(args.paths, args.known_failures)
+    if unread:
+        return _usage_error(unread)
     try:
         if args.n > 1 and not args.dry_run:  # the workers load the files (through the cache), then run them
             corpus.append(WorkerCorpus(args.paths or [CASES], args.n, cache=CaseCache.default()))

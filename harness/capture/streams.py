@@ -219,7 +219,9 @@ def by_connection(
 
 
 def _records(path: str | Path) -> Iterator[Record | CaptureProblem]:
-    with open(path, "rb") as f:
+    from harness.files import open_regular  # a device or a FIFO is never read
+
+    with open_regular(path) as f:
         yield from iter_records(f, path=str(path))
 
 

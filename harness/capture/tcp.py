@@ -28,6 +28,7 @@ __all__ = [
     "Gap",
     "StreamProblem",
     "TcpReassembler",
+    "a_is_client",
     "reassemble",
 ]
 
@@ -121,6 +122,9 @@ class TcpReassembler:
         self._ahead = 0  # buffered bytes
         self._hist = bytearray()  # the last `history` delivered bytes, ending at self.next
         self._last_ts = 0.0
+        #: while out-of-order data is held: the lowest capture time and the lowest frame number of
+        #: the pieces held since the hold began (a lower bound of those still held), else None
+        self.floor: tuple[float, int] | None = None
 
     # ---------------------------------------------------------------- helpers
 
@@ -177,6 +181,8 @@ class TcpReassembler:
                 bisect.insort(starts, cur)
                 pieces[cur] = (ts, piece, frame)
                 self._ahead += len(piece)
+                floor = self.floor
+                self.floor = (ts, frame) if floor is None else (min(floor[0], ts), min(floor[1], frame))
                 i = bisect.bisect_right(starts, cur)
                 cur = hi
             else:
@@ -190,6 +196,8 @@ class TcpReassembler:
             self._ahead -= len(data)
             if s + len(data) > self.next:
                 self._deliver(ts, data[self.next - s :], out, frame)
+        if not starts:
+            self.floor = None
 
     def _skip_to(self, off: int, reason: str, out: list[Chunk | Gap]) -> None:
         gap = Gap(self.next, off - self.next, reason)
@@ -305,8 +313,8 @@ class Direction:
     reset: bool = False
     segments: int = 0
     retransmitted: int = 0
-    #: stream offset of a chunk -> frame number of the segment that carried it (when the segments
-    #: were given with frame numbers, see :func:`reassemble`)
+    #: stream offset of a chunk -> frame number of the segment that carried it (its position among
+    #: the segments when they were given without frame numbers, see :func:`reassemble`)
     frames: dict[int, int] = field(default_factory=dict)
 
 
@@ -368,18 +376,29 @@ def _direction(side: _Side | None, who: tuple[str, int, str, int]) -> Direction:
     return d
 
 
-def _a_is_client(sa: _Side | None, sb: _Side | None, key: FlowKey, ports: frozenset[int]) -> bool:
-    if sa is not None and sa.saw_pure_syn:
+def a_is_client(a: tuple[bool, bool], b: tuple[bool, bool], key: FlowKey, ports: frozenset[int]) -> bool:
+    """Is endpoint ``a`` of ``key`` the client, given (sent a SYN without ACK, sent a SYN+ACK)
+    for each endpoint: the SYN sender, else the other side of the SYN+ACK sender, else the side
+    talking to ``ports``, else ``a``."""
+    if a[0]:
         return True
-    if sb is not None and sb.saw_pure_syn:
+    if b[0]:
         return False
-    if sa is not None and sa.saw_synack:
+    if a[1]:
         return False
-    if sb is not None and sb.saw_synack:
+    if b[1]:
         return True
     if key.b_port in ports:
         return True
     return key.a_port not in ports
+
+
+def _syns(side: _Side | None) -> tuple[bool, bool]:
+    return (False, False) if side is None else (side.saw_pure_syn, side.saw_synack)
+
+
+def _a_is_client(sa: _Side | None, sb: _Side | None, key: FlowKey, ports: frozenset[int]) -> bool:
+    return a_is_client(_syns(sa), _syns(sb), key, ports)
 
 
 def reassemble(
@@ -388,8 +407,10 @@ def reassemble(
 ) -> dict[FlowKey, Flow]:
     """Group segments (in capture order) into flows and reassemble both directions.
 
-    Each item is ``(timestamp, segment)`` or ``(timestamp, segment, frame number)``; frame numbers
-    given are kept per delivered chunk (:attr:`Direction.frames`).
+    Each item is ``(timestamp, segment)`` or ``(timestamp, segment, frame number)``; the frame
+    number of each delivered chunk is kept (:attr:`Direction.frames`): the one given, else the
+    1-based position of the segment among those given -- capture order either way, which breaks
+    the ties of capture time between the two directions.
 
     The client is the side that sent a SYN without ACK (else the side that answered with SYN+ACK
     is the server), else the side whose destination port is in ``ports``, else endpoint ``a``.
@@ -400,9 +421,9 @@ def reassemble(
     sides: dict[FlowKey, list[_Side | None]] = {}
     times: dict[FlowKey, list[float]] = {}
     by_tuple: dict[tuple[str, int, str, int], tuple[_Side, list[float]]] = {}
-    for item in segments:
+    for position, item in enumerate(segments, 1):
         ts, seg = item[0], item[1]
-        frame = item[2] if len(item) > 2 else 0
+        frame = item[2] if len(item) > 2 else position
         who = (seg.src, seg.sport, seg.dst, seg.dport)
         hit = by_tuple.get(who)
         if hit is None:

@@ -99,9 +99,15 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_capture_to_case(args: argparse.Namespace) -> int:
+    from harness.files import regular_file
     from harness.pipeline.tocase import CaseBuildError, capture_to_case, sessions_with_problems, write_case
 
     ports = args.ports
+    try:  # a device or a FIFO is never read
+        regular_file(args.capture)
+    except OSError as e:
+        print(f"msmq-harness capture-to-case: {args.capture}: {e.strerror or e}", file=sys.stderr)
+        return 2
     if args.flow is None:  # the sessions a case can be made of
         try:
             found = sessions_with_problems(args.capture, ports)

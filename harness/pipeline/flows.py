@@ -2,32 +2,34 @@
 sessions and violations -- with the functions ``msmq-harness decode`` uses.
 
 Frames are decoded by :func:`harness.capture.frames.decode_tcp`; the segments of one TCP
-connection (bidirectional 5-tuple, [MS-MQQB] 2.1.1: the MSMQ port is 1801) are reassembled per
-direction by :func:`harness.capture.tcp.reassemble` (gaps recorded, never hidden); each direction
-is cut by [MS-MQMQ] 2.2.19.1 BaseHeader.PacketSize and decoded non-strictly by
-:func:`harness.decoding.decode_pieces`; and the byte streams are replayed in capture order into the
-passive :class:`harness.session.Observer`, which reports the [MS-MQQB] 3.1 session rules
-(:mod:`harness.session.rules`).  After a gap nothing more is given to the observer: the session
-cannot be judged beyond what was captured.  Rows are plain dicts (the Parquet schemas are in
-:mod:`harness.pipeline.job`); :func:`process_local` runs the whole chain in one process.
+connection (bidirectional 5-tuple, [MS-MQQB] 2.1.1: the MSMQ port is 1801) are fed in capture
+order to a :class:`FlowRows`, whose :class:`harness.capture.connection.Connection` reassembles
+each direction by sequence number (gaps recorded, never hidden), cuts it by [MS-MQMQ] 2.2.19.1
+BaseHeader.PacketSize as its bytes come, decodes each packet non-strictly, once, for its row and
+for the passive :class:`harness.session.Observer`, which reports the [MS-MQQB] 3.1 session rules
+(:mod:`harness.session.rules`) on both directions merged in the order the capture proves (capture
+time, frame order breaking its ties).  After a gap, or from where the capture's times contradict
+its frame order, nothing more is given to the observer: the session cannot be judged beyond what
+was captured.  Rows are plain dicts (the Parquet schemas are in :mod:`harness.pipeline.job`);
+:func:`iter_local` runs the whole chain in one process, :func:`process_local` collects it.
 """
-
 from __future__ import annotations
 
-import bisect
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp
 from harness.capture.pcapfile import Record
-from harness.capture.tcp import Flow, FlowKey, reassemble
-from harness.decoding import StreamReport, decode_pieces
-from harness.decoding import flow_runs as _runs
-from harness.decoding import observe_flow as _observe
+from harness.capture.tcp import Flow, FlowKey
+from harness.decoding import DecodedPacket
+
+if TYPE_CHECKING:
+    from harness.capture.connection import ConnectionResult
 
 __all__ = [
+    "FlowRows",
     "FrameCounts",
     "analyse_flow",
     "first_reading",
@@ -36,6 +38,7 @@ __all__ = [
     "key_fields",
     "process_local",
     "segments_of",
+    "stream_rows",
 ]
 
 DEFAULT_PORTS = frozenset({1801})
@@ -223,80 +226,119 @@ def key_fields(packet: Any) -> dict[str, Any]:
 #: the observer's direction of the packet that broke a rule -> the pipeline's direction names
 _SENDER = {"c2s": "client", "s2c": "server"}
 
+#: packet rows a :class:`FlowRows` hands on at a time (given ``emit``)
+ROW_BATCH = 2000
+
+
+class FlowRows:
+    """The rows of one TCP connection, built as its segments are fed in capture order
+    (:class:`harness.capture.connection.Connection`: reassembly, each packet parsed once for its
+    row and for the observer, the session checked in the order the capture proves).  Packet rows
+    are handed to ``emit`` in batches of :data:`ROW_BATCH` as they are made (kept until
+    :meth:`finish` without ``emit``); :meth:`finish` gives the rest, the session row and the
+    violations.  An analysis that breaks (a bug) ends the connection with an ``error`` session
+    row; the connection's other rows are dropped unless already handed on."""
+
+    def __init__(
+        self,
+        input_name: str,
+        key: FlowKey,
+        ports: frozenset[int] = DEFAULT_PORTS,
+        emit: Callable[[list[dict[str, Any]]], None] | None = None,
+        pool: Any = None,
+    ) -> None:
+        from harness.capture.connection import Connection
+
+        self.input = input_name
+        self.emit = emit
+        self.rows: list[dict[str, Any]] = []
+        self.kinds: dict[str, int] = {}
+        self.sent = {"client": 0, "server": 0}
+        self.ec: dict[str, dict[str, Any]] = {}
+        self.failed = ""
+        self.conn = Connection(key, ports, self._packet, pool=pool)
+
+    def _packet(self, direction: str, item: DecodedPacket, key: tuple[float, int]) -> None:
+        packet = item.packet
+        kind = packet.kind.name
+        row = {
+            "input": self.input,
+            "flow": self.conn.id,
+            "direction": direction,
+            "index": item.index,
+            "stream_offset": item.offset,
+            "timestamp": key[0],
+            "kind": kind,
+            "size": len(item.data),
+            "problems": [str(v) for v in packet.violations],
+        }
+        row.update(key_fields(packet))
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        self.sent[direction] += 1
+        if kind == "EstablishConnection":
+            self.ec[direction] = row
+        self.rows.append(row)
+        if self.emit is not None and len(self.rows) >= ROW_BATCH:
+            self.emit(self.rows)
+            self.rows = []
+
+    def feed(self, ts: float, seg: TcpSegment, frame: int) -> None:
+        if self.failed:
+            return
+        try:
+            self.conn.feed(ts, seg, frame)
+        except Exception as e:  # one connection that breaks a decoder must not stop the others
+            self.failed = f"analysis failed: {type(e).__name__}: {e}"
+
+    def finish(self, flow: Flow | None = None) -> dict[str, list[dict[str, Any]]]:
+        result = None
+        if not self.failed:
+            try:
+                result = self.conn.finish(flow)
+            except Exception as e:
+                self.failed = f"analysis failed: {type(e).__name__}: {e}"
+        if result is None:
+            return {"packets": [], "sessions": [_failed_session(self.input, flow or self.conn._flow(), self.failed)],
+                    "violations": []}  # fmt: skip
+        return self.tables(result)
+
+    def tables(self, result: ConnectionResult) -> dict[str, list[dict[str, Any]]]:
+        flow = result.flow
+        violation_rows = [
+            {
+                "input": self.input,
+                "flow": flow.id,
+                "server": _endpoint(flow.client.dst, flow.client.dport),
+                "rule_id": v.rule_id,
+                "section": v.section,
+                "direction": _SENDER.get(v.direction, v.direction),
+                "packet_index": v.packet_index,
+                "evidence": v.evidence,
+            }
+            for v in result.violations
+        ]
+        session = _session_row(self, result, violation_rows)
+        rows, self.rows = self.rows, []
+        return {"packets": rows, "sessions": [session], "violations": violation_rows}
+
 
 def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]:
-    """Packets, the session and its violations for one reassembled flow: each packet is parsed
-    once (by ``decode_pieces``), for its row and for the observer."""
-    reports: dict[str, StreamReport] = {}
-    runs: dict[str, list[tuple[float, int, bool]]] = {}
-    packet_rows: list[dict[str, Any]] = []
-    for direction, side in (("client", flow.client), ("server", flow.server)):
-        gaps = [(g.stream_offset, g.length) for g in side.gaps]
-        report = decode_pieces(f"{flow.id} {direction}", side.pieces, gaps)
-        report.problems.extend(f"{p.reason} at stream offset {p.stream_offset}" for p in side.problems)
-        reports[direction] = report
-        side_runs = runs[direction] = _runs(side)
-        starts = [off for _ts, off, _gap in side_runs]
-        for item in report.packets:
-            packet = item.packet
-            i = bisect.bisect_right(starts, item.offset + len(item.data) - 1) - 1
-            row = {
-                "input": input_name,
-                "flow": flow.id,
-                "direction": direction,
-                "index": item.index,
-                "stream_offset": item.offset,
-                "timestamp": side_runs[i][0] if i >= 0 else 0.0,
-                "kind": packet.kind.name,
-                "size": len(item.data),
-                "problems": [str(v) for v in packet.violations],
-            }
-            row.update(key_fields(packet))
-            packet_rows.append(row)
+    """Packets, the session and its violations for one reassembled flow
+    (:func:`harness.capture.connection.replay_flow`): each packet is parsed once, for its row and
+    for the observer."""
+    from harness.capture.connection import replay_flow
 
-    any_gap = bool(flow.client.gaps or flow.server.gaps)
-    found = _observe(flow, reports, runs)
-    violation_rows = [
-        {
-            "input": input_name,
-            "flow": flow.id,
-            "server": _endpoint(flow.client.dst, flow.client.dport),
-            "rule_id": v.rule_id,
-            "section": v.section,
-            "direction": _SENDER.get(v.direction, v.direction),
-            "packet_index": v.packet_index,
-            "evidence": v.evidence,
-        }
-        for v in found
-    ]
-    return {
-        "packets": packet_rows,
-        "sessions": [_session_row(input_name, flow, reports, packet_rows, violation_rows, any_gap)],
-        "violations": violation_rows,
-    }
+    builder = FlowRows(input_name, flow.key)
+    return builder.tables(replay_flow(flow, builder._packet))
 
 
 def _endpoint(addr: str, port: int) -> str:
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
-def _session_row(
-    input_name: str,
-    flow: Flow,
-    reports: dict[str, StreamReport],
-    packet_rows: list[dict[str, Any]],
-    violation_rows: list[dict[str, Any]],
-    any_gap: bool,
-) -> dict[str, Any]:
-    kinds: dict[str, int] = {}
-    sent = {"client": 0, "server": 0}
-    ec: dict[str, dict[str, Any]] = {}
-    for p in packet_rows:  # one pass: packets per kind and per direction, the EstablishConnections
-        kind = p["kind"]
-        kinds[kind] = kinds.get(kind, 0) + 1
-        sent[p["direction"]] += 1
-        if kind == "EstablishConnection":
-            ec[p["direction"]] = p
+def _session_row(rows: FlowRows, result: ConnectionResult, violation_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    flow, reports = result.flow, result.reports
+    kinds, sent, ec = rows.kinds, rows.sent, rows.ec
     problems: list[str] = []
     for direction, report in reports.items():
         problems += [f"{direction}: gap of {n} bytes at stream offset {s}" for s, n in report.gaps]
@@ -306,10 +348,13 @@ def _session_row(
         if report.trailing:
             problems.append(f"{direction}: {report.trailing} bytes of an incomplete packet at the end")
     refused = ec.get("server", {}).get("cs") == 1
-    if not packet_rows and not problems:
+    any_gap = bool(flow.client.gaps or flow.server.gaps)
+    if not sum(sent.values()) and not problems:
         outcome = "no-msmq"
     elif any_gap:
         outcome = "gap"
+    elif result.unordered:
+        outcome = "unordered"
     elif violation_rows:
         outcome = "violations"
     elif refused:
@@ -318,7 +363,7 @@ def _session_row(
         outcome = "ok"
     c, s = flow.client, flow.server
     return {
-        "input": input_name,
+        "input": rows.input,
         "flow": flow.id,
         "client": _endpoint(c.src, c.sport),
         "server": _endpoint(c.dst, c.dport),
@@ -344,21 +389,43 @@ def _session_row(
 
 
 def flow_rows(
-    input_name: str, segments: Iterable[tuple[int, float, TcpSegment]], ports: frozenset[int] = DEFAULT_PORTS
+    input_name: str, segments: Iterable[tuple[Any, float, TcpSegment]], ports: frozenset[int] = DEFAULT_PORTS
 ) -> dict[str, list[dict[str, Any]]]:
-    """Rows for the segments of one TCP connection (any order: sorted by record offset here)."""
+    """Rows for the segments of one TCP connection (any order: sorted by record offset here; the
+    position in that order is the frame number that breaks ties of capture time)."""
     ordered = sorted(segments, key=lambda s: s[0])
-    flows = reassemble(((ts, seg) for _off, ts, seg in ordered), ports)
     out: dict[str, list[dict[str, Any]]] = {"packets": [], "sessions": [], "violations": []}
-    for flow in flows.values():
-        try:
-            tables = analyse_flow(input_name, flow)
-        except Exception as e:  # one connection that breaks a decoder must not stop the others
-            problem = f"analysis failed: {type(e).__name__}: {e}"
-            tables = {"sessions": [_failed_session(input_name, flow, problem)]}
-        for table, rows in tables.items():
-            out[table].extend(rows)
-    return out
+    if not ordered:
+        return out
+    builder: FlowRows | None = None
+    for position, (_off, ts, seg) in enumerate(ordered, 1):
+        if builder is None:
+            builder = FlowRows(input_name, FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0], ports)
+        builder.feed(ts, seg, position)
+    assert builder is not None
+    return builder.finish()
+
+
+def stream_rows(
+    input_name: str,
+    segments: Iterable[tuple[Any, float, TcpSegment]],
+    ports: frozenset[int] = DEFAULT_PORTS,
+    pool: Any = None,
+) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """The rows of one TCP connection whose segments come in capture order: packet rows in batches
+    as they are made, then the rest with the session and its violations (memory: the packets in
+    flight, not the connection)."""
+    ready: list[list[dict[str, Any]]] = []
+    builder: FlowRows | None = None
+    for position, (_off, ts, seg) in enumerate(segments, 1):
+        if builder is None:
+            key = FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0]
+            builder = FlowRows(input_name, key, ports, ready.append, pool)
+        builder.feed(ts, seg, position)
+        while ready:
+            yield {"packets": ready.pop(0)}
+    if builder is not None:
+        yield builder.finish()
 
 
 def _failed_session(input_name: str, flow: Flow, problem: str) -> dict[str, Any]:
@@ -397,22 +464,45 @@ def first_reading(split: Any, ports: frozenset[int]) -> Iterator[tuple[int, floa
 def iter_local(
     paths: Iterable[str], ports: frozenset[int] = DEFAULT_PORTS, counts: list[FrameCounts] | None = None
 ) -> Iterator[dict[str, list[dict[str, Any]]]]:
-    """The whole chain in this process, one file after the other (what each Spark task runs): the
-    rows of each connection as soon as its last segment has been read, so neither segments nor
-    rows pile up (each file is read twice, :func:`harness.capture.streams.by_connection`).  The
-    per-input reconciliation of each file is appended to ``counts`` once the file is read."""
-    from harness.capture.streams import by_connection, segment_connection
+    """The whole chain in this process, one file after the other (what each Spark task runs):
+    each connection's segments fed to its :class:`FlowRows` as they are read, its packet rows
+    handed on in batches as they are made and its session and violations as soon as its last
+    segment has been read (found by a first, light pass), so neither segments nor rows pile up.
+    The per-input reconciliation of each file is appended to ``counts`` once the file is read."""
+    from harness.capture.spill import SpillPool
+    from harness.capture.streams import segment_connection
     from harness.pipeline.splits import Split, SplitResult, read_split
 
     for path in paths:
         file_counts = FrameCounts(path)
         result = SplitResult(Split(path, 0, max(1, os.path.getsize(path))))
-        keyed = (
-            (item[0], segment_connection(item[2]), item)
-            for item in segments_of(read_split(result.split, result), file_counts, ports)
-        )
-        for segs in by_connection(first_reading(result.split, ports), keyed, ordered=False):
-            yield flow_rows(path, segs, ports)
+        last: dict[Any, int] = {}
+        for offset, _ts, key in first_reading(result.split, ports):
+            last[key] = offset
+        ends = frozenset(last.values())
+        del last
+        pool = SpillPool()
+        open_: dict[Any, tuple[FlowRows, list[int]]] = {}
+        ready: list[list[dict[str, Any]]] = []
+        try:
+            for offset, ts, seg in segments_of(read_split(result.split, result), file_counts, ports):
+                key = segment_connection(seg)
+                entry = open_.get(key)
+                if entry is None:
+                    fkey = FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0]
+                    entry = open_[key] = (FlowRows(path, fkey, ports, ready.append, pool), [0])
+                builder, position = entry
+                position[0] += 1
+                builder.feed(ts, seg, position[0])
+                while ready:
+                    yield {"packets": ready.pop(0)}
+                if offset in ends:
+                    del open_[key]
+                    yield builder.finish()
+            for builder, _position in open_.values():  # not ended where the first pass saw them end
+                yield builder.finish()
+        finally:
+            pool.close()
         file_counts.problems.extend(str(p) for p in result.problems)
         if counts is not None:
             counts.append(file_counts)

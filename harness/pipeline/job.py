@@ -27,6 +27,7 @@ light pass that finds the connections to shuffle; 0 when there is none).
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import os
 import sys
@@ -41,8 +42,18 @@ from pathlib import Path
 from typing import Any
 
 from harness.capture.pcapfile import CaptureProblem
-from harness.capture.streams import segment_connection
-from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, first_reading, flow_id, flow_rows, segments_of
+from harness.capture.spill import SpillPool
+from harness.capture.streams import _Spill, segment_connection
+from harness.capture.tcp import FlowKey
+from harness.pipeline.flows import (
+    DEFAULT_PORTS,
+    FlowRows,
+    FrameCounts,
+    first_reading,
+    flow_id,
+    flow_rows,
+    segments_of,
+)
 from harness.pipeline.hadoop import input_spec, list_inputs
 from harness.pipeline.splits import (
     InputFile,
@@ -63,8 +74,11 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 MIN_SPLIT = 1 << 20
 #: capture bytes per shuffle partition (a partition's connections are held in memory together)
 SHUFFLE_BYTES = 64 << 20
-#: segments a read task holds before handing its per-connection lists on
+#: segments (and payload bytes) a read task holds before handing its per-connection lists on (PySpark
+#: holds up to ten lists per shuffle partition, at most 1,000, before writing them: small lists keep
+#: a worker small)
 FLUSH_SEGMENTS = 20_000
+FLUSH_BYTES = 1 << 20
 #: connections that only one range of a local input holds are analysed by the task reading it,
 #: not shuffled (found by a first pass over the ranges that reads connection keys only)
 LOCAL_CONNECTIONS = True
@@ -233,8 +247,9 @@ def _read_range(
         local_keys = {key: not local.shuffled(split.path, key) for key in last}
         ends = frozenset(off for key, off in last.items() if local_keys[key])
         del last
-    whole: dict[Any, list[Any]] = {}
-    kept = kept_bytes = moved = moved_bytes = 0
+    whole: dict[Any, tuple[FlowRows, list[int]]] = {}  # connections analysed here, as their segments come
+    pool = SpillPool()
+    kept = kept_bytes = moved = moved_bytes = held_bytes = 0
     for offset, ts, seg in segments_of(read_split(split, result, data), counts, ports):
         if local is not None:
             key = segment_connection(seg)
@@ -244,10 +259,14 @@ def _read_range(
             if here:
                 kept += 1
                 kept_bytes += len(seg.payload)
-                items = whole.setdefault(key, [])
-                items.append((offset, ts, seg))
+                entry = whole.get(key)
+                if entry is None:
+                    fkey = FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0]
+                    entry = whole[key] = (FlowRows(split.path, fkey, ports, writers["packets"].add, pool), [0])
+                entry[1][0] += 1
+                entry[0].feed(ts, seg, entry[1][0])
                 if offset in ends:
-                    _write_rows(split.path, whole.pop(key), ports, writers, tallies)
+                    _write_tables(whole.pop(key)[0].finish(), writers, tallies)
                 continue
         moved += 1
         moved_bytes += len(seg.payload)
@@ -260,12 +279,14 @@ def _read_range(
         else:
             pending.setdefault(("f", "", fid), []).append(((order[split.path], offset), ts, seg))
         held += 1
-        if held >= FLUSH_SEGMENTS:
+        held_bytes += len(seg.payload)
+        if held >= FLUSH_SEGMENTS or held_bytes >= FLUSH_BYTES:
             yield from pending.items()
-            pending, held = {}, 0
+            pending, held, held_bytes = {}, 0, 0
     yield from pending.items()
-    for items in whole.values():  # not ended where range_ends saw them end (cannot happen)
-        _write_rows(split.path, items, ports, writers, tallies)
+    for builder, _position in whole.values():  # not ended where range_ends saw them end (cannot happen)
+        _write_tables(builder.finish(), writers, tallies)
+    pool.close()
     counts.problems.extend(str(p) for p in result.problems)
     stats = {
         "counts": counts,
@@ -291,7 +312,14 @@ def _write_rows(
     counts: Counter[tuple[str, str]],
 ) -> None:
     """One connection's rows to the part files, and its counts for the summary."""
-    tables = flow_rows(name, segments, ports)
+    _write_tables(flow_rows(name, segments, ports), writers, counts)
+
+
+def _write_tables(
+    tables: dict[str, list[dict[str, Any]]], writers: dict[str, PartWriter], counts: Counter[tuple[str, str]]
+) -> None:
+    """Rows of one connection (the last of them: its session and violations) to the part files,
+    and their counts for the summary."""
     for table, rows in tables.items():
         writers[table].add(rows)
     broken: dict[str, set[str]] = {}
@@ -390,27 +418,115 @@ def analyse_partition(
 ) -> Iterator[tuple[str, Any]]:
     """One shuffle partition: every connection in it analysed, the rows written as Parquet, and the
     counts for the summary (rows per table, violations per rule and per peer, session outcomes)
-    and the range statistics handed back."""
-    groups: dict[tuple[str, ...], list[Any]] = {}
-    for key, value in part:
-        if key[0] == "s":
-            yield "stats", value
-        elif key[0] == "c":  # a read task's counts for the connections it analysed itself
-            yield "counts", value
+    and the range statistics handed back.
+
+    A connection's segments come in lists (one per read task flush, each in record order) in any
+    order: each list is a sorted run, kept in memory up to :data:`SORT_BYTES` for the partition
+    and written to a temporary file beyond; each connection's runs are then merged by record
+    offset into its :class:`harness.pipeline.flows.FlowRows` -- so memory holds one block of each
+    run and the connection's packets in flight, never the connection."""
+    runs = _Runs()
+    try:
+        for key, value in part:
+            if key[0] == "s":
+                yield "stats", value
+            elif key[0] == "c":  # a read task's counts for the connections it analysed itself
+                yield "counts", value
+            else:
+                runs.add(key, value)
+        counts: Counter[tuple[str, str]] = Counter()
+        pool = SpillPool()
+        with ExitStack() as stack:
+            stack.callback(pool.close)
+            writers = {table: stack.enter_context(PartWriter(table, out, index)) for table in TABLES}
+            for key in sorted(runs.keys()):
+                builder: FlowRows | None = None
+                for position, (at, ts, seg) in enumerate(runs.merged(key), 1):
+                    if builder is None:
+                        name = key[1]
+                        if not name and inputs:  # joined inputs: named after the file holding the first segment
+                            name = inputs[at[0]]
+                        fkey = FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0]
+                        builder = FlowRows(name, fkey, ports, writers["packets"].add, pool)
+                    builder.feed(ts, seg, position)
+                if builder is not None:
+                    _write_tables(builder.finish(), writers, counts)
+        for table, writer in writers.items():
+            counts["table", table] += writer.count
+        yield "counts", counts
+    finally:
+        runs.close()
+
+
+#: payload bytes of the sorted runs a shuffle partition holds in memory before writing them out
+SORT_BYTES = 16 << 20
+#: bytes (payload and about 200 per segment) of a block of a run written out: a merge holds one
+#: block of each run
+SORT_BLOCK = 64 << 10
+#: runs merged at once (more are merged in passes)
+SORT_FAN_IN = 32
+
+
+class _Runs:
+    """Per connection, the sorted runs of its segments (lists in record order), in memory up to
+    :data:`SORT_BYTES` of payload, then in a temporary file in blocks of about :data:`SORT_BLOCK`
+    bytes."""
+
+    def __init__(self) -> None:
+        #: per connection: its runs, each a list of segments or the blocks it was written out in
+        self.runs: dict[tuple[str, ...], list[tuple[list[Any], list[tuple[int, int]]]]] = {}
+        self.held = 0
+        self.spill = _Spill()
+
+    def keys(self) -> list[tuple[str, ...]]:
+        return list(self.runs)
+
+    def add(self, key: tuple[str, ...], segments: list[Any]) -> None:
+        runs = self.runs.setdefault(key, [])
+        size = sum(len(s[2].payload) for s in segments)
+        if self.held + size > SORT_BYTES:
+            runs.append(([], self._write(segments)))
         else:
-            groups.setdefault(key, []).extend(value)
-    counts: Counter[tuple[str, str]] = Counter()
-    with ExitStack() as stack:
-        writers = {table: stack.enter_context(PartWriter(table, out, index)) for table in TABLES}
-        for key in sorted(groups):
-            segments = groups.pop(key)  # each connection's segments and rows dropped once written
-            name = key[1]
-            if not name and inputs:  # joined inputs: named after the file holding the first segment
-                name = inputs[min(s[0] for s in segments)[0]]
-            _write_rows(name, segments, ports, writers, counts)
-    for table, writer in writers.items():
-        counts["table", table] += writer.count
-    yield "counts", counts
+            runs.append((segments, []))
+            self.held += size
+
+    def _write(self, segments: Iterable[Any]) -> list[tuple[int, int]]:
+        """A run written out in blocks of about :data:`SORT_BLOCK` bytes."""
+        blocks, block, weight = [], [], 0
+        for s in segments:
+            block.append(s)
+            weight += 200 + len(s[2].payload)
+            if weight >= SORT_BLOCK:
+                blocks.append(self.spill.put(block))
+                block, weight = [], 0
+        if block:
+            blocks.append(self.spill.put(block))
+        return blocks
+
+    def _read(self, blocks: list[tuple[int, int]]) -> Iterator[Any]:
+        for where in blocks:
+            yield from self.spill.get(where)
+
+    def _open(self, run: tuple[list[Any], list[tuple[int, int]]]) -> Iterator[Any]:
+        segments, blocks = run
+        if blocks:
+            return self._read(blocks)
+        self.held -= sum(len(s[2].payload) for s in segments)
+        return iter(segments)
+
+    def merged(self, key: tuple[str, ...]) -> Iterator[Any]:
+        """The connection's segments in record order (its runs dropped as they are read): more
+        than :data:`SORT_FAN_IN` runs are first merged, that many at a time, into longer runs
+        written out, so a merge holds one block of at most that many runs."""
+        runs = self.runs.pop(key)
+        while len(runs) > SORT_FAN_IN:
+            group, runs = runs[:SORT_FAN_IN], runs[SORT_FAN_IN:]
+            merged = heapq.merge(*(self._open(r) for r in group), key=lambda s: s[0])
+            runs.append(([], self._write(merged)))
+        yield from heapq.merge(*(self._open(r) for r in runs), key=lambda s: s[0])
+
+    def close(self) -> None:
+        self.spill.close()
 
 
 # ---------------------------------------------------------------------------------------------

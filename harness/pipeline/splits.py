@@ -44,6 +44,7 @@ from harness.capture.pcapfile import (
     iter_records,
     read_header,
 )
+from harness.files import describe_mode
 
 __all__ = [
     "CONFIRM",
@@ -153,6 +154,8 @@ def expand_inputs(inputs: Iterable[str]) -> list[str]:
             found = sorted(p for p in glob.glob(item, recursive=True) if os.path.isfile(p))
         elif os.path.isfile(item):
             found = [item]
+        elif os.path.exists(item):  # a device, a FIFO or a socket is never read
+            raise SplitError(f"{raw}: {describe_mode(os.stat(item).st_mode)}, not a capture file: never read")
         else:
             raise SplitError(f"{raw}: no such file or folder")
         if not found:

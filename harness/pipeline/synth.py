@@ -48,6 +48,7 @@ __all__ = [
     "SessionScript",
     "SynthError",
     "run_session",
+    "single_connection",
     "synthesize",
 ]
 
@@ -466,3 +467,35 @@ def synthesize(
     }
     manifest_path.write_text(json.dumps(manifest_data, indent=1))
     return manifest_data
+
+
+def single_connection(
+    out: str | Path, size: int, *, seed: int = 0, bodies: tuple[int, ...] = (3800,)
+) -> dict[str, Any]:
+    """Write a capture of one clean session of about ``size`` bytes -- UserMessages with bodies of
+    the sizes ``bodies`` (taken at random; express, recoverable or transactional at random) and
+    their acknowledgments, run by the session engines as :func:`run_session` runs them -- on one
+    TCP connection; returns what was written (``records``, ``messages``, ``bytes``)."""
+    rng = random.Random(seed)
+    deliveries = ("express", "recoverable", "transactional")
+    messages: list[tuple[bytes, str]] = []
+    total = 0
+    while total < size or not messages:
+        body = rng.choice(bodies)
+        messages.append((b"m%07d:" % len(messages) + rng.randbytes(body), rng.choice(deliveries)))
+        total += body + 240  # about: the headers, the acknowledgments, the frames
+    count = len(messages)
+    script = run_session(messages, name="single", max_steps=max(100_000, 20 * count))
+    if script.violations:
+        raise SynthError(f"the session broke rules: {script.violations[:3]}")
+    template = _Template(script)
+    template.csums = [[_sum16(d[i : i + MSS]) for i in range(0, len(d), MSS)] for _, d, _ in script.packets]
+    client = _Endpoint(_addr(1), 40001, rng.getrandbits(32), _CLIENT_MAC)
+    server = _Endpoint(bytes((10, 0, 0, 1)), MSMQ_PORT, rng.getrandbits(32), bytes.fromhex("020000000001"))
+    ts = 1_700_000_000 * 1_000_000 + seed
+    with Path(out).open("wb") as f:
+        writer = PcapWriter(f)
+        for frame in _session_frames(writer, template, client, server, None):
+            ts += rng.randrange(20, 60)
+            writer.record(ts, frame)
+    return {"records": writer.records, "messages": count, "bytes": Path(out).stat().st_size}

@@ -104,8 +104,9 @@ def test_frames_count_every_record_not_only_msmq(tmp_path: Path) -> None:
     ]
     path = tmp_path / "mixed.pcap"
     write_pcap(path, frames)
-    [report] = [r for r in decode_file(path) if r.packets]
-    assert [(p.frame, p.time) for p in report.packets] == [(4, T0 + 3), (5, T0 + 4)]
+    decoded = [p for r in decode_file(path) for p in r.packets]
+    assert {p.stream for p in decoded} == {decoded[0].stream}  # one stream
+    assert [(p.frame, p.time) for p in decoded] == [(4, T0 + 3), (5, T0 + 4)]
 
 
 def test_text_output_shows_frame_and_time(clean: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -187,18 +188,22 @@ def test_session_violations_count_toward_fail_on_violation(tmp_path: Path, capsy
     capsys.readouterr()
 
 
-def test_capture_order_spilled_to_disk_is_the_same(anomalies: Path) -> None:
-    from harness.capture.streams import capture_flows
+@pytest.mark.parametrize("order", ["stream", "capture"])
+def test_decode_spilled_to_disk_is_the_same(anomalies: Path, order: str) -> None:
+    from harness.capture.spill import SpillPool
+    from harness.capture.streams import CaptureReading
     from harness.cli import _print_report
-    from harness.decoding import _capture_order
+    from harness.decoding import _decode_capture
 
-    def lines(hold: int) -> list[str]:
+    def lines(hold: int, pool: SpillPool) -> list[str]:
         out: list[str] = []
-        for report in _capture_order(capture_flows(anomalies, ordered=False), hold=hold):
+        for report in _decode_capture(anomalies, frozenset({1801}), order, CaptureReading(), hold=hold, pool=pool):
             _print_report(report, True, out)
         return out
 
-    assert lines(1) == lines(1 << 30)
+    spilled = SpillPool(budget=0, block=1, least=1)  # every packet waiting is written out
+    assert lines(1, spilled) == lines(1 << 30, SpillPool())
+    assert order == "capture" or spilled.written > 100
 
 
 def test_frames_and_times_match_wireshark(anomalies: Path, capsys: pytest.CaptureFixture[str]) -> None:

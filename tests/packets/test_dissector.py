@@ -169,9 +169,9 @@ def check_capture(tshark: str, lua: Path, capture: Path, ports: frozenset[int] =
     """Compare every TCP PDU of ``capture`` with decode --json; returns counts."""
     pdus = [p for p in dissected(tshark, lua, capture) if "tcp.srcport" in p]
     streams = decoded(capture)
-    packets_by_stream = {
-        report.name: [item.packet for item in report.packets] for report in decode_file(capture, ports)
-    }
+    packets_by_stream: dict[str, list[Any]] = defaultdict(list)
+    for report in decode_file(capture, ports):  # a stream's packets come in several reports
+        packets_by_stream[report.name] += [item.packet for item in report.packets]
     seen: dict[str, int] = defaultdict(int)
     fields = 0
     for pdu in pdus:

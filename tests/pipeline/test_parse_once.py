@@ -112,12 +112,13 @@ def test_decode_parses_each_packet_once(
 
 def _replayed(flow: Flow) -> list[tuple[str, str, int, str]]:
     """The observer's findings when both directions' delivered runs are replayed to it as bytes in
-    capture order up to the first gap (what the pipeline did before packets were handed over)."""
+    capture order up to the first gap: each run at the latest capture time and the latest frame
+    number of the chunks up to it, capture time first and frame order breaking its ties."""
 
-    def runs(side: Direction) -> list[tuple[float, int, bytes, bool]]:
+    def runs(side: Direction) -> list[tuple[float, int, int, bytes, bool]]:
         starts = sorted(side.timestamps)
         gap_ends = {g.stream_offset + g.length for g in side.gaps}
-        out, latest = [], 0.0
+        out, latest, frame = [], 0.0, 0
         for base, data in side.pieces:
             i = bisect.bisect_left(starts, base)
             cuts = [s for s in starts[i:] if s < base + len(data)]
@@ -125,21 +126,31 @@ def _replayed(flow: Flow) -> list[tuple[str, str, int, str]]:
                 cuts.insert(0, base)
             for a, b in zip(cuts, [*cuts[1:], base + len(data)], strict=True):
                 latest = max(latest, side.timestamps.get(a, 0.0))
-                out.append((latest, a, data[a - base : b - base], a in gap_ends))
+                frame = max(frame, side.frames.get(a, 0))
+                out.append((latest, frame, a, data[a - base : b - base], a in gap_ends))
         return out
 
-    events = [(ts, 0, off, data, gap) for ts, off, data, gap in runs(flow.client)]
-    events += [(ts, 1, off, data, gap) for ts, off, data, gap in runs(flow.server)]
-    events.sort(key=lambda e: e[:3])
+    events = [(ts, frame, 0, off, data, gap) for ts, frame, off, data, gap in runs(flow.client)]
+    events += [(ts, frame, 1, off, data, gap) for ts, frame, off, data, gap in runs(flow.server)]
+    events.sort(key=lambda e: e[:4])
     observer = Observer()
     found = []
-    for ts, order, _off, data, gap in events:
+    for ts, _frame, order, _off, data, gap in events:
         if gap:
             break
         found += observer.client_data(data, ts) if order == 0 else observer.server_data(data, ts)
     if not (flow.client.gaps or flow.server.gaps):
         found += observer.end()
     return [(v.rule_id, v.direction, v.packet_index, v.evidence) for v in found]
+
+
+def _framed_in_time_order(flow: Flow, rng: random.Random) -> Flow:
+    """``flow`` with frame numbers given to the chunks of both directions in the order of their
+    capture times, equal times in a random order (a capture whose frames agree with its times)."""
+    chunks = [(t, rng.random(), side, at) for side in (flow.client, flow.server) for at, t in side.timestamps.items()]
+    for number, (_t, _r, side, at) in enumerate(sorted(chunks, key=lambda c: c[:2]), 1):
+        side.frames[at] = number
+    return flow
 
 
 def _handed_over(flow: Flow) -> list[tuple[str, str, int, str]]:
@@ -201,6 +212,7 @@ def test_parsed_packets_give_the_observer_what_the_byte_replay_gives(tmp_path: P
         base = rng.choice(clean)
         t0 = base.first_ts
         flow = Flow(base.key, _mutated(base.client, rng, t0), _mutated(base.server, rng, t0), t0, base.last_ts)
+        flow = _framed_in_time_order(flow, rng)
         expected = _replayed(flow)
         assert _handed_over(flow) == expected, (n, flow.id)
         checked += 1
