@@ -139,7 +139,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "on stderr, exit status 4)",
     )
     p.add_argument(
-        "--duration", type=seconds(allow_zero=True), metavar="S", help="stop after S seconds (default: until interrupted)"
+        "--duration",
+        type=seconds(allow_zero=True),
+        metavar="S",
+        help="stop after S seconds (default: until interrupted)",
     )
     p.add_argument(
         "--max-connections",
