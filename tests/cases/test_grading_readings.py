@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from examples.readings.dmpr import RemovedPositionRestartsAtStart as RestartsAtStart
 from harness.cases import grading
 from harness.cases.events import event_section
 from harness.cases.loader import load_paths
@@ -34,22 +35,6 @@ INTERPRETATION = "DMPR-3.1.1.11-REMOVED-NEXT"
 
 def _removed(position: MessagePosition) -> bool:
     return not position.is_special and not position.in_list
-
-
-class RestartsAtStart(QueueManager):
-    """Reading restarts-at-start of DMPR-3.1.1.11-REMOVED-NEXT: a seek from a position that left
-    the list seeks as from Start (the first Available message)."""
-
-    def seek_available_message_position(
-        self,
-        iInitialPosition: MessagePosition,
-        iQueue: Queue,
-        iPeekOperation: bool,
-        iSeekDirection: SeekDirection = SeekDirection.Forward,
-    ) -> MessagePosition:
-        if _removed(iInitialPosition) and iSeekDirection is SeekDirection.Forward:
-            iInitialPosition = iQueue.MessagePositionList.Start
-        return super().seek_available_message_position(iInitialPosition, iQueue, iPeekOperation, iSeekDirection)
 
 
 class SkipsOne(QueueManager):
@@ -75,7 +60,7 @@ def dequeue_cases() -> dict[str, Case]:
 
 
 def _plugin(cls: type) -> str:
-    return f"plugin:{__name__}:{cls.__name__}"
+    return f"plugin:{cls.__module__}:{cls.__name__}"
 
 
 def test_the_readings_expectation_is_as_the_bundled_case_writes_it(dequeue_cases: dict[str, Case]) -> None:
