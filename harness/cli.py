@@ -328,7 +328,7 @@ def _special_files(paths: Sequence[str], known_failures: str | None) -> str:
 
 
 def _usage_error(message: str) -> int:
-    from harness.report.results import printable  # a target's error text is data: shown, never acted on
+    from harness.results import printable  # a target's error text is data: shown, never acted on
 
     print(f"msmq-harness run: {printable(message)}", file=sys.stderr)
     return EXIT_USAGE
@@ -379,7 +379,7 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
     from harness.cases.runner import ConfigurationError, load_known_failures, run, select
     from harness.cases.workers import WorkerCorpus
     from harness.report import html, json_report, junit, terminal
-    from harness.report.results import RunResult
+    from harness.results import RunResult
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:

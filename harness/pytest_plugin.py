@@ -44,8 +44,8 @@ from typing import Any
 
 import pytest
 
-from harness.report.results import CaseResult, Outcome, StepFailure
 from harness.report.terminal import case_headline, failure_line, format_value
+from harness.results import CaseResult, Outcome, StepFailure
 
 __all__ = ["CaseFile", "CaseItem", "NonStrictWarning", "spec_markers"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.cases.grading import unwrap
-from harness.report.results import StepFailure
+from harness.results import StepFailure
 
 __all__ = ["THEN_STEP", "compare_result", "compare_then", "describe", "field_matcher", "matches", "values_equal"]
 

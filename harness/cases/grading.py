@@ -40,7 +40,7 @@ from harness.cases.model import Level
 
 if TYPE_CHECKING:
     from harness.cases.model import Case, Requirement, Step
-    from harness.report.results import CaseResult, StepFailure
+    from harness.results import StepFailure
 
 __all__ = [
     "ANNOTATION",
@@ -50,7 +50,6 @@ __all__ = [
     "derived_requirement",
     "grade",
     "graded",
-    "graded_result",
     "processing_requirement",
     "readings_of",
     "reconcile",
@@ -270,11 +269,3 @@ def requirement_annotations(
     elif isinstance(value, list):
         for i, item in enumerate(value):
             yield from requirement_annotations(item, (*path, i))
-
-
-def graded_result(case: Case, start: float, failures: list[StepFailure]) -> CaseResult:
-    """The result of a case that stopped at these graded differences: the worst grade among them
-    (:func:`case_outcome`), the differences as its detail."""
-    from harness.report.results import CaseResult, Outcome
-
-    return CaseResult.since(case, Outcome(case_outcome(failures)), start, failures)

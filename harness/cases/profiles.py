@@ -290,7 +290,7 @@ def render_plan(plans: Sequence[Plan], info: TargetInfo) -> str:
     (unsupported) or capability (not_applicable) with the number of the section's cases that
     need it; then what each missing capability means, and the totals."""
     from harness.cases.target import CAPABILITIES
-    from harness.report.terminal import section_key
+    from harness.results import section_key
 
     events = "every event (its hello lists none)" if info.events is None else f"{len(info.events)} events"
     lines = [f"target {info.name}: capabilities {', '.join(info.capabilities) or 'none'}; {events}"]

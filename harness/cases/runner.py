@@ -35,12 +35,13 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from harness.cases.caseresult import case_result_since, graded_result
 from harness.cases.compare import Grader, compare_result, compare_then, field_matcher
-from harness.cases.grading import derived_requirement, graded, graded_result, reconcile, section_of
+from harness.cases.grading import derived_requirement, graded, reconcile, section_of
 from harness.cases.model import Case, Step
 from harness.cases.target import Target, TargetError, TargetInfo
 from harness.cases.targets import make_target
-from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
+from harness.results import CaseResult, Outcome, RunResult, StepFailure
 
 if TYPE_CHECKING:
     from harness.cases.workers import WorkerCorpus
@@ -266,7 +267,7 @@ def run_case(
     start = time.perf_counter()
     excluded = applicability(case, info)
     if excluded is not None:
-        return CaseResult.since(case, excluded[0], start, [], excluded[1])
+        return case_result_since(case, excluded[0], start, [], excluded[1])
     if case.wire:  # [MS-MQQB] wire cases run over TCP: harness.cases.targets.wire
         from harness.cases.targets.wire import run_wire_case
 
@@ -281,7 +282,7 @@ def run_case(
                 result = _with_timeout(target, step_timeout, target.event, step.event, step.args)
             except TargetError as e:
                 if e.kind == "Unsupported" and step.expect_error != "Unsupported":
-                    return CaseResult.since(case, Outcome.unsupported, start, [], f"{where}: {e.message}")
+                    return case_result_since(case, Outcome.unsupported, start, [], f"{where}: {e.message}")
                 if e.kind == "Error" and step.expect_error != "Error":
                     raise
                 if step.expect_error == e.kind:
@@ -330,13 +331,13 @@ def run_case(
             if failures:
                 return graded_result(case, start, failures)
     except StepTimeout:
-        return CaseResult.since(case, Outcome.error, start, [], f"{where}: timed out after {step_timeout:g} s")
+        return case_result_since(case, Outcome.error, start, [], f"{where}: timed out after {step_timeout:g} s")
     except TargetError as e:  # setup or observe: an honest Unsupported makes the case unsupported
         outcome = Outcome.unsupported if e.kind == "Unsupported" else Outcome.error
-        return CaseResult.since(case, outcome, start, [], f"{where}: {e.kind}: {e.message}")
+        return case_result_since(case, outcome, start, [], f"{where}: {e.kind}: {e.message}")
     except Exception as e:
-        return CaseResult.since(case, Outcome.error, start, [], f"{where}: {_crash(e)}")
-    return CaseResult.since(case, Outcome.passed, start, [], "")
+        return case_result_since(case, Outcome.error, start, [], f"{where}: {_crash(e)}")
+    return case_result_since(case, Outcome.passed, start, [], "")
 
 
 # ====================================================================================== run
@@ -421,7 +422,7 @@ def _worker_init(target_spec: str, step_timeout: float, record_dir: str | None =
 def _worker_run(case: Case) -> CaseResult:
     target = _WORKER["target"]
     if target is None:
-        return CaseResult.since(case, Outcome.error, time.perf_counter(), [], _WORKER["problem"])
+        return case_result_since(case, Outcome.error, time.perf_counter(), [], _WORKER["problem"])
     return run_case(
         case, target, step_timeout=_WORKER["step_timeout"], info=_WORKER["info"], record_dir=_WORKER["record_dir"]
     )
@@ -521,7 +522,7 @@ def _iter_parallel(
                         yield result
             except BrokenProcessPool as e:
                 for case in cases[done:]:
-                    yield CaseResult.since(case, Outcome.error, time.perf_counter(), [], f"worker process died: {e}")
+                    yield case_result_since(case, Outcome.error, time.perf_counter(), [], f"worker process died: {e}")
             finally:
                 for future in futures:
                     future.cancel()

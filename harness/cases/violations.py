@@ -30,7 +30,7 @@ from harness.session.rules import RULES, Rule, initiator_rules
 
 if TYPE_CHECKING:
     from harness.cases.model import Case, Requirement, Step
-    from harness.report.results import StepFailure
+    from harness.results import StepFailure
 
 __all__ = ["WATCH", "graded_violation", "rule_requirement", "watched_rules", "watches"]
 

@@ -17,9 +17,10 @@ from collections.abc import Collection, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.cases.caseresult import case_result_since
 from harness.cases.model import Case, Requirement, SpecRef
 from harness.cases.runner import _WORKER, _chunks, _longest_first, _worker_init, _worker_run
-from harness.report.results import CaseResult, Outcome
+from harness.results import CaseResult, Outcome
 
 if TYPE_CHECKING:
     from harness.cases.cache import CaseCache
@@ -437,7 +438,7 @@ class WorkerCorpus:
                 got = done.pop(k)
                 if isinstance(got, str):
                     now = time.perf_counter()
-                    yield from (CaseResult.since(case, Outcome.error, now, [], got) for case in cases[begin:stop])
+                    yield from (case_result_since(case, Outcome.error, now, [], got) for case in cases[begin:stop])
                 else:
                     for i, result in enumerate(got, begin):
                         if cases[i].wire:

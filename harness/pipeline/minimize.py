@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 import packets
-from harness.report.results import CaseResult, Outcome
+from harness.results import CaseResult, Outcome
 
 __all__ = ["Minimized", "Reproducer", "failure_signature", "minimize"]
 

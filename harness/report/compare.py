@@ -37,8 +37,8 @@ from typing import Any
 from harness.report.explain import explain
 from harness.report.html import BASE_CSS, FILTER_JS, escape, options
 from harness.report.json_report import read_json
-from harness.report.results import SEVERITY, CaseResult, RunResult
 from harness.report.terminal import section_key, verdict
+from harness.results import SEVERITY, CaseResult, RunResult
 
 __all__ = [
     "MISSING",

@@ -26,7 +26,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report.results import CaseResult, Outcome, StepFailure
+from harness.results import CaseResult, Outcome, StepFailure
 from packets.paths import display_value
 
 __all__ = [

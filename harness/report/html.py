@@ -44,7 +44,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from harness.report.explain import Explanation, explain, rows
-from harness.report.results import SEVERITY, CaseResult, Outcome, RunResult
 from harness.report.terminal import (
     BAD_OUTCOMES,
     OUTCOMES,
@@ -53,6 +52,7 @@ from harness.report.terminal import (
     sections_by_document,
     verdict,
 )
+from harness.results import SEVERITY, CaseResult, Outcome, RunResult
 
 __all__ = ["BASE_CSS", "escape", "render_html", "section_anchor", "transcript_href", "write_html"]
 

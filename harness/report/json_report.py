@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.explain import explain
-from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
 from harness.report.terminal import section_key
+from harness.results import CaseResult, Outcome, RunResult, StepFailure
 
 __all__ = ["FORMAT", "READABLE", "SCHEMA", "load_schema", "read_json", "render_json", "to_json_dict", "write_json"]
 

@@ -30,8 +30,8 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.report.results import CaseResult, Outcome, RunResult
 from harness.report.terminal import DOCUMENTS, case_headline, case_lines, section_key
+from harness.results import CaseResult, Outcome, RunResult
 
 __all__ = ["render_junit", "to_element", "write_junit"]
 

@@ -28,7 +28,7 @@ from types import TracebackType
 from typing import IO, Any
 
 from harness.report.explain import Explanation, explain, explanation_lines, show_value
-from harness.report.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure, printable
+from harness.results import DOCUMENTS, SEVERITY, CaseResult, Outcome, RunResult, StepFailure, printable, section_key
 from packets.paths import display_value
 
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
 OUTCOMES: tuple[str, ...] = tuple(str(o) for o in SEVERITY)  # every table's columns, worst first
 BAD_OUTCOMES = frozenset({Outcome.failed, Outcome.error, Outcome.xpass})
 SHOWN_OUTCOMES = BAD_OUTCOMES | {Outcome.non_strict}  # listed with their differences
-DOCUMENTS: tuple[str, ...] = ("MS-MQDMPR", "MS-MQQB", "MS-MQMQ")  # the order of documents in tables
 
 _STYLES = {
     "passed": "green",
@@ -78,14 +77,6 @@ _NON_STRICT_NOTE = "a SHOULD, MAY or interpretation answered differently: a fail
 
 
 # ================================================================================ helpers
-def section_key(section: str) -> tuple[int, str, tuple[tuple[int, str], ...]]:
-    """Sort key of "MS-MQDMPR 3.1.7.3.2": documents in :data:`DOCUMENTS` order, then numerically."""
-    document, _, number = section.partition(" ")
-    rank = DOCUMENTS.index(document) if document in DOCUMENTS else len(DOCUMENTS)
-    parts = tuple((int(p), "") if p.isdigit() else (1 << 30, p) for p in number.split(".") if p)
-    return rank, document, parts
-
-
 def sections_by_document(run: RunResult) -> list[tuple[str, list[tuple[str, Counter[str]]]]]:
     """[(document, [(section, outcome counts), ...]), ...] in :func:`section_key` order."""
     groups: dict[str, list[tuple[str, Counter[str]]]] = {}

@@ -28,38 +28,24 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from harness.peers.recording import MSMQ_PORT, RecordedConnection, ordered_packets, write_pcap
+
 if TYPE_CHECKING:
-    from harness.report.results import CaseResult
+    from harness.results import CaseResult
 
 __all__ = ["MSMQ_PORT", "RecordedConnection", "file_stem", "find_failing", "render_transcript", "write_transcript"]
 
-MSMQ_PORT = 1801  # [MS-MQQB] 2.1.1: the TCP port of the MSMQ binary protocol
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+\[\]-]+")
 _STEM_CHARS = 150  # characters of a transcript's file name before its suffix (the digest apart)
 _WINDOWS_DEVICES = frozenset(
     {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
 )
 _HEX_SHOWN = 4096  # bytes of a packet shown in its hex dump
-
-
-@dataclass
-class RecordedConnection:
-    """One TCP connection of a wire case's session: ``client`` is the initiator's end, ``server``
-    the acceptor's; ``packets`` are (direction ``"c2s"``/``"s2c"``, bytes, wall-clock time) in
-    the order they crossed; ``closed_by`` the direction whose side closed first (``""``: it was
-    still open when the case ended, and the harness closed it)."""
-
-    client: tuple[str, int]
-    server: tuple[str, int]
-    packets: list[tuple[str, bytes, float]] = field(default_factory=list)
-    closed_by: str = ""
-    opened: float | None = None  # wall-clock time of the connect (None: that of its first packet)
 
 
 def file_stem(case_id: str) -> str:
@@ -99,60 +85,6 @@ def find_failing(connections: list[RecordedConnection], failing: bytes | None) -
             if data == failing:
                 return ci, pi
     return None
-
-
-def _opened(conn: RecordedConnection) -> float:
-    if conn.opened is not None:
-        return conn.opened
-    return conn.packets[0][2] if conn.packets else 0.0
-
-
-def _times(conn: RecordedConnection) -> list[float]:
-    """The packets' times, never earlier than the connect nor than the packet before (two
-    threads' clocks may disagree by a little): a connection's packets keep their order."""
-    out, last = [], _opened(conn)
-    for _, _, ts in conn.packets:
-        last = max(last, ts)
-        out.append(last)
-    return out
-
-
-def _ordered(connections: list[RecordedConnection]) -> list[tuple[float, int, int]]:
-    """Every packet as (time, connection, index), in the order it crossed the wire."""
-    events = [(ts, ci, pi) for ci, conn in enumerate(connections) for pi, ts in enumerate(_times(conn))]
-    return sorted(events)
-
-
-def write_pcap(path: Path, connections: list[RecordedConnection]) -> int:
-    """Write the connections as one pcap (a TCP flow each, frames in time order); returns the
-    number of frames written."""
-    from harness.peers.recorder import PcapRecorder
-
-    # (time, order within a connection, connection, what): handshake, data, FIN
-    events: list[tuple[float, int, int, Any]] = []
-    for ci, conn in enumerate(connections):
-        start = _opened(conn)
-        events.append((start, 0, ci, ("open",)))
-        times = _times(conn)
-        for pi, ((direction, data, _), ts) in enumerate(zip(conn.packets, times, strict=True)):
-            events.append((ts, pi + 1, ci, ("data", direction, data)))
-        end = times[-1] if times else start
-        events.append((end, len(conn.packets) + 1, ci, ("fin", conn.closed_by or "s2c")))
-    events.sort(key=lambda e: (e[0], e[2], e[1]))
-    recorder = PcapRecorder(path)
-    try:
-        flows: dict[int, Any] = {}
-        for ts, _, ci, what in events:
-            conn = connections[ci]
-            if what[0] == "open":
-                flows[ci] = recorder.flow(conn.client, (conn.server[0], MSMQ_PORT), ts)
-            elif what[0] == "data":
-                flows[ci].data(what[1], what[2], ts)
-            else:
-                flows[ci].fin(what[1], ts)
-        return recorder.frames
-    finally:
-        recorder.close()
 
 
 def _time(ts: float) -> str:
@@ -213,7 +145,7 @@ def render_transcript(
 
     outcome = str(result.outcome)
     target_sends = "c2s" if side == "initiator" else "s2c"
-    order = _ordered(connections)
+    order = ordered_packets(connections)
     first = min((ts for ts, _, _ in order), default=0.0)
     failure = next((f for f in result.failures if f.step >= 0), None) if failing is not None else None
     rows: list[str] = []

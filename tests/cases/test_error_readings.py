@@ -22,7 +22,7 @@ from harness.cases.target import TargetError
 from harness.cases.targets import ReferenceTarget
 from harness.model.enums import CursorState, CursorStatus
 from harness.model.errors import UndefinedBehaviour
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 WAIT_STATES = CASES / "mqdmpr" / "cursor" / "wait_states.yaml"

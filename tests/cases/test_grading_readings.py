@@ -26,7 +26,7 @@ from harness.model import QueueManager
 from harness.model.adm import Queue
 from harness.model.enums import SeekDirection
 from harness.model.positions import MessagePosition
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 DEQUEUE = CASES / "mqdmpr" / "dequeue" / "dequeue_message.yaml"

@@ -19,7 +19,7 @@ from harness.cases.model import ID_VALUE_LIMIT, Case, SpecRef, id_value
 from harness.cases.runner import apply_known_failures, run, select, unmatched_known_failures
 from harness.cli import main
 from harness.report import html, json_report, junit, terminal
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 pytest_plugins = ["pytester"]
 

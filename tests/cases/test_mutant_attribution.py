@@ -28,7 +28,7 @@ from harness.cases.model import Case
 from harness.cases.mutants import MUTANTS, out_of_reading_mutants, target_of
 from harness.cases.runner import run
 from harness.cases.targets.reference import PSEUDO_EVENTS
-from harness.report.results import Outcome, StepFailure
+from harness.results import Outcome, StepFailure
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 DMPR = CASES / "mqdmpr"

@@ -20,7 +20,7 @@ from harness.cases.mutants import out_of_reading_mutants, render, run_mutant
 from harness.cases.runner import run
 from harness.cases.targets.reference import PSEUDO_EVENTS
 from harness.model import QueueManager
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 REQUIREMENTS = {r.id: r for r in load_requirements(CASES / "requirements.yaml")}

@@ -18,7 +18,7 @@ from harness.cases.loader import load_paths, load_requirements
 from harness.cases.model import Level
 from harness.cases.runner import run
 from harness.cases.targets.reference import PSEUDO_EVENTS
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 

@@ -24,7 +24,7 @@ from harness.cases.model import Case, SpecRef
 from harness.cases.runner import run
 from harness.cases.violations import graded_violation, rule_requirement, watched_rules
 from harness.cases.wireruns.base import violation_failures
-from harness.report.results import StepFailure
+from harness.results import StepFailure
 from harness.session import Violation
 from harness.session.rules import RULES, RuleId
 

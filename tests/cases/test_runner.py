@@ -26,7 +26,7 @@ from harness.cases.runner import (
 )
 from harness.cases.target import TargetInfo
 from harness.cases.targets import ReferenceTarget
-from harness.report.results import CaseResult, Outcome
+from harness.results import CaseResult, Outcome
 
 #: The readings of each interpretation these tests cite: the first is the one the corpus checks.
 #: A fixture's expectation gives the value of each (``{readings: {first: X, second: Y}, ...}``);

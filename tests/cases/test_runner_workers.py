@@ -24,7 +24,7 @@ from harness.cases.workers import WorkerCorpus
 from harness.cli import main
 from harness.model import QueueManager
 from harness.model.adm import Queue
-from harness.report.results import CaseResult, Outcome
+from harness.results import CaseResult, Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))

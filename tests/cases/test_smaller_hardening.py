@@ -122,7 +122,7 @@ def test_compare_checks_each_report_against_the_results_schema(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from harness.report.json_report import write_json
-    from harness.report.results import CaseResult, Outcome, RunResult
+    from harness.results import CaseResult, Outcome, RunResult
 
     good = write_json(
         RunResult("impl", [CaseResult("c1", "t", ["MS-MQQB 2.1"], "MUST", Outcome.passed)]), tmp_path / "g.json"

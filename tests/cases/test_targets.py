@@ -22,7 +22,7 @@ from harness.cases.target import Target, TargetError, TargetInfo
 from harness.cases.targets import CommandTarget, PluginTarget, ReferenceTarget, make_target
 from harness.model import MessagePosition, QueueManager, SeekDirection
 from harness.model.queue_manager import Queue
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ADAPTER = f"cmd:{sys.executable} {ROOT / 'examples' / 'reference_adapter.py'}"

@@ -17,7 +17,7 @@ from harness.cases.loader import load_text
 from harness.cases.runner import ConfigurationError, open_target, run
 from harness.cases.targets.registry import did_you_mean, make_target
 from harness.cli import build_parser, main
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 pytest_plugins = ["pytester"]
 

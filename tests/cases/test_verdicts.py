@@ -22,7 +22,7 @@ import pytest
 from harness.cases.loader import CaseError, load_paths
 from harness.cases.runner import ConfigurationError, run
 from harness.cli import main
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 REQUIREMENTS = """\
 - id: T-SEEK-HEAD

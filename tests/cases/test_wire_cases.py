@@ -19,7 +19,7 @@ from harness.cases.loader import CaseError, load_paths, load_text
 from harness.cases.runner import run
 from harness.cases.violations import watches
 from harness.peers import SimulatedPeer
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 REPO = Path(__file__).resolve().parents[2]
 WIRE = REPO / "cases" / "mqqb"

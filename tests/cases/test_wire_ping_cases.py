@@ -13,7 +13,7 @@ from harness.cases.loader import load_paths
 from harness.cases.runner import run
 from harness.cases.targets.live import LiveWireTarget, parse_mqqb_address, parse_ping_port
 from harness.peers import SimulatedPeer
-from harness.report.results import Outcome
+from harness.results import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "cases" / "mqqb" / "acceptor.yaml"
 

@@ -16,7 +16,7 @@ from harness.cases.targets.live import LiveAcceptor, parse_live_scale
 from harness.cases.targets.wire import WireOptions, run_wire_case
 from harness.cases.wire import parse_bound
 from harness.cases.wireruns import AcceptorRun, InitiatorRun
-from harness.report.results import Outcome
+from harness.results import Outcome
 from harness.session import SessionConfig
 
 HEAD = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
+from harness.results import CaseResult, Outcome, RunResult, StepFailure
 
 NASTY = '<script>alert("x")</script> & \'quotes\''  # must come out escaped everywhere
 

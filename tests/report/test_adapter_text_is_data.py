@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+from harness.cases.caseresult import case_result
 from harness.report import html, junit
 from harness.report.json_report import render_json
-from harness.report.results import CaseResult, Outcome, RunResult, StepFailure, clean, printable
 from harness.report.terminal import print_summary, render_summary
+from harness.results import CaseResult, Outcome, RunResult, StepFailure, clean, printable
 
 SAID = "boom\x1b[2J\x00\x08\x07\x7f\x9b31m end"  # clear screen, NUL, backspace, bell, DEL, CSI
 SHOWN = "boom\\x1b[2J\\x00\\x08\\x07\\x7f\\x9b31m end"
@@ -139,7 +140,7 @@ def test_a_non_finite_value_never_reaches_the_json_report(value: float) -> None:
     (case, *_) = load_paths([Path(__file__).resolve().parents[2] / "cases/mqdmpr/cursor/get_message_for_peek.yaml"])
     failure = StepFailure(0, "get_message_for_peek", "rStatus", value, {"x": [value]}, "MS-MQDMPR 3.2.7.2")
     failure.inputs = {"n": value}
-    result = CaseResult.of(case, Outcome.failed, 0.0, [failure], "")
+    result = case_result(case, Outcome.failed, 0.0, [failure], "")
 
     def refuse(name: str) -> Any:
         raise AssertionError(f"the report holds {name}")

@@ -19,7 +19,7 @@ import pytest
 
 from harness.report.compare import MISSING, add_parser, compare, render_compare_html, render_compare_text
 from harness.report.json_report import write_json
-from harness.report.results import CaseResult, Outcome, RunResult
+from harness.results import CaseResult, Outcome, RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases" / "mqdmpr" / "seek" / "seek_forward.yaml"

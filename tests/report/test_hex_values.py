@@ -22,8 +22,8 @@ import pytest
 
 from harness.pytest_plugin import render_failure
 from harness.report.explain import explain, explanation_lines
-from harness.report.results import CaseResult, Outcome, StepFailure
 from harness.report.terminal import case_headline, failure_line
+from harness.results import CaseResult, Outcome, StepFailure
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harness.cli"]

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from harness.pytest_plugin import render_failure
-from harness.report.results import CaseResult, Outcome, StepFailure
+from harness.results import CaseResult, Outcome, StepFailure
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harness.cli"]

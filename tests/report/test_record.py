@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.report.json_report import load_schema
-from harness.report.results import CaseResult, Outcome, RunResult
 from harness.report.transcript import RecordedConnection, file_stem, find_failing, write_transcript
+from harness.results import CaseResult, Outcome, RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.html import render_html, section_anchor, write_html
-from harness.report.results import CaseResult, Outcome, RunResult, StepFailure
 from harness.report.terminal import OUTCOMES
+from harness.results import CaseResult, Outcome, RunResult, StepFailure
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

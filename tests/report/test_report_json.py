@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from harness.report.json_report import FORMAT, load_schema, read_json, write_json
-from harness.report.results import Outcome, RunResult, StepFailure
+from harness.results import Outcome, RunResult, StepFailure
 
 #: the readings of the non-strict difference (DMPR-PEEK-POSITION): the target took the second
 READINGS = [

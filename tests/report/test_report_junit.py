@@ -7,7 +7,7 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml, Properties, Skipped, SystemOut, TestCase, TestSuite
 
 from harness.report.junit import render_junit, write_junit
-from harness.report.results import Outcome, RunResult
+from harness.results import Outcome, RunResult
 
 
 def _read(path: Path) -> list[TestSuite]:

@@ -13,8 +13,8 @@ from typing import IO
 
 import pytest
 
-from harness.report.results import Outcome, RunResult
 from harness.report.terminal import OUTCOMES, Progress, print_summary, render_summary, section_key, verdict
+from harness.results import Outcome, RunResult
 
 COUNTS = "1 error, 1 failed, 1 xpass, 1 non_strict, 1 xfail, 1 unsupported, 1 not_applicable, 3 passed"
 
@@ -151,7 +151,7 @@ def test_progress_bar_on_a_terminal(run: RunResult) -> None:
 def test_a_wire_failure_shows_its_hex_dump_not_a_kilobyte_of_zeros(run: RunResult) -> None:
     """The wire runs cut a long observed value to 200 characters ("... (1024 chars)"); the summary
     shows a short form of it and the annotated hex dump below, as docs/cases.md does."""
-    from harness.report.results import StepFailure
+    from harness.results import StepFailure
 
     dump = (
         "000030   4E  9F  A7  D8  59  85  36  00  10  01  00  00 [00][00][00][00]  N...Y.6.........\n"
@@ -185,7 +185,7 @@ def test_a_wire_failure_shows_its_hex_dump_not_a_kilobyte_of_zeros(run: RunResul
 
 
 def test_the_adapter_error_text_reaches_the_terminal(run: RunResult) -> None:
-    from harness.report.results import StepFailure
+    from harness.results import StepFailure
 
     error = next(r for r in run.results if r.outcome is Outcome.error)
     error.detail = "step 1 (dequeue_message, line 17): Error: vendor: queue table corrupt"

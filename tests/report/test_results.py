@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from harness.report.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure
+from harness.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure
 
 
 def result(

@@ -47,7 +47,7 @@ from harness.cases.target import (
     hello_events,
 )
 from harness.cases.targets.registry import target_kind
-from harness.report.results import clean, printable
+from harness.results import clean, printable
 
 __all__ = ["CommandTarget", "split_command"]
 

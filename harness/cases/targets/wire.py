@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.cases.grading import graded, graded_result, reconcile, unwrap
+from harness.cases.caseresult import case_result_since, graded_result
+from harness.cases.grading import graded, reconcile, unwrap
 from harness.cases.model import Case, Step
 from harness.cases.target import (
     ADM_OUTGOING,
@@ -45,7 +46,7 @@ from harness.cases.target import (
 )
 from harness.cases.violations import graded_violation
 from harness.cases.wire import brief, needs_simulated_peer
-from harness.report.results import CaseResult, Outcome, StepFailure
+from harness.results import CaseResult, Outcome, StepFailure
 from packets.paths import display_value
 
 __all__ = ["WireOptions", "run_wire_case", "wire_applicability"]
@@ -158,7 +159,7 @@ def run_wire_case(
     info = info if info is not None else target.hello()
     why = wire_applicability(case, info)
     if why:
-        return CaseResult.since(case, Outcome.not_applicable, start, [], why)
+        return case_result_since(case, Outcome.not_applicable, start, [], why)
     run = _run_for(case, target, info)
     result, failing = _run_steps(case, run, start, on_sent)
     if record_dir is not None:
@@ -203,14 +204,14 @@ def _run_steps(
             checked += len(then.get("outgoing") or {}) + bool(then.get("peer")) - len(skipped)
             failures = [_graded(case, None, -1, "then", f, "") for f in found]
     except NotApplicable as e:
-        return CaseResult.since(case, Outcome.not_applicable, start, [], str(e)), None
+        return case_result_since(case, Outcome.not_applicable, start, [], str(e)), None
     except TargetError as e:
         if e.kind != "Unsupported":
-            return CaseResult.since(case, Outcome.error, start, [], f"{where}: {e.kind}: {e.message}"), None
-        return CaseResult.since(case, Outcome.unsupported, start, [], f"{where}: the target does not implement it: "
+            return case_result_since(case, Outcome.error, start, [], f"{where}: {e.kind}: {e.message}"), None
+        return case_result_since(case, Outcome.unsupported, start, [], f"{where}: the target does not implement it: "
                                 f"{e.message}"), None
     except Exception as e:
-        return CaseResult.since(case, Outcome.error, start, [], f"{where}: {type(e).__name__}: {e}"), None
+        return case_result_since(case, Outcome.error, start, [], f"{where}: {type(e).__name__}: {e}"), None
     finally:
         with contextlib.suppress(Exception):
             run.close()
@@ -221,8 +222,8 @@ def _run_steps(
         return graded_result(case, start, failures), failing
     detail = ("not checked: " + "; ".join(not_checked)) if not_checked else ""
     if not_checked and checked <= 0:
-        return CaseResult.since(case, Outcome.not_applicable, start, [], detail), None
-    return CaseResult.since(case, Outcome.passed, start, [], detail), None
+        return case_result_since(case, Outcome.not_applicable, start, [], detail), None
+    return case_result_since(case, Outcome.passed, start, [], detail), None
 
 
 def _record(directory: Path, run: Any, result: CaseResult, failing: bytes | None) -> None:

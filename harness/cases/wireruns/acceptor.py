@@ -33,7 +33,7 @@ from harness.cases.wireruns.base import (
     violation_failures,
 )
 from harness.cases.wireruns.peer import close_peer, simulated_peer
-from harness.report.transcript import RecordedConnection
+from harness.peers.recording import RecordedConnection
 from harness.session import Observer, Violation
 from packets import GUID, NULL_GUID, StreamSplitter
 from packets import session as sp

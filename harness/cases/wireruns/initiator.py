@@ -38,7 +38,7 @@ from harness.cases.wireruns.base import (
     violation_failures,
 )
 from harness.cases.wireruns.peer import SilentListener, close_peer, simulated_peer
-from harness.report.transcript import RecordedConnection
+from harness.peers.recording import RecordedConnection
 from harness.session import SessionConfig
 from packets.formatname import direct_machine
 from packets.paths import get_field

@@ -1,5 +1,9 @@
 """Results of a conformance run, grouped by requirement and spec section for the reports.
 
+A leaf: it imports nothing of ``harness`` (cases build results through
+``harness.cases.caseresult``; reports read them), so both layers depend on it and neither on
+the other.
+
 Outcomes, worst first (docs/cases.md, "Outcomes"): ``error`` (a harness or setup problem, or a
 target that crashed, hung or answered nonsense), ``failed`` (a MUST broken), ``xpass`` (listed as
 a known failure, but passed: fails the run), ``non_strict`` (a SHOULD, a MAY or an
@@ -18,12 +22,20 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from harness.cases.model import Case
-
-__all__ = ["SEVERITY", "CaseResult", "Outcome", "RunResult", "StepFailure", "clean", "printable"]
+__all__ = [
+    "DOCUMENTS",
+    "SEVERITY",
+    "CaseResult",
+    "Outcome",
+    "RunResult",
+    "StepFailure",
+    "clean",
+    "clean_failure",
+    "printable",
+    "section_key",
+]
 
 
 class Outcome(StrEnum):
@@ -120,7 +132,8 @@ def printable(text: str) -> str:
     )
 
 
-def _clean_failure(f: StepFailure) -> StepFailure:
+def clean_failure(f: StepFailure) -> StepFailure:
+    """``f`` with every value and text :func:`clean`."""
     return replace(
         f,
         expected=clean(f.expected),
@@ -131,47 +144,15 @@ def _clean_failure(f: StepFailure) -> StepFailure:
     )
 
 
-def _in_context(f: StepFailure, case: Case) -> StepFailure:
-    """``f`` with what the case knows of it: the step's inputs and line, the requirement's sentence."""
-    if 0 <= f.step < len(case.when):
-        step = case.when[f.step]
-        if not f.inputs:
-            f.inputs = dict(step.args)
-        f.line = f.line or step.line
-    found = case.requirements.get(f.requirement) if f.requirement else None
-    if found is not None and not f.quote:
-        f.quote = found.quote
-    return f
+DOCUMENTS: tuple[str, ...] = ("MS-MQDMPR", "MS-MQQB", "MS-MQMQ")  # the order of documents in tables
 
 
-_AT_STEP = re.compile(r"step (\d+) \((?:[^)]*)\): ")
-
-
-def _stopped(case: Case, outcome: Outcome, failures: list[StepFailure], detail: str) -> StepFailure | None:
-    """The step an error (or an Unsupported reply) stopped ``case`` at, read from the runners'
-    ``"step N (event, line L): what the target said"`` detail; None when none is named."""
-    if failures or outcome not in (Outcome.error, Outcome.unsupported):
-        return None
-    found = _AT_STEP.match(detail)
-    if found is None or int(found.group(1)) >= len(case.when):
-        return None
-    from harness.cases.grading import attribute, section_of
-
-    index = int(found.group(1))
-    step = case.when[index]
-    requirement, level = attribute(case, step)
-    stopped = StepFailure(
-        step=index,
-        event=step.event,
-        field="",
-        expected=None,
-        observed=clean(detail[found.end() :]),
-        section=section_of(case, requirement),
-        message=clean(detail),
-        requirement=requirement,
-        level=str(level),
-    )
-    return _clean_failure(_in_context(stopped, case))
+def section_key(section: str) -> tuple[int, str, tuple[tuple[int, str], ...]]:
+    """Sort key of "MS-MQDMPR 3.1.7.3.2": documents in :data:`DOCUMENTS` order, then numerically."""
+    document, _, number = section.partition(" ")
+    rank = DOCUMENTS.index(document) if document in DOCUMENTS else len(DOCUMENTS)
+    parts = tuple((int(p), "") if p.isdigit() else (1 << 30, p) for p in number.split(".") if p)
+    return rank, document, parts
 
 
 @dataclass
@@ -194,37 +175,6 @@ class CaseResult:
     # a wire case run with ``--record DIR``: its transcript page, the path as the run wrote it
     # (DIR/<id>.html, next to DIR/<id>.pcap; harness.report.transcript); None otherwise
     transcript: str | None = None
-
-    @classmethod
-    def since(
-        cls, case: Case, outcome: Outcome, start: float, failures: list[StepFailure] | None = None, detail: str = ""
-    ) -> CaseResult:
-        """The result of ``case`` whose run began at ``start`` (``time.perf_counter()``); when
-        ``failures`` are given and ``detail`` is not, the detail is their messages."""
-        import time
-
-        failures = list(failures or [])
-        detail = detail or "\n".join(f.message for f in failures)
-        return cls.of(case, outcome, time.perf_counter() - start, failures, detail)
-
-    @classmethod
-    def of(cls, case: Case, outcome: Outcome, duration: float, failures: list[StepFailure], detail: str) -> CaseResult:
-        """The result of ``case`` (one variant) with its identity taken from the case."""
-        return cls(
-            case_id=case.full_id,
-            title=case.title,
-            sections=case.sections,
-            level=str(case.level),
-            outcome=outcome,
-            duration=duration,
-            failures=[_clean_failure(_in_context(f, case)) for f in failures],
-            detail=clean(detail),
-            source=case.source,
-            line=case.line,
-            tags=list(case.tags),
-            requirements=list(case.requirements) or [r.requirement for r in case.spec if r.requirement],
-            stopped=_stopped(case, outcome, failures, detail),
-        )
 
     def counted_sections(self) -> list[str]:
         """The sections this result counts under (see RunResult.by_section), each once."""
