@@ -43,7 +43,7 @@ from harness.capture.spill import SpillFifo, SpillPool
 from harness.capture.tcp import Chunk, Direction, Flow, FlowKey, Gap, TcpReassembler, a_is_client
 from harness.decoding import DecodedPacket, Event, Key, StreamDecoder, StreamReport
 
-__all__ = ["INF", "Connection", "ConnectionResult", "PacketSink", "replay_flow"]
+__all__ = ["INF", "Connection", "ConnectionResult", "PacketSink", "merge_key", "replay_flow"]
 
 #: a key above every packet's
 INF: Key = (math.inf, sys.maxsize)
@@ -88,8 +88,15 @@ Place = tuple[float, int, int, int, int]
 _ORDER = {"client": 0, "server": 1}
 
 
+def merge_key(direction: str, key: Key) -> tuple[float, int, int]:
+    """Where a packet of ``direction`` completed at ``key`` stands in the order the observer is
+    given both directions: by key, the client's first on equal keys.  A stable sort by it keeps
+    each direction's stream order (keys grow along a stream)."""
+    return (key[0], key[1], _ORDER[direction])
+
+
 def _place(direction: str, ev: Event) -> Place:
-    return (ev.key[0], ev.key[1], _ORDER[direction], ev.chunk, ev.offset)
+    return (*merge_key(direction, ev.key), ev.chunk, ev.offset)
 
 
 class _Judge:

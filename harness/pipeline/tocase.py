@@ -13,31 +13,39 @@ breaking on a SessionAck (3.1.5.5.1, 3.1.5.5.5) becomes an expectation on the ne
 a packet of the initiator that broke a rule is followed by the close the acceptor owes
 ([MS-MQQB] 3.1.5.1.2, 3.1.5.1.3).  So a case made from a session that broke a rule fails,
 against the same acceptor, on that rule, and passes once the fault is gone.
+
+The packets are taken in the order the observer checked them (:mod:`harness.capture.connection`):
+within a direction TCP stream order, across directions capture time with frame order breaking
+every tie, so equal timestamps, a one-second clock or zero timestamps give the case of the
+original capture; a session whose capture times contradict its frame order makes no case
+(:class:`CaseBuildError` naming where the order is not established).
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 import packets
-from harness.capture.tcp import Flow, reassemble
-from harness.decoding import decode_pieces
-from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, analyse_flow, flow_id, segments_of
+from harness.capture.tcp import Direction, Flow, reassemble
+from harness.decoding import DecodedPacket, Key
+from harness.pipeline.flows import DEFAULT_PORTS, FlowRows, FrameCounts, analyse_flow, flow_id, segments_of
 from harness.pipeline.splits import Split, read_split
 from harness.session.rules import RuleId
 
 __all__ = [
     "CaseBuildError",
+    "Replayed",
     "capture_to_case",
     "find_flow",
     "flow_violations",
+    "replay",
     "sessions_with_problems",
     "write_case",
 ]
@@ -83,29 +91,60 @@ def sessions_with_problems(path: str | Path, ports: frozenset[int] = DEFAULT_POR
     return found
 
 
-def _packets_in_order(flow: Flow) -> list[tuple[str, int, bytes, str]]:
-    """(direction, index in its direction, bytes, kind) of every packet up to the first gap, in
-    capture order; bytes of the initiator that cannot be framed are kept whole as one packet."""
-    timed: list[tuple[float, int, int, str, bytes, str]] = []
-    for order, (direction, side) in enumerate((("client", flow.client), ("server", flow.server))):
-        if not side.pieces:
-            continue
-        starts = sorted(side.timestamps)
-        base, data = side.pieces[0]
+Ordered = list[tuple[str, int, bytes, str]]
 
-        def ts_at(offset: int, starts: list[int] = starts, stamps: dict[int, float] = side.timestamps) -> float:
-            k = bisect.bisect_right(starts, offset) - 1
-            return stamps[starts[k]] if k >= 0 else 0.0
 
-        report = decode_pieces(direction, [(base, data)])
-        for item in report.packets:
-            kind = item.packet.kind.name
-            timed.append((ts_at(item.offset + len(item.data) - 1), order, item.index, direction, item.data, kind))
-        if report.errors and direction == "client":
-            rest = data[report.errors[0].offset - base :]
-            timed.append((ts_at(base + len(data) - 1), order, len(report.packets), direction, rest, "raw"))
-    timed.sort(key=lambda t: (t[0], t[1], t[2]))
-    return [(d, i, data, kind) for _ts, _o, i, d, data, kind in timed]
+@dataclass
+class Replayed:
+    """A flow as the observer saw it: its packets (direction, index in its direction, bytes, kind)
+    up to each direction's first gap in the order the capture proves, the rules broken (rows as
+    the pipeline's ``violations`` table), and why the order was not established from some point
+    ("" when it was)."""
+
+    ordered: Ordered
+    violations: list[dict[str, Any]]
+    unordered: str
+
+
+def replay(capture: str, flow: Flow) -> Replayed:
+    """The packets of ``flow`` merged as :class:`harness.capture.connection.Connection` merges them
+    for the observer (:func:`harness.capture.connection.merge_key`: within a direction TCP stream
+    order, across directions capture time with frame order breaking every tie), with the
+    violations the observer found in that order; bytes of the initiator that cannot be framed are
+    kept whole as one packet, where the observer met the error."""
+    from harness.capture.connection import merge_key, replay_flow
+
+    builder = FlowRows(capture, flow.key)
+    got: list[tuple[tuple[float, int, int], str, int, bytes, str]] = []
+    ends = {d: side.pieces[0][0] + len(side.pieces[0][1]) if side.pieces else 0
+            for d, side in (("client", flow.client), ("server", flow.server))}  # fmt: skip
+
+    def sink(direction: str, item: DecodedPacket, key: Key) -> None:
+        builder._packet(direction, item, key)
+        if item.offset < ends[direction]:  # the first run: up to the first gap
+            got.append((merge_key(direction, key), direction, item.index, item.data, item.packet.kind.name))
+
+    result = replay_flow(flow, sink)
+    violations = builder.tables(result)["violations"]
+    errors = result.reports["client"].errors
+    if flow.client.pieces and errors and errors[0].offset < ends["client"]:
+        base, data = flow.client.pieces[0]
+        at = errors[0].offset
+        rest = data[at - base :]
+        index = sum(1 for _k, d, *_rest in got if d == "client")
+        got.append((merge_key("client", _key_at(flow.client, at + 15)), "client", index, rest, "raw"))
+    got.sort(key=lambda t: t[0])  # stable: each direction keeps its stream order
+    return Replayed([(d, i, data, kind) for _k, d, i, data, kind in got], violations, result.unordered)
+
+
+def _key_at(side: Direction, offset: int) -> Key:
+    """The :data:`harness.decoding.Key` of the byte at stream ``offset``: the latest capture time
+    and the latest frame number of the chunks up to it."""
+    starts = [a for a in side.timestamps if a <= offset]
+    return (
+        max((side.timestamps[a] for a in starts), default=0.0),
+        max((side.frames.get(a, 0) for a in starts), default=0),
+    )
 
 
 def _hex(data: bytes) -> str:
@@ -146,9 +185,6 @@ def _breaks(data: bytes, rule_id: str) -> bool:
     return any(f[0] == rule_id for f in findings)
 
 
-Ordered = list[tuple[str, int, bytes, str]]
-
-
 def _blame(ordered: Ordered, violations: list[dict[str, Any]]) -> dict[str, dict[int, set[str]]]:
     """direction -> index of the packet in its direction -> rules that packet broke.
 
@@ -186,9 +222,13 @@ def capture_to_case(
     from harness.session.rules import RULES, closing_rules
 
     closing = closing_rules()
-    found = find_flow(capture, flow, ports)
-    violations = analyse_flow(str(capture), found)["violations"]
-    ordered = _packets_in_order(found)
+    replayed = replay(str(capture), find_flow(capture, flow, ports))
+    if replayed.unordered:
+        raise CaseBuildError(
+            f"{flow}: {replayed.unordered}; a case replays the packets in the order the capture proves, "
+            "and from there it proves none (if the capture's times are right, sort it by time first)"
+        )
+    violations, ordered = replayed.violations, replayed.ordered
     if not any(d == "client" for d, _, _, _ in ordered):
         raise CaseBuildError(f"{flow}: the initiator sent no packet to replay")
     blame = _blame(ordered, violations)
