@@ -14,10 +14,15 @@ process started for the purpose (its output to /dev/null), against the limit of 
   (:func:`harness.pipeline.job.analyse_partition` reading them back one list at a time, as Spark
   hands them over); and ``msmq-harness pipeline --master local[1]`` itself, the largest of its
   Python worker processes, sampled from /proc every 0.1 s (``BENCH_MEMORY_SPARK=0`` skips it).
+
+And the passive observer's state for one session ([MS-MQQB] 3.1.5.8.1, 3.1.5.7: the MessageIDs
+sent on it, :mod:`harness.session.msgids`), in bytes of the objects it holds, after 1,000 and after
+1,000,000 (100,000 with --quick) sequential UserMessages fed to :meth:`Observer.packet`.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import subprocess
@@ -89,6 +94,55 @@ def _spark_worker_peak(path: Path, out: Path) -> tuple[int, int, float]:
     return worker >> 20, tree >> 20, time.perf_counter() - start
 
 
+def _deep_size(root: object) -> int:
+    """Bytes of ``root`` and of every object it reaches (classes, modules and functions aside)."""
+    seen: set[int] = set()
+    total, todo = 0, [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, type) or type(obj).__name__ in ("module", "function", "cell"):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        todo.extend(gc.get_referents(obj))
+    return total
+
+
+def observer_state(messages: int) -> dict[str, Any]:
+    """The observer's state after 1,000 and after ``messages`` sequential UserMessages."""
+    import packets
+    from harness.session import Observer, user_message
+    from packets import GUID
+    from packets import session as sp
+
+    ini, acc = GUID("{11111111-2222-3333-4444-555555555555}"), GUID("{AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE}")
+    o = Observer(acc)
+    cp = packets.build(sp.connection_parameters(0x1F4, 0x4E20, 64))
+    o.packet("client", packets.build(sp.establish_connection(ini, acc, 1000)))
+    o.packet("server", packets.build(sp.establish_connection(ini, acc, 1000, response=True)))
+    o.packet("client", cp)
+    o.packet("server", cp)
+    data = packets.build(user_message(ini, acc, b"m", message_id=1))
+    packet = packets.parse(data, strict=False)
+    sizes = {}
+    start = time.perf_counter()
+    for n in range(1, messages + 1):
+        packet.UserHeader.MessageID = n
+        o.packet("client", data, packet)
+        if n in (1_000, messages):
+            sizes[n] = _deep_size(o)
+    wall = time.perf_counter() - start
+    return {
+        "name": f"observer state of one session, 1,000 vs {messages:,} sequential UserMessages",
+        "unit": "bytes",
+        "after_1000": sizes[1_000],
+        f"after_{messages}": sizes[messages],
+        "growth": sizes[messages] - sizes[1_000],
+        "met": "yes" if sizes[messages] - sizes[1_000] < 1024 else "no",
+        "wall_s": wall,
+    }
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
     from harness.pipeline.synth import single_connection
 
@@ -153,6 +207,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                     "wall_s": wall,
                 }
             )
+        rows.append(observer_state(100_000 if quick else 1_000_000))
         return rows
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -21,6 +21,11 @@ to :meth:`Observer.server_data` in capture order, each with the capture timestam
 :func:`harness.decoding.decode_pieces` does) feeds them to :meth:`Observer.packet` instead, and a
 stream that could not be framed any further to :meth:`Observer.unframed`: the checks and their
 results are the same, and no packet is parsed twice.
+
+Per session the state is bounded by a constant, not by the number of packets: counts, per
+transactional sequence its highest numbers, and the MessageIDs sent as ranges per source queue
+manager (:class:`harness.session.msgids.SentIds`; an identifier it can no longer tell sent or
+unsent is judged by neither 3.1.5.8.1 nor 3.1.5.7).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from harness.session.core import (
     tx_sequence_id,
 )
 from harness.session.events import SessionState, Violation
+from harness.session.msgids import SentIds
 from harness.session.rules import RuleId, rule
 from harness.session.transitions import WRONG_STATE, transition
 from packets import GUID, Packet, PacketError, PacketKind, StreamSplitter
@@ -74,7 +80,7 @@ class _Side:
         self.acked_at = 0  # the other end's sent count this endpoint acknowledged last
         self.window = 0  # WindowSize this endpoint announced (0: none yet)
         self.window_reported = False
-        self.message_ids: set[tuple[bytes, int]] = set()  # non-transactional, sent on this session
+        self.message_ids = SentIds()  # (SourceQueueManager, MessageID) sent on this session, as ranges
         self.tx_sent: dict[int, int] = {}  # TxSequenceID -> highest TxSequenceNumber sent
         self.order_acked: dict[int, int] = {}  # TxSequenceID -> highest number this endpoint OrderAcked
 
@@ -317,7 +323,7 @@ class Observer:
             found += self._order_ack(me, other, packet)
         elif kind is PacketKind.FinalAck:
             body = packet.body
-            if body is not None and (bytes(GUID(body.SourceGUID)), int(body.MessageID)) not in other.message_ids:
+            if body is not None and other.message_ids.sent(bytes(GUID(body.SourceGUID)), int(body.MessageID)) is False:
                 found.append((RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, f"FinalAck for MessageID {int(body.MessageID)}"))
         else:
             found += self._user_message(me, packet)
@@ -333,15 +339,15 @@ class Observer:
             self.expired += expired
             found += findings
         uh = packet.UserHeader
-        key = (bytes(GUID(uh.SourceQueueManager)), int(uh.MessageID))
+        source, message_id = bytes(GUID(uh.SourceQueueManager)), int(uh.MessageID)
+        seen = me.message_ids.add(source, message_id)
         th = packet.headers.get("TransactionHeader")
         if th is not None:
-            found += self._tx.check(bytes(GUID(uh.SourceQueueManager)), th)
+            found += self._tx.check(source, th)
             seq_id = tx_sequence_id(th.TxSequenceID)
             me.tx_sent[seq_id] = max(me.tx_sent.get(seq_id, 0), int(th.TxSequenceNumber))
-        elif key in me.message_ids:
-            found.append((RuleId.MQQB_3_1_5_8_1_DUPLICATE, f"MessageID {key[1]} sent twice on this session"))
-        me.message_ids.add(key)
+        elif seen is True:  # exactly known sent before (None: no longer known either way)
+            found.append((RuleId.MQQB_3_1_5_8_1_DUPLICATE, f"MessageID {message_id} sent twice on this session"))
         return found
 
     def _order_ack(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:

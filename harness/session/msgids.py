@@ -1,0 +1,134 @@
+"""The MessageIDs an endpoint sent on one session, held in memory bounded by a constant.
+
+[MS-MQMQ] 2.2.19.2: a message is identified by UserHeader.SourceQueueManager (the GUID of the
+original sender) and UserHeader.MessageID, a 4-byte number the sending queue manager assigns in
+sequence to every message it sends (the MessageIdentifier's Ordinal, [MS-MQDMPR] 3.1.1.12); on a
+session the MessageIDs of one source therefore come in runs of consecutive numbers (gaps where
+its other messages went to other sessions).  Two rules ask whether an identifier was sent on the
+session: duplicate detection ([MS-MQQB] 3.1.5.8.1: a non-transactional UserMessage whose
+MessageID is in the MessageIDHistoryTable is discarded) and the FinalAck that names a message
+([MS-MQQB] 3.1.5.7, 2.2.5.1 SourceGUID and MessageID).
+
+So each source's identifiers are kept as merged ranges of consecutive numbers: a session of a
+million sequential messages holds one range, and the answer is exact.  Memory is bounded by
+:data:`MAX_RANGES` per source and :data:`MAX_SOURCES` sources: beyond that the lowest (oldest)
+ranges of a source are folded into one span whose identifiers may or may not have been sent, and
+the least recently used source is forgotten.  An identifier in such a span, or of a source that
+may have been forgotten, is neither known sent nor known unsent (:meth:`SentIds.sent` gives None):
+no rule is judged on it, so bounding memory never makes a verdict up.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import OrderedDict
+
+__all__ = ["MAX_RANGES", "MAX_SOURCES", "SentIds"]
+
+#: ranges of consecutive MessageIDs kept exactly per source queue manager
+MAX_RANGES = 32
+#: source queue managers kept per endpoint and session
+MAX_SOURCES = 256
+
+
+class _Ranges:
+    """The MessageIDs of one source: disjoint, non-adjacent ranges ``[starts[i], ends[i]]`` in
+    increasing order, and below them the span ``fuzzy`` of folded ranges (unknown inside).
+    ``partial``: the source may have been forgotten before (what it sent then is not here), so
+    an identifier outside the ranges is unknown, not unsent."""
+
+    __slots__ = ("ends", "fuzzy", "partial", "starts")
+
+    def __init__(self, partial: bool) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.fuzzy: tuple[int, int] | None = None
+        self.partial = partial
+
+    def sent(self, message_id: int) -> bool | None:
+        i = bisect_right(self.starts, message_id) - 1
+        if i >= 0 and self.ends[i] >= message_id:
+            return True
+        fuzzy = self.fuzzy
+        if self.partial or (fuzzy is not None and fuzzy[0] <= message_id <= fuzzy[1]):
+            return None
+        return False
+
+    def add(self, message_id: int) -> bool | None:
+        """Record ``message_id``; what :meth:`sent` said of it before."""
+        starts, ends = self.starts, self.ends
+        if ends and ends[-1] == message_id - 1 and (self.fuzzy is None or self.fuzzy[0] != message_id):
+            ends[-1] = message_id  # the next of the highest run: the common case
+            return None if self.partial else False
+        i = bisect_right(starts, message_id) - 1
+        if i >= 0 and ends[i] >= message_id:
+            return True
+        fuzzy = self.fuzzy
+        if fuzzy is not None and fuzzy[0] <= message_id <= fuzzy[1]:
+            return None
+        before = None if self.partial else False
+        joins_left = i >= 0 and ends[i] == message_id - 1
+        joins_right = i + 1 < len(starts) and starts[i + 1] == message_id + 1
+        if joins_left and joins_right:
+            ends[i] = ends[i + 1]
+            del starts[i + 1], ends[i + 1]
+        elif joins_left:
+            ends[i] = message_id
+        elif joins_right:
+            starts[i + 1] = message_id
+        else:
+            starts.insert(i + 1, message_id)
+            ends.insert(i + 1, message_id)
+            if len(starts) > MAX_RANGES:
+                self._fold()
+        return before
+
+    def _fold(self) -> None:
+        """The lowest range joins the span of unknowns (with every range that span now covers)."""
+        low, high = self.starts[0], self.ends[0]
+        if self.fuzzy is not None:
+            low, high = min(low, self.fuzzy[0]), max(high, self.fuzzy[1])
+        self.fuzzy = (low, high)
+        keep = bisect_right(self.starts, high)  # ranges start above the span, or lie inside it
+        del self.starts[:keep], self.ends[:keep]
+
+    def size(self) -> int:
+        return len(self.starts)
+
+
+class SentIds:
+    """The (SourceQueueManager, MessageID) pairs one endpoint sent on a session."""
+
+    __slots__ = ("_sources", "forgot")
+
+    def __init__(self) -> None:
+        self._sources: OrderedDict[bytes, _Ranges] = OrderedDict()
+        self.forgot = False  #: a source was forgotten: an unknown source may have been sent before
+
+    def add(self, source: bytes, message_id: int) -> bool | None:
+        """Record that ``message_id`` of ``source`` was sent; whether it was sent before: True
+        (exactly), False (exactly), None (cannot be told any more)."""
+        sources = self._sources
+        ranges = sources.get(source)
+        if ranges is None:
+            ranges = sources[source] = _Ranges(self.forgot)
+            if len(sources) > MAX_SOURCES:
+                sources.popitem(last=False)
+                self.forgot = True
+        else:
+            sources.move_to_end(source)
+        return ranges.add(message_id)
+
+    def sent(self, source: bytes, message_id: int) -> bool | None:
+        """Was ``message_id`` of ``source`` sent: True, False, or None when that cannot be told."""
+        ranges = self._sources.get(source)
+        if ranges is None:
+            return None if self.forgot else False
+        return ranges.sent(message_id)
+
+    def ranges(self) -> int:
+        """Ranges held, over every source (what the memory is proportional to)."""
+        return sum(r.size() for r in self._sources.values())
+
+    def __len__(self) -> int:
+        return len(self._sources)
