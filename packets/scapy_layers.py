@@ -27,8 +27,10 @@ conformant empty UserMessage.  A value given is written as given, so a malformed
 field away.
 
 Dissection goes through ``packets.parse(strict=False)`` (``layer.decoded`` keeps the codec's
-Packet and ``layer.violations`` its violations); the fields are then read from the decoded
-headers, and an unchanged dissected layer builds back its own bytes.  A TCP segment carrying
+Packet and ``layer.violations`` its violations) and is lazy: a header becomes its layer, from
+the codec's decoded header, when it is first read (``pkt.UserHeader``); reading the fields as a
+whole (``show``, ``==``, ``copy``) makes them all.  An unchanged dissected layer builds back its
+own bytes, and its kind, violations and bytes need no header made.  A TCP segment carrying
 several packets dissects into a chain of MSMQ layers; ``packets.scapy_stream`` reassembles
 packets split across segments.
 
@@ -616,18 +618,22 @@ class _Wire(ScapyPacket):
     def do_build(self) -> bytes:
         return self.self_build() + self.do_build_payload()
 
+    _KEPT = ("decoded", "_wire", "_snapshot")
+
     def copy(self) -> Any:
         clone = super().copy()
-        for attr in ("decoded", "_wire", "_snapshot"):
-            object.__setattr__(clone, attr, getattr(self, attr))
+        for attr in self._KEPT:
+            if attr in self.__dict__:
+                object.__setattr__(clone, attr, self.__dict__[attr])
         return clone
 
     def clone_with(self, payload: Any = None, **kargs: Any) -> Any:
         """scapy builds an implicit packet from clones (``Packet.__iter__``): they keep the bytes
         received, so an unchanged dissected layer still builds back exactly those bytes."""
         clone = super().clone_with(payload=payload, **kargs)
-        for attr in ("decoded", "_wire", "_snapshot"):
-            object.__setattr__(clone, attr, getattr(self, attr))
+        for attr in self._KEPT:
+            if attr in self.__dict__:
+                object.__setattr__(clone, attr, self.__dict__[attr])
         return clone
 
     @property
@@ -658,6 +664,19 @@ class _Wire(ScapyPacket):
             return f"{self.name} (unbuildable: {e})"
         bad = f", {len(decoded.violations)} violations" if decoded.violations else ""
         return f"{self.name} {decoded.kind} ({decoded.size} bytes{bad})"
+
+
+# scapy's own storage of a layer's field values (a slot); MSMQ reads it under its lazy ``fields``.
+_FIELDS_SLOT: Any = ScapyPacket.__dict__["fields"]
+
+
+def _header_layer_of(name: str, value: Any) -> Any:
+    """The layer of a decoded header, or None when it was decoded only in part (its bytes then
+    stay as received)."""
+    try:
+        return HEADER_LAYERS[name].from_value(value)
+    except Exception:
+        return None
 
 
 class MSMQ(_Wire):
@@ -745,20 +764,80 @@ class MSMQ(_Wire):
     def _parse_built(self) -> Packet:
         return parse(self.self_build(), strict=False)
 
+    # -- lazy dissection ----------------------------------------------------------------------
+    # A dissected MSMQ keeps the codec's decoded headers and turns a header into its layer when
+    # it is first read (``pkt.UserHeader``, ``getfieldval``); anything that reads the fields as a
+    # whole (``fields``, ``show``, ``==``, ``copy``) turns every header into its layer first.
+
+    _KEPT = ("decoded", "_wire", "_expected")
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        pending = self.__dict__.get("_pending")
+        if pending:
+            for name in list(pending):
+                self._materialize(name)
+        fields: dict[str, Any] = _FIELDS_SLOT.__get__(self)
+        return fields
+
+    @fields.setter
+    def fields(self, value: dict[str, Any]) -> None:
+        _FIELDS_SLOT.__set__(self, value)
+
+    def _materialize(self, name: str) -> None:
+        """The decoded header ``name``, if still pending, made its layer."""
+        pending = self.__dict__.get("_pending")
+        if pending and name in pending:
+            layer = _header_layer_of(name, pending.pop(name))
+            if layer is not None:
+                _FIELDS_SLOT.__get__(self)[name] = layer
+
+    def getfieldval(self, attr: str) -> Any:
+        self._materialize(attr)
+        fields = _FIELDS_SLOT.__get__(self)
+        if attr in fields:
+            return fields[attr]
+        if attr in self.default_fields and attr not in self.overloaded_fields:
+            return self.default_fields[attr]
+        return super().getfieldval(attr)
+
+    def getfield_and_val(self, attr: str) -> Any:
+        self._materialize(attr)
+        fields = _FIELDS_SLOT.__get__(self)
+        if attr in fields:
+            return self.fieldtype[attr], fields[attr]
+        if attr in self.default_fields and attr not in self.overloaded_fields:
+            return self.fieldtype[attr], self.default_fields[attr]
+        return super().getfield_and_val(attr)
+
+    def _expected_layer(self, name: str) -> Any:
+        """The layer ``name`` as dissected (made once, apart from the one the fields hold)."""
+        expected: dict[str, Any] = self.__dict__.setdefault("_expected", {})
+        if name not in expected:
+            value = self.decoded.headers.get(name) if self.decoded is not None else None
+            expected[name] = None if value is None else _header_layer_of(name, value)
+        return expected[name]
+
+    def _unchanged(self) -> bool:
+        if self._wire is None:
+            return False
+        pending = self.__dict__.get("_pending") or ()
+        fields = _FIELDS_SLOT.__get__(self)
+        return all(
+            name in pending or fields.get(name) == self._expected_layer(name) for name in HEADER_NAMES
+        )
+
     def do_dissect(self, s: bytes) -> bytes:
         n = _complete_length(s)
         if n is None:
-            self._remember(s, None)
+            object.__setattr__(self, "_wire", s)
             return b""
         data = s[:n]
         decoded = parse(data, strict=False)
-        for name, value in decoded.headers.items():
-            if name in HEADER_LAYERS and value is not None:
-                try:
-                    self.fields[name] = HEADER_LAYERS[name].from_value(value)
-                except Exception:  # a header decoded only in part: its bytes stay as received
-                    continue
-        self._remember(data, decoded)
+        pending = {name: v for name, v in decoded.headers.items() if v is not None and name in HEADER_LAYERS}
+        object.__setattr__(self, "_wire", data)
+        object.__setattr__(self, "decoded", decoded)
+        object.__setattr__(self, "_pending", pending)
         return s[n:]
 
     def guess_payload_class(self, payload: bytes) -> type[ScapyPacket]:
