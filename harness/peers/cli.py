@@ -109,6 +109,9 @@ def list_behaviours() -> list[str]:
         taken = "; ".join(f"{alternative} of {rid}" for rid, alternative in b.readings)
         takes = f" (reading {taken})" if taken else ""
         lines.append(f"{name:<{width}}  {family:<8}  {b.summary}{takes}{legal}")
+    from harness.peers.faults import fault_lines
+
+    lines += fault_lines(width)  # input-triggered crashes and hangs
     lines += [
         f"{'close-after-<N>':<{width}}  {'fault':<8}  closes after N packets",
         f"{'window-<N>':<{width}}  {'fault':<8}  advertises WindowSize N",

@@ -73,6 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from harness.peers import faults
 from harness.peers.recorder import PcapRecorder, TcpFlow
 from harness.session import (
     Acceptor,
@@ -118,6 +119,8 @@ Behaviour = AcceptorBehaviour | str
 def _behaviour(b: Behaviour) -> AcceptorBehaviour:
     if isinstance(b, AcceptorBehaviour):
         return b
+    if b in faults.FAULTS:  # input-triggered crashes and hangs (harness.peers.faults)
+        return faults.FAULTS[b].behaviour
     try:
         return named_behaviour(b)
     except KeyError as e:
@@ -300,6 +303,7 @@ class _Slot:
         self.close_deadline = 0.0
         self.mask = 0
         self.read_resume = 0.0  # a slow reader reads again at this time (0: not paused)
+        self.fault: faults.FaultWatch | None = None  # an input-triggered fault's watch (harness.peers.faults)
 
 
 class SimulatedPeer:
@@ -574,6 +578,7 @@ class SimulatedPeer:
     def _round(self) -> None:
         sel = self._sel
         assert sel is not None
+        faults.tick(self)
         timeout = max(0.0, min(TICK, self._next_deadline() - time.monotonic()))
         for key, mask in sel.select(timeout):
             if key.data == "listen":
@@ -740,6 +745,7 @@ class SimulatedPeer:
                 setattr(acceptor, name, getattr(self._queue_manager, name))
         flow = self._recorder.flow(client, self._address, time.time()) if self._recorder else None
         slot = _Slot(sock, conn, acceptor, flow)
+        slot.fault = faults.watch_for(behaviour.name)
         self._slots[conn.index] = slot
         slot.mask = selectors.EVENT_READ
         self._sel.register(sock, slot.mask, slot)
@@ -770,6 +776,9 @@ class SimulatedPeer:
         completed = self._keep_packets(slot, data, ts, now)
         if slot.closing:
             return  # the session is closed: the bytes are recorded, not processed
+        if slot.fault is not None and slot.fault.fires(slot.acceptor.SessionState, data):
+            faults.strike(self, slot)  # a crash or a hang on this packet: it is never processed
+            return
         if completed <= INLINE_BYTES:
             self._perform(slot, slot.acceptor.receive_data(data))
             return

@@ -1,0 +1,296 @@
+"""The fuzzing session: state by state, packet kind by packet kind, one mutated field per connection.
+
+Each round opens a TCP connection to the acceptor ([MS-MQQB] 2.1.1), reaches one session state
+through conformant traffic (:mod:`harness.fuzz.states`), sends one packet of one kind with one
+field mutated (:mod:`harness.fuzz.generate`) and judges the reaction (:mod:`harness.fuzz.oracles`).
+Rounds visit the (state x packet kind) pairs in turn, so that every pair is reached within the
+first rounds; within a pair, every mutation is tried once, lengths and counts first.  A crash or a
+hang is re-run to confirm it, then minimised and written as a case and a pcap
+(:mod:`harness.fuzz.minimise`).  Bounded by ``max_packets`` and ``duration``, paced to ``rate``
+packets a second, stopped by the first confirmed crash unless ``keep_going``; the ``seed`` makes
+the same run again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.fuzz.generate import KINDS, Context, Mutation, mutations_for, packet_kind, template
+from harness.fuzz.oracles import Timers, alive, observe, target_violations
+from harness.fuzz.states import STATES, Connection, State, note_sent, reach
+from packets import GUID
+
+__all__ = ["Finding", "FuzzOptions", "FuzzReport", "Fuzzer"]
+
+
+@dataclass
+class FuzzOptions:
+    address: tuple[str, int]
+    target: str
+    seed: int
+    max_packets: int = 10_000
+    duration: float = 60.0
+    rate: float = 500.0  # packets per second, at most
+    keep_going: bool = False  # do not stop at the first confirmed crash
+    restart_wait: float = 60.0  # seconds a crashed target may take to come back
+    timers: Timers = dataclasses.field(default_factory=Timers)
+    ping: tuple[str, int] | None = None
+    queue_id: int = 1
+    tx_queue_id: int = 1
+    out: Path = Path("fuzz-findings")
+    states: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    minimise_runs: int = 24
+
+
+@dataclass
+class Finding:
+    """A crash, hang or violation, with where it happened and what reproduces it."""
+
+    id: str
+    oracle: str  # crash | hang | violation
+    why: str
+    state: str
+    kind: str
+    template: str
+    field: str
+    op: str
+    round: int
+    seed: int
+    packets: list[bytes]  # what the fuzzer sent on the session, the injected packet last
+    requirement: str = ""
+    level: str = ""
+    section: str = ""
+    confirmed: bool = False
+    minimal: list[bytes] = dataclasses.field(default_factory=list)
+    case: str = ""
+    pcap: str = ""
+    case_outcome: str = ""  # the case run against the target (it fails while the fault is there)
+    duplicates: int = 0
+
+    @property
+    def injected(self) -> bytes:
+        return self.packets[-1]
+
+    @property
+    def signature(self) -> tuple[str, str, str, str]:
+        """Findings alike are one: the same oracle on the same kind of packet (as it decodes, of the
+        same template for a UserMessage), a hang in the same SessionState, a violation of the same rule."""
+        kind = packet_kind(self.injected)
+        variant = self.template if kind == self.kind == "UserMessage" else kind
+        where = self.session_state if self.oracle == "hang" else ""
+        return (self.oracle, variant, where, self.requirement if self.oracle == "violation" else "")
+
+    @property
+    def session_state(self) -> str:
+        return next((s.session_state for s in STATES if s.name == self.state), self.state)
+
+
+@dataclass
+class FuzzReport:
+    options: FuzzOptions
+    rounds: int = 0
+    packets: int = 0
+    seconds: float = 0.0
+    stopped: str = ""
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    coverage: Counter[tuple[str, str, str]] = dataclasses.field(default_factory=Counter)
+    skipped: int = 0  # mutations that did not apply to the packet built
+
+    def pairs(self) -> set[tuple[str, str]]:
+        return {(s, k) for s, k, _ in self.coverage}
+
+
+class Fuzzer:
+    """Runs the rounds (see the module docstring); ``say`` prints progress lines."""
+
+    def __init__(self, options: FuzzOptions, say: Callable[[str], None] = lambda _: None) -> None:
+        self.o = options
+        self.say = say
+        self.report = FuzzReport(options)
+        self.rng = random.Random(options.seed)
+        self.states = [s for s in STATES if not options.states or s.name in options.states]
+        self.kinds = [k for k in KINDS if not options.kinds or k in options.kinds]
+        self.queues: dict[tuple[str, str], deque[Mutation]] = {}
+        self.last: tuple[State, Mutation, list[bytes]] | None = None
+        self._seen: dict[tuple[str, str, str, str], Finding] = {}
+
+    # -- the loop ------------------------------------------------------------------------------------
+    def run(self) -> FuzzReport:
+        start = time.monotonic()
+        pairs = [(s, k) for s in self.states for k in self.kinds]
+        r = self.report
+        while True:
+            if r.packets >= self.o.max_packets:
+                r.stopped = f"--max-packets {self.o.max_packets} sent"
+                break
+            if time.monotonic() - start >= self.o.duration:
+                r.stopped = f"--duration {self.o.duration:g} s elapsed"
+                break
+            state, kind = pairs[r.rounds] if r.rounds < len(pairs) else self._weighted(pairs)
+            r.rounds += 1
+            crash = self._round(state, kind)
+            r.seconds = time.monotonic() - start
+            self._pace(start)
+            if crash and not self.o.keep_going:
+                r.stopped = "the first confirmed crash (--continue goes on)"
+                break
+        r.seconds = time.monotonic() - start
+        return r
+
+    def _pace(self, start: float) -> None:
+        ahead = self.report.packets / self.o.rate - (time.monotonic() - start)
+        if ahead > 0:
+            time.sleep(min(ahead, 1.0))
+
+    def _weighted(self, pairs: list[tuple[State, str]]) -> tuple[State, str]:
+        """After the first sweep (every pair once): a pair drawn in proportion to the mutations it
+        has not tried yet, so that the kinds with many fields (UserMessage) get their share."""
+        weights = [len(self._queue(s, k)) or 1 for s, k in pairs]
+        return self.rng.choices(pairs, weights)[0]
+
+    def _queue(self, state: State, kind: str) -> deque[Mutation]:
+        key = (state.name, kind)
+        queue = self.queues.get(key)
+        if not queue:
+            ctx = Context(GUID(bytes(16)), GUID(bytes(range(16))), self.o.queue_id, self.o.tx_queue_id)
+            seed = f"{self.o.seed}/{state.name}/{kind}"
+            queue = self.queues[key] = deque(mutations_for(kind, ctx, random.Random(seed)))
+        return queue
+
+    def _next(self, state: State, kind: str) -> Mutation:
+        return self._queue(state, kind).popleft()
+
+    def _context(self) -> Context:
+        return Context(GUID(self.rng.randbytes(16)), queue_id=self.o.queue_id, tx_queue_id=self.o.tx_queue_id)
+
+    def _round(self, state: State, kind: str) -> bool:
+        """One connection; True when a confirmed crash was found."""
+        r, t = self.report, self.o.timers
+        mutation = self._next(state, kind)
+        ctx = self._context()
+        conn = Connection(self.o.address)
+        try:
+            conn.open()
+        except OSError as e:
+            return self._lost(f"the port refuses connections ({e.strerror or e})")
+        try:
+            try:
+                prefix = reach(conn, state, ctx, t.initialization())
+            except ValueError:
+                r.packets += conn.sent
+                why = alive(self.o.address, t, self.o.ping)
+                return self._lost(why) if why else False
+            try:
+                data = mutation.apply(template(mutation.template).build(ctx), self.rng)
+            except ValueError:
+                r.skipped += 1
+                return False
+            reaction = observe(conn, data, state.session_state, ctx, t)
+            r.packets += conn.sent
+            r.coverage[(state.name, kind, mutation.field or "-")] += 1
+            units = [*prefix, data]
+            self.last = (state, mutation, units)
+            oracle, why = "", ""
+            if reaction.outcome == "silent":
+                oracle, why = "hang", reaction.why
+            elif reaction.outcome in ("closed", "refused", "incomplete"):
+                dead = alive(self.o.address, t, self.o.ping)
+                if dead:
+                    oracle, why = "crash", dead
+            if oracle:
+                return self._found(oracle, why, state, mutation, units)
+            for rule, section, level, evidence in target_violations(conn):
+                self._violation(state, mutation, units, rule, section, level, evidence)
+            return False
+        finally:
+            conn.close()
+
+    def _lost(self, why: str) -> bool:
+        """The target stopped serving between rounds: blame the last round's packet."""
+        if self.last is None:
+            self.report.stopped = f"the target does not serve: {why}"
+            raise TargetDown(why)
+        state, mutation, units = self.last
+        self.last = None
+        return self._found("crash", why, state, mutation, units)
+
+    # -- findings ----------------------------------------------------------------------------------------
+    def _new(self, oracle: str, why: str, state: State, mutation: Mutation, units: list[bytes]) -> Finding | None:
+        kind = template(mutation.template).kind
+        f = Finding(
+            id=f"fuzz-{oracle}-{len(self.report.findings) + 1}",
+            oracle=oracle,
+            why=why,
+            state=state.name,
+            kind=kind,
+            template=mutation.template,
+            field=mutation.field,
+            op=mutation.op,
+            round=self.report.rounds,
+            seed=self.o.seed,
+            packets=list(units),
+        )
+        return f
+
+    def _found(self, oracle: str, why: str, state: State, mutation: Mutation, units: list[bytes]) -> bool:
+        from harness.fuzz.minimise import confirm_and_minimise
+
+        f = self._new(oracle, why, state, mutation, units)
+        assert f is not None
+        earlier = self._seen.get(f.signature)
+        if earlier is not None:
+            earlier.duplicates += 1
+            if oracle == "crash":
+                self.wait_alive()
+            return False
+        self._seen[f.signature] = f
+        self.report.findings.append(f)
+        self.say(f"round {f.round}: {oracle} in {state.name} after {mutation.template} {mutation.label}: {why}")
+        confirm_and_minimise(self, f)
+        self.say(
+            f"  {'confirmed' if f.confirmed else 'NOT confirmed'}"
+            + (f", minimal case {f.case} ({len(f.minimal)} packets; run: {f.case_outcome})" if f.case else "")
+        )
+        return oracle == "crash" and f.confirmed
+
+    def _violation(
+        self, state: State, mutation: Mutation, units: list[bytes], rule: str, section: str, level: str, evidence: str
+    ) -> None:
+        f = self._new("violation", evidence, state, mutation, units)
+        assert f is not None
+        f.requirement, f.level, f.section = rule, level, section
+        earlier = self._seen.get(f.signature)
+        if earlier is not None:
+            earlier.duplicates += 1
+            return
+        self._seen[f.signature] = f
+        f.confirmed = True  # seen on the wire, in the packets kept (the Observer reads them again)
+        self.report.findings.append(f)
+        self.say(f"round {f.round}: violation {rule} ({level}, {section}) in {state.name}: {evidence}")
+
+    def wait_alive(self) -> str:
+        """Wait (at most ``restart_wait``) until the target serves again; "" then, else why not."""
+        end = time.monotonic() + self.o.restart_wait
+        why = alive(self.o.address, self.o.timers, self.o.ping)
+        while why and time.monotonic() < end:
+            time.sleep(0.1)
+            why = alive(self.o.address, self.o.timers, self.o.ping)
+        return why
+
+    def note(self, conn: Connection) -> None:
+        self.report.packets += conn.sent
+
+
+class TargetDown(Exception):
+    """The target does not serve at all (before any round could blame a packet)."""
+
+
+_ = (note_sent, Any)

@@ -1,0 +1,264 @@
+"""Confirming a finding, shrinking it, and writing it down as a wire case and a pcap.
+
+A crash or a hang is first re-run: the packets of its session are sent again on a new
+connection (after a crashed target is back) and the same oracle must fire.  The packets are then
+shrunk by delta debugging (Zeller's ddmin, :func:`harness.pipeline.minimize.ddmin`, the one
+``capture-to-case --minimize`` uses) to the fewest that still make the same oracle fire.  The
+minimal packets become an acceptor wire case (docs/cases.md "Wire cases"): each packet sent as
+raw bytes, each EstablishConnection and ConnectionParameters request followed by the reply
+[MS-MQQB] 3.1.5.3.1 and 3.1.5.4.1 demand, then what a conformant acceptor does with the last
+packet -- as the project's conformant simulated peer does it, replayed in process: close the
+session (3.1.5.1.3 for a malformed packet, 3.1.5.3 / 3.1.5.4 / 3.1.5.5 for a packet wrong for
+the state), or acknowledge a conformant UserMessage sent after it within the Session Ack Send
+Timer (3.1.2.5) -- and, for a crash, that a new connection's EstablishConnection is still
+answered (3.1.5.3.1).  The case passes against a conformant acceptor and fails while the fault
+is there; it is run once against the target to show it.  The pcap holds the minimal session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+import packets
+from harness.fuzz.generate import Context, packet_kind
+from harness.fuzz.oracles import GRACE, Reaction, Timers, alive, observe, requirement_level
+from harness.fuzz.states import Connection, note_sent
+from harness.pipeline.minimize import ddmin
+from packets import GUID
+
+if TYPE_CHECKING:
+    from harness.fuzz.engine import Finding, Fuzzer
+
+__all__ = ["case_of", "confirm_and_minimise", "replay", "write_pcap"]
+
+_ANSWERED = {"EstablishConnection": "WAITING_CP_MSG", "ConnectionParameters": "OPEN"}
+CS_VALID = "MQQB-3.1.5.3.1-CS-VALID"
+SEND_ACK = "MQQB-3.1.6.4-SEND-ACK"
+
+
+def replay(
+    units: list[bytes], address: tuple[str, int], timers: Timers, ping: tuple[str, int] | None = None
+) -> tuple[str, str, Connection, Reaction | None]:
+    """Send ``units`` on a new connection, the last one judged as the fuzzer judges an injected
+    packet: (oracle that fired or "", why, the connection, the reaction)."""
+    conn = Connection(address)
+    try:
+        conn.open()
+    except OSError as e:
+        return "crash", f"the port refuses connections ({e.strerror or e})", conn, None
+    ctx = Context(GUID(uuid.uuid4().bytes_le))
+    state = "WAITING_EC_MSG"
+    try:
+        for u in units[:-1]:
+            if not conn.send(u):
+                break
+            note_sent(u, ctx)
+            kind = packet_kind(u)
+            reply = conn.read(timers.initialization() if kind in _ANSWERED else GRACE)
+            if reply is not None and packet_kind(reply) == kind and kind in _ANSWERED:
+                state = _ANSWERED[kind]
+                if kind == "EstablishConnection":
+                    with contextlib.suppress(Exception):
+                        ctx.server_guid = GUID(packets.parse(reply, strict=False).EstablishConnectionHeader.ServerGuid)
+            if conn.closed:
+                break
+        reaction = observe(conn, units[-1], state, ctx, timers)
+    finally:
+        conn.close()
+    if reaction.outcome == "silent":
+        return "hang", reaction.why, conn, reaction
+    if reaction.outcome in ("closed", "refused", "incomplete"):
+        why = alive(address, timers, ping)
+        if why:
+            return "crash", why, conn, reaction
+    return "", "", conn, reaction
+
+
+def confirm_and_minimise(fuzzer: Fuzzer, f: Finding) -> None:
+    """Re-run ``f`` (confirmed when the same oracle fires), shrink it, write its case and pcap."""
+    o = fuzzer.o
+    runs = 0
+
+    def again(units: list[bytes]) -> tuple[str, Connection]:
+        nonlocal runs
+        runs += 1
+        if f.oracle == "crash" and fuzzer.wait_alive():
+            return "", Connection(o.address)  # the target never came back: nothing can be shown
+        oracle, _why, conn, _ = replay(units, o.address, o.timers, o.ping)
+        fuzzer.note(conn)
+        return oracle, conn
+
+    fired, _ = again(f.packets)
+    f.confirmed = fired == f.oracle
+    if not f.confirmed:
+        return
+    minimal = ddmin(list(f.packets), lambda us: bool(us) and again(us)[0] == f.oracle, lambda: runs < o.minimise_runs)
+    fired, conn = again(minimal)
+    if fired != f.oracle:  # the last trial did not hold (a flaky target): keep what was confirmed
+        minimal = list(f.packets)
+        fired, conn = again(minimal)
+    f.minimal = minimal
+    o.out.mkdir(parents=True, exist_ok=True)
+    name = f"{f.id}-seed{f.seed}"
+    case = case_of(f, minimal, _reference_reaction(minimal, o.timers, f))
+    case_path = o.out / f"{name}.yaml"
+    case_path.write_text(_header(f) + yaml.safe_dump(case, sort_keys=False, width=110), encoding="utf-8")
+    f.case = str(case_path)
+    f.pcap = str(write_pcap(conn, o.address, o.out / f"{name}.pcap"))
+    if f.oracle == "crash":
+        fuzzer.wait_alive()
+    f.case_outcome = _run_case(case_path, o.target)
+    if f.oracle == "crash":
+        fuzzer.wait_alive()
+
+
+def _header(f: Finding) -> str:
+    return (
+        f"# {f.oracle} found by msmq-harness fuzz --seed {f.seed} (round {f.round}): {f.why}\n"
+        f"# injected in {f.state}: {f.template} {f.field} {f.op}; minimised from {len(f.packets)} to "
+        f"{len(f.minimal)} packets\n"
+    )
+
+
+def _reference_reaction(units: list[bytes], timers: Timers, f: Finding) -> str:
+    """What the project's conformant simulated peer does with the last of ``units``: "closed" or
+    "answered" (it is the queue manager the packets were addressed to: its identifier is theirs)."""
+    from harness.peers.server import SimulatedPeer
+
+    server = _server_guid(units)
+    with SimulatedPeer(identifier=server, time_scale=timers.scale, ping_port=None) as peer:
+        _oracle, _why, _conn, reaction = replay(units, peer.address, timers)
+    return reaction.outcome if reaction is not None else "closed"
+
+
+def _server_guid(units: list[bytes]) -> GUID | None:
+    for u in units:
+        with contextlib.suppress(Exception):
+            p = packets.parse(u, strict=False)
+            address = p.headers["UserHeader"].QueueManagerAddress
+            if not GUID(address).is_null:
+                return GUID(address)
+    return None
+
+
+def _close_requirement(data: bytes, state: str) -> str:
+    """The requirement that makes a conformant acceptor close the session on ``data`` in ``state``."""
+    try:
+        kind = packets.parse(data, strict=True).kind.value
+    except packets.PacketError:
+        return "MQQB-3.1.5.1.3-DISCARD-CLOSE"
+    if kind == "EstablishConnection" and state != "WAITING_EC_MSG":
+        return "MQQB-3.1.5.3-WRONG-STATE"
+    if kind == "ConnectionParameters" and state != "WAITING_CP_MSG":
+        return "MQQB-3.1.5.4-WRONG-STATE"
+    if kind == "SessionAck" and state != "OPEN":
+        return "MQQB-3.1.5.5-WRONG-STATE"
+    return "MQQB-3.1.5.1.3-DISCARD-CLOSE"
+
+
+def _section(requirement: str) -> str:
+    from harness.fuzz.oracles import REQUIREMENTS
+
+    for entry in yaml.safe_load(REQUIREMENTS.read_text(encoding="utf-8")) or []:
+        if isinstance(entry, dict) and entry.get("id") == requirement:
+            return str(entry["section"])
+    return "MS-MQQB 3.1.5.1.3"
+
+
+def _hex(data: bytes) -> str:
+    return " ".join(data[i : i + 32].hex() for i in range(0, len(data), 32))
+
+
+def case_of(f: Finding, units: list[bytes], reference: str) -> dict[str, Any]:
+    """The acceptor wire case of the minimal packets (see the module docstring)."""
+    state, steps = "WAITING_EC_MSG", list[dict[str, Any]]()
+    last = units[-1]
+    for u in units[:-1]:
+        kind = packet_kind(u)
+        steps.append({"action": "send", "args": {"packet": "raw", "hex": _hex(u)}, "requirement": CS_VALID})
+        if kind in _ANSWERED:
+            steps.append(
+                {
+                    "action": "receive",
+                    "args": {"packet": kind, "within": "SessionInitialization", "skip": ["SessionAck"]},
+                    "requirement": CS_VALID,
+                }
+            )
+            state = _ANSWERED[kind]
+    close = _close_requirement(last, state)
+    steps.append({"action": "send", "args": {"packet": "raw", "hex": _hex(last)}, "requirement": close})
+    if reference == "closed":
+        steps.append(
+            {"action": "wait_for", "args": {"closed": 1, "within": "SessionInitialization"}, "requirement": close}
+        )
+    elif state == "OPEN":
+        steps.append({"action": "send", "args": {"packet": "UserMessage"}, "requirement": SEND_ACK})
+        steps.append({"action": "receive", "args": {"within": "SessionAckSend"}, "requirement": SEND_ACK})
+    else:
+        steps.append({"action": "receive", "args": {"within": "SessionInitialization"}, "requirement": CS_VALID})
+    if f.oracle == "crash":
+        steps.append(
+            {
+                "action": "send",
+                "args": {"packet": "EstablishConnection", "new_connection": True},
+                "requirement": CS_VALID,
+            }
+        )
+        steps.append(
+            {
+                "action": "receive",
+                "args": {"packet": "EstablishConnection", "within": "SessionInitialization"},
+                "requirement": CS_VALID,
+            }
+        )
+    cited = [str(r) for r in dict.fromkeys(s["requirement"] for s in steps)]
+    f.requirement = close if reference == "closed" else cited[-1]
+    f.level, f.section = requirement_level(f.requirement), _section(f.requirement)
+    what = "a new connection is still served" if f.oracle == "crash" else "the acceptor still reacts"
+    return {
+        "id": f"fuzz.{f.oracle}.seed{f.seed}.round{f.round}",
+        "title": f"After {f.template} with {f.field or 'no field'} {f.op} in {f.state}, {what} "
+        f"({'closes the session' if reference == 'closed' else 'answers'})",
+        "spec": [{"section": _section(r), "requirement": r} for r in cited],
+        "tags": ["fuzz", f.oracle],
+        "given": {"peer": {"under_test": "acceptor"}},
+        "when": steps,
+    }
+
+
+def write_pcap(conn: Connection, server: tuple[str, int], path: Path) -> Path:
+    """The session of ``conn`` (both directions, as sent and read) as a pcap with TCP framing."""
+    from harness.peers.recorder import PcapRecorder
+
+    recorder = PcapRecorder(path)
+    try:
+        first = conn.log[0][2] if conn.log else time.time()
+        flow = recorder.flow(conn.local, server, first)
+        for direction, data, ts in conn.log:
+            flow.data(direction, data, ts)
+        flow.fin("s2c" if conn.closed else "c2s", conn.log[-1][2] if conn.log else first)
+    finally:
+        recorder.close()
+    return path
+
+
+def _run_case(path: Path, target: str) -> str:
+    """The outcome of the case run against the target (``msmq-harness run`` does the same)."""
+    from harness.cases.loader import load_paths
+    from harness.cases.runner import open_target, run_case
+
+    try:
+        (case,) = load_paths([str(path)])
+        opened, info = open_target(target, 10.0)
+        try:
+            return str(run_case(case, opened, step_timeout=10.0, info=info).outcome.value)
+        finally:
+            opened.close()
+    except Exception as e:  # the report says it; the finding stands
+        return f"error: {type(e).__name__}: {e}"

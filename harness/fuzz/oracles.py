@@ -1,0 +1,203 @@
+"""The fuzzer's oracles: crash, hang and protocol violation, each bounded by the spec's timers.
+
+- **hang**: the acceptor neither answers nor closes within the timer that applies, computed from
+  the values the fuzzer sent, scaled like the target's timers, plus 25 % and 0.5 s (as the case
+  runner waits, docs/cases.md "Waits"): before OPEN, the Session Initialization Timer ([MS-MQQB]
+  3.1.2.1; the harness's 30 s, the duration is implementation-dependent) within which a
+  conformant acceptor answers or closes (3.1.6.6); in OPEN, a conformant probe UserMessage is
+  sent after the injected packet and its acknowledgment is due within the Session Ack Send Timer
+  (3.1.2.5: AckTimeout sent / 2; at least the RecoverableAckTimeout sent once a recoverable
+  message went out, 3.1.5.8.7).  A packet whose PacketSize announces more bytes than were sent is
+  never judged a hang: the acceptor may wait for the rest ([MS-MQMQ] 2.2.19.1).
+- **crash**: after the acceptor closed a session or stayed silent, a new TCP connection is
+  refused, or reset, or its EstablishConnection request (3.1.5.3.1) is not answered within
+  the Session Initialization Timer, or a Ping Request (2.1.2, 3.1.7.7) is not answered within the
+  Ping Response Timer (3.1.2.9) when the target names its ping port.
+- **violation**: a passive :class:`harness.session.Observer` of the connection reports a rule the
+  acceptor broke in its replies (direction s2c), graded by the rule's requirement level in
+  cases/requirements.yaml (rule ids are requirement ids).
+"""
+
+from __future__ import annotations
+
+import functools
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+import packets
+from harness.fuzz.generate import Context, announced_size
+from harness.fuzz.states import Connection, build
+from harness.session import Observer
+from packets import GUID
+from packets import session as sp
+
+__all__ = ["Reaction", "Timers", "alive", "observe", "requirement_level", "target_violations"]
+
+GRACE = 0.05  # seconds the fuzzer waits for a close before it probes
+REQUIREMENTS = Path(__file__).resolve().parent.parent.parent / "cases" / "requirements.yaml"
+
+
+@dataclass(frozen=True)
+class Timers:
+    """The [MS-MQQB] 3.1.2 timers that bound the fuzzer's waits, at the target's time ``scale``."""
+
+    scale: float = 1.0
+    session_initialization: float = 30.0  # 3.1.2.1 (the harness's; implementation-dependent)
+    ping_response: float = 1.0  # 3.1.2.9
+
+    @staticmethod
+    def bound(seconds: float) -> float:
+        return seconds * 1.25 + 0.5
+
+    def initialization(self) -> float:
+        return self.bound(self.session_initialization * self.scale)
+
+    def ack_send(self, ctx: Context, recoverable: bool) -> float:
+        """3.1.2.5: AckTimeout / 2 of the values sent; RecoverableAckTimeout once a recoverable one went out."""
+        seconds = ctx.ack_timeout / 2000
+        if recoverable:
+            seconds = max(seconds, ctx.recoverable_ack_timeout / 1000)
+        return self.bound(seconds * self.scale)
+
+    def ping(self) -> float:
+        return self.bound(self.ping_response * self.scale)
+
+
+@dataclass
+class Reaction:
+    """What the acceptor did with the injected packet: "answered", "closed", "silent" (neither
+    within the bound: a hang), "incomplete" (the packet announced more bytes than sent) or
+    "refused" (the packet could not even be written); ``waited`` the bound, ``why`` in words."""
+
+    outcome: str
+    waited: float = 0.0
+    why: str = ""
+
+
+def _has_session_header(data: bytes) -> bool:
+    try:
+        return "SessionHeader" in packets.parse(data, strict=False).headers
+    except packets.PacketError:
+        return False
+
+
+def observe(conn: Connection, data: bytes, session_state: str, ctx: Context, timers: Timers) -> Reaction:
+    """Send ``data`` on ``conn`` (in ``session_state``) and judge what the acceptor does."""
+    if not conn.send(data):
+        return Reaction("refused", why="the connection was gone before the packet was written")
+    incomplete = announced_size(data) > len(data)
+    first = conn.read(GRACE)
+    if conn.closed:
+        return Reaction("closed", GRACE, "the acceptor closed the session")
+    if incomplete:
+        return Reaction("incomplete", GRACE, "the packet announces more bytes than were sent")
+    if session_state != "OPEN":
+        if first is not None:
+            return Reaction("answered", GRACE)
+        bound = timers.initialization()
+        reply = conn.read(bound)
+        if reply is not None:
+            return Reaction("answered", bound)
+        if conn.closed:
+            return Reaction("closed", bound, "the acceptor closed the session")
+        return Reaction(
+            "silent",
+            bound,
+            f"neither a reply nor a close within the Session Initialization Timer (MS-MQQB 3.1.2.1, "
+            f"{timers.session_initialization:g} s x scale {timers.scale:g}, +25% +0.5 s = {bound:.3g} s)",
+        )
+    probe = build("UserMessage[express]", ctx)
+    bound = timers.ack_send(ctx, ctx.recoverable_sent)
+    sent_at = len(conn.log)
+    if not conn.send(probe):
+        return Reaction("closed", GRACE, "the acceptor closed the session")
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        reply = conn.read(end - time.monotonic())
+        if reply is None:
+            break
+        if _has_session_header(reply):
+            return Reaction("answered", bound)
+    if conn.closed:
+        return Reaction("closed", bound, "the acceptor closed the session")
+    if any(d == "s2c" for d, _, _ in conn.log[sent_at:]):
+        return Reaction("answered", bound)
+    return Reaction(
+        "silent",
+        bound,
+        f"no acknowledgment of a conformant UserMessage sent after it and no close within the Session Ack "
+        f"Send Timer (MS-MQQB 3.1.2.5, AckTimeout {ctx.ack_timeout} ms / 2 x scale {timers.scale:g}, "
+        f"+25% +0.5 s = {bound:.3g} s)",
+    )
+
+
+def alive(address: tuple[str, int], timers: Timers, ping: tuple[str, int] | None = None) -> str:
+    """ "" when the acceptor still serves: it accepts a new connection and answers its
+    EstablishConnection request within the Session Initialization Timer (and a Ping Request,
+    when its ping port is known); else why not."""
+    conn = Connection(address)
+    try:
+        conn.open()
+    except OSError as e:
+        return f"the port refuses connections ({e.strerror or e})"
+    try:
+        if not conn.send(build("EstablishConnection", Context(GUID(uuid.uuid4().bytes_le)))):
+            return "a new connection was reset before its EstablishConnection request was written"
+        bound = timers.initialization()
+        if conn.read(bound) is None:
+            if conn.closed:
+                return "a new connection was closed before its EstablishConnection request was answered"
+            return f"a new connection's EstablishConnection request was not answered within {bound:.3g} s"
+    finally:
+        conn.close()
+    if ping is not None and not _pinged(ping, timers):
+        return f"a Ping Request to UDP port {ping[1]} was not answered within {timers.ping():.3g} s"
+    return ""
+
+
+def _pinged(address: tuple[str, int], timers: Timers) -> bool:
+    request = packets.build_ping(sp.ping(0x46555A5A, GUID(uuid.uuid4().bytes_le)))
+    family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as udp:
+        udp.settimeout(timers.ping())
+        try:
+            udp.sendto(request, address)
+            udp.recv(2048)
+        except OSError:
+            return False
+    return True
+
+
+@functools.cache
+def _levels() -> dict[str, str]:
+    try:
+        entries = yaml.safe_load(REQUIREMENTS.read_text(encoding="utf-8")) or []
+    except OSError:
+        return {}
+    return {str(e["id"]): str(e.get("level", "MUST")) for e in entries if isinstance(e, dict) and "id" in e}
+
+
+def requirement_level(rule_id: str) -> str:
+    """The level of the requirement a rule id names (MUST, SHOULD, MAY, interpretation; "record")."""
+    return _levels().get(rule_id, "MUST")
+
+
+def target_violations(conn: Connection) -> list[tuple[str, str, str, str]]:
+    """(rule id, section, level, evidence) of every rule the acceptor broke in its replies on ``conn``
+    that a passive Observer sees; the fuzzer's own (c2s) are its doing and left out."""
+    observer = Observer()
+    for direction, data, ts in conn.log:
+        (observer.client_data if direction == "c2s" else observer.server_data)(data, ts)
+    if conn.closed:
+        observer.end()
+    found = []
+    for v in observer.violations:
+        level = requirement_level(v.rule_id)
+        if v.direction == "s2c" and level in ("MUST", "SHOULD"):
+            found.append((v.rule_id, v.section, level, v.evidence))
+    return found
