@@ -66,6 +66,7 @@ _REQUIREMENTS = "requirements.yaml"
 
 # ================================================================================ options
 def pytest_addoption(parser: pytest.Parser) -> None:
+    from harness.argtypes import seconds
     from harness.cases.targets.registry import target_help
 
     group = parser.getgroup("msmq-harness", "MSMQ conformance cases (YAML under a 'cases' folder)")
@@ -88,7 +89,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="case ids the target is known to fail (one per line): xfail, and a failure when one passes",
     )
     group.addoption(
-        "--msmq-step-timeout", type=float, default=10.0, metavar="SECONDS", help="timeout of one step (default 10)"
+        "--msmq-step-timeout", type=seconds(), default=10.0, metavar="SECONDS", help="timeout of one step (default 10)"
     )
     group.addoption(
         "--msmq-no-case-cache",
@@ -281,17 +282,34 @@ def _case_files(config: pytest.Config) -> list[Path]:
     found: set[Path] = set()
     for arg in config.args:
         top = Path(config.invocation_params.dir, arg.split("::", 1)[0])
-        if top.is_file():
-            if _is_case_file(top, config.rootpath):
-                found.add(top)
+        if not top.is_dir():
+            if _is_case_file(top, config.rootpath) and (top.exists() or top.is_symlink()):
+                found.add(_regular_case_file(top))
             continue
         for folder, subfolders, names in os.walk(top):
             subfolders[:] = [d for d in subfolders if not any(fnmatch.fnmatch(d, pattern) for pattern in skip)]
             for name in names:
                 path = Path(folder, name)
                 if _is_case_file(path, config.rootpath):
-                    found.add(path)
+                    found.add(_regular_case_file(path))
     return sorted(found)
+
+
+def _regular_case_file(path: Path) -> Path:
+    """``path``, a regular file; a case file that is a FIFO, a device, a socket or a link to
+    nothing (which pytest's collection passes over) is a usage error naming it (harness.files)."""
+    from harness.files import NotRegularFile, regular_file
+
+    try:
+        return regular_file(path)
+    except NotRegularFile as e:
+        raise pytest.UsageError(f"{path}: {e.strerror}") from None
+    except FileNotFoundError:
+        raise pytest.UsageError(f"{path}: a link to nothing, not a case file") from None
+
+
+def pytest_collection(session: pytest.Session) -> None:
+    _case_files(session.config)  # no case file passed over in silence
 
 
 class CaseFile(pytest.File):
