@@ -38,7 +38,7 @@ from harness.report.explain import explain
 from harness.report.html import BASE_CSS, FILTER_JS, escape, options
 from harness.report.json_report import read_json
 from harness.report.terminal import section_key, verdict
-from harness.results import SEVERITY, CaseResult, RunResult
+from harness.results import SEVERITY, CaseResult, RunResult, printable
 
 __all__ = [
     "MISSING",
@@ -441,7 +441,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"msmq-harness compare: {path}: cannot read the report: {e.strerror or e}", file=sys.stderr)
             return 2
         except (ValueError, KeyError, TypeError) as e:
-            print(f"msmq-harness compare: {path}: cannot read the report: {e}", file=sys.stderr)
+            print(f"msmq-harness compare: {path}: cannot read the report: {printable(str(e))}", file=sys.stderr)
             return 2
     if len(args.name) > len(runs):
         print(f"msmq-harness compare: {len(args.name)} --name for {len(runs)} reports", file=sys.stderr)
@@ -453,7 +453,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         except OSError as e:
             print(f"msmq-harness compare: cannot write {args.html}: {e.strerror or e}", file=sys.stderr)
             return 2
-    sys.stdout.write(render_compare_text(comparison, show_all=args.all))
+    sys.stdout.write(printable(render_compare_text(comparison, show_all=args.all)))  # a report's text is data
     if args.html:
         print(f"report: {args.html}")
     return 1 if comparison.disagreements else 0
