@@ -682,6 +682,10 @@ def build_parser() -> argparse.ArgumentParser:
     from harness.dissector_cli import add_parser as add_dissector_parser
 
     add_dissector_parser(sub)
+
+    from harness.fuzz.cli import add_parser as add_fuzz_parser
+
+    add_fuzz_parser(sub)
     return parser
 
 

@@ -239,21 +239,21 @@ def tick(peer: SimulatedPeer) -> None:
 
 def _crash(peer: SimulatedPeer, name: str) -> None:
     assert peer._sel is not None
-    for slot in list(peer._slots.values()):
-        with contextlib.suppress(OSError):  # reset, as the kernel does for a process that died
-            slot.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        peer._finish(slot, "crashed", f"the peer crashed ({name})", closer="s2c")
-    for sock in (peer._listener, peer._ping_sock):
-        if sock is not None:
-            with contextlib.suppress(KeyError, ValueError):
-                peer._sel.unregister(sock)
-            sock.close()
     previous = _DOWN.get(peer)
     ping = peer._ping_address if peer._ping_sock is not None else None
     down = _Down(time.monotonic() + max(MIN_RESTART, RESTART_SECONDS * peer.time_scale), peer.address, ping)
     down.crashes = (previous.crashes if previous is not None else 0) + 1
     _DOWN[peer] = down
+    for sock in (peer._listener, peer._ping_sock):  # first: a client that sees its reset finds the port closed
+        if sock is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                peer._sel.unregister(sock)
+            sock.close()
     peer._listener = peer._ping_sock = None
+    for slot in list(peer._slots.values()):
+        with contextlib.suppress(OSError):  # reset, as the kernel does for a process that died
+            slot.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        peer._finish(slot, "crashed", f"the peer crashed ({name})", closer="s2c")
 
 
 def _revive(peer: SimulatedPeer) -> None:

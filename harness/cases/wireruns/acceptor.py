@@ -210,7 +210,9 @@ class AcceptorRun(WireRun):
         """Send a packet the case crafts to the acceptor."""
         from harness.session import DeliveryClass, user_message
 
+        renewed = False
         if args.get("new_connection") and self.client is not None:
+            renewed = True
             self._closing("c2s")
             with contextlib.suppress(OSError):
                 self.client.close()
@@ -219,7 +221,12 @@ class AcceptorRun(WireRun):
             self.user_messages_sent = self.received_user_messages = self.tx_number = 0  # a new session
             self.recoverable_sent = False
             self.peer_acked = 0
-        sock = self._connect()
+        try:
+            sock = self._connect()
+        except WireCaseError:
+            if not renewed:
+                raise
+            return {"sent": False}  # the acceptor stopped accepting connections during the case
         kind = args["packet"]
         for _ in range(int(args.get("count", 1))):
             if kind == "UserMessage" and not self._window_room(self._client_window(), args):

@@ -1,0 +1,181 @@
+"""``msmq-harness fuzz``: fuzz a live [MS-MQQB] acceptor, or confirm a fix with ``--replay``.
+
+``msmq-harness fuzz --target mqqb://HOST:PORT[?ping=PORT][&scale=S][&queue=ID][&tx-queue=ID]``
+plays the initiator of [MS-MQQB] 2.1.1 sessions against the acceptor (harness.fuzz.engine) and
+writes its findings, each a minimal wire case and a pcap, with ``report.json`` and
+``report.html`` into ``--out``.  Safe by default: only a loopback address, or one named with
+``--allow``; bounded by ``--max-packets`` and ``--duration``; paced by ``--rate``; stopped by
+the first confirmed crash unless ``--continue``.  ``--replay CASE.yaml`` runs finding cases
+against the target instead: exit 0 when they pass (the fault is gone).
+
+Exit status: 0 nothing found (or the replayed cases pass), 1 findings (or a replayed case still
+fails), 2 a usage or set-up error (a target that is not allowed, not an ``mqqb://`` one, or that
+does not serve at all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.argtypes import count, seconds
+
+__all__ = ["add_parser", "cmd_fuzz"]
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``fuzz`` on the ``msmq-harness`` subcommand parser."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "fuzz",
+        help="fuzz a live MS-MQQB acceptor (stateful, structure-aware) and write minimal cases of what it finds",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    p.add_argument(
+        "--target",
+        required=True,
+        metavar="mqqb://HOST:PORT",
+        help="the acceptor: mqqb://host:port[?ping=PORT][&scale=S][&queue=ID][&tx-queue=ID] (docs/fuzz.md)",
+    )
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a host that is not loopback the fuzzer may send to (repeat for several); nothing else is ever sent to",
+    )
+    p.add_argument("--seed", type=int, metavar="N", help="the seed of the run (default: a random one, printed)")
+    p.add_argument(
+        "--max-packets", type=count(1), default=5000, metavar="N", help="stop after N packets (default 5000)"
+    )
+    p.add_argument("--duration", type=seconds(), default=60.0, metavar="S", help="stop after S seconds (default 60)")
+    p.add_argument(
+        "--rate", type=count(1), default=500, metavar="N", help="send at most N packets a second (default 500)"
+    )
+    p.add_argument(
+        "--continue", dest="keep_going", action="store_true", help="go on after a confirmed crash (default: stop)"
+    )
+    p.add_argument(
+        "--restart-wait",
+        type=seconds(),
+        default=60.0,
+        metavar="S",
+        help="how long a crashed target may take to serve again, to confirm and minimise the crash (default 60)",
+    )
+    p.add_argument(
+        "--out", default="fuzz-findings", metavar="DIR", help="cases, pcaps and reports (default fuzz-findings/)"
+    )
+    p.add_argument("--state", action="append", default=[], metavar="NAME", help="fuzz only in this session state")
+    p.add_argument("--kind", action="append", default=[], metavar="KIND", help="inject only this packet kind")
+    p.add_argument(
+        "--replay",
+        action="append",
+        default=[],
+        metavar="CASE.yaml",
+        help="run finding cases against the target instead of fuzzing: exit 0 when they pass (the fault is fixed)",
+    )
+    p.set_defaults(func=cmd_fuzz)
+    return p
+
+
+def _fail(text: str) -> int:
+    print(f"msmq-harness fuzz: {text}", file=sys.stderr)
+    return 2
+
+
+def _allowed(host: str, allow: list[str]) -> bool:
+    from harness.peers.cli import is_loopback
+
+    return is_loopback(host) or host in {a.strip("[]") for a in allow}
+
+
+def cmd_fuzz(args: argparse.Namespace) -> int:
+    from harness.cases.targets.live import parse_live_queue, parse_live_scale, parse_mqqb_address, parse_ping_port
+    from harness.fuzz.engine import Fuzzer, FuzzOptions, TargetDown
+    from harness.fuzz.findings import text_report, write_html, write_json
+    from harness.fuzz.generate import KINDS
+    from harness.fuzz.oracles import Timers
+    from harness.fuzz.states import STATES
+
+    target = args.target
+    if target.startswith("cmd:"):
+        return _fail("cmd: targets (a sender driven through its control operations) are not supported yet: "
+                     "fuzz an acceptor with --target mqqb://HOST:PORT")  # fmt: skip
+    try:
+        host, port = parse_mqqb_address(target)
+        ping_port = parse_ping_port(target)
+        scale = parse_live_scale(target)
+        queue = parse_live_queue(target, "queue") or 1
+        tx_queue = parse_live_queue(target, "tx-queue") or queue
+    except ValueError as e:
+        return _fail(str(e))
+    if not _allowed(host, args.allow):
+        return _fail(f"{host} is not a loopback address; name it with --allow {host} to fuzz it")
+    states = {s.name for s in STATES}
+    for name in args.state:
+        if name not in states:
+            return _fail(f"--state {name}: expected one of {', '.join(states)}")
+    for kind in args.kind:
+        if kind not in KINDS:
+            return _fail(f"--kind {kind}: expected one of {', '.join(KINDS)}")
+    if args.replay:
+        return _replay(args.replay, target)
+    seed = args.seed if args.seed is not None else random.randrange(1 << 32)
+    out = Path(args.out)
+    options = FuzzOptions(
+        address=(host, port),
+        target=target,
+        seed=seed,
+        max_packets=args.max_packets,
+        duration=args.duration,
+        rate=float(args.rate),
+        keep_going=args.keep_going,
+        restart_wait=args.restart_wait,
+        timers=Timers(scale),
+        ping=(host, ping_port) if ping_port is not None else None,
+        queue_id=queue,
+        tx_queue_id=tx_queue,
+        out=out,
+        states=tuple(args.state),
+        kinds=tuple(args.kind),
+    )
+    print(f"fuzzing {target} with --seed {seed} (at most {args.max_packets} packets, {args.duration:g} s)", flush=True)
+    try:
+        report = Fuzzer(options, lambda line: print(line, flush=True)).run()
+    except TargetDown as e:
+        return _fail(f"{target} does not serve: {e}")
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(report, out / "report.json")
+    write_html(report, out / "report.html")
+    print("\n".join(text_report(report)))
+    print(f"reports: {out / 'report.json'}, {out / 'report.html'}")
+    return 1 if report.findings else 0
+
+
+def _replay(paths: list[str], target: str) -> int:
+    """Run the finding cases against the target: 0 when every one passes."""
+    from harness.cases.loader import CaseError, load_paths
+    from harness.cases.runner import open_target, run_case
+    from harness.results import Outcome
+
+    try:
+        cases = load_paths(paths)
+    except (CaseError, OSError) as e:
+        return _fail(str(e))
+    try:
+        opened, info = open_target(target, 10.0)
+    except Exception as e:
+        return _fail(f"{target}: {e}")
+    failed = 0
+    try:
+        for case in cases:
+            result = run_case(case, opened, step_timeout=10.0, info=info)
+            passed = result.outcome in (Outcome.passed, Outcome.non_strict)
+            failed += not passed
+            detail = "" if passed else f": {result.detail}"
+            print(f"{'fixed' if passed else 'STILL FAILS'} {case.id} ({result.outcome.value}){detail}", flush=True)
+    finally:
+        opened.close()
+    return 1 if failed else 0
