@@ -3,6 +3,8 @@
 Subcommands:
   run [PATHS]      run conformance cases (cases/ by default) against a target and report by
                    spec section (docs/cases.md)
+  baseline REPORT  the known failures of a run --json report, as a baseline for run --baseline
+  compare A B ...  what changed between runs: regressions, fixes, changed failures (harness.report.compare)
   coverage         which requirements of cases/requirements.yaml have cases
   decode FILE...   decode hex dumps, raw MSMQ session streams or pcap/pcapng captures
                    ([MS-MQMQ] 2.2.19-2.2.20, [MS-MQQB] 2.2) as a field tree or JSON lines
@@ -261,6 +263,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     (out_dir / "examples.jsonl").write_text("\n".join(lines) + "\n")
     print(f"decoded {len(frames)} example frames of [MS-MQQB] section 4, {problems} problems")
     print(f"reports: {out_dir / 'examples.txt'}, {out_dir / 'examples.jsonl'}")
+    from harness.fuzz.demo import fuzz_demo  # the fuzzer finding a fault of the simulated peer (docs/fuzz.md)
+
+    print(fuzz_demo(out_dir / "fuzz"))
     return 1 if problems or not frames else 0
 
 
@@ -349,6 +354,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 RECORD_COMMAND = "run --record"  # the command a --record folder's marker names (harness.outdir)
+_NOT_RUN_SHOWN = 20  # case ids named on standard error when a run stops early (every one is in the reports)
 
 
 def _place_record(staged: list[Any], shown: str, result: Any) -> str:
@@ -374,9 +380,10 @@ def _place_record(staged: list[Any], shown: str, result: Any) -> str:
 
 
 def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | None = None) -> int:
+    from harness.cases.baseline import BaselineError, load_baseline
     from harness.cases.cache import CaseCache
     from harness.cases.loader import CaseError, load_paths
-    from harness.cases.runner import ConfigurationError, load_known_failures, run, select
+    from harness.cases.runner import ConfigurationError, run, select
     from harness.cases.workers import WorkerCorpus
     from harness.report import html, json_report, junit, terminal
     from harness.results import RunResult
@@ -384,9 +391,15 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         return _usage_error("no such file or folder: " + ", ".join(p + _path_hint(p) for p in missing))
-    unread = _special_files(args.paths, args.known_failures)
+    if args.known_failures and args.baseline:
+        return _usage_error("--known-failures and --baseline exclude each other (a baseline lists known failures too)")
+    unread = _special_files(args.paths, args.known_failures) or _special_files((), args.baseline)
     if unread:
-        return _usage_error(unread)
+        return _usage_error(unread.replace("--known-failures", "--baseline") if not args.known_failures else unread)
+    from harness.report.identity import now, run_info
+
+    started = now()
+    option, judged_by = ("--baseline", args.baseline) if args.baseline else ("--known-failures", args.known_failures)
     try:
         if args.n > 1 and not args.dry_run:  # the workers load the files (through the cache), then run them
             corpus.append(WorkerCorpus(args.paths or [CASES], args.n, cache=CaseCache.default()))
@@ -398,13 +411,16 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
             from harness.cases.profiles import profile_cases
 
             cases = profile_cases(cases, args.profile)
-        known = load_known_failures(args.known_failures) if args.known_failures else set()
+        known: Any = load_baseline(args.known_failures, strict_xpass=True) if args.known_failures else set()
+        baseline = load_baseline(args.baseline) if args.baseline else None
     except CaseError as e:
         return _usage_error(str(e))
+    except BaselineError as e:
+        return _usage_error(f"{option} {e}")
     except ValueError as e:  # a bad -k expression
         return _usage_error(str(e))
     except OSError as e:
-        return _usage_error(f"--known-failures {args.known_failures}: {e.strerror or e}")
+        return _usage_error(f"{option} {judged_by}: {e.strerror or e}")
     if args.dry_run and args.target is not None:  # what would run on the target: it says hello, no case runs
         return _dry_run_on(args, cases)
     if args.dry_run:
@@ -438,9 +454,21 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
     # a report on standard output keeps it to itself: the summary goes to standard error
     summary_out = sys.stderr if any(path == "-" for path, _, _ in writers) else sys.stdout
     done: list[Any] = []  # the results so far: what an interrupted run reports
-    interrupted, started = "", time.perf_counter()
+    interrupted, began = "", time.perf_counter()
     try:
-        with terminal.Progress(len(cases)) as progress, _sigterm_interrupts():
+        info = run_info(
+            argv=["msmq-harness", *(sys.argv[1:] if args.argv is None else args.argv)],
+            paths=args.paths,
+            keyword=args.k,
+            sections=args.spec or (),
+            profile=args.profile,
+            strict=args.strict,
+            known_failures=args.known_failures,
+            baseline=args.baseline,
+            record=args.record,
+            started=started,
+        )
+        with terminal.Progress(len(cases), heartbeat=args.heartbeat) as progress, _sigterm_interrupts():
 
             def advance(case_result: Any) -> None:
                 done.append(case_result)
@@ -456,12 +484,17 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
                 progress=advance,
                 record_dir=str(staged[0].path) if staged else None,
                 corpus=corpus[0] if corpus else None,
+                baseline=baseline,
+                maxfail=args.maxfail,
+                budget=args.budget,
+                run_info=info,
             )
     except ConfigurationError as e:
         return _usage_error(str(e))
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the cases that ran are reported all the same
         interrupted = f"interrupted by {str(e) or 'SIGINT'} after {len(done)} of {len(cases)} cases"
-        result = RunResult(args.target or "reference", list(done), time.perf_counter() - started, args.strict)
+        result = RunResult(args.target or "reference", list(done), time.perf_counter() - began, args.strict, info=info)
+        result.not_run = [c.full_id for c in cases[len(done) :]]
         writers = tuple(
             (path, partial(w, metadata={"interrupted": interrupted}), partial(r, metadata={"interrupted": interrupted}))
             if w is json_report.write_json
@@ -496,6 +529,14 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
     if interrupted:
         print(f"msmq-harness run: {interrupted}", file=sys.stderr)
         return 128 + (signal.SIGTERM if "SIGTERM" in interrupted else signal.SIGINT)
+    if result.stopped:
+        shown = ", ".join(result.not_run[:_NOT_RUN_SHOWN]) + (", ..." if len(result.not_run) > _NOT_RUN_SHOWN else "")
+        print(
+            f"msmq-harness run: stopped early ({result.stopped}): {len(result.not_run)} of {len(cases)} cases "
+            f"did not run: {shown}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     if not result.ran:
         why = "no case selected" if not cases else f"none of the {len(cases)} selected cases ran on this target"
         print(f"msmq-harness run: nothing ran: {why}", file=sys.stderr)
@@ -550,6 +591,23 @@ def _dry_run_on(args: argparse.Namespace, cases: list[Any]) -> int:
     return EXIT_OK if any(p.outcome == "run" for p in plans) else EXIT_NOTHING_RAN
 
 
+def cmd_baseline(args: argparse.Namespace) -> int:
+    """``msmq-harness baseline REPORT.json > known.yaml`` (harness.cases.baseline)."""
+    from harness.cases.baseline import render_baseline
+    from harness.report.compare import read_report
+
+    try:
+        run = read_report(args.report)
+    except OSError as e:
+        print(f"msmq-harness baseline: {args.report}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, KeyError, TypeError) as e:
+        print(f"msmq-harness baseline: {args.report}: cannot read the report: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    sys.stdout.write(render_baseline(run, args.report))
+    return EXIT_OK
+
+
 def cmd_coverage(args: argparse.Namespace) -> int:
     from harness.cases.coverage import coverage, render_coverage
     from harness.cases.loader import CaseError, load_paths, load_requirements
@@ -600,7 +658,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="list the selected cases and stop; with --target, say hello to it and show per spec section "
         "how many cases would run, be unsupported or not applicable, and the events or capabilities it lacks",
     )
-    run_p.add_argument("--known-failures", metavar="FILE", help="case ids the target is known to fail")
+    run_p.add_argument(
+        "--known-failures",
+        metavar="FILE",
+        help="the cases the target is known to fail: case ids one per line, or the YAML of msmq-harness baseline "
+        "(an entry with a failure recorded takes only that failure); a listed case that passes fails the run",
+    )
+    run_p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="fail only on regressions against FILE (the YAML of msmq-harness baseline, or a run --json report): "
+        "a case failing without an entry or otherwise than its entry records; improvements and stale entries "
+        "are listed apart",
+    )
+    run_p.add_argument(
+        "--maxfail", type=count(1), default=0, metavar="N", help="stop after N cases failed (the rest are named)"
+    )
+    run_p.add_argument(
+        "--budget",
+        type=seconds(),
+        default=0.0,
+        metavar="S",
+        help="stop once the run has taken S seconds (checked between cases; the rest are named); exit 1",
+    )
+    run_p.add_argument(
+        "--heartbeat",
+        type=seconds(allow_zero=True),
+        default=30.0,
+        metavar="S",
+        help="when standard error is not a terminal, a line of cases done / total / failed every S seconds "
+        "(default 30; 0: none)",
+    )
     run_p.add_argument(
         "--step-timeout",
         type=seconds(),
@@ -623,7 +711,18 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument(
         "--force", action="store_true", help="replace --record DIR even when it holds files run did not write"
     )
-    run_p.set_defaults(func=cmd_run)
+    run_p.set_defaults(func=cmd_run, argv=None)
+
+    base = sub.add_parser(
+        "baseline",
+        help="a baseline (known failures with their signatures) from a run --json report, on standard output",
+        description="Write the YAML baseline of a run --json report on standard output: every case that did not "
+        "pass, with the signature of its failure (outcome; per difference the requirement, the expectation and "
+        "the observed value) and a reason and a ticket to fill in. run --baseline FILE then fails only on "
+        "regressions; run --known-failures FILE reads it too. Exit status: 0 written, 2 the report cannot be read.",
+    )
+    base.add_argument("report", metavar="REPORT.json", help="a report of msmq-harness run --json")
+    base.set_defaults(func=cmd_baseline)
 
     cov = sub.add_parser("coverage", help="requirements with and without cases")
     cov.add_argument("paths", nargs="*", metavar="PATH", help="case files or folders (default: cases/)")
@@ -700,6 +799,8 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if argv is not None and hasattr(args, "argv"):
+        args.argv = list(argv)  # the command line the reports name
     try:
         return int(args.func(args))
     except BrokenPipeError:  # output piped into head or less, closed early

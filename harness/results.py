@@ -202,18 +202,32 @@ class RunResult:
     strict: bool = False  # non_strict outcomes fail the run (--strict)
     # --known-failures entries that named no case of the run: (entry, closest case id or "")
     unmatched_known_failures: list[tuple[str, str]] = field(default_factory=list)
+    # what identifies the run in every report (harness.report.identity): argv, OS, selection,
+    # the target's own name and version from hello, harness version, start time, files named
+    info: dict[str, Any] = field(default_factory=dict)
+    # --baseline: its regressions, improvements and stale entries (harness.cases.baseline.Judgement.to_dict)
+    baseline: dict[str, Any] | None = None
+    # a run stopped early (--maxfail, --budget): why, and the cases that did not run
+    stopped: str = ""
+    not_run: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.target = clean(self.target)  # argv may carry undecodable bytes as lone surrogates
 
     def warnings(self) -> list[str]:
         """What the run's reports warn of besides the results: each known-failures entry that
-        named no case, with the closest case id."""
+        named no case, with the closest case id; each stale baseline entry; an early stop."""
         return [
             f"--known-failures entry {entry!r} matches no case of this run"
             + (f" (did you mean {closest!r}?)" if closest else "")
             for entry, closest in self.unmatched_known_failures
-        ]
+        ] + [
+            f"--baseline entry {e['entry']!r} is stale: it matches no case of this run"
+            + (f" (did you mean {e['closest']!r}?)" if e.get("closest") else "")
+            for e in (self.baseline or {}).get("stale", [])
+        ] + (
+            [f"stopped early: {self.stopped}; {len(self.not_run)} cases did not run"] if self.stopped else []
+        )
 
     def counts(self) -> Counter[str]:
         return Counter(str(r.outcome) for r in self.results)
@@ -262,4 +276,11 @@ class RunResult:
             out["unmatched_known_failures"] = [
                 {"entry": entry, "closest": closest or None} for entry, closest in self.unmatched_known_failures
             ]
+        if self.info:
+            out["run"] = self.info
+        if self.baseline is not None:
+            out["baseline"] = self.baseline
+        if self.stopped:
+            out["stopped"] = self.stopped
+            out["not_run"] = list(self.not_run)
         return out

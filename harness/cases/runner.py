@@ -35,6 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from harness.cases.baseline import Baseline
 from harness.cases.caseresult import case_result_since, graded_result
 from harness.cases.compare import Grader, compare_result, compare_then, field_matcher
 from harness.cases.grading import derived_requirement, graded, reconcile, section_of
@@ -364,8 +365,15 @@ def unmatched_known_failures(known: Collection[str], cases: Collection[Case]) ->
     return out
 
 
-def apply_known_failures(result: CaseResult, case: Case, known: Collection[str]) -> CaseResult:
-    """A listed case: failed or error -> xfail, passed -> xpass (which fails the run)."""
+def apply_known_failures(
+    result: CaseResult, case: Case, known: Collection[str] | Baseline, strict: bool = False
+) -> CaseResult:
+    """A listed case: failed or error -> xfail, passed -> xpass (which fails the run).  ``known``
+    may be a :class:`~harness.cases.baseline.Baseline` (a YAML known-failures file or a
+    baseline): an entry that records a signature takes only that failure, another one stays a
+    failure, a changed failure (harness.cases.baseline)."""
+    if isinstance(known, Baseline):
+        return known.apply(result, case.id, strict)
     if case.full_id in known or case.id in known:
         if result.outcome in (Outcome.failed, Outcome.error):
             result.outcome = Outcome.xfail
@@ -538,11 +546,15 @@ def run(
     *,
     workers: int = 1,
     step_timeout: float = 10.0,
-    known_failures: Collection[str] = (),
+    known_failures: Collection[str] | Baseline = (),
     strict: bool = False,
     progress: Callable[[CaseResult], None] | None = None,
     record_dir: str | os.PathLike[str] | None = None,
     corpus: WorkerCorpus | None = None,
+    baseline: Baseline | None = None,
+    maxfail: int = 0,
+    budget: float = 0.0,
+    run_info: dict[str, Any] | None = None,
 ) -> RunResult:
     """Run ``cases`` on the target ``target_spec`` (make_target); results in the cases' order.
 
@@ -551,10 +563,16 @@ def run(
     ``strict`` makes non_strict outcomes fail the run.  ``record_dir``: each wire case's pcap
     and transcript page go there (harness.report.transcript).  ``corpus``: ``cases`` are shells
     of that :class:`WorkerCorpus`, whose workers loaded them and run them (``workers`` is then
-    the corpus's).
+    the corpus's).  ``baseline`` (harness.cases.baseline): a case fails the run only when it fails
+    otherwise than its entry records; the run's ``baseline`` holds the regressions, improvements and
+    stale entries.  ``maxfail`` (> 0): stop after that many cases failed the run; ``budget`` (> 0
+    seconds): stop once the run has taken that long (checked between cases); the cases that did
+    not run are the run's ``not_run``, and ``stopped`` says why.  ``run_info``: what identifies the run
+    (harness.report.identity), completed with the target's own name and version from hello.
     """
     start = time.perf_counter()
-    known = set(known_failures)
+    known = known_failures if isinstance(known_failures, Baseline) else Baseline.of_ids(known_failures)
+    judge = baseline if baseline is not None else known
     record = None if record_dir is None else os.fspath(record_dir)
     target, info = open_target(target_spec, step_timeout)
     results: Generator[CaseResult, None, None]
@@ -570,13 +588,26 @@ def run(
     else:
         loaded = corpus.resolve(cases) if corpus is not None else cases
         results = _iter_serial(loaded, target, info, step_timeout, record)
-    out = RunResult(target=target_spec, strict=strict)
+    out = RunResult(target=target_spec, strict=strict, info=dict(run_info or {}))
+    out.info.update(target_name=info.name, target_version=info.version)
+    failing = 0
     for case, result in zip(cases, results, strict=False):
-        result = apply_known_failures(result, case, known)
+        result = judge.apply(result, case.id, strict)
         out.results.append(result)
         if progress is not None:
             progress(result)
+        failing += result.outcome.bad(strict)
+        if maxfail and failing >= maxfail and len(out.results) < len(cases):
+            out.stopped = f"--maxfail {maxfail}: {failing} cases failed"
+        elif budget and time.perf_counter() - start >= budget and len(out.results) < len(cases):
+            out.stopped = f"--budget {budget:g} s ran out after {time.perf_counter() - start:.1f} s"
+        if out.stopped:
+            out.not_run = [c.full_id for c in cases[len(out.results) :]]
+            break
     results.close()  # closes the target(s)
-    out.unmatched_known_failures = unmatched_known_failures(known, cases)
+    if baseline is None:
+        out.unmatched_known_failures = unmatched_known_failures(known, cases)
+    else:
+        out.baseline = baseline.judge(out, {c.full_id: c.id for c in cases}, strict).to_dict()
     out.duration = time.perf_counter() - start
     return out

@@ -62,6 +62,7 @@ class TargetInfo:
     name: str
     events: list[str] | None = None
     capabilities: list[str] = field(default_factory=lambda: [MODEL])  # of CAPABILITIES
+    version: str = ""  # the implementation's own version, as its hello says it ("" when it does not)
 
     def lacks(self, events: Iterable[str]) -> list[str]:
         """The events of ``events`` the target does not raise, each once, in order."""

@@ -1,25 +1,31 @@
-"""Several implementations side by side: ``msmq-harness compare A.json B.json ...``.
+"""What changed between runs, and implementations side by side: ``msmq-harness compare A.json B.json ...``.
 
-Reads the JSON reports of runs of the same corpus against different targets
-(harness.report.json_report, any readable format) and renders one matrix: a row per case
-variant, a column per implementation, each cell that implementation's outcome, the rows grouped
-by spec section (a case's first section; sections in document and numeric order).  The cases
-where the implementations **disagree** (their outcomes differ, or a case is missing from a run)
-come first, then those where they all agree.  For a case that did not pass, a cell carries the
-first line of its explanation (harness.report.explain: the requirement, the value, expected and
-observed).
+Reads the JSON reports of runs of the same corpus (harness.report.json_report, any readable
+format: the same target before and after a change, or different targets) and renders one
+matrix: a row per case variant, a column per run, each cell that run's outcome and, for a case
+that fails, its failure signature (harness.cases.baseline.signature: the outcome and, per
+difference, the requirement, the expectation and the observed value), the rows grouped by spec
+section (a case's first section; sections in document and numeric order).  Each later run is
+compared with the first: a case that fails now and did not is a **regression**; one that fails
+in both with another signature (another requirement, expectation or observed value) a
+**changed failure**; one that failed and no longer does a **fix**; any other change of outcome
+(passed to not_applicable, say) is listed apart.  They come first, in that order, then the cases
+where every run agrees.  By default only the cases present in every run are compared; the others
+are counted per run (``--include-missing`` lists them as rows, their missing cells marked).  For
+a case that did not pass, a cell carries the first line of its explanation
+(harness.report.explain: the requirement, the value, expected and observed).
 
-The terminal gets the disagreements case by case and, for the agreements, one line per section;
+The terminal gets the changes case by case, grouped, and, for the agreements, one line per section;
 ``--html FILE`` writes the whole matrix as one self-contained page (inline CSS and script, no
-external resource; everything shows without the script), disagreements first, agreements folded
+external resource; everything shows without the script), changes first by group, agreements folded
 per section, with a search box (case ids, titles, reasons) and a filter by outcome.  ``--all`` lists the
 agreeing cases one by one in the terminal too.  ``--name LABEL`` (once per report, in order) names
 the columns; by default a column is named by its run's target (with the file name when two runs
 share one).  Each report is checked against the results schema of its format
 (harness/report/results.schema.json) before it is compared: a JSON array, or an object that is
-not a run's report, is refused naming what is wrong and where.  Exit status, as ``diff``'s: 0
-every implementation agrees on every case, 1 they disagree somewhere, 2 a report cannot be read
-or is not a report.
+not a run's report, is refused naming what is wrong and where.  Exit status: 0 no regression
+(fixes and other changes allowed), 1 a regression or a changed failure (a failure that changed is
+a regression, as ``run --baseline`` counts it), 2 a report cannot be read or is not a report.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.cases.baseline import signature
 from harness.report.explain import explain
 from harness.report.html import BASE_CSS, FILTER_JS, escape, options
 from harness.report.json_report import read_json
@@ -56,6 +63,32 @@ __all__ = [
 ]
 
 MISSING = "missing"  # the case is not in that run
+# what a row's later cells are against its first (Row.change), in the order they are listed
+REGRESSION, CHANGED, FIX, OTHER = "regression", "changed failure", "fix", "other change"
+CHANGES = (REGRESSION, CHANGED, FIX, OTHER)
+_FAILING = frozenset({"failed", "error", "xfail"})
+
+
+def failing(result: CaseResult | None, strict: bool = False) -> bool:
+    """Whether ``result`` is a failure of the case (failed, error, a known failure, non_strict in a
+    strict run); an xpass passed."""
+    if result is None:
+        return False
+    return str(result.outcome) in _FAILING or (strict and str(result.outcome) == "non_strict")
+
+
+def change(before: CaseResult | None, after: CaseResult | None, strict: tuple[bool, bool] = (False, False)) -> str:
+    """What changed from ``before`` to ``after`` (one of :data:`CHANGES`, "" when nothing did)."""
+    if before is None or after is None:
+        return ""
+    was, now = failing(before, strict[0]), failing(after, strict[1])
+    if now and not was:
+        return REGRESSION
+    if was and not now:
+        return FIX
+    if was and now:
+        return CHANGED if signature(before) != signature(after) else ""
+    return OTHER if before.outcome != after.outcome else ""
 
 
 @dataclass
@@ -75,6 +108,8 @@ class Row:
     title: str
     section: str
     cells: list[CaseResult | None]  # per implementation, None when its run lacks the case
+    # the worst change of a later cell against the first (:data:`CHANGES`; "" none)
+    change: str = ""
 
     @property
     def outcomes(self) -> list[str]:
@@ -82,17 +117,29 @@ class Row:
 
     @property
     def agree(self) -> bool:
-        return len(set(self.outcomes)) == 1
+        return len(set(self.outcomes)) == 1 and not self.change
 
 
 @dataclass
 class Comparison:
     implementations: list[Implementation]
     rows: list[Row] = field(default_factory=list)
+    # per run, how many of its cases are not in every run (not compared unless include_missing)
+    only_in: list[int] = field(default_factory=list)
+    include_missing: bool = False
 
     @property
     def disagreements(self) -> list[Row]:
         return [r for r in self.rows if not r.agree]
+
+    def changed(self, kind: str) -> list[Row]:
+        """The rows whose change is ``kind`` (:data:`CHANGES`)."""
+        return [r for r in self.rows if r.change == kind]
+
+    @property
+    def regressed(self) -> bool:
+        """A regression or a changed failure: what fails ``compare`` (exit 1)."""
+        return any(r.change in (REGRESSION, CHANGED) for r in self.rows)
 
     @property
     def agreements(self) -> list[Row]:
@@ -111,8 +158,12 @@ class Comparison:
         return sorted(groups.items(), key=lambda item: section_key(item[0]))
 
 
-def compare(runs: Sequence[tuple[str, RunResult]], names: Sequence[str] = ()) -> Comparison:
-    """The comparison of ``runs`` ((report file, run) pairs); ``names`` label the columns."""
+def compare(
+    runs: Sequence[tuple[str, RunResult]], names: Sequence[str] = (), *, include_missing: bool = False
+) -> Comparison:
+    """The comparison of ``runs`` ((report file, run) pairs), each later run against the first;
+    ``names`` label the columns; ``include_missing``: the cases not in every run are rows too
+    (else only counted, :attr:`Comparison.only_in`)."""
     labels = list(names) + [run.target or Path(source).stem for source, run in runs[len(names) :]]
     given = list(labels)
     for i, label in enumerate(given):
@@ -124,21 +175,43 @@ def compare(runs: Sequence[tuple[str, RunResult]], names: Sequence[str] = ()) ->
         for result in impl.run.results:
             order.setdefault(result.case_id, result)
     by_impl = [{r.case_id: r for r in impl.run.results} for impl in impls]
+    strict = [impl.run.strict for impl in impls]
     rows = []
+    only_in = [0] * len(impls)
     for case_id, first in order.items():
+        cells = [table.get(case_id) for table in by_impl]
+        if None in cells and not include_missing:
+            for i, cell in enumerate(cells):
+                only_in[i] += cell is not None
+            continue
+        changes = {change(cells[0], cell, (strict[0], strict[i])) for i, cell in enumerate(cells[1:], 1)}
         rows.append(
             Row(
                 case_id=case_id,
                 title=first.title,
                 section=first.sections[0] if first.sections else "unspecified",
-                cells=[table.get(case_id) for table in by_impl],
+                cells=cells,
+                change=next((c for c in CHANGES if c in changes), ""),
             )
         )
-    comparison = Comparison(impls)
-    for part in ([r for r in rows if not r.agree], [r for r in rows if r.agree]):
+    comparison = Comparison(impls, only_in=only_in, include_missing=include_missing)
+    for part in [[r for r in rows if r.change == c] for c in CHANGES] + [
+        [r for r in rows if not r.change and not r.agree],
+        [r for r in rows if r.agree],
+    ]:
         for _, group in Comparison.by_section(part):
             comparison.rows.extend(group)
     return comparison
+
+
+def signature_line(result: CaseResult | None) -> str:
+    """A failing cell's signature in a line: ``failed: REQ step 0 rStatus observed "x"``; ""
+    for a cell that does not fail."""
+    if result is None or not failing(result, True):
+        return ""
+    outcome, diffs = signature(result)
+    parts = [" ".join(x for x in (req, where, f"observed {obs}") if x) for req, where, obs in diffs]
+    return f"{outcome}: " + "; ".join(parts)
 
 
 def why(result: CaseResult | None) -> str:
@@ -172,30 +245,64 @@ _SHORT = {
 
 
 # ================================================================================ terminal
+def _cell_lines(row: Row, width: int) -> list[str]:
+    """Under a listed row: per run, why its cell did not pass and its failure signature."""
+    lines = []
+    for i, cell in enumerate(row.cells):
+        reason = why(cell)
+        if reason and cell is not None and str(cell.outcome) != "passed":
+            lines.append(f"    {'':{width}}  [{i + 1}] {reason}")
+        sig = signature_line(cell)
+        if sig and row.change == CHANGED:
+            lines.append(f"    {'':{width}}  [{i + 1}] signature {sig}")
+    return lines
+
+
+_TITLES = {
+    REGRESSION: "Regressions (failing now, not before)",
+    CHANGED: "Changed failures (failing otherwise than before: another requirement, expectation or observed value)",
+    FIX: "Fixes (failing before, not now)",
+    OTHER: "Other changes of outcome",
+}
+
+
 def render_compare_text(comparison: Comparison, *, show_all: bool = False) -> str:
-    """The comparison for a terminal: the implementations, the disagreements case by case (with
-    why each cell did not pass), the agreements per section (case by case with ``show_all``)."""
+    """The comparison for a terminal: the runs, then each later run against the first case by
+    case, grouped (regressions, changed failures, fixes, other changes: why each cell did not
+    pass), the cases only in some runs counted, the agreements per section (case by case with
+    ``show_all``)."""
     impls = comparison.implementations
     lines = ["msmq-harness compare:"]
     for i, impl in enumerate(impls):
         counts = impl.run.counts()
         summary = ", ".join(f"{counts[str(o)]} {o}" for o in SEVERITY if counts[str(o)])
         lines.append(f"  [{i + 1}] {impl.name}: {verdict(impl.run)} ({summary or 'no cases'})  <- {impl.source}")
-    disagree = comparison.disagreements
-    lines.append("")
-    lines.append(f"Disagreements: {len(disagree)} of {len(comparison.rows)} cases")
+    if len(impls) > 1:
+        lines.append(f"  each later run against [1]; {len(comparison.rows)} cases compared")
     width = max([len(_SHORT[o]) for o in _SHORT] + [3])
     header = "  ".join(f"[{i + 1}]".ljust(width) for i in range(len(impls)))
-    for section, rows in Comparison.by_section(disagree):
-        lines.append(f"  {section}")
-        lines.append(f"    {header}  case")
-        for row in rows:
+    for kind in CHANGES:
+        rows = comparison.changed(kind)
+        lines.append("")
+        lines.append(f"{_TITLES[kind]}: {len(rows)}")
+        for section, group in Comparison.by_section(rows):
+            lines.append(f"  {section}")
+            lines.append(f"    {header}  case")
+            for row in group:
+                cells = "  ".join(_SHORT[o].ljust(width) for o in row.outcomes)
+                lines.append(f"    {cells}  {row.case_id}")
+                lines.extend(_cell_lines(row, width))
+    unchanged = [r for r in comparison.rows if not r.change and not r.agree]
+    if unchanged:  # --include-missing: a case missing from a run
+        lines.append("")
+        lines.append(f"In some runs only: {len(unchanged)}")
+        for row in unchanged:
             cells = "  ".join(_SHORT[o].ljust(width) for o in row.outcomes)
             lines.append(f"    {cells}  {row.case_id}")
-            for i, cell in enumerate(row.cells):
-                reason = why(cell)
-                if reason and cell is not None and str(cell.outcome) != "passed":
-                    lines.append(f"    {'':{width}}  [{i + 1}] {reason}")
+    if any(comparison.only_in):
+        lines.append("")
+        counted = ", ".join(f"[{i + 1}] {n}" for i, n in enumerate(comparison.only_in) if n)
+        lines.append(f"Not compared (not in every run; --include-missing lists them): {counted}")
     lines.append("")
     agree = comparison.agreements
     lines.append(f"Agreements: {len(agree)} cases")
@@ -208,8 +315,8 @@ def render_compare_text(comparison: Comparison, *, show_all: bool = False) -> st
         if show_all:
             lines.extend(f"    {_SHORT[row.outcomes[0]]:<{width}}  {row.case_id}" for row in rows)
     lines.append("")
-    word = "AGREE" if not disagree else "DISAGREE"
-    lines.append(f"{word}: {len(disagree)} of {len(comparison.rows)} cases differ across {len(impls)} implementations")
+    word = "REGRESSED" if comparison.regressed else "NO REGRESSION"
+    lines.append(f"{word}: {_counts_text(comparison)}")
     return "\n".join(lines) + "\n"
 
 
@@ -245,6 +352,8 @@ def _table(comparison: Comparison, rows: Sequence[Row], kind: str) -> str:
             cells = []
             for cell, outcome in zip(row.cells, row.outcomes, strict=True):
                 reason = why(cell) if outcome not in ("passed", MISSING) else ""
+                if row.change == CHANGED and signature_line(cell):
+                    reason = f"{reason} [signature {signature_line(cell)}]" if reason else signature_line(cell)
                 label = outcome.replace("_", " ")
                 badge = f'<span class="badge b-{escape(outcome)}">{escape(label)}</span>'
                 detail = f'<span class="why">{escape(reason)}</span>' if reason else ""
@@ -283,8 +392,23 @@ def render_compare_html(comparison: Comparison, *, title: str = "MSMQ implementa
             f"</small></summary>{_table(comparison, rows, 'agree')}</details>"
         )
     generated = datetime.now(UTC).isoformat(timespec="seconds")
-    word = "AGREE" if not disagree else "DISAGREE"
-    disagreements = _table(comparison, disagree, "disagree") if disagree else "<p>None: every case has one outcome.</p>"
+    word = "REGRESSED" if comparison.regressed else "NO REGRESSION"
+    groups = [(_TITLES[kind], comparison.changed(kind)) for kind in CHANGES]
+    groups.append(("In some runs only", [r for r in disagree if not r.change]))
+    disagreements = (
+        "".join(
+            f'<h3 data-change="{escape(title)}">{escape(title)} ({len(rows)})</h3>'
+            + _table(comparison, rows, "disagree")
+            for title, rows in groups
+            if rows
+        )
+        if disagree
+        else "<p>None: every case has one outcome and one failure signature.</p>"
+    )
+    counted = ", ".join(f"[{i + 1}] {n}" for i, n in enumerate(comparison.only_in) if n)
+    not_compared = (
+        f'<p id="not-compared">Not compared (not in every run): {escape(counted)}</p>' if counted else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -296,16 +420,17 @@ def render_compare_html(comparison: Comparison, *, title: str = "MSMQ implementa
 <body>
 <header>
 <h1>{escape(title)}</h1>
-<p><span class="verdict {"pass" if not disagree else "fail"}" id="verdict">{word}</span>
-<span id="summary">{len(disagree)} of {len(comparison.rows)} cases differ across {len(impls)} implementations</span>
+<p><span class="verdict {"pass" if not comparison.regressed else "fail"}" id="verdict">{word}</span>
+<span id="summary">{_counts_text(comparison)}</span>
 <span class="muted">({escape(generated)})</span></p>
 <ol class="impls" id="implementations">{"".join(items)}</ol>
 {_filters(comparison)}
 </header>
 <main>
 <section id="disagreements">
-<h2>Where they disagree ({len(disagree)})</h2>
+<h2>What changed ({len(disagree)})</h2>
 {disagreements}
+{not_compared}
 </section>
 <section id="agreements">
 <h2>Where they agree ({len(agree)})</h2>
@@ -316,6 +441,14 @@ def render_compare_html(comparison: Comparison, *, title: str = "MSMQ implementa
 </body>
 </html>
 """
+
+
+def _counts_text(comparison: Comparison) -> str:
+    n = {kind: len(comparison.changed(kind)) for kind in CHANGES}
+    return (
+        f"{n[REGRESSION]} regressions, {n[CHANGED]} changed failures, {n[FIX]} fixes, {n[OTHER]} other changes "
+        f"in {len(comparison.rows)} cases across {len(comparison.implementations)} runs"
+    )
 
 
 def _filters(comparison: Comparison) -> str:
@@ -343,16 +476,23 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``compare`` on the ``msmq-harness`` subcommand parser."""
     p: argparse.ArgumentParser = sub.add_parser(
         "compare",
-        help="several implementations side by side, from their run --json reports",
+        help="what changed between runs (regressions, fixes, changed failures), from their run --json reports",
         description="Compare the JSON reports (msmq-harness run --json) of several implementations: one matrix "
-        "of cases by implementation, grouped by spec section, the cases where they disagree first. Exit status: "
-        "0 they agree on every case, 1 they disagree, 2 a report cannot be read or does not match the results schema "
+        "of cases by run, grouped by spec section, each later run against the first: regressions, changed failures "
+        "(another requirement, expectation or observed value), fixes and other changes first; only the cases in "
+        "every run are compared (the others counted) unless --include-missing. Exit status: 0 no regression, "
+        "1 a regression or a changed failure, 2 a report cannot be read or does not match the results schema "
         "(harness/report/results.schema.json).",
     )
     p.add_argument("reports", nargs="+", metavar="REPORT.json", help="the JSON reports, one per implementation")
     p.add_argument("--html", metavar="FILE", help="write the matrix as a self-contained HTML page")
     p.add_argument("--name", action="append", default=[], metavar="LABEL", help="the column of each report, in order")
     p.add_argument("--all", action="store_true", help="list the agreeing cases one by one in the terminal too")
+    p.add_argument(
+        "--include-missing",
+        action="store_true",
+        help="list the cases not in every run as rows too (by default they are only counted)",
+    )
     p.set_defaults(func=cmd_compare)
     return p
 
@@ -446,7 +586,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(args.name) > len(runs):
         print(f"msmq-harness compare: {len(args.name)} --name for {len(runs)} reports", file=sys.stderr)
         return 2
-    comparison = compare(runs, args.name)
+    comparison = compare(runs, args.name, include_missing=args.include_missing)
     if args.html:
         try:
             write_compare_html(comparison, args.html)
@@ -456,4 +596,4 @@ def cmd_compare(args: argparse.Namespace) -> int:
     sys.stdout.write(printable(render_compare_text(comparison, show_all=args.all)))  # a report's text is data
     if args.html:
         print(f"report: {args.html}")
-    return 1 if comparison.disagreements else 0
+    return 1 if comparison.regressed else 0

@@ -12,7 +12,11 @@ stopped the case at, or null), ``explanations`` (why the case did not pass, as e
 shows it: harness.report.explain) and, for a wire case run with ``--record DIR``, ``transcript``
 (its transcript page, harness.report.transcript)), ``unmatched_known_failures`` when
 ``--known-failures`` named cases the run does not have (each ``entry`` and the ``closest`` case
-id, or null), plus the run's metadata: ``format`` (:data:`FORMAT`),
+id, or null), ``run`` (what identifies the run: argv, OS, selection, the target's own name and
+version from hello, harness version, start; harness.report.identity), ``baseline`` with
+``--baseline`` (its ``regressions``, ``improvements`` and ``stale`` entries: harness.cases.baseline),
+``stopped`` and ``not_run`` when ``--maxfail`` or ``--budget`` stopped the run early, plus the run's
+metadata: ``format`` (:data:`FORMAT`),
 ``generated`` (UTC, ISO 8601), ``harness_version``, ``python``, ``host``, ``ok`` and
 ``by_section`` (spec section -> outcome counts, a case counted once per section, sorted by
 document and section number), and whatever ``metadata`` the caller adds.  Values JSON cannot hold (bytes, sets,
@@ -123,4 +127,8 @@ def read_json(path: str | os.PathLike[str]) -> RunResult:
         duration=data.get("duration", 0.0),
         strict=data.get("strict", False),
         unmatched_known_failures=unmatched,
+        info=dict(data.get("run") or {}),
+        baseline=data.get("baseline"),
+        stopped=data.get("stopped", ""),
+        not_run=list(data.get("not_run", [])),
     )

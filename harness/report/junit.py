@@ -3,20 +3,26 @@
 Renders a :class:`~harness.report.results.RunResult` as ``<testsuites>`` with one
 ``<testsuite>`` for the run (or, ``per_document=True``, one per spec document: MS-MQDMPR,
 MS-MQQB, MS-MQMQ, by each case's first section) and one ``<testcase>`` per case variant:
-``classname`` is the case's first spec section, ``name`` its full id (matrix values included),
-``time`` its duration.  A failed case has a ``<failure>`` whose ``message`` is the first
-failure's section with the expected and the observed value and whose text explains every
+``classname`` is the spec document and the case file, ``MS-MQDMPR.seek`` (one dot, which CI
+reporters such as Jenkins split into package and class: no other dot), ``name`` its full id
+(matrix values included), ``time`` its duration, ``file`` the case file relative to the working
+directory (or the repository), ``line`` its line.  A failed case has a ``<failure>`` whose
+one-line ``message`` is the first failure's section with the expected and the observed value and
+whose text explains every
 failure as the terminal does (harness.report.explain: the case's title, the requirement and the
 spec's sentence, the step and its inputs, expected and observed, what the target said, the
 evidence);
 a case the target errored on has an ``<error>``; a known failure that passed (xpass) is a
 ``<failure>`` too, and so is a non_strict case in a ``--strict`` run.  A non_strict case of
 an ordinary run passes, with its differences in ``<system-out>`` and the property
-``outcome=non_strict``.  A known failure (xfail) is ``<skipped message="known failure">``, a
-case that does not apply to the target ``<skipped message="not applicable: ...">``, one whose
-events the target does not implement ``<skipped message="unsupported: ...">``.  Properties: the
-target on each suite; the spec sections, the requirements, the level, the outcome and the case
-file on each case.
+``outcome=non_strict``.  A known failure (xfail) is ``<skipped message="known failure: REASON">``,
+a case that does not apply to the target ``<skipped message="not applicable: ...">``, one whose
+events the target does not implement ``<skipped message="unsupported: ...">``.  Properties, each
+name and value once: on each suite what identifies the run (harness.report.identity: the target
+and its own name and version from hello, harness version, strict, the known-failures or
+baseline file, selection, command, OS) and the sections; on each case the spec sections, the
+requirements, the level, the outcome, the title and, with ``--record``, the transcript page.
+The suite's ``timestamp`` is when the run started.
 Characters XML 1.0 cannot carry are written as ``\\xNN``.
 """
 
@@ -27,13 +33,14 @@ import re
 import socket
 import textwrap
 import xml.etree.ElementTree as ET
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from harness.report.identity import identity_rows
 from harness.report.terminal import DOCUMENTS, case_headline, case_lines, section_key
 from harness.results import CaseResult, Outcome, RunResult
 
-__all__ = ["render_junit", "to_element", "write_junit"]
+__all__ = ["classname", "relative_file", "render_junit", "to_element", "write_junit"]
 
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -46,43 +53,82 @@ def _document(result: CaseResult) -> str:
     return result.sections[0].partition(" ")[0] if result.sections else "unspecified"
 
 
+_NAME_PART = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def classname(result: CaseResult) -> str:
+    """``MS-MQDMPR.seek``: the spec document of the case's first section and its case file's name,
+    joined by the only dot (CI reporters split a classname on its last dot into package and
+    class); "unspecified" for what is not known."""
+    document = _NAME_PART.sub("_", _document(result)) or "unspecified"
+    stem = Path(result.source).name.split(".")[0] if result.source else ""
+    return f"{document}.{_NAME_PART.sub('_', stem).strip('_') or 'cases'}"
+
+
+def relative_file(source: str) -> str:
+    """A case file as CI reporters link it: relative to the working directory when below it, else
+    to the repository (the folder of the harness package), else as given."""
+    path = Path(source)
+    if not path.is_absolute():
+        return source
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        try:
+            return path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return source
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _properties(parent: ET.Element, pairs: list[tuple[str, str]]) -> None:
+    """``<properties>`` holding each (name, value) once, in order."""
+    props = ET.SubElement(parent, "properties")
+    for name, value in dict.fromkeys(pairs):
+        ET.SubElement(props, "property", name=name, value=_clean(value))
+
+
 def _testcase(result: CaseResult, strict: bool = False) -> ET.Element:
     element = ET.Element(
         "testcase",
-        classname=_clean(result.sections[0] if result.sections else "unspecified"),
+        classname=_clean(classname(result)),
         name=_clean(result.case_id),
         time=f"{result.duration:.6f}",
     )
     if result.source:
-        element.set("file", _clean(result.source))
+        element.set("file", _clean(relative_file(result.source)))
         element.set("line", str(result.line))
-    props = ET.SubElement(element, "properties")
-    for section in result.sections:
-        ET.SubElement(props, "property", name="spec", value=_clean(section))
-    for requirement in result.requirements:
-        ET.SubElement(props, "property", name="requirement", value=_clean(requirement))
-    ET.SubElement(props, "property", name="level", value=_clean(result.level))
-    ET.SubElement(props, "property", name="outcome", value=str(result.outcome))
+    pairs = [("spec", s) for s in result.sections]
+    pairs += [("requirement", r) for r in result.requirements]
+    pairs += [("level", result.level), ("outcome", str(result.outcome))]
     if result.title:
-        ET.SubElement(props, "property", name="title", value=_clean(result.title))
+        pairs.append(("title", result.title))
+    if result.transcript:
+        pairs.append(("transcript", result.transcript))
+    _properties(element, pairs)
     text = textwrap.dedent("\n".join(case_lines(result)))  # harness.report.explain, as the terminal shows it
     detail = result.detail.strip()
     outcome = result.outcome
+    headline = _clean(_one_line(case_headline(result)))
     if outcome is Outcome.failed or (outcome is Outcome.non_strict and strict):
         kind = "conformance" if outcome is Outcome.failed else "non_strict"
-        ET.SubElement(element, "failure", message=_clean(case_headline(result)), type=kind).text = _clean(text)
+        ET.SubElement(element, "failure", message=headline, type=kind).text = _clean(text)
     elif outcome is Outcome.non_strict:
         ET.SubElement(element, "system-out").text = _clean("non_strict (a failure only under --strict)\n" + text)
     elif outcome is Outcome.error:
-        ET.SubElement(element, "error", message=_clean(case_headline(result)), type="target-error").text = _clean(text)
+        ET.SubElement(element, "error", message=headline, type="target-error").text = _clean(text)
     elif outcome is Outcome.xpass:
         message = "known failure passed unexpectedly"
         ET.SubElement(element, "failure", message=message, type="xpass").text = _clean(text or message)
     elif outcome is Outcome.xfail:
-        ET.SubElement(element, "skipped", message="known failure", type="xfail").text = _clean(text)
+        why = _one_line(detail.splitlines()[0]) if detail else ""
+        message = f"known failure: {why}" if why and why != "known failure" else "known failure"
+        ET.SubElement(element, "skipped", message=_clean(message), type="xfail").text = _clean(text)
     elif outcome in (Outcome.not_applicable, Outcome.unsupported):
         what = str(outcome).replace("_", " ")
-        message = f"{what}: {detail}" if detail else what
+        message = f"{what}: {_one_line(detail)}" if detail else what
         ET.SubElement(element, "skipped", message=_clean(message), type=str(outcome))
     return element
 
@@ -94,7 +140,8 @@ def _failures(outcomes: list[Outcome], strict: bool) -> int:
     return sum(o in (Outcome.failed, Outcome.xpass) or (strict and o is Outcome.non_strict) for o in outcomes)
 
 
-def _testsuite(name: str, target: str, results: list[CaseResult], timestamp: str, strict: bool = False) -> ET.Element:
+def _testsuite(run: RunResult, name: str, results: list[CaseResult], timestamp: str) -> ET.Element:
+    strict = run.strict
     outcomes = [r.outcome for r in results]
     suite = ET.Element(
         "testsuite",
@@ -107,10 +154,27 @@ def _testsuite(name: str, target: str, results: list[CaseResult], timestamp: str
         timestamp=timestamp,
         hostname=_clean(socket.gethostname()),
     )
-    props = ET.SubElement(suite, "properties")
-    ET.SubElement(props, "property", name="target", value=_clean(target))
-    for section in sorted({s for r in results for s in r.sections}, key=section_key):
-        ET.SubElement(props, "property", name="spec", value=_clean(section))
+    info = run.info
+    pairs = [("target", run.target)]
+    for key, prop in (
+        ("target_name", "target.name"),
+        ("target_version", "target.version"),
+        ("harness_version", "harness.version"),
+    ):
+        if info.get(key):
+            pairs.append((prop, str(info[key])))
+    pairs.append(("strict", "true" if strict else "false"))
+    for key, prop in (("known_failures", "known-failures"), ("baseline", "baseline"), ("record", "transcripts")):
+        if info.get(key):
+            pairs.append((prop, str(info[key])))
+    rows = dict(identity_rows(run))
+    for label in ("selection", "command", "os", "started"):
+        if label in rows:
+            pairs.append((label, rows[label]))
+    if run.stopped:
+        pairs.append(("stopped", run.stopped))
+    pairs += [("spec", s) for s in sorted({s for r in results for s in r.sections}, key=section_key)]
+    _properties(suite, pairs)
     for result in results:
         suite.append(_testcase(result, strict))
     return suite
@@ -118,7 +182,8 @@ def _testsuite(name: str, target: str, results: list[CaseResult], timestamp: str
 
 def to_element(run: RunResult, *, per_document: bool = False, name: str = "msmq-harness") -> ET.Element:
     """The ``<testsuites>`` element of ``run``."""
-    timestamp = datetime.now(UTC).isoformat(timespec="seconds")
+    started = str(run.info.get("started") or "")  # when the run started
+    timestamp = started or (datetime.now(UTC) - timedelta(seconds=run.duration)).isoformat(timespec="seconds")
     outcomes = [r.outcome for r in run.results]
     root = ET.Element(
         "testsuites",
@@ -135,9 +200,9 @@ def to_element(run: RunResult, *, per_document: bool = False, name: str = "msmq-
             groups.setdefault(_document(result), []).append(result)
         order = sorted(groups, key=lambda d: (DOCUMENTS.index(d) if d in DOCUMENTS else len(DOCUMENTS), d))
         for document in order:
-            root.append(_testsuite(f"{name} {document}", run.target, groups[document], timestamp, run.strict))
+            root.append(_testsuite(run, f"{name} {document}", groups[document], timestamp))
     else:
-        root.append(_testsuite(name, run.target, run.results, timestamp, run.strict))
+        root.append(_testsuite(run, name, run.results, timestamp))
     return root
 
 

@@ -22,12 +22,16 @@ adapter's error text cannot clear the screen, move the cursor or hide a line.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
 from collections import Counter
 from types import TracebackType
 from typing import IO, Any
 
 from harness.report.explain import Explanation, explain, explanation_lines, show_value
+from harness.report.identity import identity_rows
 from harness.results import DOCUMENTS, SEVERITY, CaseResult, Outcome, RunResult, StepFailure, printable, section_key
 from packets.paths import display_value
 
@@ -37,15 +41,18 @@ __all__ = [
     "OUTCOMES",
     "SHOWN_OUTCOMES",
     "Progress",
+    "baseline_lines",
     "case_headline",
     "case_lines",
     "failure_line",
     "format_value",
+    "make_console",
     "print_summary",
     "render_summary",
     "requirement_tag",
     "section_key",
     "sections_by_document",
+    "styled",
     "verdict",
 ]
 
@@ -149,6 +156,28 @@ def _is_tty(file: IO[str]) -> bool:
         return False
 
 
+def _env_set(name: str) -> bool:
+    """A convention variable is on when present and not empty (no-color.org, force-color.org)."""
+    return bool(os.environ.get(name, ""))
+
+
+def styled(file: IO[str]) -> bool:
+    """Whether ``file`` gets the rich rendering: a terminal, or ``FORCE_COLOR`` set (force-color.org)."""
+    return _is_tty(file) or (_env_set("FORCE_COLOR") and not _env_set("NO_COLOR"))
+
+
+def make_console(file: IO[str]) -> Any:
+    """A rich Console on ``file`` following the conventions: ``NO_COLOR`` (no-color.org; it wins
+    over FORCE_COLOR) writes no ANSI style at all, neither color nor bold or italic;
+    ``FORCE_COLOR`` (force-color.org) styles output that is not a terminal."""
+    from rich.console import Console
+
+    if _env_set("NO_COLOR"):
+        return Console(file=file, highlight=False, color_system=None)
+    force = True if _env_set("FORCE_COLOR") else None
+    return Console(file=file, highlight=False, force_terminal=force)
+
+
 def _listed(run: RunResult) -> list[tuple[str, list[CaseResult]]]:
     """The groups of results the summary lists with their differences: failures, non-strict."""
     groups = []
@@ -187,6 +216,31 @@ def _count_line(counts: Counter[str]) -> str:
     return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
 
 
+def baseline_lines(run: RunResult) -> list[str]:
+    """What ``--baseline`` says of the run (harness.cases.baseline): the regressions (which fail
+    the run), the improvements and the stale entries, each case on its line; [] without one."""
+    judged = run.baseline
+    if judged is None:
+        return []
+    regressions, improvements, stale = judged["regressions"], judged["improvements"], judged["stale"]
+    lines = [
+        f"Against the baseline {judged['file']}: {len(regressions)} regressions, {judged['known']} known failures, "
+        f"{len(improvements)} improvements, {len(stale)} stale entries"
+    ]
+    for title, rows in (
+        ("Regressions (fail the run)", [f"{r['case_id']}: {r['why']}" for r in regressions]),
+        ("Improvements (no longer fail)", [f"{r['case_id']}: now {r['now']} (was {r['was']})" for r in improvements]),
+        (
+            "Stale baseline entries (match no case of this run)",
+            [e["entry"] + (f" (did you mean {e['closest']}?)" if e.get("closest") else "") for e in stale],
+        ),
+    ):
+        if rows:
+            lines.append(f"{title}:")
+            lines.extend(f"  {row}" for row in rows)
+    return [*lines, ""]
+
+
 # ================================================================================ summary
 def render_summary(run: RunResult) -> str:
     """The plain-text summary :func:`print_summary` writes when its output is not a terminal."""
@@ -194,10 +248,12 @@ def render_summary(run: RunResult) -> str:
     total = len(run.results)
     lines = [
         f"msmq-harness: target {run.target}",
+        *(f"  {label}: {text}" for label, text in identity_rows(run)[1:]),
         f"{total} cases in {run.duration:.2f} s: {_count_line(counts) or 'nothing run'}",
         *(f"warning: {w}" for w in run.warnings()),
         "",
     ]
+    lines.extend(baseline_lines(run))
     for title, shown in _listed(run):
         lines.append(f"{title}:")
         for r in shown:
@@ -220,9 +276,10 @@ def render_summary(run: RunResult) -> str:
 
 
 def print_summary(run: RunResult, *, file: IO[str] | None = None) -> None:
-    """Print the summary of ``run`` to ``file`` (stdout): rich on a terminal, plain text otherwise."""
+    """Print the summary of ``run`` to ``file`` (stdout): rich on a terminal (or with
+    ``FORCE_COLOR``), plain text otherwise; ``NO_COLOR``: no ANSI style (:func:`console`)."""
     out = file if file is not None else sys.stdout
-    if not _is_tty(out):
+    if not styled(out):
         out.write(render_summary(run))
         out.flush()
         return
@@ -230,13 +287,14 @@ def print_summary(run: RunResult, *, file: IO[str] | None = None) -> None:
 
 
 def _print_rich(run: RunResult, out: IO[str]) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=out, highlight=False)
+    console = make_console(out)
     counts = run.counts()
-    console.print(Text.assemble(("msmq-harness", "bold"), f": target {printable(run.target)}"))
+    console.print(Text.assemble(("msmq-harness", "bold"), f": target {printable(identity_rows(run)[0][1])}"))
+    for label, text in identity_rows(run)[1:]:
+        console.print(Text(printable(f"  {label}: {text}"), style="dim"), crop=False)
     summary = Text(f"{len(run.results)} cases in {run.duration:.2f} s: ")
     for i, outcome in enumerate(o for o in OUTCOMES if counts[o]):
         summary.append(", " if i else "")
@@ -244,6 +302,8 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
     console.print(summary)
     for warning in run.warnings():
         console.print(Text.assemble(("warning", "bold yellow"), f": {printable(warning)}"))
+    for said in baseline_lines(run):
+        console.print(Text(printable(said)), crop=False)
     for title, shown in _listed(run):
         console.rule(title)
         for r in shown:
@@ -305,7 +365,9 @@ class Progress:
     terminal, nothing at all otherwise.
     """
 
-    def __init__(self, total: int, *, file: IO[str] | None = None, description: str = "cases") -> None:
+    def __init__(
+        self, total: int, *, file: IO[str] | None = None, description: str = "cases", heartbeat: float = 0.0
+    ) -> None:
         self.total = total
         self.counts: Counter[str] = Counter()
         self.file = file if file is not None else sys.stderr
@@ -313,10 +375,33 @@ class Progress:
         self.enabled = _is_tty(self.file) and total > 0
         self._progress: Any = None
         self._task: Any = None
+        # not a terminal: a line every ``heartbeat`` seconds instead of the bar (0: none)
+        self.heartbeat = heartbeat if not self.enabled and total > 0 else 0.0
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        self._started = time.monotonic()
+
+    def heartbeat_line(self) -> str:
+        """``msmq-harness: 12/130 cases done, 3 failed, 45 s``: what the heartbeat prints."""
+        done = sum(self.counts.values())
+        bad = sum(self.counts[str(o)] for o in BAD_OUTCOMES)
+        took = time.monotonic() - self._started
+        return f"msmq-harness: {done}/{self.total} {self.description} done, {bad} failed, {took:.0f} s"
+
+    def _beating(self) -> None:
+        while not self._stop.wait(self.heartbeat):
+            try:
+                self.file.write(self.heartbeat_line() + "\n")
+                self.file.flush()
+            except (OSError, ValueError):  # the output is gone: the run goes on
+                return
 
     def __enter__(self) -> Progress:
+        self._started = time.monotonic()
+        if self.heartbeat > 0:
+            self._beat = threading.Thread(target=self._beating, daemon=True, name="msmq-harness-heartbeat")
+            self._beat.start()
         if self.enabled:
-            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
 
@@ -327,7 +412,7 @@ class Progress:
                 TextColumn("{task.fields[status]}"),
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
-                console=Console(file=self.file),
+                console=make_console(self.file),
                 transient=True,
             )
             self._progress.start()
@@ -345,6 +430,10 @@ class Progress:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(1)
+            self._beat = None
         if self._progress is not None:
             self._progress.stop()
             self._progress = None

@@ -67,7 +67,7 @@ def test_disagreements_come_first(
     assert _main(["compare", str(reference), str(mutant), "--html", str(html), "--all"]) == 1
     text = capsys.readouterr().out
     assert f"[2] {MUTANT}: FAILED" in text and "[1] reference: PASSED" in text
-    assert f"Disagreements: {len(caught)} of " in text
+    assert f"Regressions (failing now, not before): {len(caught)}\n" in text
     agreements_at = text.index("Agreements:")
     for case_id in caught:  # each disagreement, with why the mutant failed it, before any agreement
         at = text.index(f"  {case_id}\n")
@@ -76,7 +76,10 @@ def test_disagreements_come_first(
     agreeing = [line.split()[-1] for line in text[agreements_at:].splitlines() if line.startswith("    passed")]
     assert agreeing and not set(agreeing) & set(caught)
     total = len(caught) + len(agreeing)
-    assert f"\nDISAGREE: {len(caught)} of {total} cases differ across 2 implementations\nreport: {html}\n" in text
+    assert (
+        f"\nREGRESSED: {len(caught)} regressions, 0 changed failures, 0 fixes, 0 other changes in {total} cases "
+        f"across 2 runs\nreport: {html}\n"
+    ) in text
 
     page = html.read_text(encoding="utf-8")
     rows = re.findall(r'<tr class="case-row (disagree|agree)" data-case="([^"]+)"', page)
@@ -96,7 +99,8 @@ def test_agreeing_runs_exit_0(reports: tuple[Path, Path], capsys: pytest.Capture
     assert _main(["compare", str(reference), str(reference), "--name", "one", "--name", "two"]) == 0
     text = capsys.readouterr().out
     assert "[1] one: PASSED" in text and "[2] two: PASSED" in text
-    assert "Disagreements: 0 of " in text and text.rstrip().startswith("msmq-harness compare:")
+    assert "Regressions (failing now, not before): 0\n" in text and text.rstrip().startswith("msmq-harness compare:")
+    assert "\nNO REGRESSION: 0 regressions" in text
 
 
 def test_unreadable_report_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,19 +115,22 @@ def _result(case_id: str, outcome: Outcome, section: str = "MS-MQDMPR 3.1.7.3.2"
     return CaseResult(case_id=case_id, title=case_id, sections=[section], level="MUST", outcome=outcome)
 
 
-def test_a_case_missing_from_a_run_is_a_disagreement(tmp_path: Path) -> None:
+def test_a_case_missing_from_a_run_is_counted_or_listed(tmp_path: Path) -> None:
     a = RunResult("impl", [_result("c1", Outcome.passed), _result("c2", Outcome.passed, "MS-MQDMPR 3.1.1.2")])
     b = RunResult("impl", [_result("c1", Outcome.passed)])
     paths = [write_json(a, tmp_path / "a.json"), write_json(b, tmp_path / "b.json")]
     from harness.report.json_report import read_json
 
-    comparison = compare([(str(p), read_json(p)) for p in paths])
+    runs = [(str(p), read_json(p)) for p in paths]
+    assert compare(runs).rows and [r.case_id for r in compare(runs).rows] == ["c1"]  # by default: in both only
+    assert compare(runs).only_in == [1, 0] and "[1] 1" in render_compare_text(compare(runs))
+    comparison = compare(runs, include_missing=True)
     assert [impl.name for impl in comparison.implementations] == ["impl (a.json)", "impl (b.json)"]  # told apart
     assert [(r.case_id, r.outcomes) for r in comparison.ordered()] == [
         ("c2", ["passed", MISSING]),
         ("c1", ["passed", "passed"]),
     ]
-    assert "c2" in render_compare_text(comparison).split("Agreements:")[0]
+    assert "c2" in render_compare_text(comparison).split("Agreements:")[0].split("In some runs only: 1")[1]
     assert '<td data-outcome="missing"><span class="badge b-missing">missing</span></td>' in render_compare_html(
         comparison
     )

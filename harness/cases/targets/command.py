@@ -467,6 +467,7 @@ class CommandTarget:
             raise self._fail(adapter, str(e)) from None
         info = TargetInfo(
             name=str(reply.get("name") or self.command),
+            version=str(reply.get("version") or ""),
             events=events,
             capabilities=_capabilities(reply),
         )
