@@ -1,4 +1,5 @@
-"""The MessageIDs an endpoint sent on one session, held in memory bounded by a constant.
+"""What an endpoint sent on one session -- its MessageIDs, the highest number of each transactional
+sequence -- held in memory bounded by a constant.
 
 [MS-MQMQ] 2.2.19.2: a message is identified by UserHeader.SourceQueueManager (the GUID of the
 original sender) and UserHeader.MessageID, a 4-byte number the sending queue manager assigns in
@@ -16,6 +17,13 @@ ranges of a source are folded into one span whose identifiers may or may not hav
 the least recently used source is forgotten.  An identifier in such a span, or of a source that
 may have been forgotten, is neither known sent nor known unsent (:meth:`SentIds.sent` gives None):
 no rule is judged on it, so bounding memory never makes a verdict up.
+
+Transactional sequences ([MS-MQQB] 3.1.1.5, 3.1.5.6: an OrderAck names a TxSequenceID and a
+TxSequenceNumber that was sent; 3.1.1.6.2: OrderAcks of a sequence come in order) are few on a
+session (one per outgoing queue), but a sender may start any number: :class:`Highest` keeps the
+highest number of at most :data:`MAX_SEQUENCES` of them, the least recently used forgotten, and a
+sequence that may have been forgotten (its TxSequenceID no higher than one forgotten) is unknown
+(None): no OrderAck is judged unsent on it.
 """
 
 from __future__ import annotations
@@ -23,12 +31,14 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import OrderedDict
 
-__all__ = ["MAX_RANGES", "MAX_SOURCES", "SentIds"]
+__all__ = ["MAX_RANGES", "MAX_SEQUENCES", "MAX_SOURCES", "Highest", "SentIds"]
 
 #: ranges of consecutive MessageIDs kept exactly per source queue manager
 MAX_RANGES = 32
 #: source queue managers kept per endpoint and session
 MAX_SOURCES = 256
+#: transactional sequences kept per endpoint and session
+MAX_SEQUENCES = 1024
 
 
 class _Ranges:
@@ -132,3 +142,47 @@ class SentIds:
 
     def __len__(self) -> int:
         return len(self._sources)
+
+
+class Highest:
+    """Per key (a TxSequenceID) a number -- the highest noted (:meth:`note`) or the last set
+    (:meth:`set`) -- for at most :data:`MAX_SEQUENCES` keys, the least recently used forgotten.
+    A sender's new sequences have higher TxSequenceIDs ([MS-MQQB] 3.1.1.5), so the keys
+    forgotten are the old ones, and a key above every key forgotten is known exactly."""
+
+    __slots__ = ("_seen", "forgot_to")
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[int, int] = OrderedDict()
+        self.forgot_to: int | None = None  #: the highest key forgotten (None: none was)
+
+    def _unsure(self, key: int) -> bool:
+        return self.forgot_to is not None and key <= self.forgot_to
+
+    def highest(self, key: int) -> int | None:
+        """The highest number noted for ``key``: 0 when none was, None when that cannot be told
+        (numbers of ``key`` may have been forgotten)."""
+        if self._unsure(key):
+            return None
+        return self._seen.get(key, 0)
+
+    def last(self, key: int) -> int:
+        """The number set last for ``key`` that is still known (0: none)."""
+        return self._seen.get(key, 0)
+
+    def note(self, key: int, number: int) -> None:
+        """``number`` for ``key``, kept when it is the highest noted."""
+        self.set(key, max(self._seen.get(key, number), number))
+
+    def set(self, key: int, number: int) -> None:
+        """``number`` is now the number of ``key``."""
+        seen = self._seen
+        if key in seen:
+            seen.move_to_end(key)
+        seen[key] = number
+        if len(seen) > MAX_SEQUENCES:
+            gone, _number = seen.popitem(last=False)
+            self.forgot_to = gone if self.forgot_to is None else max(self.forgot_to, gone)
+
+    def __len__(self) -> int:
+        return len(self._seen)

@@ -25,7 +25,8 @@ results are the same, and no packet is parsed twice.
 Per session the state is bounded by a constant, not by the number of packets: counts, per
 transactional sequence its highest numbers, and the MessageIDs sent as ranges per source queue
 manager (:class:`harness.session.msgids.SentIds`; an identifier it can no longer tell sent or
-unsent is judged by neither 3.1.5.8.1 nor 3.1.5.7).
+unsent is judged by neither 3.1.5.8.1 nor 3.1.5.7), the highest numbers of at most a bounded
+number of transactional sequences (:class:`harness.session.msgids.Highest`).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from harness.session.core import (
     tx_sequence_id,
 )
 from harness.session.events import SessionState, Violation
-from harness.session.msgids import SentIds
+from harness.session.msgids import Highest, SentIds
 from harness.session.rules import RuleId, rule
 from harness.session.transitions import WRONG_STATE, transition
 from packets import GUID, Packet, PacketError, PacketKind, StreamSplitter
@@ -81,8 +82,8 @@ class _Side:
         self.window = 0  # WindowSize this endpoint announced (0: none yet)
         self.window_reported = False
         self.message_ids = SentIds()  # (SourceQueueManager, MessageID) sent on this session, as ranges
-        self.tx_sent: dict[int, int] = {}  # TxSequenceID -> highest TxSequenceNumber sent
-        self.order_acked: dict[int, int] = {}  # TxSequenceID -> highest number this endpoint OrderAcked
+        self.tx_sent = Highest()  # TxSequenceID -> highest TxSequenceNumber sent
+        self.order_acked = Highest()  # TxSequenceID -> the number this endpoint OrderAcked last
 
 
 _SENDERS = {C2S: "client", S2C: "server"}
@@ -345,7 +346,7 @@ class Observer:
         if th is not None:
             found += self._tx.check(source, th)
             seq_id = tx_sequence_id(th.TxSequenceID)
-            me.tx_sent[seq_id] = max(me.tx_sent.get(seq_id, 0), int(th.TxSequenceNumber))
+            me.tx_sent.note(seq_id, int(th.TxSequenceNumber))
         elif seen is True:  # exactly known sent before (None: no longer known either way)
             found.append((RuleId.MQQB_3_1_5_8_1_DUPLICATE, f"MessageID {message_id} sent twice on this session"))
         return found
@@ -355,18 +356,20 @@ class Observer:
         if body is None:
             return [(RuleId.MQQB_3_1_5_1_3_MALFORMED, "OrderAck Packet without an OrderAck Body")]
         seq_id, number = tx_sequence_id(body.TxSequenceID), int(body.TxSequenceNumber)
-        if number > other.tx_sent.get(seq_id, 0):
+        sent = other.tx_sent.highest(seq_id)  # None: a sequence no longer known, not judged
+        if sent is not None and number > sent:
             return [
                 (RuleId.MQQB_3_1_5_6_ORDER_ACK_UNSENT, f"OrderAck for ({seq_id:#x}, {number}) which was never sent")
             ]
-        if number < me.order_acked.get(seq_id, 0):
+        acked = me.order_acked.last(seq_id)
+        if number < acked:
             return [
                 (
                     RuleId.MQQB_3_1_1_6_2_ORDER_ACK_ORDER,
-                    f"OrderAck for number {number} after {me.order_acked[seq_id]} in sequence {seq_id:#x}",
+                    f"OrderAck for number {number} after {acked} in sequence {seq_id:#x}",
                 )
             ]
-        me.order_acked[seq_id] = number
+        me.order_acked.set(seq_id, number)
         return []
 
     def _session_header(self, me: _Side, other: _Side, sh: Container) -> list[Finding]:

@@ -9,11 +9,12 @@ import gc
 import sys
 from typing import Any
 
-from brokenstreams import ACC, INI, OTHER, cp, ec, um
+from brokenstreams import ACC, INI, OTHER, cp, ec, order_ack, um
+from construct import Container
 
 import packets
 from harness.session import Observer
-from harness.session.msgids import MAX_RANGES, MAX_SOURCES, SentIds
+from harness.session.msgids import MAX_RANGES, MAX_SEQUENCES, MAX_SOURCES, SentIds
 from packets import session as sp
 
 MILLION = 1_000_000
@@ -127,3 +128,28 @@ def test_the_observer_reports_nothing_on_an_identifier_it_no_longer_knows() -> N
     o.packet("server", final_ack(INI, 2))  # not sent, but no longer known exactly: not reported
     o.packet("client", um(2 * MAX_RANGES + 197))  # recent: still a duplicate, exactly
     assert [v.rule_id for v in o.violations[before:]] == ["MQQB-3.1.5.8.1-duplicate"]
+
+
+def send_sequences(o: Observer, first: int, last: int) -> None:
+    """One transactional UserMessage (number 1) in each of the sequences ``first`` .. ``last``."""
+    data = um(1, "transactional", tx=(first, 1, 0))
+    packet = packets.parse(data, strict=False)
+    for seq_id in range(first, last + 1):
+        packet.TransactionHeader.TxSequenceID = Container(Ordinal=seq_id, TimeStamp=0)
+        o.packet("client", data, packet)
+
+
+def test_transactional_sequences_are_bounded_and_never_judged_once_forgotten() -> None:
+    o = opened()
+    send_sequences(o, 1, 2 * MAX_SEQUENCES)
+    small = deep_size(o)
+    send_sequences(o, 2 * MAX_SEQUENCES + 1, 8 * MAX_SEQUENCES)
+    assert deep_size(o) - small < 1024 and len(o.client.tx_sent) == MAX_SEQUENCES
+    before = len(o.violations)
+    recent = 8 * MAX_SEQUENCES
+    o.packet("server", order_ack(recent, 1))  # sent: fine
+    o.packet("server", order_ack(recent, 2))  # never sent, exactly known
+    o.packet("server", order_ack(1, 3))  # a sequence forgotten: not judged
+    o.packet("server", order_ack(recent - 1, 1))
+    o.packet("server", order_ack(recent, 1))  # after number 1 of that sequence: in order
+    assert [v.rule_id for v in o.violations[before:]] == ["MQQB-3.1.5.6-order-ack-unsent"]
