@@ -118,6 +118,40 @@ def _graded(case: Case, step: Step | None, index: int, where: str, f: Any, waite
     return graded(case, step, failure, f.raw, f.matcher)
 
 
+CONNECT = "MQQB-3.1.7.12-CONNECT"  # "... the protocol MUST establish a connection" ([MS-MQQB] 3.1.7.12)
+
+
+def _never_connected(case: Case, index: int, where: str, why: str) -> StepFailure:
+    """A wait that ended because the sender opened no connection after a message was made
+    available (harness.cases.wireruns.initiator): one difference, filed under the requirement the
+    connect step renders, :data:`CONNECT` (the case's own, else the bundled requirements')."""
+    failure = StepFailure(
+        step=index,
+        event="wait_for",
+        field="connections",
+        expected=1,
+        observed=0,
+        section="MS-MQQB 3.1.7.12",
+        message=f"{where}: the sender never connected: {why}",
+    )
+    requirement = case.requirements.get(CONNECT) or _bundled(CONNECT)
+    failure.requirement, failure.level = CONNECT, "MUST"
+    if requirement is not None:
+        failure.level, failure.quote = str(requirement.level), requirement.quote
+        failure.section = requirement.section or failure.section
+    return failure
+
+
+def _bundled(requirement_id: str) -> Any:
+    """A requirement of the bundled cases/requirements.yaml (None when it cannot be read)."""
+    from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_requirements
+
+    try:
+        return next((r for r in load_requirements(BUNDLED_REQUIREMENTS) if r.id == requirement_id), None)
+    except (CaseError, OSError):
+        return None
+
+
 def _expects_nothing(step: Step) -> bool:
     """The step checks that nothing happens within its bound (its wait always runs out)."""
     from harness.cases.actions import ACTIONS
@@ -191,9 +225,12 @@ def _run_steps(
             found, skipped = run.check_step(step.action, step.args, step.expect, result)
             not_checked.extend(f"{where}: {s}" for s in skipped)
             checked += len(run.expectations(step.action, step.args, step.expect)) - len(skipped)
-            if found:
+            if found and getattr(run, "never_connected", ""):  # the sender never connected: the connect step's
+                failures = [_never_connected(case, index, where, run.never_connected)]
+            elif found:
                 failures = [_graded(case, step, index, where, f, run.waited) for f in found]
                 reconcile(case, failures, getattr(run, "step_checks", []))
+            if found:
                 failing = run.last_packet if step.action in ("receive", "wait_for") else None
                 break
         else:

@@ -14,6 +14,14 @@ requirement, harness.cases.violations).  ADM expectations (ConnectionHistory, Ou
 State, OutgoingMessagePosition attributes, [MS-MQDMPR] 3.1.1.3 and [MS-MQQB] 3.1.1.3.1.2) are
 checked where the target reports ADM state (capability ``adm:outgoing``) and listed as not checked
 where it does not.
+
+A sender that opens no connection at all is caught at the first timer that proves it, not at the
+end of every wait: once a message was made available (``enqueue``, ``resume_queue``: [MS-MQQB]
+3.1.7.12, whose connection 3.1.5.2 begins at once, after at most a Ping Request and its Ping
+Response Timer, 3.1.2.9), a wait that needs a connection ends as soon as that timer (at the
+sender's scale, with the ``within`` margin) has run out with no connection opened and no Ping
+Request seen (:attr:`InitiatorRun.never_connected` says so; harness.cases.targets.wire files the
+difference under MQQB-3.1.7.12-CONNECT).
 """
 
 from __future__ import annotations
@@ -127,6 +135,8 @@ class InitiatorRun(WireRun):
         self.queues: list[str] = []
         self.step_not_applicable = ""  # why the current step's expectations are not checked
         self._parsed: dict[bytes, Any] = {}
+        self.available_at: float | None = None  # when a message was last made available (3.1.7.12)
+        self.never_connected = ""  # a wait ended because the sender never connected: how long it waited
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -358,7 +368,10 @@ class InitiatorRun(WireRun):
         """[MS-MQDMPR] 3.1.7.1.9 Enqueue Message, which raises [MS-MQQB] 3.1.7.12 Message Position Available."""
         message = dict(args["message"])
         self.messages[str(message["id"])] = message
-        return self._control("enqueue", {"queue": args["queue"], "message": message})
+        try:
+            return self._control("enqueue", {"queue": args["queue"], "message": message})
+        finally:
+            self.available_at = time.monotonic()
 
     @action("pause_queue", sides=("initiator",), required={"queue": "text"}, result={"State": "text (adm:outgoing)"})
     def pause_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -368,7 +381,10 @@ class InitiatorRun(WireRun):
     @action("resume_queue", sides=("initiator",), required={"queue": "text"}, result={"State": "text (adm:outgoing)"})
     def resume_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """[MS-MQDMPR] 3.1.4.15 Resume Queue on an OutgoingQueue."""
-        return self._control("resume_queue", {"queue": args["queue"]})
+        try:
+            return self._control("resume_queue", {"queue": args["queue"]})
+        finally:
+            self.available_at = time.monotonic()
 
     @action(
         "wait_for",
@@ -424,7 +440,8 @@ class InitiatorRun(WireRun):
             def pred() -> bool:
                 return bool(view.closed >= n)
 
-        ok = self._run_within(pred, args)
+        needs = "packet" in args or "acked" in args or int(args.get("connections", args.get("closed", 0)) or 0) > 0
+        ok = self._run_within(pred, args, needs_connection=needs)
         if "packet" in args:
             found = self._packets(args["packet"], args.get("direction", "c2s"))
             if found:
@@ -433,9 +450,11 @@ class InitiatorRun(WireRun):
             return {"satisfied": ok, "pings": len(view.peer.pings)}
         return {"satisfied": ok}
 
-    def _run_within(self, pred: Callable[[], bool], args: Mapping[str, Any]) -> bool:
+    def _run_within(self, pred: Callable[[], bool], args: Mapping[str, Any], needs_connection: bool = False) -> bool:
         """Poll ``pred()`` until it holds or the step's bound runs out (recomputed as the session
-        shows the values it depends on: the ConnectionParameters sent)."""
+        shows the values it depends on: the ConnectionParameters sent); ``needs_connection``: a
+        condition only a connection can meet ends as soon as :meth:`_never_connected` proves none
+        will come."""
         start = time.monotonic()
         while True:
             seconds, self.waited = self.bound(args)
@@ -443,7 +462,27 @@ class InitiatorRun(WireRun):
                 return True
             if time.monotonic() - start >= seconds:
                 return bool(pred())
+            if needs_connection and not self.quiet and self._never_connected():
+                return bool(pred())
             time.sleep(POLL)
+
+    def _never_connected(self) -> bool:
+        """The sender opened no connection (nor sent a Ping Request) although a message was made
+        available longer ago than the Ping Response Timer ([MS-MQQB] 3.1.2.9) at its scale, with
+        the ``within`` margin: 3.1.7.12 connects at once (3.1.5.2), so none will come."""
+        view = self.view
+        if self.available_at is None or not isinstance(view, _PeerView | SilentListener) or view.opened:
+            return False
+        if isinstance(view, _PeerView) and view.peer.pings:
+            return False
+        bound, how = self.bound({"within": "PingResponse"})
+        waited = time.monotonic() - self.available_at
+        if waited < bound:
+            return False
+        self.never_connected = (
+            f"no connection {waited:.2f} s after the message was made available (the Ping Response Timer: {how})"
+        )
+        return True
 
     def _packets(self, kind: str, direction: str) -> list[bytes]:
         return [d for conn in self.view.connections() for (dr, d) in conn if dr == direction and self._kind(d) == kind]
