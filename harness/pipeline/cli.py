@@ -64,10 +64,27 @@ def _unreadable_input(inputs: list[str]) -> str:
 def _unusable_out(out: str, force: bool) -> str:
     """ "" when the pipeline's output may be put at the folder ``out`` (harness.outdir: absent,
     empty, a previous output of the pipeline and nothing else, or ``--force``) and its parent
-    takes a new folder, else why not (the parent is made here if missing, as the job would)."""
+    takes a new folder, else why not (the parent is made here if missing, as the job would).
+    A URI: a scheme the executors can write (harness.pipeline.outputs), else why not."""
     from harness.outdir import refusal
+    from harness.pipeline.outputs import OutError, RemoteStagedOutput, out_target
 
-    return refusal(out, "pipeline", force=force)
+    try:
+        target = out_target(out)
+        if target.local is None:
+            return RemoteStagedOutput(target, "pipeline", force=force).refusal()
+    except (OutError, OSError) as e:
+        return str(e)
+    return refusal(target.local, "pipeline", force=force)
+
+
+def spark_conf(text: str) -> tuple[str, str]:
+    """``--conf KEY=VALUE`` (as spark-submit takes it)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        example = "a Spark setting, e.g. spark.executor.memory=2g"
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE ({example})")
+    return key.strip(), value
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
@@ -76,7 +93,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     if why:
         print(f"msmq-harness pipeline: {why}", file=sys.stderr)
         return 2
-    from harness.pipeline.job import PipelineError, run_pipeline
+    from harness.pipeline.job import ClusterError, PipelineError, run_pipeline
 
     try:
         summary = run_pipeline(
@@ -90,7 +107,13 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
             join_files=args.join_files,
             hadoop=args.via_hadoop,
             force=args.force,
+            conf=dict(args.conf),
+            ship_deps=not args.no_ship_deps,
+            executor_timeout=args.executor_timeout,
         )
+    except ClusterError as e:  # the job ran, and could not finish on the cluster
+        print(f"msmq-harness pipeline: {e}", file=sys.stderr)
+        return 3
     except PipelineError as e:
         print(f"msmq-harness pipeline: {e}", file=sys.stderr)
         return 2
@@ -246,13 +269,39 @@ def add_subcommands(sub: Any) -> None:
         "--out",
         required=True,
         metavar="DIR",
-        help="where the tables, summary.json and report.txt go: written beside it and renamed into place when "
+        help="where the tables, summary.json and report.txt go (a folder, or a file:, hdfs://, s3://, ... URI): "
+        "written beside it and renamed into place when "
         "complete; an existing DIR is replaced only when it holds a previous pipeline output and nothing else",
     )
     pipe.add_argument(
         "--force", action="store_true", help="replace --out DIR even when it holds files the pipeline did not write"
     )
-    pipe.add_argument("--master", metavar="URL", help="default local[*] (or what spark-submit sets)")
+    pipe.add_argument(
+        "--master",
+        metavar="URL",
+        help="default local[*] (or what spark-submit, --conf spark.master or spark-defaults.conf set)",
+    )
+    pipe.add_argument(
+        "--conf",
+        type=spark_conf,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting, as spark-submit's --conf (e.g. spark.driver.host=10.0.0.5); repeatable",
+    )
+    pipe.add_argument(
+        "--executor-timeout",
+        type=seconds(maximum=86400),
+        default=120.0,
+        metavar="S",
+        help="on a cluster: give up (exit 3) when a job has had no executor for S seconds (default 120)",
+    )
+    pipe.add_argument(
+        "--no-ship-deps",
+        action="store_true",
+        help="on a cluster: do not send the driver's construct and pyarrow to the workers (they have them, or "
+        "get an archive built for their platform: docs/pipeline.md)",
+    )
     pipe.add_argument(
         "--partitions",
         type=count(0, meaning="0: two per core"),

@@ -30,8 +30,6 @@ import hashlib
 import heapq
 import json
 import os
-import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -45,6 +43,14 @@ from harness.capture.pcapfile import CaptureProblem
 from harness.capture.spill import SpillPool
 from harness.capture.streams import _Spill, segment_connection
 from harness.capture.tcp import FlowKey
+from harness.pipeline.cluster import (
+    DEFAULT_EXECUTOR_TIMEOUT,
+    JobWatch,
+    NoExecutors,
+    run_watched,
+    spark_session,
+    stop_session,
+)
 from harness.pipeline.flows import (
     DEFAULT_PORTS,
     FlowRows,
@@ -55,6 +61,7 @@ from harness.pipeline.flows import (
     segments_of,
 )
 from harness.pipeline.hadoop import input_spec, list_inputs
+from harness.pipeline.outputs import FsFolder
 from harness.pipeline.splits import (
     InputFile,
     Split,
@@ -197,7 +204,7 @@ def read_task(
     order: dict[str, int] | None = None,
     data: bytes | None = None,
     local: RangeLocal | None = None,
-    out: str = "",
+    out: str | FsFolder = "",
     index: int = 0,
 ) -> Iterator[tuple[tuple[str, ...], Any]]:
     """One task: the segments of its ranges grouped by connection (a list per connection, handed
@@ -353,7 +360,7 @@ def _arrow_schema(table: str) -> Any:
     return pa.schema([(name, types[kind]) for name, kind in SCHEMAS[table]])
 
 
-def write_part(rows: list[dict[str, Any]], table: str, out: str, index: int) -> None:
+def write_part(rows: list[dict[str, Any]], table: str, out: str | FsFolder, index: int) -> None:
     """One Parquet file of a table, named after the partition (a retried task rewrites it)."""
     with PartWriter(table, out, index) as writer:
         writer.add(rows)
@@ -368,11 +375,18 @@ class PartWriter:
     rows arrive (so a partition's rows are never all in memory), moved into place when closed
     (a retried task rewrites it; a failed one leaves no file)."""
 
-    def __init__(self, table: str, out: str, index: int, prefix: str = "") -> None:
+    def __init__(self, table: str, out: str | FsFolder, index: int, prefix: str = "") -> None:
         self.schema = _arrow_schema(table)
-        folder = os.path.join(out, table)
-        os.makedirs(folder, exist_ok=True)
-        self.final = os.path.join(folder, f"part-{prefix}{index:05d}.parquet")
+        name = f"part-{prefix}{index:05d}.parquet"
+        self.fs: Any = None
+        if isinstance(out, FsFolder):  # a folder on another file system, written through pyarrow's client
+            self.fs = out.fs
+            self.fs.create_dir(out.join(table), recursive=True)
+            self.final = out.join(table, name)
+        else:
+            folder = os.path.join(out, table)
+            os.makedirs(folder, exist_ok=True)
+            self.final = os.path.join(folder, name)
         self.tmp = self.final + ".tmp"
         self.rows: list[dict[str, Any]] = []
         self.count = 0
@@ -391,7 +405,7 @@ class PartWriter:
         columns = {name: [row.get(name) for row in self.rows] for name in self.schema.names}
         batch = pa.table(columns, schema=self.schema)
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.tmp, self.schema, compression="snappy")
+            self._writer = pq.ParquetWriter(self.tmp, self.schema, compression="snappy", filesystem=self.fs)
         self._writer.write_table(batch)
         self.rows = []
 
@@ -403,17 +417,23 @@ class PartWriter:
             if self.rows or self._writer is None:
                 self._flush()
             self._writer.close()
-            os.replace(self.tmp, self.final)
+            if self.fs is not None:
+                self.fs.move(self.tmp, self.final)
+            else:
+                os.replace(self.tmp, self.final)
         elif self._writer is not None:
             self._writer.close()
-            os.remove(self.tmp)
+            if self.fs is not None:
+                self.fs.delete_file(self.tmp)
+            else:
+                os.remove(self.tmp)
 
 
 def analyse_partition(
     index: int,
     part: Iterable[tuple[tuple[str, ...], Any]],
     ports: frozenset[int],
-    out: str,
+    out: str | FsFolder,
     inputs: list[str] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """One shuffle partition: every connection in it analysed, the rows written as Parquet, and the
@@ -533,90 +553,6 @@ class _Runs:
 # driver side
 
 
-def spark_session(master: str | None, partitions: int, app: str = "msmq-harness pipeline") -> Any:
-    """A SparkSession on loopback whose Python workers import this project."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as e:  # pragma: no cover - pyspark is an optional dependency
-        raise PipelineError("pyspark is not installed (pip install 'msmq-harness[spark]')") from e
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    builder = SparkSession.builder.appName(app)
-    if master:
-        builder = builder.master(master)
-    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, which sets the master
-        builder = builder.master("local[*]")
-    conf = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.executorEnv.PYTHONPATH": pythonpath,
-        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
-        "spark.pyspark.python": sys.executable,
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.parquet.compression.codec": "snappy",
-    }
-    if partitions:
-        conf["spark.sql.shuffle.partitions"] = str(partitions)
-    for k, v in conf.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-_STAGES = {
-    "reduce": "find the connections more than one range holds",
-    "partitionBy": "read ranges, decode frames, analyse the connections whole in a range",
-    "collect": "reassemble, decode packets, observe, write Parquet",
-}
-
-
-class _Progress:
-    """Tasks done per Spark stage on the terminal (rich), polled from the status tracker."""
-
-    def __init__(self, sc: Any, enabled: bool) -> None:
-        self.sc = sc
-        self.enabled = enabled
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            self._thread = threading.Thread(target=self._run, name="pipeline-progress", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        tracker = self.sc.statusTracker()
-        bars: dict[int, Any] = {}
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=False
-        ) as progress:
-            while not self._stop.wait(0.3):
-                for stage_id in tracker.getActiveStageIds():
-                    info = tracker.getStageInfo(stage_id)
-                    if info is None:
-                        continue
-                    if stage_id not in bars:
-                        what = _STAGES.get(info.name.split(" ", 1)[0], info.name.split(" ", 1)[0])
-                        bars[stage_id] = progress.add_task(f"stage {stage_id}: {what}", total=info.numTasks)
-                    progress.update(bars[stage_id], completed=info.numCompletedTasks)
-            for stage_id, bar in bars.items():
-                info = tracker.getStageInfo(stage_id)
-                if info is not None:
-                    progress.update(bar, completed=info.numCompletedTasks)
-
-
 def _reconcile(stats: list[dict[str, Any]], inputs: list[str], bad: dict[str, str]) -> list[dict[str, Any]]:
     by_input: dict[str, FrameCounts] = {p: FrameCounts(p) for p in inputs}
     results: list[SplitResult] = []
@@ -652,6 +588,9 @@ def run_pipeline(
     join_files: bool = False,
     hadoop: bool = False,
     force: bool = False,
+    conf: dict[str, str] | None = None,
+    ship_deps: bool = True,
+    executor_timeout: float = DEFAULT_EXECUTOR_TIMEOUT,
 ) -> dict[str, Any]:
     """Run the job; returns the summary also written to ``out/summary.json``.
 
@@ -660,38 +599,92 @@ def run_pipeline(
     scheme other than ``file`` are read through Spark's Hadoop layer; ``hadoop`` reads every input
     that way (local paths as ``file:`` URIs).
 
-    The outputs are written into a temporary sibling of ``out`` and renamed into place when
-    complete (:class:`harness.outdir.StagedOutput`): an existing ``out`` is replaced only when it
-    is empty or holds a previous output of the pipeline and nothing else, or with ``force``
-    (else :class:`PipelineError`, before any work); a failed or interrupted job leaves ``out``
-    as it was."""
+    ``out`` is a local folder (a path or ``file:`` URI) or a folder on a file system pyarrow
+    writes (:func:`harness.pipeline.outputs.out_target`; another scheme: :class:`PipelineError`
+    before any work).  The outputs are written into a temporary sibling of ``out`` and renamed
+    into place when complete (:class:`harness.outdir.StagedOutput`,
+    :class:`harness.pipeline.outputs.RemoteStagedOutput`): an existing ``out`` is replaced only
+    when it is empty or holds a previous output of the pipeline and nothing else, or with
+    ``force`` (else :class:`PipelineError`, before any work); a failed or interrupted job leaves
+    ``out`` as it was.
+
+    ``conf``: Spark settings (``--conf``); ``ship_deps``: on a cluster, the dependencies travel
+    with the job (:mod:`harness.pipeline.ship`); ``executor_timeout``: seconds a job may go
+    without any executor before it is abandoned (:class:`ClusterError`)."""
     from harness.outdir import OutputError, StagedOutput, refusal
+    from harness.pipeline.outputs import OutError, RemoteStagedOutput, out_target
 
     started = time.monotonic()
     inputs = list(inputs)
-    why = refusal(out, COMMAND, force=force) or _input_inside(inputs, Path(out))
+    try:
+        target = out_target(str(out))
+        stage_ctx: StagedOutput | RemoteStagedOutput
+        if target.local is not None:
+            why = refusal(target.local, COMMAND, force=force) or _input_inside(inputs, target.local)
+            stage_ctx = StagedOutput(target.local, COMMAND, force=force)
+        else:
+            stage_ctx = RemoteStagedOutput(target, COMMAND, force=force)
+            why = stage_ctx.refusal()
+    except (OutError, OSError) as e:
+        raise PipelineError(str(e)) from e
     if why:
         raise PipelineError(why)
     through_hadoop = hadoop or not all(is_local(raw) for raw in inputs)
     if not through_hadoop:
         files = _list(None, inputs, False)
-    out = Path(out)
     own = spark is None
     if own:
-        spark = spark_session(master, partitions)
+        spark = spark_session(master, partitions, conf=conf, ship_deps=ship_deps)
     try:
         if through_hadoop:
             files = _list(spark, inputs, hadoop)
-        with StagedOutput(out, COMMAND, force=force) as stage:
-            summary = _run(spark, files, stage.path, partitions, ports, split_size, progress, started, join_files, out)
+        with stage_ctx as stage:
+            if isinstance(stage, StagedOutput):
+                where: Path | FsFolder = stage.path
+                shown = str(target.local)
+            else:
+                where, shown = stage.folder, target.given
+            summary = _run(
+                spark, files, where, partitions, ports, split_size, progress, started, join_files, shown,
+                executor_timeout,
+            )
             try:
                 stage.commit()
-            except OutputError as e:
+            except (OutputError, OSError) as e:
                 raise PipelineError(str(e)) from e
         return summary
+    except NoExecutors as e:
+        raise ClusterError(str(e)) from None
+    except Exception as e:
+        if type(e).__module__.startswith(("py4j", "pyspark")):  # the job failed: say why, not the Java trace
+            raise ClusterError(spark_failure(e)) from None
+        raise
     finally:
         if own:
-            spark.stop()
+            stop_session(spark)
+
+
+class ClusterError(PipelineError):
+    """The job could not run to its end on the Spark cluster (no executors, tasks that kept failing)."""
+
+
+def spark_failure(e: Exception) -> str:
+    """What a failed Spark job reports, in a few lines: Spark's reason and the Python error of the
+    task, with what to do when the workers lack a module."""
+    text = str(e)
+    reason = next((ln.strip() for ln in text.splitlines() if "Job aborted" in ln or "SparkException:" in ln), "")
+    reason = reason.split("most recent failure:")[0].strip() or text.strip().splitlines()[0] if text.strip() else ""
+    python = ""
+    if "Traceback (most recent call last)" in text:
+        tail = text.split("Traceback (most recent call last)", 1)[1].splitlines()
+        python = next((ln.strip() for ln in tail[1:] if ln and not ln[0].isspace() and ":" in ln), "")
+    message = f"the Spark job failed: {reason}" + (f"; a task said: {python}" if python else "")
+    if "No module named" in python:
+        message += (
+            "; the workers' Python lacks a module the tasks import: let the pipeline ship its dependencies "
+            "(the default), or give the workers an archive of them (docs/pipeline.md, Running on a cluster)"
+        )
+    return message
 
 
 COMMAND = "pipeline"  # the command an output folder's marker names (harness.outdir)
@@ -733,17 +726,18 @@ def _list(spark: Any, inputs: list[str], hadoop: bool) -> list[InputFile]:
 def _run(
     spark: Any,
     files: list[InputFile],
-    out: Path,
+    out: Path | FsFolder,
     partitions: int,
     ports: frozenset[int],
     split_size: int,
     progress: bool,
     started: float,
     join_files: bool = False,
-    shown: Path | None = None,
+    shown: str | None = None,
+    executor_timeout: float = DEFAULT_EXECUTOR_TIMEOUT,
 ) -> dict[str, Any]:
-    """The job, writing into the folder ``out``; the summary names the folder as ``shown``
-    (where the output is put once complete)."""
+    """The job, writing into the folder ``out`` (local, or on a pyarrow file system); the summary
+    names the folder as ``shown`` (where the output is put once complete)."""
     sc = spark.sparkContext
     paths = [f.path for f in files]
     local = [f for f in files if f.format != "unread"]
@@ -755,7 +749,8 @@ def _run(
     bad = {f.path: f.problem for f in files if f.format == "bad"}
     order = {p: i for i, p in enumerate(paths)} if join_files else None
 
-    target = str(out.resolve())  # a fresh folder (run_pipeline): nothing of another run in it
+    # a fresh folder (run_pipeline): nothing of another run in it
+    target: str | FsFolder = out if isinstance(out, FsFolder) else str(out.resolve())
     whole: Any = None  # a broadcast RangeLocal
 
     def read(index: int, part: Iterable[list[Split]]) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -775,7 +770,7 @@ def _run(
     shuffle = max(tasks, -(-total // SHUFFLE_BYTES))
     first_pass = 0.0
     cross = 0
-    with _Progress(sc, progress):
+    with JobWatch(sc, progress, executor_timeout) as watch:
         sources = []
         if plan:
             if LOCAL_CONNECTIONS:
@@ -783,14 +778,16 @@ def _run(
                 # shuffled; the others are analysed by the task that reads them)
                 clock = time.monotonic()
                 # (only the digests held by more than one range reach the driver)
-                found = (
+                found = run_watched(
+                    watch,
+                    "msmq-first-pass",
                     sc.parallelize(plan, len(plan))
                     .mapPartitions(connections)
                     .map(lambda cid: (cid, 1))
                     .reduceByKey(add)
                     .filter(lambda kv: kv[1] > 1)
                     .keys()
-                    .collect()
+                    .collect,
                 )
                 cross = len(found)
                 whole = sc.broadcast(RangeLocal(join_files, frozenset(found)))
@@ -802,7 +799,10 @@ def _run(
         keyed = sources[0] if len(sources) == 1 else sc.union(sources)
         tallies: Counter[tuple[str, str]] = Counter()
         stats: list[dict[str, Any]] = []
-        for kind, value in keyed.partitionBy(shuffle).mapPartitionsWithIndex(analyse).collect():
+        analysed = run_watched(
+            watch, "msmq-analyse", keyed.partitionBy(shuffle).mapPartitionsWithIndex(analyse).collect
+        )
+        for kind, value in analysed:
             if kind == "stats":
                 stats.append(value)
             else:
@@ -838,11 +838,21 @@ def _run(
         "shuffled_bytes": sum(s["shuffled_bytes"] for s in stats),
         "shuffled_connections": cross,
         "first_pass_seconds": round(first_pass, 3),
+        "failed_tasks": watch.failed_tasks,
+        "lost_executors": watch.lost_executors,
         "seconds": round(time.monotonic() - started, 3),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (out / "report.txt").write_text(_report(summary))
+    _write_text(out, "summary.json", json.dumps(summary, indent=2))
+    _write_text(out, "report.txt", _report(summary))
     return summary
+
+
+def _write_text(out: Path | FsFolder, name: str, text: str) -> None:
+    if isinstance(out, FsFolder):
+        with out.fs.open_output_stream(out.join(name)) as f:
+            f.write(text.encode())
+    else:
+        (out / name).write_text(text)
 
 
 def _report(summary: dict[str, Any]) -> str:

@@ -1,15 +1,23 @@
-"""A real Spark standalone cluster (one master, one worker) on loopback, started with spark-class
-from the pyspark package and always torn down."""
+"""Real Spark standalone clusters started with spark-class from the pyspark package and always torn
+down: a master and a worker on loopback; a master and a worker in a network namespace of its own
+(another host as far as Spark can tell), whose Python holds neither the project nor its
+dependencies; a master with no worker."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
@@ -88,4 +96,153 @@ def standalone_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterat
         yield url
     finally:
         for proc in reversed(procs):
+            _stop(proc)
+
+
+# ---------------------------------------------------------------------------------------------
+# A worker on another host: a network namespace of its own
+
+
+#: the base interpreter of the virtual environment (its site-packages hold neither the project nor
+#: its dependencies): the workers' Python
+BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
+_LOCK = Path(tempfile.gettempdir()) / "msmq-harness-netns.lock"
+
+
+def _ip(*args: str) -> None:
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+    if proc.returncode:
+        raise RuntimeError(
+            f"ip {' '.join(args)}: {proc.stderr.strip()} (the multi-host test needs root and network namespaces: "
+            "ip netns add)"
+        )
+
+
+def _free_subnet() -> int:
+    """X of a 10.231.X.0/24 no interface of this machine is in."""
+    used = subprocess.run(["ip", "-o", "-4", "addr"], capture_output=True, text=True, timeout=30).stdout
+    for x in range(1, 255):
+        if f" 10.231.{x}." not in used:
+            return x
+    raise RuntimeError("no free 10.231.X.0/24 subnet for the test's network namespace")
+
+
+@dataclass
+class RemoteCluster:
+    url: str  # spark://10.231.X.1:PORT
+    driver_host: str  # the host side of the link: where the workers reach the driver
+    worker_host: str  # the namespace's address
+    work: Path  # the worker's work folder (one app-*/N/stderr per executor)
+    python: str  # the workers' Python
+    env: dict[str, str]  # the worker's environment
+
+
+def _worker_env(work: Path, host: str) -> dict[str, str]:
+    """A worker's environment: Java and a plain Python on PATH, no project, no virtual environment."""
+    java = shutil.which("java") or "/usr/bin/java"
+    dirs = [str(Path(java).resolve().parent), str(Path(BASE_PYTHON).parent), "/usr/bin", "/bin"]
+    path = os.pathsep.join(dict.fromkeys(dirs))
+    return {
+        "PATH": path,
+        "HOME": str(work),
+        "LANG": "C.UTF-8",
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": host,
+        "SPARK_LOCAL_DIRS": str(work / "local"),
+        "SPARK_WORKER_DIR": str(work / "worker"),
+        "SPARK_LOG_DIR": str(work / "logs"),
+        "SPARK_DAEMON_MEMORY": "384m",
+        "SPARK_NO_DAEMONIZE": "1",
+    }
+
+
+@contextmanager
+def netns_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterator[RemoteCluster]:
+    """A standalone master on the host side of a veth pair (10.231.X.1) and one worker inside a
+    network namespace of its own (10.231.X.2), whose Python holds neither the project nor its
+    dependencies.  The namespace, its link and every process are removed on the way out."""
+    work.mkdir(parents=True, exist_ok=True)
+    tag = f"{os.getpid() % 100000}"
+    ns, host_if, ns_if = f"msmqh{tag}", f"msmqh{tag}a", f"msmqh{tag}b"
+    procs: list[subprocess.Popen[bytes]] = []
+    made = False
+    try:
+        with _LOCK.open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            x = _free_subnet()
+            driver, worker = f"10.231.{x}.1", f"10.231.{x}.2"
+            _ip("netns", "add", ns)
+            made = True
+            _ip("link", "add", host_if, "type", "veth", "peer", "name", ns_if)
+            _ip("link", "set", ns_if, "netns", ns)
+            _ip("addr", "add", f"{driver}/24", "dev", host_if)
+            _ip("link", "set", host_if, "up")
+            _ip("netns", "exec", ns, "ip", "addr", "add", f"{worker}/24", "dev", ns_if)
+            _ip("netns", "exec", ns, "ip", "link", "set", ns_if, "up")
+            _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            _ip("netns", "exec", ns, "ip", "route", "add", "default", "via", driver)
+        deadline = time.monotonic() + START_TIMEOUT
+        env = spark_env(work / "master")
+        env["SPARK_LOCAL_IP"] = driver
+        master_log = work / "master.log"
+        spark_class = str(SPARK_HOME / "bin" / "spark-class")
+        with master_log.open("wb") as out:
+            procs.append(
+                subprocess.Popen(
+                    [spark_class, "org.apache.spark.deploy.master.Master",
+                     "--host", driver, "--port", "0", "--webui-port", "0"],
+                    stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                )
+            )
+        started = rf"Starting Spark master at (spark://{re.escape(driver)}:\d+)"
+        url = _wait_for(master_log, started, procs[0], deadline).group(1)
+        wenv = _worker_env(work / "worker-home", worker)
+        (work / "worker-home").mkdir(exist_ok=True)
+        worker_log = work / "worker.log"
+        with worker_log.open("wb") as out:
+            procs.append(
+                subprocess.Popen(
+                    ["ip", "netns", "exec", ns, spark_class, "org.apache.spark.deploy.worker.Worker", url,
+                     "--host", worker, "--port", "0", "--webui-port", "0", "--cores", str(cores),
+                     "--memory", memory, "--work-dir", str(work / "worker")],
+                    stdout=out, stderr=subprocess.STDOUT, env=wenv, start_new_session=True, cwd=str(work),
+                )
+            )
+        _wait_for(worker_log, r"Successfully registered with master", procs[1], deadline)
+        yield RemoteCluster(url, driver, worker, work / "worker", BASE_PYTHON, wenv)
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+        if made:
+            _kill_namespace(ns)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+        subprocess.run(["ip", "link", "del", host_if], capture_output=True, timeout=30)  # gone with the namespace
+
+
+def _kill_namespace(ns: str) -> None:
+    """Every process still in the namespace (the worker's executors and their Python workers)."""
+    pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=30).stdout.split()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+@contextmanager
+def master_only(work: Path) -> Iterator[str]:
+    """A standalone master on loopback with no worker."""
+    work.mkdir(parents=True, exist_ok=True)
+    env = spark_env(work)
+    proc = None
+    try:
+        log = work / "master.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [str(SPARK_HOME / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
+                 "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            )
+        started = r"Starting Spark master at (spark://127\.0\.0\.1:\d+)"
+        yield _wait_for(log, started, proc, time.monotonic() + START_TIMEOUT).group(1)
+    finally:
+        if proc is not None:
             _stop(proc)
