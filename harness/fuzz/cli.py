@@ -9,8 +9,11 @@ the first confirmed crash unless ``--continue``.  ``--replay CASE.yaml`` runs fi
 against the target instead: exit 0 when they pass (the fault is gone).
 
 Exit status: 0 nothing found (or the replayed cases pass), 1 findings (or a replayed case still
-fails), 2 a usage or set-up error (a target that is not allowed, not an ``mqqb://`` one, or that
-does not serve at all).
+fails), 2 a usage or set-up error (a target that is not allowed, neither ``mqqb://`` nor ``cmd:``,
+or that does not serve at all).
+
+``--target "cmd:ADAPTER"`` fuzzes the sender behind an adapter (docs/adapters.md, capability
+``wire:initiator``) instead, the fuzzer acting as the acceptor it connects to (harness.fuzz.sender).
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--target",
         required=True,
         metavar="mqqb://HOST:PORT",
-        help="the acceptor: mqqb://host:port[?ping=PORT][&scale=S][&queue=ID][&tx-queue=ID] (docs/fuzz.md)",
+        help="the acceptor: mqqb://host:port[?ping=PORT][&scale=S][&queue=ID][&tx-queue=ID]; or cmd:ADAPTER, a "
+        "sender driven through its control operations, the fuzzer as its acceptor (docs/fuzz.md)",
     )
     p.add_argument(
         "--allow",
@@ -93,16 +97,16 @@ def _allowed(host: str, allow: list[str]) -> bool:
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
     from harness.cases.targets.live import parse_live_queue, parse_live_scale, parse_mqqb_address, parse_ping_port
-    from harness.fuzz.engine import Fuzzer, FuzzOptions, TargetDown
-    from harness.fuzz.findings import text_report, write_html, write_json
+    from harness.fuzz.engine import Fuzzer, TargetDown
     from harness.fuzz.generate import KINDS
-    from harness.fuzz.oracles import Timers
     from harness.fuzz.states import STATES
 
     target = args.target
+    for kind in args.kind:
+        if kind not in KINDS:
+            return _fail(f"--kind {kind}: expected one of {', '.join(KINDS)}")
     if target.startswith("cmd:"):
-        return _fail("cmd: targets (a sender driven through its control operations) are not supported yet: "
-                     "fuzz an acceptor with --target mqqb://HOST:PORT")  # fmt: skip
+        return _fuzz_sender(args)
     try:
         host, port = parse_mqqb_address(target)
         ping_port = parse_ping_port(target)
@@ -117,35 +121,83 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     for name in args.state:
         if name not in states:
             return _fail(f"--state {name}: expected one of {', '.join(states)}")
-    for kind in args.kind:
-        if kind not in KINDS:
-            return _fail(f"--kind {kind}: expected one of {', '.join(KINDS)}")
     if args.replay:
         return _replay(args.replay, target)
-    seed = args.seed if args.seed is not None else random.randrange(1 << 32)
-    out = Path(args.out)
-    options = FuzzOptions(
-        address=(host, port),
-        target=target,
-        seed=seed,
+    options = _options(args, (host, port), scale)
+    options.ping = (host, ping_port) if ping_port is not None else None
+    options.queue_id, options.tx_queue_id = queue, tx_queue
+    print(
+        f"fuzzing {target} with --seed {options.seed} (at most {args.max_packets} packets, {args.duration:g} s)",
+        flush=True,
+    )
+    try:
+        report = Fuzzer(options, lambda line: print(line, flush=True)).run()
+    except TargetDown as e:
+        return _fail(f"{target} does not serve: {e}")
+    return _write(report, options.out)
+
+
+def _options(args: argparse.Namespace, address: tuple[str, int], scale: float) -> Any:
+    from harness.fuzz.engine import FuzzOptions
+    from harness.fuzz.oracles import Timers
+
+    return FuzzOptions(
+        address=address,
+        target=args.target,
+        seed=args.seed if args.seed is not None else random.randrange(1 << 32),
         max_packets=args.max_packets,
         duration=args.duration,
         rate=float(args.rate),
         keep_going=args.keep_going,
         restart_wait=args.restart_wait,
         timers=Timers(scale),
-        ping=(host, ping_port) if ping_port is not None else None,
-        queue_id=queue,
-        tx_queue_id=tx_queue,
-        out=out,
+        out=Path(args.out),
         states=tuple(args.state),
         kinds=tuple(args.kind),
     )
-    print(f"fuzzing {target} with --seed {seed} (at most {args.max_packets} packets, {args.duration:g} s)", flush=True)
+
+
+def _fuzz_sender(args: argparse.Namespace) -> int:
+    """``--target cmd:...``: the sender behind the adapter connects to the fuzzer (harness.fuzz.sender)."""
+    from harness.cases.target import WIRE_INITIATOR
+    from harness.cases.targets.registry import make_target
+    from harness.fuzz.engine import TargetDown
+    from harness.fuzz.sender import SENDER_STATES, SenderFuzzer
+
+    if args.replay:
+        return _fail("--replay runs acceptor cases: it takes an mqqb:// target")
+    for name in args.state:
+        if name not in {s.name for s in SENDER_STATES}:
+            return _fail(f"--state {name}: a sender is fuzzed in {', '.join(s.name for s in SENDER_STATES)}")
     try:
-        report = Fuzzer(options, lambda line: print(line, flush=True)).run()
-    except TargetDown as e:
-        return _fail(f"{target} does not serve: {e}")
+        target = make_target(args.target, timeout=10.0)
+        info = target.hello()
+    except Exception as e:
+        return _fail(f"{args.target}: {e}")
+    try:
+        if WIRE_INITIATOR not in info.capabilities:
+            return _fail(f"{args.target} has no sender to fuzz (capability {WIRE_INITIATOR})")
+        options = _options(args, ("127.0.0.1", 0), 0.05)
+        fuzzer = SenderFuzzer(options, target, lambda line: print(line, flush=True))
+        print(
+            f"fuzzing the sender of {args.target} with --seed {options.seed}, as its acceptor on "
+            f"{fuzzer.address[0]}:{fuzzer.address[1]}",
+            flush=True,
+        )
+        try:
+            report = fuzzer.run()
+        except TargetDown as e:
+            return _fail(f"{args.target} does not serve: {e}")
+        finally:
+            fuzzer.close()
+    finally:
+        target.close()
+    return _write(report, options.out)
+
+
+def _write(report: Any, out: Path) -> int:
+    from harness.fuzz.findings import text_report, write_html, write_json
+
     out.mkdir(parents=True, exist_ok=True)
     write_json(report, out / "report.json")
     write_html(report, out / "report.html")

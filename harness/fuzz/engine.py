@@ -240,9 +240,13 @@ class Fuzzer:
         )
         return f
 
-    def _found(self, oracle: str, why: str, state: State, mutation: Mutation, units: list[bytes]) -> bool:
+    def confirm(self, f: Finding) -> None:
+        """Re-run the finding, minimise it, write its case and pcap (harness.fuzz.minimise)."""
         from harness.fuzz.minimise import confirm_and_minimise
 
+        confirm_and_minimise(self, f)
+
+    def _found(self, oracle: str, why: str, state: State, mutation: Mutation, units: list[bytes]) -> bool:
         f = self._new(oracle, why, state, mutation, units)
         assert f is not None
         earlier = self._seen.get(f.signature)
@@ -254,10 +258,11 @@ class Fuzzer:
         self._seen[f.signature] = f
         self.report.findings.append(f)
         self.say(f"round {f.round}: {oracle} in {state.name} after {mutation.template} {mutation.label}: {why}")
-        confirm_and_minimise(self, f)
+        self.confirm(f)
         self.say(
             f"  {'confirmed' if f.confirmed else 'NOT confirmed'}"
             + (f", minimal case {f.case} ({len(f.minimal)} packets; run: {f.case_outcome})" if f.case else "")
+            + (f", pcap {f.pcap}" if f.pcap else "")
         )
         return oracle == "crash" and f.confirmed
 

@@ -74,6 +74,7 @@ class Context:
     received_user: int = 0
     tx_number: int = 0
     recoverable_sent: bool = False  # a recoverable or transactional UserMessage went out on the session
+    time_stamp: int = 0  # the EstablishConnection request's TimeStamp, echoed in the response (3.1.5.3.1)
     message_ids: Iterator[int] = field(default_factory=lambda: iter(range(1, 1 << 31)))
 
 
@@ -84,6 +85,7 @@ class Template:
     kind: str
     variant: str
     build: Callable[[Context], Container]
+    to: str = "both"  # who it is sent to: "acceptor" (a request), "initiator" (a response), "both"
 
     @property
     def name(self) -> str:
@@ -236,11 +238,31 @@ def _ack(kind: str) -> Callable[[Context], Container]:
 
 
 _TEMPLATES = (
-    Template("EstablishConnection", "", lambda ctx: sp.establish_connection(ctx.client_guid, NULL_GUID, 0x12345678)),
+    Template(
+        "EstablishConnection",
+        "",
+        lambda ctx: sp.establish_connection(ctx.client_guid, NULL_GUID, 0x12345678),
+        "acceptor",
+    ),
     Template(
         "ConnectionParameters",
         "",
         lambda ctx: sp.connection_parameters(ctx.recoverable_ack_timeout, ctx.ack_timeout, ctx.window),
+        "acceptor",
+    ),
+    # the responses of [MS-MQQB] 3.1.5.3.1 and 3.1.5.4.1 to a sender (client_guid: the fuzzer's
+    # queue manager; server_guid: the sender's, its EstablishConnection request's ClientGuid)
+    Template(
+        "EstablishConnection",
+        "response",
+        lambda ctx: sp.establish_connection(ctx.server_guid, ctx.client_guid, ctx.time_stamp, response=True),
+        "initiator",
+    ),
+    Template(
+        "ConnectionParameters",
+        "response",
+        lambda ctx: sp.connection_parameters(ctx.recoverable_ack_timeout, ctx.ack_timeout, ctx.window),
+        "initiator",
     ),
     Template(
         "SessionAck",
@@ -264,8 +286,9 @@ _TEMPLATES = (
 )
 
 
-def templates_of(kind: str) -> list[Template]:
-    return [t for t in _TEMPLATES if t.kind == kind]
+def templates_of(kind: str, to: str = "acceptor") -> list[Template]:
+    """The templates of ``kind`` sent to an ``acceptor`` or to an ``initiator``."""
+    return [t for t in _TEMPLATES if t.kind == kind and t.to in (to, "both")]
 
 
 def template(name: str) -> Template:
@@ -476,12 +499,12 @@ def _priority(path: str, value: Any) -> int:
     return 2
 
 
-def mutations_for(kind: str, ctx: Context, rng: random.Random) -> list[Mutation]:
+def mutations_for(kind: str, ctx: Context, rng: random.Random, to: str = "acceptor") -> list[Mutation]:
     """Every mutation of every template of ``kind``: the first template ``as-built`` first; then the
     templates in turn, each giving its next mutation by priority (lengths, sizes and counts;
     flags and strings; the rest), each priority group shuffled by ``rng``."""
     per_template: list[list[Mutation]] = []
-    for t in templates_of(kind):
+    for t in templates_of(kind, to):
         headers = t.build(ctx)
         decoded = packets.parse(packets.build(headers), strict=False)
         groups: list[list[Mutation]] = [[], [], []]

@@ -96,8 +96,8 @@ def test_safe_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     # not loopback and not allowed: refused before anything is sent (192.0.2.0/24 is TEST-NET-1)
     assert main(["fuzz", "--target", "mqqb://192.0.2.1:1801", "--out", str(tmp_path)]) == 2
     assert "--allow 192.0.2.1" in capsys.readouterr().err
-    assert main(["fuzz", "--target", "cmd:./my-adapter", "--out", str(tmp_path)]) == 2
-    assert "not supported yet" in capsys.readouterr().err
+    assert main(["fuzz", "--target", "mqqb://127.0.0.1:1801", "--kind", "Ping", "--out", str(tmp_path)]) == 2
+    assert "--kind Ping" in capsys.readouterr().err
     with SimulatedPeer(time_scale=SCALE, ping_port=None) as peer:
         _, report = _fuzz(peer, tmp_path / "d", "--seed", "1", "--duration", "1")
         assert "--duration" in report["stopped"] and report["seconds"] < 3

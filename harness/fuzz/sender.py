@@ -1,0 +1,232 @@
+"""Fuzzing a sender (``--target "cmd:..."``): the fuzzer is the acceptor it connects to.
+
+The sender under test is driven through the control operations of docs/adapters.md (its
+``wire:initiator`` capability): ``wire_setup`` names the fuzzer's listening socket, then
+``create_outgoing_queue`` and ``enqueue`` make a message available ([MS-MQDMPR] 3.1.7.1.9,
+[MS-MQQB] 3.1.7.12), and the sender connects by itself.  The fuzzer answers conformantly up to
+the state it injects in -- ``WAITING_ECR_MSG`` (the sender's EstablishConnection request read,
+3.1.5.2.3), ``WAITING_CPR_MSG`` (the response sent, its ConnectionParameters request read,
+3.1.5.3.2), ``OPEN`` (the response sent, its UserMessage read, 3.1.5.4.2) -- and there sends one
+packet of one kind (responses instead of requests) with one field mutated.  Oracles: **crash**,
+the adapter process exits or a control operation fails; **hang**, the sender neither sends its
+next packet nor closes within its Session Initialization Timer (3.1.2.1, as its ``wire_setup``
+declared it, else the harness's 30 s; scaled, +25 % +0.5 s) -- in OPEN after a second message is
+made available.  A finding is confirmed by running its round again with the same packet; it is
+written as a pcap of the session with the seed (an initiator wire case cannot send arbitrary
+bytes as the acceptor, so no YAML case is written for a sender).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import packets
+from harness.fuzz.engine import Finding, Fuzzer, FuzzOptions
+from harness.fuzz.generate import KINDS, Context, Mutation, mutations_for, packet_kind, template
+from harness.fuzz.minimise import write_pcap
+from harness.fuzz.oracles import Timers
+from harness.fuzz.states import Connection, State
+from packets import GUID
+
+__all__ = ["SENDER_STATES", "SenderFuzzer"]
+
+SENDER_STATES: tuple[State, ...] = (
+    State("WAITING_ECR_MSG", "WAITING_ECR_MSG", (), "MS-MQQB 3.1.5.2.3"),
+    State("WAITING_CPR_MSG", "WAITING_CPR_MSG", (), "MS-MQQB 3.1.5.3.2"),
+    State("OPEN", "OPEN", (), "MS-MQQB 3.1.5.4.2"),
+)
+_NEXT = {"WAITING_ECR_MSG": "ConnectionParameters", "WAITING_CPR_MSG": "UserMessage", "OPEN": "UserMessage"}
+
+
+class SenderDown(Exception):
+    """The sender's adapter failed a control operation."""
+
+
+@dataclass
+class _Session:
+    conn: Connection
+    ctx: Context
+
+
+class SenderFuzzer(Fuzzer):
+    """:class:`Fuzzer` with the roles swapped (see the module docstring); ``target`` is an opened
+    ``cmd:`` target (harness.cases.targets.command)."""
+
+    def __init__(self, options: FuzzOptions, target: Any, say: Any = lambda _: None) -> None:
+        super().__init__(options, say)
+        self.target = target
+        self.states = [s for s in SENDER_STATES if not options.states or s.name in options.states]
+        self.kinds = [k for k in KINDS if not options.kinds or k in options.kinds]
+        self.guid = GUID(uuid.UUID(int=options.seed % (1 << 128)).bytes_le)  # the fuzzer's queue manager
+        self.sender_timers = Timers(options.timers.scale)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = self.listener.getsockname()[:2]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.listener.close()
+
+    def _queue(self, state: State, kind: str) -> Any:
+        key = (state.name, kind)
+        queue = self.queues.get(key)
+        if not queue:
+            from collections import deque
+
+            ctx = Context(self.guid, GUID(bytes(range(16))))
+            seed = f"{self.o.seed}/sender/{state.name}/{kind}"
+            queue = self.queues[key] = deque(mutations_for(kind, ctx, random.Random(seed), "initiator"))
+        return queue
+
+    # -- control --------------------------------------------------------------------------------------
+    def _control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        from harness.cases.target import TargetError
+
+        try:
+            return dict(self.target.control(op, args))
+        except TargetError as e:
+            raise SenderDown(f"the sender's {op} failed: {e.kind}: {e.message}") from None
+
+    def _setup(self) -> None:
+        scale = self.o.timers.scale
+        reply = self._control(
+            "wire_setup",
+            {
+                "host": self.address[0],
+                "port": self.address[1],
+                "ping_port": None,
+                "scale": scale,
+                "window": 64,
+                "ping": False,
+            },
+        )
+        timers = reply.get("timers") or {}
+        seconds = timers.get("SessionInitialization")
+        sender_scale = float(reply.get("scale", scale))
+        self.sender_timers = Timers(sender_scale, float(seconds) if seconds else 30.0)
+        self._control(
+            "create_outgoing_queue",
+            {
+                "name": "fuzz",
+                "DestinationFormatName": f"DIRECT=TCP:{self.address[0]}\\private$\\fuzz",
+                "address": {"host": self.address[0], "port": self.address[1]},
+            },
+        )
+
+    def _enqueue(self, n: int) -> None:
+        self._control("enqueue", {"queue": "fuzz", "message": {"id": f"m{n}", "delivery": "express", "Body": "fuzz"}})
+
+    def _accept(self) -> Connection | None:
+        self.listener.settimeout(self.sender_timers.initialization())
+        try:
+            sock, _ = self.listener.accept()
+        except TimeoutError:
+            return None
+        conn = Connection(self.address)
+        conn.sock = sock
+        peer = sock.getpeername()
+        conn.local = (str(peer[0]), int(peer[1]))  # the pcap's client is the sender
+        return conn
+
+    # -- one round -------------------------------------------------------------------------------------
+    def _round(self, state: State, kind: str) -> bool:
+        mutation = self._next(state, kind)
+        rng = random.Random(f"{self.o.seed}/{self.report.rounds}")
+        try:
+            oracle, why, conn, data = self.play(state, mutation, rng)
+        except SenderDown as e:
+            return self._lost(str(e))
+        if conn is None:
+            return False
+        self.report.coverage[(state.name, kind, mutation.field or "-")] += 1
+        self.last = (state, mutation, [data])
+        return bool(oracle) and self._found(oracle, why, state, mutation, [data])
+
+    def wait_alive(self) -> str:
+        """A crashed adapter is started again by the next ``wire_setup`` (harness.cases.targets.command)."""
+        return ""
+
+    def play(self, state: State, mutation: Mutation, rng: random.Random) -> tuple[str, str, Connection | None, bytes]:
+        """One session with the sender: (oracle that fired or "", why, the connection, the packet injected)."""
+        self._setup()
+        self._enqueue(1)
+        conn = self._accept()
+        if conn is None:
+            return "", "", None, b""
+        ctx = Context(self.guid, queue_id=1)
+        data = b""
+        try:
+            first = conn.read(self.sender_timers.initialization())
+            if first is None or packet_kind(first) != "EstablishConnection":
+                return "", "", None, b""
+            ec = packets.parse(first, strict=False).EstablishConnectionHeader
+            ctx.server_guid, ctx.time_stamp = GUID(ec.ClientGuid), int(ec.TimeStamp)
+            if state.name != "WAITING_ECR_MSG":
+                conn.send(packets.build(template("EstablishConnection[response]").build(ctx)))
+                cp = conn.read(self.sender_timers.initialization())
+                if cp is None or packet_kind(cp) != "ConnectionParameters":
+                    return "", "", None, b""
+                h = packets.parse(cp, strict=False).ConnectionParametersHeader
+                ctx.recoverable_ack_timeout, ctx.ack_timeout = int(h.RecoverableAckTimeout), int(h.AckTimeout)
+                ctx.window = int(h.WindowSize)
+                if state.name == "OPEN":
+                    conn.send(packets.build(template("ConnectionParameters[response]").build(ctx)))
+                    um = conn.read(self.sender_timers.initialization())
+                    if um is None or packet_kind(um) != "UserMessage":
+                        return "", "", None, b""
+                    ctx.received_user = 1
+            try:
+                data = mutation.apply(template(mutation.template).build(ctx), rng)
+            except ValueError:
+                self.report.skipped += 1
+                return "", "", None, b""
+            self.report.packets += 1
+            conn.send(data)
+            if state.name == "OPEN":
+                self._enqueue(2)
+            bound = self.sender_timers.initialization()
+            end = time.monotonic() + bound
+            reacted = False
+            while time.monotonic() < end and not conn.closed:
+                reply = conn.read(end - time.monotonic())
+                if reply is not None and packet_kind(reply) in (_NEXT[state.name], "SessionAck"):
+                    reacted = True
+                    break
+            try:
+                self._control("wire_close", {})
+            except SenderDown as e:
+                return "crash", str(e), conn, data
+            if not reacted and not conn.closed:
+                return (
+                    "hang",
+                    f"the sender neither sent its next packet nor closed within its Session Initialization Timer "
+                    f"(MS-MQQB 3.1.2.1, {self.sender_timers.session_initialization:g} s x scale "
+                    f"{self.sender_timers.scale:g}, +25% +0.5 s = {bound:.3g} s)",
+                    conn,
+                    data,
+                )
+            return "", "", conn, data
+        except SenderDown as e:
+            return "crash", str(e), conn, data
+        finally:
+            conn.close()
+
+    def confirm(self, f: Finding) -> None:
+        """Play the finding's round again with the same packet: the same oracle must fire."""
+        state = next(s for s in self.states if s.name == f.state)
+        mutation = Mutation(f.template, f.field, f.op)
+        try:
+            oracle, _why, conn, _data = self.play(state, mutation, random.Random(f"{self.o.seed}/{f.round}"))
+        except SenderDown:
+            oracle, conn = "crash", None
+        f.confirmed = oracle == f.oracle
+        if f.confirmed and conn is not None and conn.log:
+            self.o.out.mkdir(parents=True, exist_ok=True)
+            f.minimal = [f.injected]
+            f.pcap = str(write_pcap(conn, self.address, self.o.out / f"{f.id}-seed{f.seed}.pcap"))
+            f.case_outcome = "no case: an initiator wire case cannot send arbitrary bytes as the acceptor"
