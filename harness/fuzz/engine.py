@@ -83,6 +83,8 @@ class Finding:
     def signature(self) -> tuple[str, str, str, str]:
         """Findings alike are one: the same oracle on the same kind of packet (as it decodes, of the
         same template for a UserMessage), a hang in the same SessionState, a violation of the same rule."""
+        if self.oracle == "violation":
+            return (self.oracle, "", "", self.requirement)
         kind = packet_kind(self.injected)
         variant = self.template if kind == self.kind == "UserMessage" else kind
         where = self.session_state if self.oracle == "hang" else ""
@@ -208,7 +210,7 @@ class Fuzzer:
             if oracle:
                 return self._found(oracle, why, state, mutation, units)
             for rule, section, level, evidence in target_violations(conn):
-                self._violation(state, mutation, units, rule, section, level, evidence)
+                self._violation(state, mutation, units, str(rule), section, level, evidence)
             return False
         finally:
             conn.close()
@@ -277,9 +279,12 @@ class Fuzzer:
             earlier.duplicates += 1
             return
         self._seen[f.signature] = f
-        f.confirmed = True  # seen on the wire, in the packets kept (the Observer reads them again)
         self.report.findings.append(f)
         self.say(f"round {f.round}: violation {rule} ({level}, {section}) in {state.name}: {evidence}")
+        self.confirm(f)
+        self.say(
+            f"  {'confirmed' if f.confirmed else 'NOT confirmed'}" + (f", minimal case {f.case}" if f.case else "")
+        )
 
     def wait_alive(self) -> str:
         """Wait (at most ``restart_wait``) until the target serves again; "" then, else why not."""

@@ -1,7 +1,7 @@
 """Confirming a finding, shrinking it, and writing it down as a wire case and a pcap.
 
-A crash or a hang is first re-run: the packets of its session are sent again on a new
-connection (after a crashed target is back) and the same oracle must fire.  The packets are then
+A finding is first re-run: the packets of its session are sent again on a new connection
+(after a crashed target is back) and the same oracle must fire (a violation: the same rule).  The packets are then
 shrunk by delta debugging (Zeller's ddmin, :func:`harness.pipeline.minimize.ddmin`, the one
 ``capture-to-case --minimize`` uses) to the fewest that still make the same oracle fire.  The
 minimal packets become an acceptor wire case (docs/cases.md "Wire cases"): each packet sent as
@@ -11,7 +11,8 @@ packet -- as the project's conformant simulated peer does it, replayed in proces
 session (3.1.5.1.3 for a malformed packet, 3.1.5.3 / 3.1.5.4 / 3.1.5.5 for a packet wrong for
 the state), or acknowledge a conformant UserMessage sent after it within the Session Ack Send
 Timer (3.1.2.5) -- and, for a crash, that a new connection's EstablishConnection is still
-answered (3.1.5.3.1).  The case passes against a conformant acceptor and fails while the fault
+answered (3.1.5.3.1); for a violation, ``then.peer.violations: []`` (the rule graded by its own
+requirement, harness.cases.violations).  The case passes against a conformant acceptor and fails while the fault
 is there; it is run once against the target to show it.  The pcap holds the minimal session.
 """
 
@@ -27,7 +28,7 @@ import yaml
 
 import packets
 from harness.fuzz.generate import Context, packet_kind
-from harness.fuzz.oracles import GRACE, Reaction, Timers, alive, observe, requirement_level
+from harness.fuzz.oracles import GRACE, Reaction, Timers, alive, observe, requirement_level, target_violations
 from harness.fuzz.states import Connection, note_sent
 from harness.pipeline.minimize import ddmin
 from packets import GUID
@@ -92,6 +93,9 @@ def confirm_and_minimise(fuzzer: Fuzzer, f: Finding) -> None:
             return "", Connection(o.address)  # the target never came back: nothing can be shown
         oracle, _why, conn, _ = replay(units, o.address, o.timers, o.ping)
         fuzzer.note(conn)
+        if f.oracle == "violation":  # the same rule broken again, in the acceptor's replies
+            broken = {str(rule) for rule, _section, _level, _evidence in target_violations(conn)}
+            oracle = "violation" if f.requirement in broken else ""
         return oracle, conn
 
     fired, _ = again(f.packets)
@@ -218,9 +222,16 @@ def case_of(f: Finding, units: list[bytes], reference: str) -> dict[str, Any]:
             }
         )
     cited = [str(r) for r in dict.fromkeys(s["requirement"] for s in steps)]
-    f.requirement = close if reference == "closed" else cited[-1]
-    f.level, f.section = requirement_level(f.requirement), _section(f.requirement)
-    what = "a new connection is still served" if f.oracle == "crash" else "the acceptor still reacts"
+    then: dict[str, Any] = {}
+    if f.oracle == "violation":  # the rule the acceptor broke is graded by its own requirement
+        then = {"then": {"peer": {"violations": []}}}
+        cited.append(f.requirement)
+    else:
+        f.requirement = close if reference == "closed" else cited[-1]
+        f.level, f.section = requirement_level(f.requirement), _section(f.requirement)
+    what = {"crash": "a new connection is still served", "hang": "the acceptor still reacts"}.get(
+        f.oracle, f"the replies break no rule ({f.requirement})"
+    )
     return {
         "id": f"fuzz.{f.oracle}.seed{f.seed}.round{f.round}",
         "title": f"After {f.template} with {f.field or 'no field'} {f.op} in {f.state}, {what} "
@@ -229,6 +240,7 @@ def case_of(f: Finding, units: list[bytes], reference: str) -> dict[str, Any]:
         "tags": ["fuzz", f.oracle],
         "given": {"peer": {"under_test": "acceptor"}},
         "when": steps,
+        **then,
     }
 
 

@@ -1,6 +1,7 @@
 """``msmq-harness fuzz`` against the simulated peer (real sockets on loopback, timers x0.05).
 
-Each input-triggered fault of the peer (harness.peers.faults) is found within a bounded budget,
+Each input-triggered fault of the peer (harness.peers.faults), and a rule its replies break (the
+``bad-padding`` behaviour: a violation, graded MUST), is found within a bounded budget,
 confirmed, and written as a minimal case that fails with ``msmq-harness run`` against the same
 peer configuration while the fault is there, and passes against the conformant peer (which
 ``fuzz --replay`` reports as fixed).  Against the conformant peer a bounded run finds nothing and
@@ -39,6 +40,7 @@ def _fuzz(peer: SimulatedPeer, out: Path, *extra: str) -> tuple[int, dict]:
         ("crash-soap-length", "crash", "3000"),
         ("crash-mqf-count", "crash", "6000"),
         ("hang-cp-when-open", "hang", "110"),
+        ("bad-padding", "violation", "200"),  # a MUST of 2.2.3.1 broken in its replies
     ],
 )
 def test_fuzz_finds_confirms_and_minimises_each_fault(behaviour: str, oracle: str, budget: str, tmp_path: Path) -> None:
