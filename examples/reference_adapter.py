@@ -425,7 +425,8 @@ class Adapter:
         spec = {
             name
             for cls in (QueueManager, Cursor)
-            for name, fn in vars(cls).items()
+            for klass in cls.__mro__  # the QueueManager's events live in its family classes (qm_*)
+            for name, fn in vars(klass).items()
             if callable(fn) and not name.startswith("_") and (fn.__doc__ or "")[:1].isdigit()
         }
         return sorted(spec | set(HARNESS_OPERATIONS))

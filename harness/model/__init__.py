@@ -6,6 +6,16 @@ TransactionalOperation, Transaction, OpenQueueDescriptor, Enumerations, Dispatch
 3.2 (Cursor), with one method per event of 3.1.4, 3.1.6.3, 3.1.7.1-3.1.7.3 and 3.2.7. Clock and
 identifiers are injected; nothing here does I/O. ``harness.model.literal`` holds the literal
 oracle used by the tests and the benchmark.
+
+Layer rules (the import-linter contracts of pyproject.toml):
+
+- Rule 1: the model imports ``packets`` (format names, [MS-MQMQ] 2.1) and nothing else of the
+  harness: no session, no edge.
+- Rule 2: sans-IO: the clock and the identifiers are injected; a wait is an object the caller
+  resolves.
+- Rule 3: the QueueManager's event families build one on another (``qm_core`` < ``qm_positions``
+  < ``qm_timers`` < ``qm_transactions`` < ``qm_reads`` < ``qm_queues`` < ``qm_outgoing``, composed
+  in ``queue_manager``); a Cursor sees its queue manager only through ``cursor.CursorHost``.
 """
 
 from harness.model.adm import (
@@ -20,7 +30,7 @@ from harness.model.adm import (
     TransactionalOperation,
     WaitingMessageReadOperation,
 )
-from harness.model.cursor import Cursor
+from harness.model.cursor import Cursor, CursorHost
 from harness.model.enums import (
     INFINITE,
     CursorState,
@@ -50,6 +60,7 @@ __all__ = [
     "INFINITE",
     "ConnectionHistoryEntry",
     "Cursor",
+    "CursorHost",
     "CursorState",
     "CursorStatus",
     "DeliveryGuarantee",

@@ -31,7 +31,7 @@ from harness.model.enums import (
 if TYPE_CHECKING:
     from harness.model.cursor import Cursor
     from harness.model.positions import MessagePosition, MessagePositionList
-    from harness.model.queue_manager import QueueManager
+    from harness.model.qm_core import QueueManagerCore
 
 GUID_NULL = uuid.UUID(int=0)
 
@@ -194,7 +194,7 @@ class Queue:
         self.Scope = "Enterprise"
         # non-directory attributes
         self.TotalBytes = 0
-        self.QueueManager: QueueManager | None = None
+        self.QueueManager: QueueManagerCore | None = None
         self.QueueType = QueueType.Private
         self.JournalQueueReference: Queue | None = None
         self.SubqueueCollection: list[Queue] = []

@@ -4,8 +4,9 @@ Renders the Cursor ADM element and its states (3.2.1.2: Handle, OpenQueueDescrip
 MessagePositionReference, CursorState in {Unread, Read, WaitPeek, WaitReceive}) and its events
 3.2.7.1 Initialize, 3.2.7.2 Get Message For Peek, 3.2.7.3 Get Next Message For Peek,
 3.2.7.4 Get Next Message For Dequeue, 3.2.7.5 Message Available and 3.2.7.6 Wait Time Expired.
-Seeks go through the owning QueueManager's ``seek_available_message_position`` (3.1.7.3.2), so a
-subclass overriding that rule changes cursors too.  Where 3.2.7 is silent (an ``interpretation``
+A cursor sees its queue manager only through :class:`CursorHost`, the two things 3.2.7 asks of
+it: a handle unique across cursors (3.2.7.1) and Seek Available Message Position (3.1.7.3.2);
+a subclass of the QueueManager overriding that rule changes cursors too.  Where 3.2.7 is silent (an ``interpretation``
 of cases/requirements.yaml) the reading the model takes is an overridable hook, named after what
 it decides (:meth:`Cursor.peek_while_waiting`, :meth:`Cursor.dequeue_while_waiting`); a
 QueueManager takes a Cursor subclass through its ``cursor_factory``.
@@ -13,7 +14,7 @@ QueueManager takes a Cursor subclass through its ``cursor_factory``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harness.model.enums import CursorState, CursorStatus, MessagePositionState, SeekDirection
 from harness.model.errors import UndefinedBehaviour
@@ -21,7 +22,6 @@ from harness.model.errors import UndefinedBehaviour
 if TYPE_CHECKING:
     from harness.model.adm import OpenQueueDescriptor, Queue
     from harness.model.positions import MessagePosition
-    from harness.model.queue_manager import QueueManager
 
 CursorResult = tuple[CursorStatus, "MessagePosition | None"]
 
@@ -33,6 +33,24 @@ _Available = MessagePositionState.Available
 _Forward = SeekDirection.Forward
 
 
+class CursorHost(Protocol):
+    """What a Cursor asks of its queue manager (harness.model.queue_manager.QueueManager)."""
+
+    def new_handle(self) -> int:
+        """A value unique across the queue manager's descriptors and cursors (3.2.7.1)."""
+        ...
+
+    def seek_available_message_position(
+        self,
+        iInitialPosition: MessagePosition,
+        iQueue: Queue,
+        iPeekOperation: bool,
+        iSeekDirection: SeekDirection = ...,
+    ) -> MessagePosition:
+        """3.1.7.3.2 Seek Available Message Position."""
+        ...
+
+
 class Cursor:
     """Cursor ADM element (3.2.1.2) with the events of 3.2.7."""
 
@@ -41,11 +59,11 @@ class Cursor:
         "Handle",
         "MessagePositionReference",
         "OpenQueueDescriptorReference",
-        "_qm",
+        "_host",
     )
 
-    def __init__(self, queue_manager: QueueManager) -> None:
-        self._qm = queue_manager
+    def __init__(self, queue_manager: CursorHost) -> None:
+        self._host = queue_manager
         self.Handle = 0
         self.OpenQueueDescriptorReference: OpenQueueDescriptor | None = None
         self.MessagePositionReference: MessagePosition | None = None
@@ -64,7 +82,7 @@ class Cursor:
         if iQueueDesc.QueueReference is None:
             return
         # Set Handle to a value unique across all Cursor instances on the local queue manager.
-        self.Handle = self._qm.new_handle()
+        self.Handle = self._host.new_handle()
         self.OpenQueueDescriptorReference = iQueueDesc
         # MessagePositionReference := iQueueDesc.QueueReference.MessagePositionList.Start
         self.MessagePositionReference = iQueueDesc.QueueReference.MessagePositionList.Start
@@ -77,7 +95,7 @@ class Cursor:
         if state is _Unread:
             current = self.MessagePositionReference
             assert current is not None
-            r = self._qm.seek_available_message_position(current, iQueue, True, _Forward)
+            r = self._host.seek_available_message_position(current, iQueue, True, _Forward)
             # If rMessagePosition is End: CursorState := WaitPeek; rStatus := Waiting.
             if r is iQueue.MessagePositionList.End:
                 self.CursorState = _WaitPeek
@@ -106,7 +124,7 @@ class Cursor:
         if state is _Read:
             current = self.MessagePositionReference
             assert current is not None
-            r = self._qm.seek_available_message_position(current, iQueue, True, _Forward)
+            r = self._host.seek_available_message_position(current, iQueue, True, _Forward)
             if r is iQueue.MessagePositionList.End:
                 self.CursorState = _WaitPeek
                 return (CursorStatus.Waiting, None)
@@ -122,7 +140,7 @@ class Cursor:
         if state is _Unread:
             current = self.MessagePositionReference
             assert current is not None
-            r = self._qm.seek_available_message_position(current, iQueue, False, _Forward)
+            r = self._host.seek_available_message_position(current, iQueue, False, _Forward)
             if r is iQueue.MessagePositionList.End:
                 # If iNoWait is True: rStatus := NotFound.
                 if iNoWait:

@@ -51,16 +51,8 @@ class MessagePosition:
     """
 
     __slots__ = (
-        "MessageReference",
-        "QueueReference",
-        "_idx",
-        "_in_list",
-        "_list",
-        "_lnext",
-        "_lprev",
-        "_rank",
-        "_special",
-        "_state",
+        "MessageReference", "QueueReference", "_idx", "_in_list", "_list", "_lnext", "_lprev", "_rank",
+        "_special", "_state",
     )
 
     def __init__(
@@ -132,12 +124,7 @@ class MessagePosition:
 
 def priority_rank(message: Message) -> int:
     """Rank of a message in the list order: higher Priority first (3.1.1.2, 3.1.1.12)."""
-    p = message.Priority
-    if p < 0:
-        p = 0
-    elif p > 7:
-        p = 7
-    return 7 - p
+    return 7 - min(max(message.Priority, 0), 7)
 
 
 class MessagePositionList:
