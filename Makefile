@@ -36,8 +36,10 @@ test: setup browser tshark
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: setup
-	$(BIN)/ruff check packets harness tests benchmarks fuzz examples
+	$(BIN)/ruff check packets harness tests benchmarks fuzz examples tools
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/python -m tools.function_size
 
 bench: setup
 	$(BIN)/python -m benchmarks

@@ -13,9 +13,8 @@ import argparse
 import math
 import re
 from collections.abc import Callable
-from functools import cache
 
-__all__ = ["case_id", "count", "port", "port_list", "seconds"]
+__all__ = ["count", "port", "port_list", "seconds"]
 
 MAX_SECONDS = 86_400.0  # a day: longer than any step, run or timeout an option of the harness takes
 
@@ -81,22 +80,3 @@ def seconds(*, allow_zero: bool = False, maximum: float = MAX_SECONDS) -> Callab
 
     parse.__name__ = "seconds"
     return parse
-
-
-@cache
-def _case_id_pattern() -> re.Pattern[str]:
-    from harness.cases.schema import schema
-
-    return re.compile(schema()["properties"]["id"]["pattern"])
-
-
-def case_id(text: str) -> str:
-    """A case id as the case schema has it (``harness/cases/case.schema.json``: letters, digits,
-    ``.``, ``_`` and ``-``, starting with a letter or digit): what ``run`` loads, and never a path."""
-    pattern = _case_id_pattern()
-    if not pattern.match(text):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a case id (letters, digits, '.', '_' and '-', starting with a letter or digit: "
-            f"the pattern {pattern.pattern} of harness/cases/case.schema.json)"
-        )
-    return text

@@ -15,6 +15,13 @@ Public API ([MS-MQMQ] 2.2.18-2.2.20, [MS-MQRR] 2.2.5, [MS-MQQB] 2.2):
 - ``parse_format_name``: an [MS-MQMQ] 2.1 format name (``FormatNameError`` names the offset).
 
 ``import packets`` imports neither scapy nor anything of ``harness``.
+
+Layer rules (the import-linter contracts of pyproject.toml, run by ``make lint`` and
+tests/test_layers.py):
+
+- Rule 1: ``packets`` is the lowest layer: it imports nothing of ``harness``.
+- Rule 2: it is a sans-IO core: bytes in, objects out; no sockets, files or clocks (scapy only
+  on demand, in ``packets.scapy_layers``).
 """
 
 from packets.codec import Packet, UserMessageTemplate, build, build_ping, parse, parse_ping

@@ -11,6 +11,7 @@ defines.  Every failure is a :class:`CaseError` naming file, line and key.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import functools
 import json
@@ -31,6 +32,7 @@ __all__ = [
     "CaseError",
     "Lines",
     "VariantCheck",
+    "case_id",
     "check_case",
     "event_parameters",
     "format_path",
@@ -691,3 +693,21 @@ def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) ->
         if "MessagePositionReference" in state:
             ref_path: PathT = ("then", "cursors", c, "MessagePositionReference")
             names.check("position", state["MessagePositionReference"], ref_path, lines)
+
+
+@functools.cache
+def _case_id_pattern() -> re.Pattern[str]:
+    return re.compile(schema()["properties"]["id"]["pattern"])
+
+
+def case_id(text: str) -> str:
+    """A case id as the case schema has it (``harness/cases/case.schema.json``: letters, digits,
+    ``.``, ``_`` and ``-``, starting with a letter or digit): what ``run`` loads, and never a path.
+    An argparse ``type`` (as those of harness.argtypes): anything else is a usage error."""
+    pattern = _case_id_pattern()
+    if not pattern.match(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a case id (letters, digits, '.', '_' and '-', starting with a letter or digit: "
+            f"the pattern {pattern.pattern} of harness/cases/case.schema.json)"
+        )
+    return text

@@ -9,6 +9,11 @@ Renders the transport of [MS-MQQB] 2.1.1 for both ends of a protocol session:
 - :class:`InitiatorLink`: drives a :class:`harness.session.Initiator` against any acceptor
   (the simulated peer, or a live queue manager at ``mqqb://host:port``);
 - :class:`PcapRecorder`: the pcap writer with TCP framing both use.
+
+Layer rules (the import-linter contracts of pyproject.toml): Rule 1: imports the cores
+(``packets``, ``harness.model``, ``harness.session``) and nothing above them: never
+``harness.capture`` (its sibling), ``harness.cases`` or ``harness.report``. Rule 2: the
+recordings of a session (``harness.peers.recording``) live here; the reports only read them.
 """
 
 from harness.peers.link import InitiatorLink, LinkError, parse_address

@@ -9,4 +9,7 @@ session observer of [MS-MQQB] 3.1 (:mod:`harness.pipeline.flows`) -- the PySpark
 (:mod:`harness.pipeline.job`) that writes Parquet tables of packets, sessions and violations, and
 the wire case replaying a captured session (:mod:`harness.pipeline.tocase`).  The subcommands
 ``synth``, ``pipeline`` and ``capture-to-case`` are in :mod:`harness.pipeline.cli`.
+
+Layer rules (the import-linter contracts of pyproject.toml): the pipeline is the top layer with
+the CLI and the pytest plugin: it may import every layer below; nothing below imports it.
 """

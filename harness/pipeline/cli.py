@@ -244,7 +244,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 def add_subcommands(sub: Any) -> None:
     """Register the subcommands on the ``msmq-harness`` sub-parser collection."""
-    from harness.argtypes import case_id, count, port_list, seconds
+    from harness.argtypes import count, port_list, seconds
+    from harness.cases.schema import case_id
 
     synth = sub.add_parser("synth", help="write a synthetic MSMQ capture with injected anomalies")
     synth.add_argument("--sessions", type=int, required=True, metavar="N", help="MSMQ sessions to write")

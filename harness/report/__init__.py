@@ -1,1 +1,6 @@
-"""Reports of a conformance run: terminal summary, JUnit XML, JSON and self-contained HTML."""
+"""Reports of a conformance run: terminal summary, JUnit XML, JSON and self-contained HTML.
+
+Layer rules (the import-linter contracts of pyproject.toml): Rule 1: reports read
+``harness.results`` and may import cases and everything below; nothing below imports a report.
+Rule 2: never the pipeline, the CLI or the pytest plugin, which sit above.
+"""

@@ -17,6 +17,10 @@ Actions: :class:`Send`, :class:`StartTimer`, :class:`CancelTimer`, :class:`Close
 :mod:`harness.session.rules`, with whether the spec closes the session on each (``closes_session``):
 every violation is reported, the session is closed only where its rule says so.
 No sockets, clocks (injected), threads or files.
+
+Layer rules (the import-linter contracts of pyproject.toml): Rule 1: imports ``packets`` and
+``harness.model`` only, never an edge (peers, capture, cases, report, pipeline, CLI). Rule 2: no
+sockets, clocks (injected), threads or files.
 """
 
 from harness.session.acceptor import (
