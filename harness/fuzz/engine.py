@@ -29,6 +29,9 @@ from packets import GUID
 
 __all__ = ["Finding", "FuzzOptions", "FuzzReport", "Fuzzer"]
 
+RESOURCE_EVERY = 32  # rounds between two looks at the target's descriptors
+RESOURCE_REPLAYS = 4  # times each recent session is sent again to find the one that leaks
+
 
 @dataclass
 class FuzzOptions:
@@ -122,6 +125,10 @@ class Fuzzer:
         self.kinds = [k for k in KINDS if not options.kinds or k in options.kinds]
         self.queues: dict[tuple[str, str], deque[Mutation]] = {}
         self.last: tuple[State, Mutation, list[bytes]] | None = None
+        self.pid: int | None = None  # the target's process, when it runs here (resource growth)
+        self.recent: deque[list[bytes]] = deque(maxlen=RESOURCE_EVERY)  # the sessions since the last look
+        self.baseline: Any = None
+        self.previous: Any = None
         self._seen: dict[tuple[str, str, str, str], Finding] = {}
 
     # -- the loop ------------------------------------------------------------------------------------
@@ -129,6 +136,7 @@ class Fuzzer:
         start = time.monotonic()
         pairs = [(s, k) for s in self.states for k in self.kinds]
         r = self.report
+        self._watch_resources()
         while True:
             if r.packets >= self.o.max_packets:
                 r.stopped = f"--max-packets {self.o.max_packets} sent"
@@ -139,6 +147,8 @@ class Fuzzer:
             state, kind = pairs[r.rounds] if r.rounds < len(pairs) else self._weighted(pairs)
             r.rounds += 1
             crash = self._round(state, kind)
+            if self.pid is not None and r.rounds % RESOURCE_EVERY == 0:
+                self._resources()
             r.seconds = time.monotonic() - start
             self._pace(start)
             if crash and not self.o.keep_going:
@@ -146,6 +156,63 @@ class Fuzzer:
                 break
         r.seconds = time.monotonic() - start
         return r
+
+    # -- resource growth (harness.fuzz.resources) ---------------------------------------------------------
+    def _watch_resources(self) -> None:
+        from harness.fuzz.resources import listener_pid, usage
+        from harness.peers.cli import is_loopback
+
+        host, port = self.o.address
+        self.pid = listener_pid(port) if port and is_loopback(host) else None
+        self.baseline = usage(self.pid) if self.pid is not None else None
+        self.previous = self.baseline
+
+    def _resources(self) -> None:
+        """Descriptors more than :data:`FD_GROWTH` above the run's start and still growing since the
+        last look: a leak, confirmed when the last round's packets, sent again, leak again."""
+        from harness.fuzz.resources import FD_GROWTH, usage
+
+        assert self.pid is not None
+        now = usage(self.pid)
+        if now is None or self.baseline is None or self.previous is None:
+            return
+        growing = now.fds > self.previous.fds
+        self.previous = now
+        if now.fds - self.baseline.fds < FD_GROWTH or not growing or self.last is None:
+            return
+        state, mutation, units = self.last
+        before = now
+        why = (
+            f"the target's process {self.pid} holds {now.fds} open descriptors, {now.fds - self.baseline.fds} more "
+            f"than at the start, still growing over the last {RESOURCE_EVERY} rounds (resident "
+            f"{self.baseline.rss_kib} -> {now.rss_kib} KiB)"
+        )
+        f = self._new("resource-growth", why, state, mutation, units)
+        assert f is not None
+        self.report.findings.append(f)
+        self.say(f"round {f.round}: resource growth: {why}")
+        from harness.fuzz.minimise import replay
+
+        after: Any = before
+        for candidate in list(self.recent)[::-1]:  # the latest sessions first: which one leaks?
+            start = usage(self.pid)
+            for _ in range(RESOURCE_REPLAYS):
+                _oracle, _why, conn, _ = replay(candidate, self.o.address, self.o.timers)
+                self.note(conn)
+            after = usage(self.pid)
+            if start is not None and after is not None and after.fds - start.fds >= RESOURCE_REPLAYS:
+                f.confirmed, f.packets, f.minimal = True, list(candidate), list(candidate)
+                from harness.fuzz.minimise import write_pcap
+
+                self.o.out.mkdir(parents=True, exist_ok=True)
+                f.pcap = str(write_pcap(conn, self.o.address, self.o.out / f"{f.id}-seed{f.seed}.pcap"))
+                break
+        self.say(
+            f"  {'confirmed' if f.confirmed else 'NOT confirmed'}"
+            + (f": each of {RESOURCE_REPLAYS} replays of a session left a descriptor more" if f.confirmed else "")
+        )
+        self.baseline = self.previous = after  # one finding per run of growth
+        self.pid = None if f.confirmed else self.pid  # reported once
 
     def _pace(self, start: float) -> None:
         ahead = self.report.packets / self.o.rate - (time.monotonic() - start)
@@ -200,6 +267,7 @@ class Fuzzer:
             r.coverage[(state.name, kind, mutation.field or "-")] += 1
             units = [*prefix, data]
             self.last = (state, mutation, units)
+            self.recent.append(units)
             oracle, why = "", ""
             if reaction.outcome == "silent":
                 oracle, why = "hang", reaction.why

@@ -12,6 +12,8 @@ Effects:
   ping port ([MS-MQQB] 2.1.2) stop answering, and the queue manager comes back
   :data:`RESTART_SECONDS` (scaled like the 3.1.2 timers, at least :data:`MIN_RESTART`) later, as
   a service restarted by its manager does.
+- ``leak``: the packet is served as usual, but the connection's file descriptor is kept open
+  (duplicated) for good, as an error path that forgets to release it does.
 - ``hang``: the connection's handler stops for good: the packet is never processed, nothing is
   sent, the session's timers are stopped, the connection is never closed; the other connections
   are served as usual.
@@ -25,6 +27,8 @@ Triggers (each reads the packet's bytes as they come, with the SessionState of [
 - ``crash-mqf-count``: a UserMessage Packet whose MultiQueueFormatHeader ([MS-MQMQ] 2.2.20.1)
   Destination MQFAddressHeader (2.2.20.2) has an ElementCount of more elements than its
   HeaderSize can hold (at least 4 bytes each).
+- ``leak-fd-on-malformed``: a UserMessage Packet that does not decode ([MS-MQMQ] 2.2.19-2.2.20),
+  which the acceptor discards, closing the session ([MS-MQQB] 3.1.5.1.3).
 - ``hang-cp-when-open``: a ConnectionParameters Packet ([MS-MQQB] 2.2.2) in SessionState OPEN: a
   packet valid field by field but wrong for the state (3.1.5.4: the session MUST be closed).
 """
@@ -32,6 +36,7 @@ Triggers (each reads the packet's bytes as they come, with the SessionState of [
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import struct
 import time
@@ -56,11 +61,13 @@ __all__ = [
     "FaultWatch",
     "crashes",
     "fault_lines",
+    "leaked",
     "strike",
     "tick",
     "watch_for",
 ]
 
+MAX_LEAKS = 256  # descriptors a leaking peer keeps at most (the process's limit is not ours to exhaust)
 RESTART_SECONDS = 10.0  # a crashed peer is back after this (the Session Retry Connect Timer, 3.1.2.3), scaled
 MIN_RESTART = 0.5  # ... but never sooner: a crash must be seen as one (the port refuses connections)
 
@@ -73,7 +80,7 @@ class Fault:
     SessionState and one whole packet), the one-line ``summary`` and the ``sections`` at stake."""
 
     name: str
-    effect: Literal["crash", "hang"]
+    effect: Literal["crash", "hang", "leak"]
     trigger: Trigger
     summary: str
     sections: tuple[str, ...]
@@ -132,6 +139,17 @@ def cp_when_open(state: SessionState, data: bytes) -> bool:
     return struct.unpack_from("<H", data, 18)[0] & 0x000F == 3
 
 
+def malformed_user_message(state: SessionState, data: bytes) -> bool:
+    """A UserMessage Packet that does not decode as [MS-MQMQ] 2.2.19-2.2.20 define it."""
+    if not _is_user_message(data):
+        return False
+    try:
+        packets.parse(data, strict=True)
+    except packets.PacketError:
+        return True
+    return False
+
+
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
@@ -150,6 +168,14 @@ FAULTS: dict[str, Fault] = {
             "crashes (restarts 10 s later) on a UserMessage whose MultiQueueFormatHeader Destination has an "
             "ElementCount its HeaderSize cannot hold",
             ("MS-MQMQ 2.2.20.1", "MS-MQMQ 2.2.20.2", "MS-MQQB 3.1.5.1.3"),
+        ),
+        Fault(
+            "leak-fd-on-malformed",
+            "leak",
+            malformed_user_message,
+            f"keeps a file descriptor open for every malformed UserMessage it discards (at most {MAX_LEAKS}); "
+            "serves as normal",
+            ("MS-MQQB 3.1.5.1.3", "MS-MQQB 3.1.5.9"),
         ),
         Fault(
             "hang-cp-when-open",
@@ -213,15 +239,40 @@ def crashes(peer: SimulatedPeer) -> int:
     return down.crashes if down is not None else 0
 
 
-def strike(peer: SimulatedPeer, slot: Any) -> None:
-    """The fault of ``slot``'s behaviour fired on the packet just read: crash the peer or hang the connection."""
+_LEAKS: weakref.WeakKeyDictionary[Any, list[int]] = weakref.WeakKeyDictionary()
+
+
+def leaked(peer: SimulatedPeer) -> int:
+    """How many descriptors ``peer`` leaked."""
+    return len(_LEAKS.get(peer, ()))
+
+
+def strike(peer: SimulatedPeer, slot: Any) -> bool:
+    """The fault of ``slot``'s behaviour fired on the packet just read: crash the peer, hang the
+    connection (True: the packet is not processed) or leak a descriptor (False: it is, as usual)."""
     watch: FaultWatch = slot.fault
+    if watch.fault.effect == "leak":
+        leaks = _LEAKS.get(peer)
+        if leaks is None:
+            leaks = _LEAKS[peer] = []
+            weakref.finalize(peer, _close_all, leaks)
+        if len(leaks) < MAX_LEAKS:
+            with contextlib.suppress(OSError):
+                leaks.append(os.dup(slot.sock.fileno()))
+        return False
     if watch.fault.effect == "hang":
         slot.busy = Future()  # never done: the loop neither reads nor times the connection again
         slot.timers.clear()
         peer._set_mask(slot)
-        return
+        return True
     _PENDING[peer] = watch.fault.name  # at the start of the next round: the rest of this one is served
+    return True
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 _PENDING: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()

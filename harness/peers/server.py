@@ -776,9 +776,8 @@ class SimulatedPeer:
         completed = self._keep_packets(slot, data, ts, now)
         if slot.closing:
             return  # the session is closed: the bytes are recorded, not processed
-        if slot.fault is not None and slot.fault.fires(slot.acceptor.SessionState, data):
-            faults.strike(self, slot)  # a crash or a hang on this packet: it is never processed
-            return
+        if slot.fault is not None and slot.fault.fires(slot.acceptor.SessionState, data) and faults.strike(self, slot):
+            return  # a crash or a hang on this packet: it is never processed
         if completed <= INLINE_BYTES:
             self._perform(slot, slot.acceptor.receive_data(data))
             return

@@ -74,7 +74,7 @@ def _server(finding: dict) -> str | None:
 
 def test_conformant_peer_bounded_run_finds_nothing_and_covers_every_pair(tmp_path: Path) -> None:
     with SimulatedPeer(time_scale=SCALE, ping_port=None) as peer:
-        code, report = _fuzz(peer, tmp_path / "out", "--seed", "3", "--max-packets", "1500")
+        code, report = _fuzz(peer, tmp_path / "out", "--seed", "3", "--max-packets", "1000")
     assert code == 0 and report["findings"] == []
     pairs = {tuple(p) for p in report["pairs_reached"]}
     assert pairs == {(s.name, k) for s in STATES for k in KINDS}
@@ -106,3 +106,13 @@ def test_safe_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         _, report = _fuzz(peer, tmp_path / "r", "--seed", "1", "--max-packets", "100", "--rate", "100")
         assert report["packets"] <= 100 + 8 and report["seconds"] >= 0.9  # paced: 100 packets a second
     assert main(["fuzz", "--target", "mqqb://127.0.0.1:1", "--out", str(tmp_path / "x"), "--max-packets", "5"]) == 2
+
+
+def test_resource_growth_of_a_local_target_is_found(tmp_path: Path) -> None:
+    """The peer runs in this process: the fuzzer finds it listening and reads its descriptors."""
+    with SimulatedPeer(behaviour="leak-fd-on-malformed", time_scale=SCALE, ping_port=None) as peer:
+        code, report = _fuzz(peer, tmp_path / "out", "--seed", "1", "--max-packets", "800")
+    assert code == 1
+    (growth,) = [f for f in report["findings"] if f["oracle"] == "resource-growth"]
+    assert growth["confirmed"] and "open descriptors" in growth["why"]
+    assert growth["minimal"] and Path(growth["pcap"]).is_file()

@@ -12,7 +12,7 @@ from harness.fuzz.generate import Context, template
 from harness.fuzz.states import STATES, Connection, build, reach
 from harness.peers import SimulatedPeer
 from harness.peers.cli import list_behaviours
-from harness.peers.faults import FAULTS, MIN_RESTART, crashes
+from harness.peers.faults import FAULTS, MIN_RESTART, crashes, leaked
 from packets import GUID
 
 SCALE = 0.05
@@ -85,3 +85,13 @@ def test_normal_peer_closes_on_the_same_inputs() -> None:
         assert conn.wait_closed(2.0)
         fresh, _ = _open_session(peer.address)
         fresh.close()
+
+
+def test_leak_keeps_a_descriptor_per_malformed_user_message_and_serves_as_normal() -> None:
+    with SimulatedPeer(behaviour="leak-fd-on-malformed", time_scale=SCALE, ping_port=None) as peer:
+        conn, ctx = _open_session(peer.address)
+        conn.send(build("UserMessage[soap]", ctx))  # well formed: no leak
+        assert conn.read(2.0) is not None
+        conn.send(_soap_oversize(ctx))
+        assert conn.wait_closed(2.0)  # discarded and closed, as the normal behaviour does (3.1.5.1.3)
+        assert leaked(peer) == 1
