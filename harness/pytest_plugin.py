@@ -38,7 +38,7 @@ import fnmatch
 import os
 import time
 import warnings
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,12 @@ _LEVEL_MARKERS = {
 class NonStrictWarning(pytest.PytestWarning):
     """A case whose SHOULD, MAY or interpretation expectation the target answered differently."""
 _CASE_SUFFIXES = (".yaml", ".yml")
+DEFAULT_CASE_FOLDER = "cases"  # ini msmq_case_folders, when it names none
+
+
+def target_of(config: pytest.Config) -> str:
+    """The target of the session: ``--msmq-target``, else the ini ``msmq_target``, else reference."""
+    return str(config.getoption("msmq_target") or config.getini("msmq_target") or "reference")
 _REQUIREMENTS = "requirements.yaml"
 
 
@@ -72,10 +78,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("msmq-harness", "MSMQ conformance cases (YAML under a 'cases' folder)")
     group.addoption(
         "--msmq-target",
-        default="reference",
+        default=None,
         metavar="TARGET",
-        help=f"target the cases run against (default reference): {target_help()}",
+        help=f"target the cases run against (default: ini msmq_target, else reference): {target_help()}",
     )
+    parser.addini("msmq_target", "the target MSMQ conformance cases run against (as --msmq-target)", default="")
+    parser.addini(
+        "msmq_case_folders",
+        "folder names under which YAML files are MSMQ conformance cases (default: cases); a YAML file named "
+        "on the command line is collected wherever it is",
+        type="linelist",
+        default=[],
+    )
+    group.addoption(
+        "--msmq-record",
+        default=None,
+        metavar="DIR",
+        help="write each wire case's traffic to DIR: <case id>.pcap and a transcript page (as run --record)",
+    )
+    group.addoption("--msmq-json", default=None, metavar="FILE", help="write the cases' results as JSON (run --json)")
+    group.addoption("--msmq-html", default=None, metavar="FILE", help="write an HTML report of the cases (run --html)")
     group.addoption(
         "--msmq-strict",
         action="store_true",
@@ -157,7 +179,7 @@ class _Session:
         self.opened = False
         self.problem = ""  # why the target could not be opened
         self.registered: set[str] = set()
-        self._known: set[str] | None = None
+        self._known: Any = None
         self._cache: Any = False  # not looked up yet
         self.prefetched = False
         self._marks: dict[tuple[tuple[str, ...], str], tuple[pytest.MarkDecorator, ...]] = {}
@@ -169,7 +191,7 @@ class _Session:
 
         from harness.cases.runner import ConfigurationError, open_target
 
-        spec = self.config.getoption("msmq_target")
+        spec = target_of(self.config)
         timeout = self.config.getoption("msmq_step_timeout")
         try:
             self.target, self.info = open_target(spec, timeout)
@@ -181,13 +203,17 @@ class _Session:
         return list(getattr(self.info, "events", None) or [])
 
     @property
-    def known_failures(self) -> set[str]:
+    def known_failures(self) -> Any:
+        """The ``--msmq-known-failures`` file (harness.cases.baseline: ids, or the YAML with reasons)."""
         if self._known is None:
             path = self.config.getoption("msmq_known_failures")
             if path:
-                from harness.cases.runner import load_known_failures
+                from harness.cases.baseline import BaselineError, load_baseline
 
-                self._known = load_known_failures(path)
+                try:
+                    self._known = load_baseline(path, strict_xpass=True)
+                except (BaselineError, OSError) as e:
+                    raise pytest.UsageError(f"--msmq-known-failures {path}: {e}") from None
             else:
                 self._known = set()
         return self._known
@@ -254,25 +280,42 @@ def _state(config: pytest.Config) -> _Session:
 
 
 # ================================================================================ collection
-def _under_cases_folder(path: Path, rootpath: Path) -> bool:
+def _case_folders(config: pytest.Config) -> list[str]:
+    """The folder names under which YAML files are case files (ini ``msmq_case_folders``)."""
+    return [str(name) for name in config.getini("msmq_case_folders")] or [DEFAULT_CASE_FOLDER]
+
+
+def _under_cases_folder(path: Path, rootpath: Path, folders: Sequence[str] = ("cases",)) -> bool:
     try:
         parts = path.parent.relative_to(rootpath).parts
     except ValueError:
         parts = path.parent.parts
-    return "cases" in parts
+    return any(folder in parts for folder in folders)
+
+
+def _named(config: pytest.Config) -> set[Path]:
+    """The files the command line names (``pytest conformance/seek/fwd.yaml``)."""
+    out = set()
+    for arg in config.args:
+        path = Path(config.invocation_params.dir, arg.split("::", 1)[0])
+        if path.suffix in _CASE_SUFFIXES:
+            out.add(path.resolve())
+    return out
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> CaseFile | None:
-    if file_path.suffix not in _CASE_SUFFIXES or file_path.name == _REQUIREMENTS:
-        return None
-    if not _under_cases_folder(file_path, parent.config.rootpath):
+    if not _is_case_file(file_path, parent.config):
         return None
     file: CaseFile = CaseFile.from_parent(parent, path=file_path)
     return file
 
 
-def _is_case_file(path: Path, rootpath: Path) -> bool:
-    return path.suffix in _CASE_SUFFIXES and path.name != _REQUIREMENTS and _under_cases_folder(path, rootpath)
+def _is_case_file(path: Path, config: pytest.Config) -> bool:
+    """A YAML file (not requirements.yaml) below a case folder (ini ``msmq_case_folders``,
+    default ``cases``) or named on the command line."""
+    if path.suffix not in _CASE_SUFFIXES or path.name == _REQUIREMENTS:
+        return False
+    return _under_cases_folder(path, config.rootpath, _case_folders(config)) or path.resolve() in _named(config)
 
 
 def _case_files(config: pytest.Config) -> list[Path]:
@@ -283,14 +326,14 @@ def _case_files(config: pytest.Config) -> list[Path]:
     for arg in config.args:
         top = Path(config.invocation_params.dir, arg.split("::", 1)[0])
         if not top.is_dir():
-            if _is_case_file(top, config.rootpath) and (top.exists() or top.is_symlink()):
+            if _is_case_file(top, config) and (top.exists() or top.is_symlink()):
                 found.add(_regular_case_file(top))
             continue
         for folder, subfolders, names in os.walk(top):
             subfolders[:] = [d for d in subfolders if not any(fnmatch.fnmatch(d, pattern) for pattern in skip)]
             for name in names:
                 path = Path(folder, name)
-                if _is_case_file(path, config.rootpath):
+                if _is_case_file(path, config):
                     found.add(_regular_case_file(path))
     return sorted(found)
 
@@ -346,7 +389,10 @@ class CaseItem(pytest.Item):
         sections = list(case.sections)
         for marker in _state(self.config).marks(tuple(sections), str(case.level)):
             self.add_marker(marker)
-        self.user_properties.extend(("spec", s) for s in sections)
+        self.user_properties.extend(("spec", s) for s in dict.fromkeys(sections))
+        cited = list(case.requirements) or [r.requirement for r in case.spec if r.requirement]
+        self.user_properties.extend(("requirement", r) for r in dict.fromkeys(cited))
+        self.user_properties.append(("level", str(case.level)))
         self.result: CaseResult | None = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -359,9 +405,10 @@ class CaseItem(pytest.Item):
         state.open()
         timeout = self.config.getoption("msmq_step_timeout")
         start = time.perf_counter()
-        result = run_case(self.case, state.target, step_timeout=timeout, info=state.info)
+        record = self.config.getoption("msmq_record")
+        result = run_case(self.case, state.target, step_timeout=timeout, info=state.info, record_dir=record)
         result.duration = result.duration or time.perf_counter() - start
-        result = apply_known_failures(result, self.case, state.known_failures)
+        result = apply_known_failures(result, self.case, state.known_failures, self.config.getoption("msmq_strict"))
         self.result = result
         self.user_properties.append(("outcome", str(result.outcome)))
         if result.outcome is Outcome.error:
@@ -378,8 +425,10 @@ class CaseItem(pytest.Item):
         if result.outcome is Outcome.non_strict and not self.config.getoption("msmq_strict"):
             warnings.warn(NonStrictWarning(render_failure(result, case_headline(result))), stacklevel=1)
             return
-        if result.outcome is Outcome.xfail:
-            pytest.xfail("known failure")
+        if result.outcome is Outcome.xfail:  # why it is known (the entry's reason), and how it fails
+            from harness.report.junit import xfail_message
+
+            pytest.xfail(xfail_message(result))
         if result.outcome is Outcome.xpass:
             raise CaseFailed(result, "[XPASS(strict)] known failure passed unexpectedly")
         raise CaseFailed(result, case_headline(result))
@@ -389,7 +438,7 @@ class CaseItem(pytest.Item):
     ) -> str | Any:
         if not isinstance(excinfo.value, CaseFailed):
             return super().repr_failure(excinfo, style=style)
-        return render_failure(excinfo.value.result, str(excinfo.value))
+        return failure_repr(self, excinfo.value)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -399,12 +448,27 @@ def pytest_runtest_makereport(
     """A target error is raised at setup, where pytest does not ask repr_failure: render it here;
     a skip (not applicable) is reported at the case's line, not the plugin's."""
     report = yield
+    if isinstance(item, CaseItem) and item.result is not None and (call.when == "call" or call.excinfo is not None):
+        # the case's result travels with its report (pytest-xdist too): --msmq-json, --msmq-html
+        report.msmq_result = item.result.to_dict()  # type: ignore[attr-defined]
     if isinstance(item, CaseItem) and call.excinfo is not None:
         if isinstance(call.excinfo.value, CaseFailed):
-            report.longrepr = render_failure(call.excinfo.value.result, str(call.excinfo.value))
+            report.longrepr = failure_repr(item, call.excinfo.value)
         elif report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
             report.longrepr = (str(item.path), max(int(item.case.line), 1), report.longrepr[2])
     return report
+
+
+def failure_repr(item: CaseItem, failed: CaseFailed) -> Any:
+    """What pytest reports for a case that did not pass: its one-line headline as the crash
+    message (JUnit's ``message``, the short summary) and :func:`render_failure` as the text."""
+    from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
+
+    text = render_failure(failed.result, str(failed))
+    headline = " ".join(str(failed).split())
+    entry = ReprEntryNative([line + "\n" for line in text.splitlines()])
+    where = ReprFileLocation(str(item.path), max(int(item.case.line), 1), headline)
+    return ReprExceptionInfo(reprtraceback=ReprTraceback([entry], None, "native"), reprcrash=where)
 
 
 def render_failure(result: CaseResult, headline: str) -> str:
@@ -454,10 +518,89 @@ def _explained(result: CaseResult, failure: StepFailure) -> list[str]:
 
 
 # ================================================================================ the session
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A target that cannot be made or greeted stops the session (status 2) before any test runs,
-    even with ``--continue-on-collection-errors``."""
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> Generator[None, None, None]:
+    """``-k`` selects cases as ``msmq-harness run -k`` does (harness.cases.runner.keyword_matcher:
+    words matched in the case's full id, title and tags; docs/cases.md), ordinary tests as pytest
+    does; a target that cannot be made or greeted stops the session (status 2) before any test
+    runs, even with ``--continue-on-collection-errors``."""
+    keyword = config.option.keyword
+    if keyword and any(isinstance(i, CaseItem) for i in items):
+        from harness.cases.runner import keyword_matcher
+
+        try:
+            wanted = keyword_matcher(keyword)
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
+        config.option.keyword = ""  # pytest's own -k: applied below, to the ordinary tests only
+        try:
+            yield
+        finally:
+            config.option.keyword = keyword
+        from _pytest.mark import deselect_by_keyword
+
+        others = [i for i in items if not isinstance(i, CaseItem)]
+        deselect_by_keyword(others, config)
+        kept = {id(i) for i in others}
+        dropped = []
+        for i in items:
+            if isinstance(i, CaseItem):
+                if wanted([i.case.full_id, i.case.title, *i.case.tags]):
+                    kept.add(id(i))
+                else:
+                    dropped.append(i)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = [i for i in items if id(i) in kept]
+    else:
+        yield
     state = config.stash.get(_STATE, None)
     if state is not None and state.problem:
         pytest.exit(f"msmq-harness: {state.problem}", returncode=2)
+
+
+# ================================================================================ reports
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep each case's result (from its worker too) for ``--msmq-json`` / ``--msmq-html``."""
+    found = getattr(report, "msmq_result", None)
+    if found is not None:
+        _COLLECTED.setdefault(report.nodeid, found)
+
+
+_COLLECTED: dict[str, dict[str, Any]] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """``--msmq-json FILE`` and ``--msmq-html FILE``: the cases' results as ``run`` writes them
+    (not on a pytest-xdist worker: the controller has every result)."""
+    config = session.config
+    paths = [config.getoption("msmq_json"), config.getoption("msmq_html")]
+    if not any(paths) or hasattr(config, "workerinput"):
+        return
+    from harness.report import html, json_report
+    from harness.report.identity import run_info
+    from harness.results import RunResult
+
+    results = [json_report.case_result(record) for record in _COLLECTED.values()]
+    _COLLECTED.clear()
+    strict = bool(config.getoption("msmq_strict"))
+    info = run_info(
+        argv=["pytest", *config.invocation_params.args],
+        paths=[str(a) for a in config.args],
+        keyword=config.option.keyword or None,
+        strict=strict,
+        known_failures=config.getoption("msmq_known_failures"),
+        record=config.getoption("msmq_record"),
+    )
+    run = RunResult(target_of(config), results, sum(r.duration for r in results), strict, info=info)
+    state = config.stash.get(_STATE, None)
+    if state is not None and state.info is not None:
+        run.info.update(target_name=state.info.name, target_version=state.info.version)
+    if paths[0]:
+        Path(paths[0]).parent.mkdir(parents=True, exist_ok=True)
+        json_report.write_json(run, paths[0])
+    if paths[1]:
+        Path(paths[1]).parent.mkdir(parents=True, exist_ok=True)
+        html.write_html(run, paths[1])

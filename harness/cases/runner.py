@@ -52,6 +52,7 @@ __all__ = [
     "StepTimeout",
     "applicability",
     "apply_known_failures",
+    "keyword_matcher",
     "load_known_failures",
     "open_target",
     "run",
@@ -139,6 +140,13 @@ def _section_matches(prefix: str, section: str) -> bool:
     if " " not in prefix:
         section = section.split(" ", 1)[-1]
     return section == prefix or section.startswith(prefix + ".")
+
+
+def keyword_matcher(keyword: str) -> Callable[[Sequence[str]], bool]:
+    """The ``-k`` expression ``keyword`` as a test of a case's texts (its full id, title and tags:
+    a word matches when it is part of one of them, case-insensitively), as ``run -k`` and the
+    pytest plugin select; a bad expression raises ValueError."""
+    return _KeywordExpr(keyword).matches
 
 
 def select(cases: list[Case], *, keyword: str | None = None, sections: Sequence[str] = ()) -> list[Case]:

@@ -41,7 +41,17 @@ from harness.report.explain import explain
 from harness.report.terminal import section_key
 from harness.results import CaseResult, Outcome, RunResult, StepFailure
 
-__all__ = ["FORMAT", "READABLE", "SCHEMA", "load_schema", "read_json", "render_json", "to_json_dict", "write_json"]
+__all__ = [
+    "FORMAT",
+    "READABLE",
+    "SCHEMA",
+    "case_result",
+    "load_schema",
+    "read_json",
+    "render_json",
+    "to_json_dict",
+    "write_json",
+]
 
 FORMAT = "msmq-harness-results/2"
 # the formats read_json reads: /2 added each failure's quote, inputs and line, each result's
@@ -106,20 +116,23 @@ def load_schema() -> dict[str, Any]:
     return schema
 
 
+def case_result(record: Mapping[str, Any]) -> CaseResult:
+    """A result record of a report (or ``CaseResult.to_dict()``) back as a CaseResult."""
+    fields = dict(record)
+    fields["outcome"] = Outcome(fields["outcome"])
+    fields["failures"] = [StepFailure(**f) for f in fields.get("failures", [])]
+    fields.pop("explanations", None)  # derived from the rest (harness.report.explain)
+    if fields.get("stopped") is not None:
+        fields["stopped"] = StepFailure(**fields["stopped"])
+    return CaseResult(**fields)
+
+
 def read_json(path: str | os.PathLike[str]) -> RunResult:
     """A report written by :func:`write_json`, back as a RunResult (values as JSON holds them)."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if data.get("format", READABLE[0]) not in READABLE:
         raise ValueError(f"{path}: format {data.get('format')!r} is none of {', '.join(READABLE)}")
-    results = []
-    for record in data["results"]:
-        fields = dict(record)
-        fields["outcome"] = Outcome(fields["outcome"])
-        fields["failures"] = [StepFailure(**f) for f in fields.get("failures", [])]
-        fields.pop("explanations", None)  # derived from the rest (harness.report.explain)
-        if fields.get("stopped") is not None:
-            fields["stopped"] = StepFailure(**fields["stopped"])
-        results.append(CaseResult(**fields))
+    results = [case_result(record) for record in data["results"]]
     unmatched = [(u["entry"], u["closest"] or "") for u in data.get("unmatched_known_failures", [])]
     return RunResult(
         target=data["target"],

@@ -37,10 +37,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from harness.report.identity import identity_rows
-from harness.report.terminal import DOCUMENTS, case_headline, case_lines, section_key
+from harness.report.terminal import DOCUMENTS, case_headline, case_lines, failure_line, section_key
 from harness.results import CaseResult, Outcome, RunResult
 
-__all__ = ["classname", "relative_file", "render_junit", "to_element", "write_junit"]
+__all__ = ["classname", "relative_file", "render_junit", "to_element", "write_junit", "xfail_message"]
 
 _ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -77,6 +77,16 @@ def relative_file(source: str) -> str:
         except ValueError:
             continue
     return source
+
+
+def xfail_message(result: CaseResult) -> str:
+    """``known failure: REASON: how it fails``, one line: a known failure's explanation (the
+    entry's reason and ticket, harness.cases.baseline; the first difference or what was said)."""
+    lines = result.detail.strip().splitlines()
+    reason = lines[0] if lines and lines[0] != "known failure" else ""
+    how = failure_line(result.failures[0]) if result.failures else (lines[1] if len(lines) > 1 else "")
+    said = ": ".join(_one_line(p) for p in (reason, how) if p)
+    return f"known failure: {said}" if said else "known failure"
 
 
 def _one_line(text: str) -> str:
@@ -123,9 +133,7 @@ def _testcase(result: CaseResult, strict: bool = False) -> ET.Element:
         message = "known failure passed unexpectedly"
         ET.SubElement(element, "failure", message=message, type="xpass").text = _clean(text or message)
     elif outcome is Outcome.xfail:
-        why = _one_line(detail.splitlines()[0]) if detail else ""
-        message = f"known failure: {why}" if why and why != "known failure" else "known failure"
-        ET.SubElement(element, "skipped", message=_clean(message), type="xfail").text = _clean(text)
+        ET.SubElement(element, "skipped", message=_clean(xfail_message(result)), type="xfail").text = _clean(text)
     elif outcome in (Outcome.not_applicable, Outcome.unsupported):
         what = str(outcome).replace("_", " ")
         message = f"{what}: {_one_line(detail)}" if detail else what

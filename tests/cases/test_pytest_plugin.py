@@ -191,7 +191,10 @@ def test_items_markers_and_outcomes(pytester: pytest.Pytester) -> None:
     (pytester.path / "data" / "not_a_case.yaml").write_text("id: [this is not a case\n", encoding="utf-8")
     result = pytester.runpytest(*plugin_args(), "--strict-markers", "-rA", f"--msmq-known-failures={known}")
     # x.interp passes (non_strict, with a warning); nothing is deselected by level
-    result.assert_outcomes(passed=4, failed=2, errors=1, skipped=1, xfailed=1, warnings=1)
+    # the warnings counted are the plugin's (in process, pytest also warns of modules it cannot rewrite)
+    warned = result.parseoutcomes()["warnings"]
+    result.assert_outcomes(passed=4, failed=2, errors=1, skipped=1, xfailed=1, warnings=warned)
+    assert result.stdout.str().count(": NonStrictWarning: ") == 1
     # one item per variant, named by the full id
     result.stdout.fnmatch_lines(
         [
