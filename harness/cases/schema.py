@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import enum
 import functools
 import json
 import math
 import re
+import types
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -502,6 +505,41 @@ def _value_text(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _check_seconds(arg: str, value: Any, path: PathT, lines: Lines) -> None:
+    """iTimeout and ``seconds``: a number of seconds, or ``Infinite`` (iTimeout may be null)."""
+    if value is None and arg == "iTimeout":
+        return
+    if not (_is_number(value) or (isinstance(value, str) and value in _INFINITE_WORDS)):
+        what = "NaN" if isinstance(value, float) else _type_word(value)
+        raise lines.error(
+            path,
+            f"{arg} {_value_text(value)} is not a number of seconds (expected a number, or Infinite; "
+            f"{what} is not one)",
+        )
+
+
+_SCALARS: dict[type, tuple[Callable[[Any], bool], str]] = {
+    bool: (lambda v: isinstance(v, bool), "true or false"),
+    int: (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"),
+    float: (_is_number, "a number"),
+}
+
+
+def _expected_of(choice: Any, value: Any) -> str | None:
+    """What ``value`` should have been to be of the declared type ``choice``: None when it is
+    (or when ``choice`` is a type the protocol carries otherwise, text or any value: not checked
+    here)."""
+    scalar = _SCALARS.get(choice)
+    if scalar is not None:
+        return None if scalar[0](value) else scalar[1]
+    if isinstance(choice, type) and issubclass(choice, enum.Enum):
+        if isinstance(value, str) and value in choice.__members__:
+            return None
+        members = list(choice.__members__)
+        return f"a {choice.__name__} name ({', '.join(members)}){_suggest(str(value), members)}"
+    return None
+
+
 def _check_argument_value(event: str, arg: str, value: Any, path: PathT, lines: Lines) -> None:
     """An argument's value is of the type the protocol carries it as (harness.cases.events
     ``argument_kind``): a number of seconds (or ``Infinite``) for iTimeout and ``seconds``, and
@@ -509,24 +547,12 @@ def _check_argument_value(event: str, arg: str, value: Any, path: PathT, lines: 
     enumeration, a value of that type (an enumeration by a member's name); ``null`` where the
     declared type allows it.  A value of another type would reach the target as a TypeError
     of the implementation, not as the case's mistake."""
-    import enum
-    import types
-    import typing
-
-    from harness.cases.events import ARG_KINDS, spec_events
+    from harness.cases.events import spec_events  # the model's events (events imports the model lazily)
 
     if arg in ARG_KINDS or arg in _OWN_FORMS:  # objects of the case: checked by name
         return
     if arg in _SECONDS_ARGUMENTS:
-        if value is None and arg == "iTimeout":
-            return
-        if not (_is_number(value) or (isinstance(value, str) and value in _INFINITE_WORDS)):
-            what = "NaN" if isinstance(value, float) else _type_word(value)
-            raise lines.error(
-                path,
-                f"{arg} {_value_text(value)} is not a number of seconds (expected a number, or Infinite; "
-                f"{what} is not one)",
-            )
+        _check_seconds(arg, value, path, lines)
         return
     found = spec_events().get(event)
     hint = found.types.get(arg) if found is not None else None
@@ -541,25 +567,10 @@ def _check_argument_value(event: str, arg: str, value: Any, path: PathT, lines: 
         return
     expected = []
     for choice in choices:
-        if choice is bool:
-            if isinstance(value, bool):
-                return
-            expected.append("true or false")
-        elif choice is int:
-            if isinstance(value, int) and not isinstance(value, bool):
-                return
-            expected.append("a whole number")
-        elif choice is float:
-            if _is_number(value):
-                return
-            expected.append("a number")
-        elif isinstance(choice, type) and issubclass(choice, enum.Enum):
-            if isinstance(value, str) and value in choice.__members__:
-                return
-            members = list(choice.__members__)
-            expected.append(f"a {choice.__name__} name ({', '.join(members)}){_suggest(str(value), members)}")
-        else:  # a type the protocol carries otherwise (text, any value): not checked here
+        missed = _expected_of(choice, value)
+        if missed is None:
             return
+        expected.append(missed)
     if optional:
         expected.append("null")
     raise lines.error(path, f"{arg} {_value_text(value)} is not {' or '.join(expected)} ({event})")
@@ -606,18 +617,8 @@ class _Names:
             raise lines.error(path, f"unknown {kind_word} reference {v!r}{_suggest(v, known)}; given defines: {listed}")
 
 
-def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) -> None:
-    """The checks the schema cannot express, on a schema-valid document (one matrix variant)."""
-    from harness.cases.wire import check_wire_case, is_wire_doc
-
-    if is_wire_doc(doc):  # [MS-MQQB] wire cases: harness.cases.wire
-        check_wire_case(doc, lines)
-        return
-    allowed = known_events(events)
-    given: dict[str, Any] = doc.get("given") or {}
-    steps: list[dict[str, Any]] = doc.get("when") or []
-    names = _Names()
-
+def _define_given(given: Mapping[str, Any], names: _Names, lines: Lines) -> None:
+    """The objects ``given`` creates (queues, messages, transactions, descriptors, cursors)."""
     for i, q in enumerate(given.get("queues") or []):
         names.define("queue", q.get("name"), ("given", "queues", i, "name"), lines)
         for j, m in enumerate(q.get("messages") or []):
@@ -631,8 +632,10 @@ def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) ->
         names.define("cursor", c.get("name"), ("given", "cursors", i, "name"), lines)
         names.check("open", c.get("open"), ("given", "cursors", i, "open"), lines)
 
-    # Objects a step creates: a mapping argument with `id` (a message) or `name` (the kind of the
-    # argument), and the transaction Create Transaction (3.1.7.1.8) creates.
+
+def _define_step_objects(steps: list[dict[str, Any]], names: _Names, lines: Lines) -> None:
+    """Objects a step creates: a mapping argument with ``id`` (a message) or ``name`` (the kind of
+    the argument), and the transaction Create Transaction (3.1.7.1.8) creates."""
     for i, step in enumerate(steps):
         for arg, value in (step.get("args") or {}).items():
             path = ("when", i, "args", arg)
@@ -645,45 +648,50 @@ def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) ->
             elif step["event"] == "create_transaction" and arg == "iTransactionIdentifier":
                 names.define("transaction", value, path, lines, unique=False)
 
-    for i, lock in enumerate(given.get("locked") or []):
-        names.check("message", lock.get("message"), ("given", "locked", i, "message"), lines)
-        names.check("transaction", lock.get("transaction"), ("given", "locked", i, "transaction"), lines)
 
-    for i, step in enumerate(steps):
-        event = step["event"]
-        if event not in allowed:
+def _check_event_arguments(i: int, event: str, args: Mapping[str, Any], allowed: frozenset[str], lines: Lines) -> None:
+    """Step ``i`` raises a known event with that event's arguments (and a Cursor event its cursor)."""
+    if event not in allowed:
+        raise lines.error(
+            ("when", i, "event"),
+            f"unknown event {event!r}{_suggest(event, allowed)}; events are the [MS-MQDMPR] "
+            "events of QueueManager and Cursor in snake_case",
+        )
+    params = event_parameters(event)
+    if params is None:
+        return
+    for arg in args:
+        if arg not in params:
             raise lines.error(
-                ("when", i, "event"),
-                f"unknown event {event!r}{_suggest(event, allowed)}; events are the [MS-MQDMPR] "
-                "events of QueueManager and Cursor in snake_case",
+                ("when", i, "args", arg),
+                f"unknown argument {arg!r} of {event}{_suggest(arg, params)}; "
+                f"expected: {', '.join(params) or 'none'}",
             )
-        params = event_parameters(event)
-        args: dict[str, Any] = step.get("args") or {}
-        if params is not None:
-            for arg in args:
-                if arg not in params:
-                    raise lines.error(
-                        ("when", i, "args", arg),
-                        f"unknown argument {arg!r} of {event}{_suggest(arg, params)}; "
-                        f"expected: {', '.join(params) or 'none'}",
-                    )
-            if params[:1] == ("cursor",) and "cursor" not in args:
-                raise lines.error(
-                    ("when", i, "args", "cursor"), f"missing required key 'cursor' ({event} is a Cursor event)"
-                )
-        for arg, value in args.items():
-            kind = _ARG_KINDS.get(arg)
-            if kind is not None and not isinstance(value, dict):
-                names.check(kind, value, ("when", i, "args", arg), lines)
-            _check_argument_value(event, arg, value, ("when", i, "args", arg), lines)
-        for name, value in (step.get("expect") or {}).items():
-            kind = _RESULT_KINDS.get(name)
-            if kind is not None:
-                names.check(kind, value, ("when", i, "expect", name), lines)
-        if "error" in (step.get("expect") or {}):
-            _check_error_values(step["expect"]["error"], ("when", i, "expect", "error"), lines)
+    if params[:1] == ("cursor",) and "cursor" not in args:
+        raise lines.error(("when", i, "args", "cursor"), f"missing required key 'cursor' ({event} is a Cursor event)")
 
-    then: dict[str, Any] = doc.get("then") or {}
+
+def _check_step(i: int, step: Mapping[str, Any], allowed: frozenset[str], names: _Names, lines: Lines) -> None:
+    """Step ``i``: its event and arguments, the objects its arguments and results name, its errors."""
+    event = step["event"]
+    args: dict[str, Any] = step.get("args") or {}
+    _check_event_arguments(i, event, args, allowed, lines)
+    for arg, value in args.items():
+        kind = _ARG_KINDS.get(arg)
+        if kind is not None and not isinstance(value, dict):
+            names.check(kind, value, ("when", i, "args", arg), lines)
+        _check_argument_value(event, arg, value, ("when", i, "args", arg), lines)
+    expect: dict[str, Any] = step.get("expect") or {}
+    for name, value in expect.items():
+        kind = _RESULT_KINDS.get(name)
+        if kind is not None:
+            names.check(kind, value, ("when", i, "expect", name), lines)
+    if "error" in expect:
+        _check_error_values(expect["error"], ("when", i, "expect", "error"), lines)
+
+
+def _check_then(then: Mapping[str, Any], names: _Names, lines: Lines) -> None:
+    """The objects ``then`` names: queues, their messages, cursors and the positions they reference."""
     for q, positions in (then.get("queues") or {}).items():
         names.check("queue", q, ("then", "queues", q), lines)
         for j, pos in enumerate(positions):
@@ -693,6 +701,29 @@ def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) ->
         if "MessagePositionReference" in state:
             ref_path: PathT = ("then", "cursors", c, "MessagePositionReference")
             names.check("position", state["MessagePositionReference"], ref_path, lines)
+
+
+def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) -> None:
+    """The checks the schema cannot express, on a schema-valid document (one matrix variant):
+    every object a case names is defined (by ``given`` or by a step), every step raises a known
+    event with its arguments, each of the type the protocol carries it as."""
+    from harness.cases.wire import check_wire_case, is_wire_doc  # wire imports this module
+
+    if is_wire_doc(doc):  # [MS-MQQB] wire cases: harness.cases.wire
+        check_wire_case(doc, lines)
+        return
+    allowed = known_events(events)
+    given: dict[str, Any] = doc.get("given") or {}
+    steps: list[dict[str, Any]] = doc.get("when") or []
+    names = _Names()
+    _define_given(given, names, lines)
+    _define_step_objects(steps, names, lines)
+    for i, lock in enumerate(given.get("locked") or []):
+        names.check("message", lock.get("message"), ("given", "locked", i, "message"), lines)
+        names.check("transaction", lock.get("transaction"), ("given", "locked", i, "transaction"), lines)
+    for i, step in enumerate(steps):
+        _check_step(i, step, allowed, names, lines)
+    _check_then(doc.get("then") or {}, names, lines)
 
 
 @functools.cache
