@@ -35,22 +35,26 @@ def _fuzz(peer: SimulatedPeer, out: Path, *extra: str) -> tuple[int, dict]:
 
 
 @pytest.mark.parametrize(
-    ("behaviour", "oracle", "budget"),
+    ("behaviour", "oracle", "budget", "seed"),
     [
-        ("crash-soap-length", "crash", "3000"),
-        ("crash-mqf-count", "crash", "6000"),
-        ("hang-cp-when-open", "hang", "110"),
-        ("bad-padding", "violation", "200"),  # a MUST of 2.2.3.1 broken in its replies
+        ("crash-soap-length", "crash", "3000", "1"),
+        ("crash-mqf-count", "crash", "3000", "3"),
+        ("hang-cp-when-open", "hang", "110", "1"),
+        ("bad-padding", "violation", "200", "1"),  # a MUST of 2.2.3.1 broken in its replies
     ],
 )
-def test_fuzz_finds_confirms_and_minimises_each_fault(behaviour: str, oracle: str, budget: str, tmp_path: Path) -> None:
+def test_fuzz_finds_confirms_and_minimises_each_fault(
+    behaviour: str, oracle: str, budget: str, seed: str, tmp_path: Path
+) -> None:
     with SimulatedPeer(behaviour=behaviour, time_scale=SCALE, ping_port=None) as peer:
-        code, report = _fuzz(peer, tmp_path / "out", "--seed", "1", "--max-packets", budget)
+        code, report = _fuzz(peer, tmp_path / "out", "--seed", seed, "--max-packets", budget)
         assert code == 1
         found = [f for f in report["findings"] if f["oracle"] == oracle]
         assert found, report["stopped"]
         first = found[0]
         assert first["confirmed"] and first["case_outcome"] == "failed"
+        if oracle == "crash":  # the run stops at the first confirmed crash
+            assert report["stopped"].startswith("the first confirmed crash") and report["findings"][-1] == first
         assert 1 <= len(first["minimal"]) <= len(first["session"])
         assert Path(first["pcap"]).stat().st_size > 24
         case = Path(first["case"])
@@ -116,3 +120,10 @@ def test_resource_growth_of_a_local_target_is_found(tmp_path: Path) -> None:
     (growth,) = [f for f in report["findings"] if f["oracle"] == "resource-growth"]
     assert growth["confirmed"] and "open descriptors" in growth["why"]
     assert growth["minimal"] and Path(growth["pcap"]).is_file()
+
+
+def test_continue_goes_on_after_a_confirmed_crash(tmp_path: Path) -> None:
+    with SimulatedPeer(behaviour="crash-soap-length", time_scale=SCALE, ping_port=None) as peer:
+        code, report = _fuzz(peer, tmp_path / "out", "--seed", "1", "--max-packets", "700", "--continue")
+    assert code == 1 and report["stopped"] == "--max-packets 700 sent"
+    assert [f["oracle"] for f in report["findings"]] == ["crash"]  # the same crash again is one finding
