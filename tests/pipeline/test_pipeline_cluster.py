@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -202,3 +203,71 @@ def test_executors_that_cannot_reach_the_driver_end_the_job_within_the_time_give
 
 def _summary(out: Path) -> dict[str, Any]:
     return dict(json.loads((out / "summary.json").read_text()))
+
+
+def _executor_pids(app: str) -> list[int]:
+    """The executor processes (JVMs) of the application ``app`` (started by the test's worker)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"org.apache.spark.executor.CoarseGrainedExecutorBackend" in argv and app.encode() in argv:
+            found.append(int(proc.name))
+    return found
+
+
+def test_an_executor_lost_mid_job_is_retried_and_counted(remote: RemoteCluster, cache: Path, tmp_path: Path) -> None:
+    """The executor is killed once it runs the reading stage: Spark starts another, the task
+    is retried, the tables are those of local[2], and summary.json counts the failure."""
+    path, _manifest = capture(tmp_path, "c.pcap", sessions=300, rate=0.2, seed=8)
+    local = tmp_path / "local"
+    assert subprocess.run([HARNESS, "pipeline", str(path), "--out", str(local), "--master", "local[2]", "--quiet"],
+                          capture_output=True, timeout=TIMEOUT).returncode == 0
+    before = {a.name for a in remote.work.glob("app-*")}
+    out = tmp_path / "cluster"
+    argv = [HARNESS, "pipeline", str(path), "--out", str(out), "--master", remote.url,
+            "--conf", f"spark.driver.host={remote.driver_host}", "--quiet"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=_env(cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    killed: list[int] = []
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not killed and proc.poll() is None and time.monotonic() < deadline:
+            for app in (a for a in remote.work.glob("app-*") if a.name not in before):
+                logs = "".join(e.read_text(errors="replace") for e in app.glob("*/stderr"))
+                if re.search(r"Running task \S+ in stage 2\.0", logs):
+                    for pid in _executor_pids(app.name):
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+            time.sleep(0.05)
+        _stdout, stderr = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert killed, "the job ended before its reading stage was seen running"
+    assert proc.returncode == 0, stderr[-4000:]
+    _same_tables(out, local)
+    summary = _summary(out)
+    assert summary["failed_tasks"] >= 1 and summary["lost_executors"] >= 1, summary
+
+
+def test_without_the_shipped_dependencies_the_workers_fail_and_the_command_says_why(
+    remote: RemoteCluster, cache: Path, tmp_path: Path
+) -> None:
+    """--no-ship-deps on workers that lack construct: exit 3 with Spark's reason, the task's Python
+    error and what to do, not a Java trace."""
+    path, _manifest = capture(tmp_path, "c.pcap", sessions=2)
+    argv = [HARNESS, "pipeline", str(path), "--out", str(tmp_path / "out"), "--master", remote.url,
+            "--conf", f"spark.driver.host={remote.driver_host}", "--no-ship-deps", "--quiet"]
+    result = _run(argv, _env(cache), tmp_path)
+    assert result.returncode == 3, result.stderr[-3000:]
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith("msmq-harness pipeline: the Spark job failed: "), message
+    assert "No module named 'construct'" in message and "Running on a cluster" in message, message
+    assert "Traceback" not in result.stderr.split("msmq-harness pipeline:")[-1]
+    assert not (tmp_path / "out").exists()

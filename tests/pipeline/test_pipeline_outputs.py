@@ -1,0 +1,134 @@
+"""``pipeline --out`` URIs: ``file:`` writes there; a file system pyarrow writes is written through
+its client from the executors (the same code on pyarrow's local file system here); schemes that
+cannot be written exit 2 before any work, and never leave a local folder named after the URI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pipeline_helpers import capture, table
+from pyarrow.fs import LocalFileSystem
+
+from harness.outdir import MARKER
+from harness.pipeline import job
+from harness.pipeline.outputs import FsFolder, OutTarget, RemoteStagedOutput, out_target
+from harness.pipeline.splits import describe
+
+HARNESS = str(Path(sys.executable).parent / "msmq-harness")
+
+
+def _pipeline(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([HARNESS, "pipeline", *args, "--quiet"], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize(
+    ("out", "words"),
+    [
+        ("s3a://bucket/tables", ["s3a:// is a file system of Spark's Hadoop layer", "s3://"]),
+        ("wasb://box@account/tables", ["wasb://", "abfs://"]),
+        ("foo://host/tables", ["unknown scheme foo://", "hdfs://", "s3://"]),
+        ("hdfs://no-such-namenode.invalid:8020/tables", ["pyarrow cannot open this file system here"]),
+        ("file://elsewhere/tables", ["a file: URI of another host (elsewhere)"]),
+    ],
+)
+def test_an_out_uri_that_cannot_be_written_exits_2_before_any_work(tmp_path: Path, out: str, words: list[str]) -> None:
+    path, _manifest = capture(tmp_path, "c.pcap", sessions=2)
+    started = time.monotonic()
+    result = _pipeline(tmp_path, str(path), "--out", out)
+    assert result.returncode == 2, result.stderr
+    message = result.stderr.strip()
+    assert message.startswith(f"msmq-harness pipeline: --out {out}: "), message
+    for w in words:
+        assert w in message, message
+    assert "log4j" not in result.stderr and time.monotonic() - started < 60  # Spark never started
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pcap", "c.pcap.json"]  # no ./s3a:/..., ./foo:/...
+
+
+def test_out_file_uri_writes_to_its_path(tmp_path: Path) -> None:
+    path, _manifest = capture(tmp_path, "c.pcap", sessions=6, rate=0.5, seed=2)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    plain, uri = tmp_path / "plain", tmp_path / "by-uri"
+    assert _pipeline(work, str(path), "--out", str(plain), "--master", "local[2]").returncode == 0
+    result = _pipeline(work, str(path), "--out", f"file://{uri}", "--master", "local[2]")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert list(work.iterdir()) == []  # nothing named after the URI
+    for name in ("packets", "sessions", "violations"):
+        assert table(uri, name) == table(plain, name), name
+    assert json.loads((uri / "summary.json").read_text())["out"] == str(uri)
+    assert json.loads((uri / MARKER).read_text())["command"] == "pipeline"
+    again = _pipeline(work, str(path), "--out", f"file:{uri}", "--master", "local[2]")  # file:/x, a previous output
+    assert again.returncode == 0, again.stderr[-3000:]
+
+
+def _local_target(folder: Path) -> OutTarget:
+    return OutTarget(str(folder), uri=f"file://{folder}", fs=LocalFileSystem(), path=str(folder))
+
+
+def test_a_uri_output_is_staged_marked_and_replaces_only_a_previous_output(tmp_path: Path) -> None:
+    """RemoteStagedOutput on a real pyarrow file system (its local one): the rules of harness.outdir."""
+    final = tmp_path / "tables"
+    stage = RemoteStagedOutput(_local_target(final), "pipeline")
+    assert stage.refusal() == ""
+    with stage:
+        assert Path(stage.path).is_dir() and Path(stage.path).name.startswith(".tables.partial-")
+        stage.write_text("summary.json", "{}")
+        stage.commit()
+    assert not Path(stage.path).exists()
+    assert json.loads((final / MARKER).read_text()) == {"command": "pipeline", "files": ["summary.json"]}
+    assert RemoteStagedOutput(_local_target(final), "pipeline").refusal() == ""  # a previous output
+    (final / "notes.txt").write_text("mine")
+    why = RemoteStagedOutput(_local_target(final), "pipeline").refusal()
+    assert "notes.txt" in why and "--force" in why
+    failed = RemoteStagedOutput(_local_target(final), "pipeline", force=True)
+    with pytest.raises(RuntimeError), failed:
+        failed.write_text("summary.json", "{}")
+        raise RuntimeError("the job failed")
+    assert not Path(failed.path).exists() and (final / "notes.txt").exists()  # left as it was
+    forced = RemoteStagedOutput(_local_target(final), "pipeline", force=True)
+    with forced:
+        forced.write_text("report.txt", "new")
+        forced.commit()
+    assert sorted(p.name for p in final.iterdir()) == [MARKER, "report.txt"]
+
+
+def test_out_target_reads_the_scheme(tmp_path: Path) -> None:
+    assert out_target("rel/out").local == Path("rel/out")
+    assert out_target("file:///data/out").local == Path("/data/out")
+    assert out_target("file://localhost/data/out").local == Path("/data/out")
+    assert out_target("file:/data/out").local == Path("/data/out")
+
+
+def test_the_executors_write_the_tables_through_a_pyarrow_file_system(tmp_path: Path) -> None:
+    """The job's URI route (FsFolder: part files, moves, summary through the file system's client)
+    gives the tables of the local-folder route."""
+    path, _manifest = capture(tmp_path, "c.pcap", sessions=8, rate=0.5, seed=4)
+    plain = tmp_path / "plain"
+    spark = job.spark_session("local[2]", 2)
+    try:
+        job.run_pipeline([str(path)], plain, spark=spark, progress=False, split_size=16 << 10)
+        folder = tmp_path / "via-fs"
+        os.mkdir(folder)
+        files = [describe(str(path))]
+        summary = job._run(spark, files, FsFolder(LocalFileSystem(), str(folder)), 0, frozenset({1801}), 16 << 10,
+                           False, time.monotonic(), shown="uri")
+    finally:
+        job.stop_session(spark)
+    for name in ("packets", "sessions", "violations"):
+        rows = table(plain, name)
+        assert rows and table(folder, name) == rows, name
+    assert not list(folder.rglob("*.tmp"))
+    assert json.loads((folder / "summary.json").read_text())["packets"] == summary["packets"] > 0
+    assert (folder / "report.txt").read_text().startswith("inputs 1,")
+
+
+def test_conf_takes_key_value(tmp_path: Path) -> None:
+    result = _pipeline(tmp_path, "x.pcap", "--out", "o", "--conf", "spark.executor.memory")
+    assert result.returncode == 2 and "expected KEY=VALUE" in result.stderr
