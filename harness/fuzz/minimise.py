@@ -41,6 +41,7 @@ __all__ = ["case_of", "confirm_and_minimise", "replay", "write_pcap"]
 _ANSWERED = {"EstablishConnection": "WAITING_CP_MSG", "ConnectionParameters": "OPEN"}
 CS_VALID = "MQQB-3.1.5.3.1-CS-VALID"
 SEND_ACK = "MQQB-3.1.6.4-SEND-ACK"
+INIT = "SessionInitialization"
 
 
 def replay(
@@ -179,48 +180,36 @@ def _hex(data: bytes) -> str:
     return " ".join(data[i : i + 32].hex() for i in range(0, len(data), 32))
 
 
-def case_of(f: Finding, units: list[bytes], reference: str) -> dict[str, Any]:
-    """The acceptor wire case of the minimal packets (see the module docstring)."""
-    state, steps = "WAITING_EC_MSG", list[dict[str, Any]]()
-    last = units[-1]
+def _step(action: str, requirement: str, **args: Any) -> dict[str, Any]:
+    return {"action": action, "args": args, "requirement": requirement}
+
+
+def _steps(f: Finding, units: list[bytes], reference: str) -> tuple[list[dict[str, Any]], str]:
+    """The case's steps (see the module docstring) and the requirement its close checks."""
+    state, steps = "WAITING_EC_MSG", []
     for u in units[:-1]:
         kind = packet_kind(u)
-        steps.append({"action": "send", "args": {"packet": "raw", "hex": _hex(u)}, "requirement": CS_VALID})
+        steps.append(_step("send", CS_VALID, packet="raw", hex=_hex(u)))
         if kind in _ANSWERED:
-            steps.append(
-                {
-                    "action": "receive",
-                    "args": {"packet": kind, "within": "SessionInitialization", "skip": ["SessionAck"]},
-                    "requirement": CS_VALID,
-                }
-            )
+            steps.append(_step("receive", CS_VALID, packet=kind, within=INIT, skip=["SessionAck"]))
             state = _ANSWERED[kind]
-    close = _close_requirement(last, state)
-    steps.append({"action": "send", "args": {"packet": "raw", "hex": _hex(last)}, "requirement": close})
+    close = _close_requirement(units[-1], state)
+    steps.append(_step("send", close, packet="raw", hex=_hex(units[-1])))
     if reference == "closed":
-        steps.append(
-            {"action": "wait_for", "args": {"closed": 1, "within": "SessionInitialization"}, "requirement": close}
-        )
+        steps.append(_step("wait_for", close, closed=1, within=INIT))
     elif state == "OPEN":
-        steps.append({"action": "send", "args": {"packet": "UserMessage"}, "requirement": SEND_ACK})
-        steps.append({"action": "receive", "args": {"within": "SessionAckSend"}, "requirement": SEND_ACK})
+        steps += [_step("send", SEND_ACK, packet="UserMessage"), _step("receive", SEND_ACK, within="SessionAckSend")]
     else:
-        steps.append({"action": "receive", "args": {"within": "SessionInitialization"}, "requirement": CS_VALID})
+        steps.append(_step("receive", CS_VALID, within=INIT))
     if f.oracle == "crash":
-        steps.append(
-            {
-                "action": "send",
-                "args": {"packet": "EstablishConnection", "new_connection": True},
-                "requirement": CS_VALID,
-            }
-        )
-        steps.append(
-            {
-                "action": "receive",
-                "args": {"packet": "EstablishConnection", "within": "SessionInitialization"},
-                "requirement": CS_VALID,
-            }
-        )
+        steps.append(_step("send", CS_VALID, packet="EstablishConnection", new_connection=True))
+        steps.append(_step("receive", CS_VALID, packet="EstablishConnection", within=INIT))
+    return steps, close
+
+
+def case_of(f: Finding, units: list[bytes], reference: str) -> dict[str, Any]:
+    """The acceptor wire case of the minimal packets (see the module docstring)."""
+    steps, close = _steps(f, units, reference)
     cited = [str(r) for r in dict.fromkeys(s["requirement"] for s in steps)]
     then: dict[str, Any] = {}
     if f.oracle == "violation":  # the rule the acceptor broke is graded by its own requirement

@@ -161,25 +161,8 @@ class SenderFuzzer(Fuzzer):
         ctx = Context(self.guid, queue_id=1)
         data = b""
         try:
-            first = conn.read(self.sender_timers.initialization())
-            if first is None or packet_kind(first) != "EstablishConnection":
+            if not self._reach(conn, state, ctx):
                 return "", "", None, b""
-            ec = packets.parse(first, strict=False).EstablishConnectionHeader
-            ctx.server_guid, ctx.time_stamp = GUID(ec.ClientGuid), int(ec.TimeStamp)
-            if state.name != "WAITING_ECR_MSG":
-                conn.send(packets.build(template("EstablishConnection[response]").build(ctx)))
-                cp = conn.read(self.sender_timers.initialization())
-                if cp is None or packet_kind(cp) != "ConnectionParameters":
-                    return "", "", None, b""
-                h = packets.parse(cp, strict=False).ConnectionParametersHeader
-                ctx.recoverable_ack_timeout, ctx.ack_timeout = int(h.RecoverableAckTimeout), int(h.AckTimeout)
-                ctx.window = int(h.WindowSize)
-                if state.name == "OPEN":
-                    conn.send(packets.build(template("ConnectionParameters[response]").build(ctx)))
-                    um = conn.read(self.sender_timers.initialization())
-                    if um is None or packet_kind(um) != "UserMessage":
-                        return "", "", None, b""
-                    ctx.received_user = 1
             try:
                 data = mutation.apply(template(mutation.template).build(ctx), rng)
             except ValueError:
@@ -189,32 +172,58 @@ class SenderFuzzer(Fuzzer):
             conn.send(data)
             if state.name == "OPEN":
                 self._enqueue(2)
-            bound = self.sender_timers.initialization()
-            end = time.monotonic() + bound
-            reacted = False
-            while time.monotonic() < end and not conn.closed:
-                reply = conn.read(end - time.monotonic())
-                if reply is not None and packet_kind(reply) in (_NEXT[state.name], "SessionAck"):
-                    reacted = True
-                    break
-            try:
-                self._control("wire_close", {})
-            except SenderDown as e:
-                return "crash", str(e), conn, data
-            if not reacted and not conn.closed:
-                return (
-                    "hang",
-                    f"the sender neither sent its next packet nor closed within its Session Initialization Timer "
-                    f"(MS-MQQB 3.1.2.1, {self.sender_timers.session_initialization:g} s x scale "
-                    f"{self.sender_timers.scale:g}, +25% +0.5 s = {bound:.3g} s)",
-                    conn,
-                    data,
-                )
-            return "", "", conn, data
+            oracle, why = self._judge(conn, state)
+            return oracle, why, conn, data
         except SenderDown as e:
             return "crash", str(e), conn, data
         finally:
             conn.close()
+
+    def _reach(self, conn: Connection, state: State, ctx: Context) -> bool:
+        """Answer the sender conformantly up to ``state`` (3.1.5.3.1, 3.1.5.4.1); False when it
+        does not send what that takes."""
+        bound = self.sender_timers.initialization()
+        first = conn.read(bound)
+        if first is None or packet_kind(first) != "EstablishConnection":
+            return False
+        ec = packets.parse(first, strict=False).EstablishConnectionHeader
+        ctx.server_guid, ctx.time_stamp = GUID(ec.ClientGuid), int(ec.TimeStamp)
+        if state.name == "WAITING_ECR_MSG":
+            return True
+        conn.send(packets.build(template("EstablishConnection[response]").build(ctx)))
+        cp = conn.read(bound)
+        if cp is None or packet_kind(cp) != "ConnectionParameters":
+            return False
+        h = packets.parse(cp, strict=False).ConnectionParametersHeader
+        ctx.recoverable_ack_timeout, ctx.ack_timeout = int(h.RecoverableAckTimeout), int(h.AckTimeout)
+        ctx.window = int(h.WindowSize)
+        if state.name == "WAITING_CPR_MSG":
+            return True
+        conn.send(packets.build(template("ConnectionParameters[response]").build(ctx)))
+        um = conn.read(bound)
+        ctx.received_user = 1
+        return um is not None and packet_kind(um) == "UserMessage"
+
+    def _judge(self, conn: Connection, state: State) -> tuple[str, str]:
+        """After the injected packet: the sender's next packet or its close within its Session
+        Initialization Timer, else a hang; a control operation that fails, a crash."""
+        bound = self.sender_timers.initialization()
+        end = time.monotonic() + bound
+        reacted = False
+        while time.monotonic() < end and not conn.closed and not reacted:
+            reply = conn.read(end - time.monotonic())
+            reacted = reply is not None and packet_kind(reply) in (_NEXT[state.name], "SessionAck")
+        try:
+            self._control("wire_close", {})
+        except SenderDown as e:
+            return "crash", str(e)
+        if reacted or conn.closed:
+            return "", ""
+        return "hang", (
+            f"the sender neither sent its next packet nor closed within its Session Initialization Timer "
+            f"(MS-MQQB 3.1.2.1, {self.sender_timers.session_initialization:g} s x scale "
+            f"{self.sender_timers.scale:g}, +25% +0.5 s = {bound:.3g} s)"
+        )
 
     def confirm(self, f: Finding) -> None:
         """Play the finding's round again with the same packet: the same oracle must fire."""
