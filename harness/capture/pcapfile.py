@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from typing import Any, BinaryIO, NamedTuple
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "find_record_boundary",
     "iter_record_views",
     "iter_records",
+    "plausible_record_header",
     "read_header",
 ]
 
@@ -322,6 +324,23 @@ def _parse_shb_and_idbs(head: bytes) -> PcapHeader | str:
 # classic pcap
 
 
+def plausible_record_header(
+    sec: int, frac: int, caplen: int, wirelen: int, frac_max: int, limit: int, prev_sec: int | None
+) -> bool:
+    """Is (ts_sec, ts_frac, caplen, wirelen) a plausible classic-pcap record header?  Its fraction
+    is below one second (``frac_max``: 10**6 or 10**9), 0 < wirelen <= MAX_WIRELEN, caplen <=
+    wirelen, caplen <= ``limit`` (the snaplen, or the sanity limit) and its seconds lie within
+    RESYNC_TS_WINDOW of ``prev_sec`` (the previous record's, when known).  The one test of the
+    reader's resynchronisation and of the pipeline's split boundaries (harness.pipeline.splits)."""
+    return (
+        frac < frac_max
+        and 0 < wirelen <= MAX_WIRELEN
+        and caplen <= wirelen
+        and caplen <= limit
+        and (prev_sec is None or abs(sec - prev_sec) <= RESYNC_TS_WINDOW)
+    )
+
+
 def _plausible_chain(
     buf: bytes | memoryview,
     p: int,
@@ -350,9 +369,7 @@ def _plausible_chain(
         if q + 16 > n:
             return False
         sec, frac, caplen, wirelen = rec.unpack_from(buf, q)
-        if frac >= frac_max or wirelen == 0 or wirelen > MAX_WIRELEN or caplen > wirelen or caplen > limit:
-            return False
-        if ts_ref is not None and abs(sec - ts_ref) > RESYNC_TS_WINDOW:
+        if not plausible_record_header(sec, frac, caplen, wirelen, frac_max, limit, ts_ref):
             return False
         ts_ref = sec
         q += 16 + caplen
@@ -405,12 +422,7 @@ def _followed_by_record(rd: _Reader, caplen: int, bo: str, frac_max: int, sec: i
     if nxt + 16 > len(buf):
         return False
     sec2, frac2, caplen2, wirelen2 = _REC[bo].unpack_from(buf, nxt)
-    return (
-        frac2 < frac_max
-        and 0 < wirelen2 <= MAX_WIRELEN
-        and caplen2 <= min(wirelen2, MAX_CAPLEN)
-        and abs(sec2 - sec) <= RESYNC_TS_WINDOW
-    )
+    return plausible_record_header(sec2, frac2, caplen2, wirelen2, frac_max, MAX_CAPLEN, sec)
 
 
 #: what :func:`iter_record_views` yields for a record: (offset, ts, linktype, buffer, start, stop),
@@ -548,11 +560,155 @@ def _find_block_boundary(buf: bytes, bo: str, start: int, stop: int | None = Non
     return None
 
 
-def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None) -> Iterator[Record | CaptureProblem]:
-    bo = hdr.byteorder if hdr else "<"
-    ifaces: list[Interface] = list(hdr.interfaces) if hdr else []
-    in_section = hdr is not None
+@dataclass(slots=True)
+class _Section:
+    """Where a pcapng reader is: the byte order of its section, the interfaces declared so far
+    (an unreadable one as a placeholder, so that numbering stays aligned), whether a Section
+    Header Block has begun a section."""
+
+    bo: str
+    ifaces: list[Interface]
+    started: bool
+
+
+BlockItems = Record | CaptureProblem | list[Record | CaptureProblem] | None
+
+
+def _on_section_header(section: _Section, btype: int, body: bytes, off: int, path: str) -> BlockItems:
+    """Section Header Block: a new section, with no interfaces yet (its byte order is read with
+    the block's header, :func:`_block_header`)."""
+    if len(body) < 16:
+        return CaptureProblem(path, off, "section header block too short")
+    section.started = True
+    section.ifaces = []
+    return None
+
+
+def _on_interface(section: _Section, btype: int, body: bytes, off: int, path: str) -> BlockItems:
+    """Interface Description Block: one more interface, with the problems of its options."""
+    idb, problems = _parse_idb(body, section.bo)
+    section.ifaces.append(idb or _NO_INTERFACE)  # keep interface numbering aligned
+    return [CaptureProblem(path, off, problem) for problem in problems] or None
+
+
+def _block_header(rd: _Reader, section: _Section) -> tuple[int, int, str | None]:
+    """(Block Type, Block Total Length, what is wrong with them or None) of the block at the
+    reader; a Section Header Block sets the section's byte order from its Byte-Order Magic."""
+    buf, pos = rd.buf, rd.pos
+    btype = _U32[section.bo].unpack_from(buf, pos)[0]
+    reason: str | None = None
+    if btype == _SHB_TYPE or _U32["<"].unpack_from(buf, pos)[0] == _SHB_TYPE:
+        b2 = _shb_byteorder(buf[pos : pos + 12])
+        if b2 is None:
+            reason = "bad pcapng byte-order magic"
+        else:
+            section.bo = b2
+            btype = _SHB_TYPE
+    elif not section.started:
+        reason = f"bad magic 0x{buf[pos : pos + 4].hex()}"
+    blen = _U32[section.bo].unpack_from(buf, pos + 4)[0]
+    if reason is None and (blen < 12 or blen % 4):
+        reason = f"block length {blen} invalid"
+    return btype, blen, reason
+
+
+def _skip_other_block(rd: _Reader, btype: int, blen: int, bo: str) -> tuple[str, str]:
+    """Skip a block of a type not read (:data:`_BLOCK_HANDLERS`) too large to hold, in bounded
+    chunks, once its trailing length agrees: ("skipped", ""), ("truncated", why: the file ends
+    within it) or ("bad", why: the lengths disagree; the reader is where resynchronising starts)."""
+    if blen > MAX_SKIP_BLOCK:
+        return "bad", f"block length {blen} above the {MAX_SKIP_BLOCK}-byte sanity limit"
+    trail_raw = rd.peek(rd.offset + blen - 4, 4)
+    if trail_raw is not None:  # checked before skipping: a bogus length costs only this block
+        if len(trail_raw) < 4:
+            return "bad", f"truncated block of type 0x{btype:x} ({blen} bytes declared, the file ends first)"
+        trail = _U32[bo].unpack_from(trail_raw, 0)[0]
+        if trail != blen:
+            return "bad", (
+                f"block length inconsistent ({blen} leading, {trail} trailing; "
+                "checked by seeking, not skipped unverified)"
+            )
+        if rd.skip(blen) < blen:  # the file shrank under us
+            return "truncated", f"truncated block of type 0x{btype:x} ({blen} bytes)"
+        return "skipped", ""
+    # a stream that cannot seek: skip, then check
+    got = rd.skip(blen - 4)
+    if got < blen - 4 or not rd.fill(4):
+        return "truncated", f"truncated block of type 0x{btype:x} ({blen} bytes declared)"
+    trail = _U32[bo].unpack_from(rd.buf, rd.pos)[0]
+    if trail == blen:
+        rd.pos += 4
+        return "skipped", ""
+    rd.pos -= 1  # the resync starts one byte further on, i.e. right here
+    return "bad", f"block length inconsistent ({blen} leading, {trail} trailing; skipped unverified)"
+
+
+def _load_block(rd: _Reader, blen: int, bo: str) -> str | None:
+    """Bring a whole block of ``blen`` bytes into the window; what is wrong with it, or None."""
+    if blen > MAX_BLOCK:
+        return f"block length {blen} above the {MAX_BLOCK}-byte sanity limit"
+    if not rd.fill(blen):
+        # a block running past the end of the file: the last one, cut short, or a bogus length
+        # followed by more blocks
+        return f"truncated block ({rd.remaining_hint()} of {blen} bytes)"
+    trail = _U32[bo].unpack_from(rd.buf, rd.pos + blen - 4)[0]
+    if trail != blen:
+        return f"block length inconsistent ({blen} leading, {trail} trailing)"
+    return None
+
+
+def _resync_block(rd: _Reader, path: str, bo: str, off: int) -> Generator[CaptureProblem, None, bool]:
+    """Resynchronise after the bad block at ``off`` on the next block whose type and trailing
+    length agree; False when the file holds none."""
+    rd.pos += 1
     while True:
+        rd.fill(2 * MAX_BLOCK)
+        buf, pos = rd.buf, rd.pos
+        scan_end = len(buf) - 11 if rd.eof else len(buf) - MAX_BLOCK
+        found = _find_block_boundary(buf, bo, pos, scan_end)
+        if found is not None:
+            rd.pos = found
+            yield CaptureProblem(path, off, f"resynchronised at offset {rd.offset}, skipped {rd.offset - off} bytes")
+            return True
+        if rd.eof:
+            rd.pos = len(buf)
+            yield CaptureProblem(path, off, "no further valid block")
+            return False
+        rd.pos = max(pos, scan_end)
+
+
+def _sound_packet_blocks(rd: _Reader, section: _Section, end: int | None, path: str) -> Iterator[BlockItems]:
+    """The common case first: Enhanced Packet Blocks wholly in the window whose leading and
+    trailing lengths agree, each handed to :func:`_packet_block` without touching the reader's
+    window; anything else (a block to fill for, of another type, or bad) is left to the long way
+    of :func:`_iter_pcapng`."""
+    buf, pos, base = rd.buf, rd.pos, rd.base
+    n = len(buf)
+    stop = n if end is None else min(n, end - base)
+    header, u32 = _BLOCK_HDR[section.bo].unpack_from, _U32[section.bo].unpack_from
+    while pos < stop and pos + 12 <= n:
+        btype, blen = header(buf, pos)
+        nxt = pos + blen
+        if btype != _EPB or blen < 12 or blen % 4 or blen > MAX_BLOCK or nxt > n or u32(buf, nxt - 4)[0] != blen:
+            return
+        rd.pos = nxt
+        yield _packet_block(section, btype, buf[pos + 8 : nxt - 4], base + pos, path)
+        pos = nxt
+
+
+def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None) -> Iterator[Record | CaptureProblem]:
+    """Every block from the reader on: its header checked (:func:`_block_header`), a large block
+    of another type skipped (:func:`_skip_other_block`), the block loaded (:func:`_load_block`)
+    and handed to the handler of its type (:data:`_BLOCK_HANDLERS`); a bad block reported and
+    resynchronised past (:func:`_resync_block`)."""
+    section = _Section(hdr.byteorder if hdr else "<", list(hdr.interfaces) if hdr else [], hdr is not None)
+    while True:
+        if section.started:
+            for item in _sound_packet_blocks(rd, section, end, path):
+                if isinstance(item, list):
+                    yield from item
+                elif item is not None:
+                    yield item
         if end is not None and rd.offset >= end:
             return
         if not rd.fill(12):
@@ -560,106 +716,35 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
                 yield CaptureProblem(path, rd.offset, f"truncated block header ({rd.remaining_hint()} bytes)")
             return
         off = rd.offset
-        buf, pos = rd.buf, rd.pos
-        btype = _U32[bo].unpack_from(buf, pos)[0]
-        reason: str | None = None
-        if btype == _SHB_TYPE or _U32["<"].unpack_from(buf, pos)[0] == _SHB_TYPE:
-            b2 = _shb_byteorder(buf[pos : pos + 12])
-            if b2 is None:
-                reason = "bad pcapng byte-order magic"
-            else:
-                bo = b2
-                btype = _SHB_TYPE
-        elif not in_section:
-            reason = f"bad magic 0x{buf[pos : pos + 4].hex()}"
-        blen = _U32[bo].unpack_from(buf, pos + 4)[0]
-        if reason is None and (blen < 12 or blen % 4):
-            reason = f"block length {blen} invalid"
-        if reason is None and blen > MAX_BLOCK and btype not in (_SHB_TYPE, _IDB, _EPB, _SPB, _PB):
-            # a large block of another type: skip it in bounded chunks, then check its trailing length
-            trail_raw = rd.peek(off + blen - 4, 4) if blen <= MAX_SKIP_BLOCK else None
-            if blen > MAX_SKIP_BLOCK:
-                reason = f"block length {blen} above the {MAX_SKIP_BLOCK}-byte sanity limit"
-            elif trail_raw is not None:  # checked before skipping: a bogus length costs only this block
-                if len(trail_raw) < 4:
-                    reason = f"truncated block of type 0x{btype:x} ({blen} bytes declared, the file ends first)"
-                else:
-                    trail = _U32[bo].unpack_from(trail_raw, 0)[0]
-                    if trail == blen:
-                        if rd.skip(blen) < blen:  # the file shrank under us
-                            yield CaptureProblem(path, off, f"truncated block of type 0x{btype:x} ({blen} bytes)")
-                            return
-                        continue
-                    reason = (
-                        f"block length inconsistent ({blen} leading, {trail} trailing; "
-                        "checked by seeking, not skipped unverified)"
-                    )
-            else:  # a stream that cannot seek: skip, then check
-                got = rd.skip(blen - 4)
-                if got < blen - 4 or not rd.fill(4):
-                    yield CaptureProblem(path, off, f"truncated block of type 0x{btype:x} ({blen} bytes declared)")
-                    return
-                trail = _U32[bo].unpack_from(rd.buf, rd.pos)[0]
-                if trail == blen:
-                    rd.pos += 4
-                    continue
-                reason = f"block length inconsistent ({blen} leading, {trail} trailing; skipped unverified)"
-                rd.pos -= 1  # the resync below starts one byte further on, i.e. right here
-        if reason is None and blen > MAX_BLOCK:
-            reason = f"block length {blen} above the {MAX_BLOCK}-byte sanity limit"
-        if reason is None and not rd.fill(blen):
-            # a block running past the end of the file: the last one, cut short, or a bogus length
-            # followed by more blocks
-            reason = f"truncated block ({rd.remaining_hint()} of {blen} bytes)"
+        btype, blen, reason = _block_header(rd, section)
+        if reason is None and blen > MAX_BLOCK and btype not in _BLOCK_HANDLERS:
+            verdict, why = _skip_other_block(rd, btype, blen, section.bo)
+            if verdict == "skipped":
+                continue
+            if verdict == "truncated":
+                yield CaptureProblem(path, off, why)
+                return
+            reason = why
         if reason is None:
-            buf, pos = rd.buf, rd.pos
-            trail = _U32[bo].unpack_from(buf, pos + blen - 4)[0]
-            if trail != blen:
-                reason = f"block length inconsistent ({blen} leading, {trail} trailing)"
+            reason = _load_block(rd, blen, section.bo)
         if reason is None:
-            body = buf[pos + 8 : pos + blen - 4]
-            rd.pos = pos + blen
-            if btype == _SHB_TYPE:
-                if len(body) < 16:
-                    yield CaptureProblem(path, off, "section header block too short")
-                else:
-                    in_section = True
-                    ifaces = []
-            elif btype == _IDB:
-                idb, problems = _parse_idb(body, bo)
-                for problem in problems:
-                    yield CaptureProblem(path, off, problem)
-                ifaces.append(idb or _NO_INTERFACE)  # keep interface numbering aligned
-            elif btype in (_EPB, _SPB, _PB):
-                item = _packet_block(btype, body, bo, ifaces, off, path)
-                if isinstance(item, list):
-                    yield from item
-                else:
-                    yield item
+            body = rd.buf[rd.pos + 8 : rd.pos + blen - 4]
+            rd.pos += blen
+            handler = _BLOCK_HANDLERS.get(btype)
+            items = handler(section, btype, body, off, path) if handler is not None else None
+            if isinstance(items, list):
+                yield from items
+            elif items is not None:
+                yield items
             continue
         yield CaptureProblem(path, off, reason)
-        # resynchronise on the next block whose type and trailing length agree
-        rd.pos += 1
-        while True:
-            rd.fill(2 * MAX_BLOCK)
-            buf, pos = rd.buf, rd.pos
-            scan_end = len(buf) - 11 if rd.eof else len(buf) - MAX_BLOCK
-            found = _find_block_boundary(buf, bo, pos, scan_end)
-            if found is not None:
-                rd.pos = found
-                msg = f"resynchronised at offset {rd.offset}, skipped {rd.offset - off} bytes"
-                yield CaptureProblem(path, off, msg)
-                break
-            if rd.eof:
-                rd.pos = len(buf)
-                yield CaptureProblem(path, off, "no further valid block")
-                return
-            rd.pos = max(pos, scan_end)
+        if not (yield from _resync_block(rd, path, section.bo, off)):
+            return
 
 
-def _packet_block(
-    btype: int, body: bytes, bo: str, ifaces: list[Interface], off: int, path: str
-) -> Record | CaptureProblem | list[Record | CaptureProblem]:
+def _packet_block(section: _Section, btype: int, body: bytes, off: int, path: str) -> BlockItems:
+    """Enhanced, Simple or (obsolete) Packet Block: its record, or what is wrong with it."""
+    bo, ifaces = section.bo, section.ifaces
     if btype == _EPB:
         if len(body) < 20:
             return CaptureProblem(path, off, "enhanced packet block too short")
@@ -691,6 +776,16 @@ def _packet_block(
         # the block's lengths agree, so the data is sound: report the header and keep the packet
         return [CaptureProblem(path, off, f"caplen {caplen} above snaplen {iface.snaplen} (record kept)"), record]
     return record
+
+
+#: the blocks whose body is read, by type; every other block is skipped by its length
+_BLOCK_HANDLERS: dict[int, Callable[[_Section, int, bytes, int, str], BlockItems]] = {
+    _SHB_TYPE: _on_section_header,
+    _IDB: _on_interface,
+    _EPB: _packet_block,
+    _SPB: _packet_block,
+    _PB: _packet_block,
+}
 
 
 # --------------------------------------------------------------------------------------------

@@ -33,8 +33,6 @@ from typing import BinaryIO
 from harness.capture.pcapfile import (
     MAX_BLOCK,
     MAX_CAPLEN,
-    MAX_WIRELEN,
-    RESYNC_TS_WINDOW,
     CaptureProblem,
     PcapHeader,
     Record,
@@ -42,6 +40,7 @@ from harness.capture.pcapfile import (
     find_record_boundary,
     iter_record_views,
     iter_records,
+    plausible_record_header,
     read_header,
 )
 from harness.files import describe_mode
@@ -309,9 +308,7 @@ def _confirm(buf: bytes, p: int, header: PcapHeader, at_eof: bool) -> bool:
         if q + 16 > len(buf):
             return at_eof
         sec, frac, caplen, wirelen = unpack(buf, q)
-        if frac >= frac_max or not 0 < wirelen <= MAX_WIRELEN or caplen > wirelen or caplen > limit:
-            return False
-        if prev is not None and abs(sec - prev) > RESYNC_TS_WINDOW:
+        if not plausible_record_header(sec, frac, caplen, wirelen, frac_max, limit, prev):
             return False
         prev = sec
         q += 16 + caplen
