@@ -335,7 +335,8 @@ implementation behind this protocol: copy it and replace the calls into the refe
 
 ## Hello and capabilities
 
-The first request is `hello`. The reply names the implementation, lists the model events and
+The first request is `hello`. The reply names the implementation (`name`, and `version`, its own
+version, which every report shows: optional), lists the model events and
 harness operations it implements (`events`: a case that raises one the list leaves out is
 `unsupported`; `[]` is none; leave `events` out for every one) and its `capabilities`. The runner
 decides from the capabilities alone which cases run; a case that needs one the target lacks is
@@ -355,7 +356,7 @@ events or capabilities missing; docs/profiles.md lists what each focus section's
 
 | request | reply |
 |---|---|
-| `{{"op": "hello"}}` | `{{"ok": true, "name", "events": [...], "capabilities": [...]}}` |
+| `{{"op": "hello"}}` | `{{"ok": true, "name", "version", "events": [...], "capabilities": [...]}}` |
 | `{{"op": "setup", "given": {{...}}}}` | `{{"ok": true}}`: a fresh state built from the case's `given` (docs/cases.md), matrix values substituted |
 | `{{"op": "event", "event": NAME, "args": {{...}}}}` | `{{"ok": true, "result": {{...}}}}`: the event's return values by the spec's names (`rStatus`, `rMessage`, ...), objects named as the case named them |
 | `{{"op": "observe", "queues": [...], "cursors": [...]}}` | `{{"ok": true, "queues": {{q: [{{"message", "State"}}, ...]}}, "cursors": {{c: {{"CursorState", "MessagePositionReference"}}}}}}` |

@@ -44,10 +44,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from harness.report.explain import Explanation, explain, rows
+from harness.report.identity import identity_rows
 from harness.report.terminal import (
     BAD_OUTCOMES,
     OUTCOMES,
     SHOWN_OUTCOMES,
+    baseline_lines,
     section_key,
     sections_by_document,
     verdict,
@@ -435,6 +437,24 @@ def options(name: str, label: str, values: list[str]) -> str:
     return f'<label>{label} <select name="{name}"><option value="">all</option>{options}</select></label>'
 
 
+def _identity(run: RunResult) -> str:
+    """The facts that identify the run (harness.report.identity), as the terminal lists them."""
+    facts = identity_rows(run)
+    said = facts[0][1] if facts and facts[0][1] != run.target else ""
+    out = [f'<div><dt>implementation</dt><dd id="implementation">{escape(said)}</dd></div>'] if said else []
+    out += [
+        f'<div><dt>{escape(label)}</dt><dd class="run-{escape(label.replace(" ", "-"))}">{escape(text)}</dd></div>'
+        for label, text in facts[1:]
+    ]
+    return "".join(out)
+
+
+def _baseline(run: RunResult) -> str:
+    """What ``--baseline`` says of the run: regressions, improvements, stale entries (as the terminal)."""
+    lines = baseline_lines(run)
+    return f'<pre id="baseline">{escape(chr(10).join(lines).strip())}</pre>' if lines else ""
+
+
 def _filters(run: RunResult, sections: list[str]) -> str:
     present = {str(r.outcome) for r in run.results}
     levels = {r.level for r in run.results} | {f.level for r in run.results for f in r.failures}
@@ -515,8 +535,10 @@ def render_html(
 <div><dt>cases</dt><dd id="total-cases">{len(run.results)}</dd></div>
 <div><dt>duration</dt><dd id="duration">{run.duration:.2f} s</dd></div>
 <div><dt>generated</dt><dd>{escape(generated)}</dd></div>
+{_identity(run)}
 </dl>
 {"".join(f'<p class="warning">warning: {escape(w)}</p>' for w in run.warnings())}
+{_baseline(run)}
 {_filters(run, filter_sections)}
 </header>
 <main>

@@ -1,0 +1,66 @@
+"""A sender that never connects fails fast, and a long run says how far it is when piped.
+
+The mutant NeverConnects (examples/mutants/sender.py: it never establishes the connection
+[MS-MQQB] 3.1.7.12 requires) runs the wire cases of cases/mqqb through the reference adapter, as
+the reference sender does: each case that waits for a connection ends once the Ping Response
+Timer (3.1.2.9, at the sender's scale) has run out with no connection, filed under
+MQQB-3.1.7.12-CONNECT, instead of after the whole wait of its step (the fault cases run their
+timers unscaled: 38 to 45 s each before).  Both runs are piped: the heartbeat shows on standard
+error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.cases.mutants import target_of
+
+ROOT = Path(__file__).resolve().parents[2]
+ADAPTER = ROOT / "examples" / "reference_adapter.py"
+
+
+def _run(target: str, report: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    command = [sys.executable, "-m", "harness.cli", "run", "cases/mqqb", "--target", target, "--json", str(report)]
+    start = time.monotonic()
+    done = subprocess.run(
+        [*command, "--heartbeat", "2"], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
+    )
+    return time.monotonic() - start, done
+
+
+def test_a_never_connecting_sender_fails_at_the_first_timer_that_proves_it(tmp_path: Path) -> None:
+    reference = f"cmd:{sys.executable} {ADAPTER} --no-adm"  # the same adapter, the reference sender
+    took_reference, done = _run(reference, tmp_path / "reference.json")
+    if done.returncode != 0:
+        results = json.loads((tmp_path / "reference.json").read_text(encoding="utf-8"))["results"]
+        bad = [(r["case_id"], r["detail"]) for r in results if r["outcome"] in ("failed", "error", "non_strict")]
+        raise AssertionError(bad[:5])
+    mutant = target_of("examples.mutants.sender:NeverConnects")
+    took_mutant, done = _run(mutant, tmp_path / "mutant.json")
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert took_mutant < 2 * took_reference, (took_mutant, took_reference)
+
+    # piped output: a heartbeat line every 2 s on standard error
+    beats = re.findall(r"^msmq-harness: (\d+)/(\d+) cases done, (\d+) failed, \d+ s$", done.stderr, re.M)
+    assert len(beats) >= 3 and all(total == "110" for _, total, _ in beats)
+    assert [int(d) for d, _, _ in beats] == sorted(int(d) for d, _, _ in beats)
+
+    results = json.loads((tmp_path / "mutant.json").read_text(encoding="utf-8"))["results"]
+    never = [r for r in results if "the sender never connected" in r["detail"]]
+    assert len(never) > 40
+    for r in never:
+        assert r["outcome"] == "failed"
+        (failure,) = r["failures"]
+        assert failure["requirement"] == "MQQB-3.1.7.12-CONNECT" and failure["level"] == "MUST"
+        assert (failure["field"], failure["expected"], failure["observed"]) == ("connections", 1, 0)
+        assert "the Ping Response Timer" in failure["message"]
+        bound = float(re.search(r"= ([\d.]+) s\)?$", failure["message"]).group(1))
+        assert bound <= 1.75  # PingResponse, 1 s at scale 1 at most, +25% +0.5 s
+    faults = {r["case_id"]: r for r in never if r["case_id"].startswith("mqqb.fault.")}
+    assert len(faults) >= 7  # the unscaled fault cases: cut at 1.75 s, not at their 38-45 s wait
+    assert all(r["duration"] < 10 for r in faults.values()), {k: r["duration"] for k, r in faults.items()}
