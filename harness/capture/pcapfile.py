@@ -677,7 +677,9 @@ def _resync_block(rd: _Reader, path: str, bo: str, off: int) -> Generator[Captur
         rd.pos = max(pos, scan_end)
 
 
-def _sound_packet_blocks(rd: _Reader, section: _Section, end: int | None, path: str) -> Iterator[BlockItems]:
+def _sound_packet_blocks(
+    rd: _Reader, section: _Section, end: int | None, path: str
+) -> Iterator[Record | CaptureProblem]:
     """The common case first: Enhanced Packet Blocks wholly in the window whose leading and
     trailing lengths agree, each handed to :func:`_packet_block` without touching the reader's
     window; anything else (a block to fill for, of another type, or bad) is left to the long way
@@ -692,7 +694,11 @@ def _sound_packet_blocks(rd: _Reader, section: _Section, end: int | None, path: 
         if btype != _EPB or blen < 12 or blen % 4 or blen > MAX_BLOCK or nxt > n or u32(buf, nxt - 4)[0] != blen:
             return
         rd.pos = nxt
-        yield _packet_block(section, btype, buf[pos + 8 : nxt - 4], base + pos, path)
+        item = _packet_block(section, btype, buf[pos + 8 : nxt - 4], base + pos, path)
+        if isinstance(item, list):
+            yield from item
+        elif item is not None:
+            yield item
         pos = nxt
 
 
@@ -704,11 +710,7 @@ def _iter_pcapng(rd: _Reader, path: str, end: int | None, hdr: PcapHeader | None
     section = _Section(hdr.byteorder if hdr else "<", list(hdr.interfaces) if hdr else [], hdr is not None)
     while True:
         if section.started:
-            for item in _sound_packet_blocks(rd, section, end, path):
-                if isinstance(item, list):
-                    yield from item
-                elif item is not None:
-                    yield item
+            yield from _sound_packet_blocks(rd, section, end, path)
         if end is not None and rd.offset >= end:
             return
         if not rd.fill(12):
