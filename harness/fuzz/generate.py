@@ -5,7 +5,9 @@ The packets are built by the codec from the construct definitions ([MS-MQMQ] 2.2
 SessionAck, an OrderAck, a FinalAck and UserMessage Packets carrying each optional header
 (TransactionHeader 2.2.20.5, SecurityHeader 2.2.20.6, DebugHeader 2.2.20.8, SoapHeader 2.2.20.7,
 MultiQueueFormatHeader 2.2.20.1 with its nested MQFAddressHeader lists, a piggy-backed
-SessionHeader 2.2.20.4), all valid and addressed to the target of the session they are sent on.
+SessionHeader 2.2.20.4; the [MS-MQRR] 2.2.5.1.2 SRMP headers, 2.2.5.2 ExtensionHeader and the
+headers it announces), all valid (but the SRMP one, see ``_with_srmp``) and addressed to the target
+of the session they are sent on.
 A :class:`Mutation` then changes one field, found by spec path in the decoded packet and by
 offset in its bytes (``packets.field_offset``), according to its type as the definitions give it:
 lengths, sizes and counts at zero, one beyond, at the packet's length and at their widths' limits;
@@ -192,17 +194,45 @@ def _with_session_header(ctx: Context) -> Container:
     return _ordered(h)
 
 
-_ORDER = (
-    "BaseHeader",
-    "UserHeader",
-    "TransactionHeader",
-    "SecurityHeader",
-    "MessagePropertiesHeader",
-    "DebugHeader",
-    "SoapHeader",
-    "MultiQueueFormatHeader",
-    "SessionHeader",
-)  # [MS-MQMQ] 2.2.20
+def _with_srmp(ctx: Context) -> Container:
+    """An SRMP Message ([MS-MQRR] 2.2.5.1.2): UserHeader.Flags.AH with an SRMPEnvelopeHeader and a
+    CompoundMessageHeader, as the CVE-2023-21554 scanners send it; [MS-MQMQ] 2.2.19.2 says AH MUST
+    NOT be set when sent, so a conformant acceptor may discard it (3.1.5.1.3): it is the one
+    template that is not conformant as built."""
+    h = _user(ctx)
+    _set_user_flags(h, AH=1)
+    body = b"<b>fuzz</b>"
+    h.SRMPEnvelopeHeader = Container(HeaderId=0x0190, Reserved=0, DataLength=None, Data="<se:Envelope/>")
+    h.CompoundMessageHeader = Container(
+        HeaderId=0x01F4, Reserved=0, HTTPBodySize=None, MsgBodySize=len(body), MsgBodyOffset=0, Data=body
+    )
+    return _ordered(h)
+
+
+def _with_extension(ctx: Context) -> Container:
+    """A UserMessage followed by the [MS-MQRR] 2.2.5.2 ExtensionHeader and the SubqueueHeader and
+    ExtendedAddressHeader its Flags announce (2.2.5.3, 2.2.5.5)."""
+    from packets import mqrr
+
+    h = _user(ctx)
+    h.ExtensionHeader = Container(
+        HeaderSize=12, RemainingHeadersSize=None, Flags=mqrr.ExtensionHeaderFlags.make(SQ=1, EA=1), Reserved=bytes(3)
+    )
+    h.SubqueueHeader = Container(
+        HeaderSize=148, TM=0, AcknowledgementClass=0, Reserved=0, AbortCounter=0, MoveCounter=0, LastMoveTime=0,
+        SubqueueName=mqrr.fixed_utf16("fuzz"), TargetSubqueueName=bytes(64),
+    )  # fmt: skip
+    h.ExtendedAddressHeader = Container(
+        HeaderSize=28, AddressLength=4, AddressType=1, AddressScope=0, Address=bytes([127, 0, 0, 1]) + bytes(12)
+    )
+    return _ordered(h)
+
+
+_ORDER = (  # [MS-MQMQ] 2.2.20, [MS-MQRR] 2.2.5
+    "BaseHeader", "UserHeader", "TransactionHeader", "SecurityHeader", "MessagePropertiesHeader", "DebugHeader",
+    "SRMPEnvelopeHeader", "CompoundMessageHeader", "SoapHeader", "MultiQueueFormatHeader", "SessionHeader",
+    "ExtensionHeader", "SubqueueHeader", "DeadLetterHeader", "ExtendedAddressHeader",
+)  # fmt: skip
 
 
 def _ordered(h: Container) -> Container:
@@ -281,6 +311,8 @@ _TEMPLATES = (
     Template("UserMessage", "soap", _with_soap),
     Template("UserMessage", "mqf", _with_mqf),
     Template("UserMessage", "session-header", _with_session_header),
+    Template("UserMessage", "srmp", _with_srmp),
+    Template("UserMessage", "extension", _with_extension),
     Template("OrderAck", "", _ack("OrderAck")),
     Template("FinalAck", "", _ack("FinalAck")),
 )
