@@ -10,8 +10,10 @@ connection (input file and bidirectional 5-tuple); each connection is reassemble
 by [MS-MQMQ] 2.2.19.1 BaseHeader.PacketSize with ``packets.parse(strict=False)`` and checked by
 the passive session observer (:func:`harness.pipeline.flows.flow_rows`, the functions of
 ``msmq-harness decode``), and each shuffle partition writes its rows with pyarrow as one Parquet
-file per table (so the output folder must be reachable from every executor: a local folder, or a
-shared file system on a cluster).  Outputs in the output folder: ``packets/``, ``sessions/``,
+file per table (so the output folder must be reachable from every executor: a local folder, a
+shared file system on a cluster, or a folder on a file system pyarrow writes,
+:mod:`harness.pipeline.outputs`).  The Spark session, the code shipped to a cluster and the watch
+kept on the jobs are :mod:`harness.pipeline.cluster`'s.  Outputs in the output folder: ``packets/``, ``sessions/``,
 ``violations/`` (Parquet), ``summary.json`` (counts, violations per rule and per peer, and per
 input the reconciliation frames read = frames decoded + frames rejected, with every capture
 problem and its offset) and ``report.txt``.
@@ -77,7 +79,6 @@ from harness.pipeline.splits import (
 
 __all__ = ["SCHEMAS", "PipelineError", "run_pipeline", "spark_session"]
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 MIN_SPLIT = 1 << 20
 #: capture bytes per shuffle partition (a partition's connections are held in memory together)
 SHUFFLE_BYTES = 64 << 20
