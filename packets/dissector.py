@@ -30,12 +30,13 @@ import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from string import Template
 from typing import Any
 
 import construct as c
 from construct import expr as cexpr
 
-from packets import base, session
+from packets import base, message, session
 from packets.fields import BitFlags, Data, ElementList, Fields, FlagsField, Pad, Utf16z, _GuidField
 from packets.generate import this_path
 from packets.layout import PacketKind, Slot, always
@@ -653,9 +654,144 @@ def generate_lua(tcp_port: int = DEFAULT_TCP_PORT, udp_port: int = DEFAULT_UDP_P
     return _generate(tcp_port, udp_port)[0]
 
 
-def _generate(tcp_port: int = DEFAULT_TCP_PORT, udp_port: int = DEFAULT_UDP_PORT) -> tuple[str, dict[str, LuaField]]:
-    from packets import message
+_PDU_LENGTH_LUA = Template("""\
+-- Bytes a packet occupies in the TCP stream, from its BaseHeader (packets.stream.wire_length).
+local function pdu_length(tvb, pinfo, offset)
+  local flags = tvb:range(offset + 2, 2):le_uint()
+  local signature, size = tvb:range(offset + 4, 4):le_uint(), tvb:range(offset + 8, 4):le_uint()
+  if signature ~= 0x$signature or size < $base_size or size > 0x$max_size then
+    return tvb:len() - offset -- not at a packet boundary: the rest is shown undecoded
+  end
+${uncounted}  return size
+end
 
+""")
+
+_DISSECT_LUA = Template("""\
+local function add_error(tree, e)
+  if type(e) == "table" and e.msmq then
+    tree:add_proto_expert_info(ef_malformed, e.path:gsub("^msmq%.", "") .. " at byte " .. e.offset .. ": " .. e.reason)
+  else
+    tree:add_proto_expert_info(ef_malformed, tostring(e))
+  end
+end
+
+-- One packet of the TCP stream (tvb starts at its BaseHeader).
+local function dissect_pdu(tvb, pinfo, tree)
+  local root = tree:add(msmq, tvb())
+  local h, off = {}, 0
+  local ok, err = pcall(function()
+    off = $base_parser(tvb, root, off, h)
+    if $internal_chosen then
+${walk_internal}    else
+${walk_user}    end
+  end)
+  local kind = "Unknown"
+  if h.BaseHeader ~= nil then
+    local ok2, k = pcall(identify, h)
+    if ok2 then kind = k end
+  end
+  root:add(F["msmq.PacketKind"], tvb:range(0, 0), kind)
+  if not ok then add_error(root, err)
+  elseif off < tvb:len() then
+    root:add_proto_expert_info(ef_trailing, (tvb:len() - off) .. " bytes follow the last header")
+  end
+${bodies}  root:append_text(", " .. kind)
+  pinfo.cols.protocol = "MSMQ"
+  local info = tostring(pinfo.cols.info)
+  if info:find("^MSMQ ") then pinfo.cols.info:append(", " .. kind)
+  else pinfo.cols.info:set("MSMQ " .. kind) end
+  return tvb:len()
+end
+
+-- A Ping Packet: one UDP datagram ([MS-MQQB] 2.2.7).
+local function dissect_ping(tvb, pinfo, tree)
+  local root = tree:add(msmq, tvb())
+  local h = {}
+  local ok, res = pcall($ping_parser, tvb, root, 0, h)
+  root:add(F["msmq.PacketKind"], tvb:range(0, 0), $ping_kind)
+  if not ok then add_error(root, res)
+  elseif res < tvb:len() then
+    root:add_proto_expert_info(ef_trailing, (tvb:len() - res) .. " bytes follow the packet")
+  end
+  root:append_text(", $ping")
+  pinfo.cols.protocol = "MSMQ"
+  pinfo.cols.info:set("MSMQ $ping")
+  return tvb:len()
+end
+
+local PT_UDP = 3 -- Pinfo.port_type of a UDP datagram
+function msmq.dissector(tvb, pinfo, tree)
+  if pinfo.port_type == PT_UDP then return dissect_ping(tvb, pinfo, tree) end
+  dissect_tcp_pdus(tvb, tree, $base_size, pdu_length, dissect_pdu, true)
+  return tvb:len()
+end
+
+DissectorTable.get("tcp.port"):add($tcp_port, msmq)
+DissectorTable.get("udp.port"):add($udp_port, msmq)
+""")
+
+#: the packets whose MessageBody is itself a structure ([MS-MQQB] 2.2.4.1, 2.2.5.1), by kind
+_BODY_KINDS = {PacketKind.OrderAck: "OrderAckBody", PacketKind.FinalAck: "FinalAckBody"}
+
+
+def _pdu_length_lua(plans: dict[str, _LayoutPlan], internal: _Rule) -> str:
+    """Framing: PacketSize plus the headers it does not count ([MS-MQMQ] 2.2.19.1)."""
+    em = _Emitter()
+    for key, plan in plans.items():
+        extra = _uncounted(plan)
+        if not extra:
+            continue
+        chooses = internal.lua({"key": "flags"})
+        em.add(1, f"if {'' if key == 'internal' else 'not '}{chooses} then")
+        for rule, size in extra:
+            em.add(2, f"if {rule.lua({'key': 'flags', 'first': 'nil'})} then size = size + {size} end")
+        em.add(1, "end")
+    return _PDU_LENGTH_LUA.substitute(
+        signature=f"{base.SIGNATURE:08X}",
+        base_size=base.BASE_HEADER_SIZE,
+        max_size=f"{base.MAX_PACKET_SIZE:08X}",
+        uncounted="".join(line + "\n" for line in em.lines),
+    )
+
+
+def _dissect_lua(
+    plans: dict[str, _LayoutPlan], internal: _Rule, parsers: dict[str, str], tcp_port: int, udp_port: int
+) -> str:
+    """The dissector functions: a TCP packet (its headers as the layouts say, its kind, the body
+    of an OrderAck or FinalAck), a Ping Packet, and their registration on the two ports."""
+    walks = {}
+    for key in ("internal", "user"):
+        em = _Emitter()
+        _walk_lua(em, plans[key], parsers, 3)
+        walks[key] = "".join(line + "\n" for line in em.lines)
+    bodies = _Emitter()
+    for kind, body in _BODY_KINDS.items():
+        bodies.add(1, f"if kind == {_q(kind)} and h.MessagePropertiesHeader.MessageBody ~= nil")
+        bodies.add(2, f"and h.MessagePropertiesHeader.MessageBody.len == {session.ACK_BODY_SIZE} then")
+        bodies.add(2, "local b = h.MessagePropertiesHeader.MessageBody")
+        bodies.add(2, f"local okb, errb = pcall({parsers[body]}, tvb:range(b.offset, b.len):tvb(), root, 0, h)")
+        bodies.add(2, "if not okb then add_error(root, errb) end")
+        bodies.add(1, "end")
+    return _DISSECT_LUA.substitute(
+        base_parser=parsers["BaseHeader"],
+        internal_chosen=internal.lua({"key": "h.BaseHeader.Flags"}),
+        walk_internal=walks["internal"],
+        walk_user=walks["user"],
+        bodies="".join(line + "\n" for line in bodies.lines),
+        ping_parser=parsers["Ping"],
+        ping_kind=_q(PacketKind.Ping),
+        ping=PacketKind.Ping,
+        base_size=base.BASE_HEADER_SIZE,
+        tcp_port=int(tcp_port),
+        udp_port=int(udp_port),
+    )
+
+
+def _generate(tcp_port: int = DEFAULT_TCP_PORT, udp_port: int = DEFAULT_UDP_PORT) -> tuple[str, dict[str, LuaField]]:
+    """The Lua source and the fields it registers: one parser function per header (walking its
+    construct definition), the framing, the dissector functions (:data:`_DISSECT_LUA`) and the
+    identification of 3.1.5.1.1 (:func:`_identify_lua`)."""
     plans = {
         "user": _plan_layout(tuple(message.USER_MESSAGE_LAYOUT), "UserMessage"),
         "internal": _plan_layout(tuple(session.INTERNAL_LAYOUT), "internal"),
@@ -674,106 +810,8 @@ def _generate(tcp_port: int = DEFAULT_TCP_PORT, udp_port: int = DEFAULT_UDP_PORT
     for name, header, section in headers:
         if name not in parsers:
             parsers[name] = _header_function(em, name, header, section)
-
-    # framing: PacketSize plus the headers it does not count ([MS-MQMQ] 2.2.19.1)
-    sig = base.SIGNATURE
-    em.add(0, "-- Bytes a packet occupies in the TCP stream, from its BaseHeader (packets.stream.wire_length).")
-    em.add(0, "local function pdu_length(tvb, pinfo, offset)")
-    em.add(1, "local flags = tvb:range(offset + 2, 2):le_uint()")
-    em.add(1, "local signature, size = tvb:range(offset + 4, 4):le_uint(), tvb:range(offset + 8, 4):le_uint()")
-    em.add(
-        1, f"if signature ~= 0x{sig:08X} or size < {base.BASE_HEADER_SIZE} or size > 0x{base.MAX_PACKET_SIZE:08X} then"
-    )
-    em.add(2, "return tvb:len() - offset -- not at a packet boundary: the rest is shown undecoded")
-    em.add(1, "end")
-    for key, plan in plans.items():
-        extra = _uncounted(plan)
-        if not extra:
-            continue
-        chooses = internal.lua({"key": "flags"})
-        em.add(1, f"if {'' if key == 'internal' else 'not '}{chooses} then")
-        for rule, size in extra:
-            em.add(2, f"if {rule.lua({'key': 'flags', 'first': 'nil'})} then size = size + {size} end")
-        em.add(1, "end")
-    em.add(1, "return size")
-    em.add(0, "end")
-    em.add(0, "")
-
-    body_kinds = {PacketKind.OrderAck: "OrderAckBody", PacketKind.FinalAck: "FinalAckBody"}
-    em.add(0, "local function add_error(tree, e)")
-    em.add(1, 'if type(e) == "table" and e.msmq then')
-    em.add(
-        2,
-        'tree:add_proto_expert_info(ef_malformed, e.path:gsub("^msmq%.", "") .. " at byte " .. e.offset .. '
-        '": " .. e.reason)',
-    )
-    em.add(1, "else")
-    em.add(2, "tree:add_proto_expert_info(ef_malformed, tostring(e))")
-    em.add(1, "end")
-    em.add(0, "end")
-    em.add(0, "")
-    em.add(0, "-- One packet of the TCP stream (tvb starts at its BaseHeader).")
-    em.add(0, "local function dissect_pdu(tvb, pinfo, tree)")
-    em.add(1, "local root = tree:add(msmq, tvb())")
-    em.add(1, "local h, off = {}, 0")
-    em.add(1, "local ok, err = pcall(function()")
-    em.add(2, f"off = {parsers['BaseHeader']}(tvb, root, off, h)")
-    em.add(2, f"if {internal.lua({'key': 'h.BaseHeader.Flags'})} then")
-    _walk_lua(em, plans["internal"], parsers, 3)
-    em.add(2, "else")
-    _walk_lua(em, plans["user"], parsers, 3)
-    em.add(2, "end")
-    em.add(1, "end)")
-    em.add(1, 'local kind = "Unknown"')
-    em.add(1, "if h.BaseHeader ~= nil then")
-    em.add(2, "local ok2, k = pcall(identify, h)")
-    em.add(2, "if ok2 then kind = k end")
-    em.add(1, "end")
-    em.add(1, 'root:add(F["msmq.PacketKind"], tvb:range(0, 0), kind)')
-    em.add(1, "if not ok then add_error(root, err)")
-    em.add(1, "elseif off < tvb:len() then")
-    em.add(2, 'root:add_proto_expert_info(ef_trailing, (tvb:len() - off) .. " bytes follow the last header")')
-    em.add(1, "end")
-    for kind, body in body_kinds.items():
-        em.add(1, f"if kind == {_q(kind)} and h.MessagePropertiesHeader.MessageBody ~= nil")
-        em.add(2, f"and h.MessagePropertiesHeader.MessageBody.len == {session.ACK_BODY_SIZE} then")
-        em.add(2, "local b = h.MessagePropertiesHeader.MessageBody")
-        em.add(2, f"local okb, errb = pcall({parsers[body]}, tvb:range(b.offset, b.len):tvb(), root, 0, h)")
-        em.add(2, "if not okb then add_error(root, errb) end")
-        em.add(1, "end")
-    em.add(1, 'root:append_text(", " .. kind)')
-    em.add(1, 'pinfo.cols.protocol = "MSMQ"')
-    em.add(1, "local info = tostring(pinfo.cols.info)")
-    em.add(1, 'if info:find("^MSMQ ") then pinfo.cols.info:append(", " .. kind)')
-    em.add(1, 'else pinfo.cols.info:set("MSMQ " .. kind) end')
-    em.add(1, "return tvb:len()")
-    em.add(0, "end")
-    em.add(0, "")
-    em.add(0, "-- A Ping Packet: one UDP datagram ([MS-MQQB] 2.2.7).")
-    em.add(0, "local function dissect_ping(tvb, pinfo, tree)")
-    em.add(1, "local root = tree:add(msmq, tvb())")
-    em.add(1, "local h = {}")
-    em.add(1, f"local ok, res = pcall({parsers['Ping']}, tvb, root, 0, h)")
-    em.add(1, f'root:add(F["msmq.PacketKind"], tvb:range(0, 0), {_q(PacketKind.Ping)})')
-    em.add(1, "if not ok then add_error(root, res)")
-    em.add(1, "elseif res < tvb:len() then")
-    em.add(2, 'root:add_proto_expert_info(ef_trailing, (tvb:len() - res) .. " bytes follow the packet")')
-    em.add(1, "end")
-    em.add(1, f'root:append_text(", {PacketKind.Ping}")')
-    em.add(1, 'pinfo.cols.protocol = "MSMQ"')
-    em.add(1, f'pinfo.cols.info:set("MSMQ {PacketKind.Ping}")')
-    em.add(1, "return tvb:len()")
-    em.add(0, "end")
-    em.add(0, "")
-    em.add(0, "local PT_UDP = 3 -- Pinfo.port_type of a UDP datagram")
-    em.add(0, "function msmq.dissector(tvb, pinfo, tree)")
-    em.add(1, "if pinfo.port_type == PT_UDP then return dissect_ping(tvb, pinfo, tree) end")
-    em.add(1, f"dissect_tcp_pdus(tvb, tree, {base.BASE_HEADER_SIZE}, pdu_length, dissect_pdu, true)")
-    em.add(1, "return tvb:len()")
-    em.add(0, "end")
-    em.add(0, "")
-    em.add(0, f'DissectorTable.get("tcp.port"):add({int(tcp_port)}, msmq)')
-    em.add(0, f'DissectorTable.get("udp.port"):add({int(udp_port)}, msmq)')
+    em.lines += _pdu_length_lua(plans, internal).splitlines()
+    em.lines += _dissect_lua(plans, internal, parsers, tcp_port, udp_port).splitlines()
 
     em.field(LuaField(f"{PROTO}.PacketKind", "PacketKind", "string", blurb="MS-MQQB 3.1.5.1.1"))
     field_lines = [f"F[{_q(f.abbr)}] = {f.lua()}" for f in em.fields.values()]
