@@ -29,6 +29,7 @@ from construct import Container
 from packets import base
 from packets.errors import PacketError, Violation
 from packets.fields import HeaderParser, _new_fields
+from packets.fused import FusedParsers
 from packets.generate import (
     HeaderBuilder,
     HeaderFunction,
@@ -60,12 +61,16 @@ class _Spec:
     user_message_holds: Holds
     internal_packet_holds: Holds
     message_packet: tuple[Slot, ...]  # [MS-MQRR] 2.2.5: the UserMessage, then the headers after it
+    user_fused: FusedParsers
+    internal_fused: FusedParsers
 
 
 @cache
 def _spec() -> _Spec:
     from packets import message, session
 
+    user_parser = LayoutParser(tuple(message.USER_MESSAGE_LAYOUT))
+    internal_parser = LayoutParser(tuple(session.INTERNAL_LAYOUT))
     return _Spec(
         tuple(message.USER_MESSAGE_LAYOUT),
         tuple(session.INTERNAL_LAYOUT),
@@ -74,11 +79,15 @@ def _spec() -> _Spec:
         session.check_transactional_ack,
         session.identify,
         header_function(base.BASE_HEADER),
-        LayoutParser(tuple(message.USER_MESSAGE_LAYOUT)),
-        LayoutParser(tuple(session.INTERNAL_LAYOUT)),
+        user_parser,
+        internal_parser,
         message.user_message_holds,
         session.internal_packet_holds,
         tuple(message.MESSAGE_PACKET_LAYOUT),
+        FusedParsers(base.BASE_HEADER, user_parser, Packet, _base_header_holds, message.user_message_holds,
+                     session.pinned_kind),
+        FusedParsers(base.BASE_HEADER, internal_parser, Packet, _base_header_holds, session.internal_packet_holds,
+                     session.pinned_kind),
     )
 
 
@@ -304,6 +313,32 @@ def _check_packet_size(walk: _Walk) -> Iterator[tuple[str, str, str]]:
         yield ("BaseHeader.PacketSize", f"{len(walk.data) - consumed} bytes follow the packet", base.SECTION)
 
 
+_U16 = struct.Struct("<H")
+_FUSED: dict[int, FusedParsers] = {}  # by BaseHeader.Flags.IN
+
+
+_NOT_MADE: Any = object()
+
+
+def _fill_fused() -> None:
+    spec = _spec()
+    _FUSED.update({0: spec.user_fused, 0x8: spec.internal_fused})
+
+
+def fused_function(data: bytes, force: bool = False) -> Callable[[bytes], Packet | None] | None:
+    """The whole-packet function (packets.fused) for the flag words of ``data``, if there is one
+    yet (``force``: made now)."""
+    if len(data) < 20:
+        return None
+    spec = _spec()
+    (flags,) = _U16.unpack_from(data, 2)  # BaseHeader.Flags ([MS-MQMQ] 2.2.19.1)
+    parsers = spec.internal_fused if flags & 0x8 else spec.user_fused
+    at, fmt, _ = parsers.first_flags
+    if len(data) < at + fmt.size:
+        return None
+    return parsers.function(flags, fmt.unpack_from(data, at)[0], force)
+
+
 def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
     """Decode one packet (a BaseHeader and everything it announces).
 
@@ -312,6 +347,25 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
     (``kind`` is ``Unknown`` when the packet could not be identified).
     """
     data = bytes(data)
+    if not _FUSED:
+        _fill_fused()
+    parsers: FusedParsers | None = None
+    fused: Any = _NOT_MADE
+    try:  # fused_function, inline: the packet's two flag words pick its whole-packet function
+        (flags,) = _U16.unpack_from(data, 2)
+        parsers = _FUSED[flags & 0x8]
+        key_at, key_format, _ = parsers.first_flags
+        key = flags << 32 | key_format.unpack_from(data, key_at)[0]
+        fused = parsers.functions.get(key, _NOT_MADE)
+    except Exception:  # too short for the flags
+        parsers = None
+    if fused is not _NOT_MADE and fused is not None:
+        try:
+            packet = fused(data)
+        except Exception:  # the usual path decodes it, and words what is wrong
+            packet = None
+        if packet is not None:
+            return packet
     walk = _Walk(data)
     try:
         walk.fast()
@@ -322,6 +376,8 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
     except Exception:
         return _parse_diagnosed(data, strict, walk, True)
     if _rules_hold(walk, kind):
+        if fused is _NOT_MADE and parsers is not None:  # a valid packet of a shape with no function yet
+            parsers.sighted(flags, key & 0xFFFFFFFF)
         return Packet(kind, walk.headers, [], walk.consumed, body)
     return _parse_diagnosed(data, strict, walk, True)
 

@@ -244,6 +244,10 @@ class _Source:
             if wrap and not self.skip:
                 self.add(indent, f"{target} = {wrap}({target})")
 
+    def bound(self, scope: _Scope, name: str, value: str) -> None:
+        """Called once a struct's field ``name`` has its variable ``value`` (packets.fused pins
+        the flag words there)."""
+
     def wrapper(self, sc: c.Construct) -> str:
         sc = _unwrap(sc)
         if isinstance(sc, FlagsField):
@@ -269,6 +273,7 @@ class _Source:
             if sub.name:
                 inner.fields[sub.name] = value
                 stored.append((sub.name, value))
+                self.bound(inner, sub.name, value)
         if run:
             self.fixed(run, indent)
         if self.skip:

@@ -24,6 +24,7 @@ from packets.fields import (
     NULL_GUID,
     BitFlags,
     Data,
+    Fields,
     FlagsField,
     Guid,
     Header,
@@ -34,7 +35,7 @@ from packets.fields import (
     Int32ul,
     header_parser,
 )
-from packets.layout import PacketKind, Slot, always
+from packets.layout import Holds, PacketKind, Slot, always
 from packets.optional import SESSION_HEADER, check_session_header
 
 __all__ = [
@@ -502,6 +503,35 @@ def identify(headers: Container) -> tuple[PacketKind, Container | None]:
     if headers.get("UserHeader") is None:
         return PacketKind.Unknown, None
     return PacketKind.UserMessage, None
+
+
+def _not_a_transactional_ack(headers: Container) -> bool:
+    props = headers.get("MessagePropertiesHeader")
+    if props is not None and type(props) is Fields and props.get("Label") != ORDER_ACK_LABEL:
+        return True  # the cheap test of _transactional_ack_class, first
+    return _transactional_ack_class(headers) is None
+
+
+def pinned_kind(pins: Mapping[str, int]) -> tuple[PacketKind, Holds | None] | None:
+    """:func:`identify` for every packet of one shape (BaseHeader.Flags and the Flags of the
+    header after it fixed; packets.fused): the kind, and a guard that must hold for a packet to be
+    of that kind (None: every one is).  IN set: the kind follows from the flags alone.  IN clear:
+    a UserMessage unless it is an OrderAck or a FinalAck, which the guard leaves to
+    :func:`identify`."""
+    base_flags = pins["BaseHeader"]
+    if not base_flags & 0x8:
+        return PacketKind.UserMessage, _not_a_transactional_ack
+    internal = pins.get("InternalHeader")
+    if internal is None:
+        return None
+    pt = internal & 0xF
+    if pt == PT_ESTABLISH_CONNECTION:
+        return PacketKind.EstablishConnection, None
+    if pt == PT_CONNECTION_PARAMETERS:
+        return PacketKind.ConnectionParameters, None
+    if pt == PT_SESSION_ACK and base_flags & 0x10:  # SH
+        return PacketKind.SessionAck, None
+    return PacketKind.Unknown, None
 
 
 def check_transactional_ack(headers: Container) -> Violations:

@@ -438,13 +438,10 @@ def _direct_holds(queue: Any) -> bool:
 _NULL16 = bytes(16)
 
 
-@fast_form_of(check_user_header)
-def user_header_holds(headers: Container) -> bool:
-    """Fast form of :func:`check_user_header`: True exactly when it finds nothing."""
-    user = headers["UserHeader"]
-    word = int(user["Flags"])
+def _flags_hold(word: int) -> bool:
+    """Whether the flag-word MUSTs of :func:`check_user_header` hold for ``word`` (remembered)."""
     dm, dq, aq = word >> 5 & 3, word >> 10 & 7, word >> 13 & 7
-    if (
+    holds = not (
         word & 0x1F > 0x1D
         or dm > 1
         or dq not in DQ_FORMATS
@@ -452,8 +449,27 @@ def user_header_holds(headers: Container) -> bool:
         or (word & _TH and dm == 0)
         or not word & _MP
         or word & _AH
-    ):
+    )
+    if len(_FLAGS_HOLD) >= 4096:
+        _FLAGS_HOLD.clear()
+    _FLAGS_HOLD[word] = holds
+    return holds
+
+
+_FLAGS_HOLD: dict[int, bool] = {}
+
+
+@fast_form_of(check_user_header)
+def user_header_holds(headers: Container) -> bool:
+    """Fast form of :func:`check_user_header`: True exactly when it finds nothing."""
+    user = headers["UserHeader"]
+    word = int(user["Flags"])
+    flags_hold = _FLAGS_HOLD.get(word)
+    if flags_hold is None:
+        flags_hold = _flags_hold(word)
+    if not flags_hold:
         return False
+    dq, aq = word >> 10 & 7, word >> 13 & 7
     qm = user["QueueManagerAddress"]
     if dq:  # 0x3, 0x5 need a named queue manager, 0x7 a NULL GUID
         named = qm != _NULL16 if isinstance(qm, bytes) and len(qm) == 16 else bool(qm and any(qm))
