@@ -181,6 +181,12 @@ def _testsuite(run: RunResult, name: str, results: list[CaseResult], timestamp: 
             pairs.append((label, rows[label]))
     if run.stopped:
         pairs.append(("stopped", run.stopped))
+    if run.baseline is not None:  # harness.cases.baseline: what the baseline says of the run
+        judged = run.baseline
+        pairs += [(f"baseline.{k}", str(len(judged[k]))) for k in ("regressions", "improvements", "stale")]
+        pairs += [("baseline.improvement", r["case_id"]) for r in judged["improvements"]]
+        pairs += [("baseline.stale", e["entry"]) for e in judged["stale"]]
+    pairs += [("warning", w) for w in run.warnings()]
     pairs += [("spec", s) for s in sorted({s for r in results for s in r.sections}, key=section_key)]
     _properties(suite, pairs)
     for result in results:

@@ -247,7 +247,7 @@ def render_summary(run: RunResult) -> str:
     counts = run.counts()
     total = len(run.results)
     lines = [
-        f"msmq-harness: target {run.target}",
+        f"msmq-harness: target {identity_rows(run)[0][1]}",
         *(f"  {label}: {text}" for label, text in identity_rows(run)[1:]),
         f"{total} cases in {run.duration:.2f} s: {_count_line(counts) or 'nothing run'}",
         *(f"warning: {w}" for w in run.warnings()),

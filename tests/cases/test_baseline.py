@@ -160,7 +160,10 @@ def test_a_fix_is_an_improvement_and_a_stale_entry_is_flagged(
     assert "Improvements (no longer fail):" in text
     assert "Stale baseline entries (match no case of this run):\n  zz.retired.case" in text
     assert "warning: --baseline entry 'zz.retired.case' is stale" in text
-    assert f'<property name="baseline" value="{known}"' in junit.read_text(encoding="utf-8")
+    xml = junit.read_text(encoding="utf-8")
+    assert f'<property name="baseline" value="{known}"' in xml
+    assert '<property name="baseline.stale" value="zz.retired.case"' in xml
+    assert f'<property name="baseline.improvements" value="{len(failing)}"' in xml
 
 
 def test_known_failures_carry_a_reason_and_ticket(

@@ -92,6 +92,7 @@ def test_every_report_identifies_the_run(tmp_path: Path, capsys: pytest.CaptureF
     assert run["argv"] == ["msmq-harness", *argv]
     assert run["selection"] == {"paths": [CORPUS], "k": "seek", "spec": ["MS-MQDMPR 3.1.7.3"]}
     assert run["target_name"] and run["os"] and run["harness_version"] and run["started"]
+    assert run["target_version"] == run["harness_version"]  # the reference's hello names its version
     rows = identity_rows(read_json(report))
     assert [label for label, _ in rows][:3] == ["target", "selection", "command"]
     html = page.read_text(encoding="utf-8")

@@ -213,7 +213,7 @@ class ReferenceTarget:
         capabilities = [MODEL]
         if self.queue_manager_class is QueueManager:
             capabilities += [*self.sender.capabilities, WIRE_ACCEPTOR, PEER_BEHAVIOURS, WIRE_PING_PORT, WIRE_TX_QUEUE]
-        return TargetInfo(name=self.name, events=sorted(self._events), capabilities=capabilities)
+        return TargetInfo(name=self.name, events=sorted(self._events), capabilities=capabilities, version=_version())
 
     def control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """A control operation of an initiator wire case, on the reference sender."""
@@ -526,3 +526,13 @@ def _make(spec: str, timeout: float) -> ReferenceTarget:
             raise ValueError(f"{spec!r}: {e.args[0]}") from None
     scale = parse_scale(spec, query["scale"]) if "scale" in query else None
     return ReferenceTarget(name=spec, wire_options=WireOptions(peer, scale))
+
+
+def _version() -> str:
+    """The reference's version: the harness's own (its hello says it, as an adapter's may)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("msmq-harness")
+    except PackageNotFoundError:
+        return ""
