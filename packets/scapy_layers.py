@@ -85,6 +85,9 @@ __all__ = [
 MSMQ_PORT = 1801
 PING_PORT = 3527
 
+# scapy's own storage of a layer's field values (a slot); MSMQ reads it under its lazy ``fields``.
+_FIELDS_SLOT: Any = ScapyPacket.__dict__["fields"]
+
 
 # ---------------------------------------------------------------------------------------------
 # Fields
@@ -204,7 +207,8 @@ class _Flags(ScapyPacket):
         fields = {name: (word >> shift) & ((1 << width) - 1) for name, shift, width in cls.flags_cls._fields_}
         if cls.rest_mask:
             fields["unused_bits"] = word & cls.rest_mask
-        return _make(cls, fields)
+        layer: _Flags = _filled(cls, fields)
+        return layer
 
     def to_flags(self, computed: Mapping[str, int] | None = None) -> BitFlags:
         computed = computed or {}
@@ -223,6 +227,9 @@ class _Flags(ScapyPacket):
         return int(self.to_flags()).to_bytes(width, "little") + self.do_build_payload()
 
     def do_dissect(self, s: bytes) -> bytes:
+        if type(s) is _Given:
+            _fill_given(self, s)
+            return b""
         width = self.flags_cls._width_ // 8
         if len(s) < width:
             raise PacketError(str(self.name), 0, f"a flag word of {width} bytes, got {len(s)}")
@@ -242,6 +249,32 @@ _Rule = tuple[str, str | None, str, Any]
 def _make(cls: Any, fields: Mapping[str, Any]) -> Any:
     """``cls(**fields)`` (scapy's Packet signature hides keyword fields from type checkers)."""
     return cls(**dict(fields))
+
+
+class _Given(bytes):
+    """A layer's field values handed to its constructor in place of bytes (:func:`_filled`)."""
+
+    values: dict[str, Any]
+
+
+def _filled(cls: Any, values: dict[str, Any]) -> Any:
+    """``cls(**values)`` for a layer made from decoded values, at a fraction of the cost: scapy
+    takes the values through the dissection path (``_Given``), which neither copies the defaults
+    the values replace nor looks every field up among the keywords.  Each value still goes
+    through its field's ``any2i``; a mutable default not given is copied, as scapy does."""
+    given = _Given(b"\0")
+    given.values = values
+    return cls(given, _internal=1)
+
+
+def _fill_given(layer: Any, given: _Given) -> None:
+    fields = _FIELDS_SLOT.__get__(layer)
+    fieldtype = layer.fieldtype
+    for name, value in given.values.items():
+        fields[name] = fieldtype[name].any2i(layer, value)
+    for name in ScapyPacket.class_default_fields_ref.get(type(layer), ()):
+        if name not in fields:
+            fields[name] = layer.default_fields[name].copy()
 
 
 class _Header(ScapyPacket):
@@ -271,7 +304,8 @@ class _Header(ScapyPacket):
                 kwargs[fld.name] = fld.cls.from_value(0 if v is None else v)
             else:
                 kwargs[fld.name] = v
-        return _make(cls, kwargs)
+        layer: _Header = _filled(cls, kwargs)
+        return layer
 
     def to_fields(self, computed: Mapping[str, Mapping[str, int]] | None = None) -> Fields:
         """The fields as ``packets.build`` takes them; ``computed`` gives, per flag word, values for
@@ -322,6 +356,9 @@ class _Header(ScapyPacket):
         return self._parser().build(self.to_fields()) + self.do_build_payload()
 
     def do_dissect(self, s: bytes) -> bytes:
+        if type(s) is _Given:
+            _fill_given(self, s)
+            return b""
         io = BytesIO(s)
         value = self._parser().diagnose(io, {})
         self.fields.update(self.from_value(value).fields)
@@ -666,8 +703,6 @@ class _Wire(ScapyPacket):
         return f"{self.name} {decoded.kind} ({decoded.size} bytes{bad})"
 
 
-# scapy's own storage of a layer's field values (a slot); MSMQ reads it under its lazy ``fields``.
-_FIELDS_SLOT: Any = ScapyPacket.__dict__["fields"]
 
 
 def _header_layer_of(name: str, value: Any) -> Any:
