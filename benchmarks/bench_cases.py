@@ -30,6 +30,7 @@ at.  ``run(quick)`` returns the rows.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
@@ -170,12 +171,98 @@ def _pytest(folder: Path, workers: int, cache: Path) -> tuple[float, float]:
     return time.perf_counter() - start, _cpu(resource.RUSAGE_CHILDREN) - children
 
 
+# Runs ``msmq-harness`` in this interpreter and, when it exits, writes the CPU seconds of the CLI
+# process itself and of the workers it waited for (RUSAGE_SELF, RUSAGE_CHILDREN) to argv[1].
+_CLI_WITH_CPU = """
+import atexit, json, resource, sys
+out = sys.argv.pop(1)
+def _cpu(who):
+    u = resource.getrusage(who)
+    return u.ru_utime + u.ru_stime
+@atexit.register
+def _report():
+    with open(out, "w") as f:
+        json.dump({"parent": _cpu(resource.RUSAGE_SELF), "workers": _cpu(resource.RUSAGE_CHILDREN)}, f)
+from harness.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _cli_process(args: list[str], cache: Path) -> dict[str, float]:
+    """``msmq-harness ARGS`` as a user runs it, in a process of its own: wall seconds (interpreter
+    start-up included), the CPU seconds of the CLI process and of its workers."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as report:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", _CLI_WITH_CPU, report.name, *args],
+            capture_output=True, cwd=ROOT, env={**os.environ, ENV: str(cache)},
+        )  # fmt: skip
+        wall = time.perf_counter() - start
+        assert done.returncode in (0, 5), done.stderr.decode()[-2000:]
+        cpu = json.loads(Path(report.name).read_text())
+    return {"wall": wall, "parent": cpu["parent"], "workers": cpu["workers"]}
+
+
+TARGET_CLI_SCALING = 1.8  # issue 23: run -n 2 at least 1.8x -n 1 through the CLI
+TARGET_SERIAL_FRACTION = 0.05  # issue 23: parent CPU / total CPU at most 5 %
+
+
+def _amdahl(serial: float, workers: int) -> float:
+    return 1 / (serial + (1 - serial) / workers)
+
+
+def _cli_rows(name: str, folder: Path, n: int, tmp: Path, repeat: int) -> list[dict[str, Any]]:
+    """``msmq-harness run FOLDER -n 1`` and ``-n 2`` in a process each (a fresh cache folder per
+    run: a first run), with the start-up (``run`` on an empty folder: interpreter, imports, no
+    case) shown apart; and the serial fraction of the ``-n 2`` run (CPU of the CLI process over
+    CPU of the whole tree) with the speedup Amdahl's law gives it at 4, 8 and 16 workers."""
+    empty = tmp / "empty"
+    empty.mkdir(exist_ok=True)
+    fresh = iter(range(1_000_000))
+    startup = min(_cli_process(["run", str(empty)], tmp / f"cli-cache-{next(fresh)}")["wall"] for _ in range(repeat))
+    runs: dict[int, dict[str, float]] = {}
+    for _ in range(repeat):  # interleaved, the best of each kept
+        for workers in (1, 2):
+            got = _cli_process(["run", str(folder), "-n", str(workers)], tmp / f"cli-cache-{name}-{next(fresh)}")
+            if workers not in runs or got["wall"] < runs[workers]["wall"]:
+                runs[workers] = got
+    one, two = runs[1], runs[2]
+    scaling = one["wall"] / two["wall"]
+    total = two["parent"] + two["workers"]
+    serial = two["parent"] / total if total else 1.0
+    return [
+        {
+            "name": f"msmq-harness run as a process, {name}, {n:,} cases, -n 1 vs -n 2 (cold cache)",
+            "unit": "cases/s", "competitor": "itself at -n 1",
+            "one_worker": round(n / one["wall"]), "two_workers": round(n / two["wall"]),
+            "startup_s": round(startup, 2),
+            "one_worker_after_startup": round(n / max(one["wall"] - startup, 1e-6)),
+            "two_workers_after_startup": round(n / max(two["wall"] - startup, 1e-6)),
+            "scaling": round(scaling, 2), "target_scaling": TARGET_CLI_SCALING,
+            "scaling_met": "yes" if scaling >= TARGET_CLI_SCALING else "no",
+            "cpu_s_tree": [round(one["parent"] + one["workers"], 2), round(total, 2)],
+            "load": round(os.getloadavg()[0], 1),
+        },
+        {
+            "name": f"serial fraction of msmq-harness run -n 2, {name}, {n:,} cases",
+            "unit": "parent CPU / total CPU", "competitor": "Amdahl's law",
+            "serial_fraction": round(serial, 3),
+            "parent_cpu_s": round(two["parent"], 2), "workers_cpu_s": round(two["workers"], 2),
+            "amdahl_4": round(_amdahl(serial, 4), 2), "amdahl_8": round(_amdahl(serial, 8), 2),
+            "amdahl_16": round(_amdahl(serial, 16), 2),
+            "target_serial_fraction": TARGET_SERIAL_FRACTION,
+            "serial_fraction_met": "yes" if serial <= TARGET_SERIAL_FRACTION else "no",
+        },
+    ]  # fmt: skip
+
+
 def _loading_row(name: str, folder: Path, n: int, repeat: int) -> dict[str, Any]:
     now = _best(lambda: _load_seconds(folder), repeat)
     with _old_loader():
         old = _best(lambda: _load_seconds(folder), repeat)
     return {
         "name": f"loading, {name}, {n:,} cases (old: per variant)",
+        "competitor": "the old loading path (every variant validated)",
         "now": round(now * 1000 / n, 3), "old": round(old * 1000 / n, 3),
         "unit": "ms/case", "speedup": round(old / now, 2),
     }  # fmt: skip
@@ -207,7 +294,8 @@ def _run_row(name: str, folder: Path, n: int, repeat: int, cache: CaseCache | No
     if cache is not None and cache.durations():
         how += ", wire cases longest first"
     return {
-        "name": f"msmq-harness run, {name}, {n:,} cases, -n 1 vs -n 2 ({how})",
+        "name": f"runner in this process (as msmq-harness run), {name}, {n:,} cases, -n 1 vs -n 2 ({how})",
+        "competitor": "itself at -n 1",
         "one_worker": round(n / one[0]), "two_workers": round(n / two[0]),
         "unit": "cases/s", "scaling": round(one[0] / two[0], 2),
         "cpu_scaling": round(one[1] / two[1], 2), "load": round(os.getloadavg()[0], 1),
@@ -227,6 +315,7 @@ def _pytest_rows(name: str, folder: Path, n: int, tmp: Path, repeat: int = 1) ->
     for what, ((p1, c1), (p2, c2)) in (("cold", cold), ("warm", warm)):
         rows.append({
             "name": f"pytest plugin, {name}, {n:,} cases, -n 1 vs -n 2 ({what} cache, wall)",
+            "competitor": "itself at -n 1",
             "one_worker": round(n / p1), "two_workers": round(n / p2),
             "unit": "cases/s", "scaling": round(p1 / p2, 2), "cpu_s": [round(c1, 1), round(c2, 1)],
             "load": round(os.getloadavg()[0], 1), **_targets(p1 / p2, n / p2 / 2),
@@ -259,7 +348,9 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 _cli_run(folder, 2, cache)
             rows.append(_run_row(name, folder, n, 1 if folder == BUNDLED else repeat, cache))
         for name, folder in corpora[-2:]:
-            rows.extend(_pytest_rows(name, folder, len(load_paths([folder])), Path(tmp), repeat))
+            n = len(load_paths([folder]))
+            rows.extend(_cli_rows(name, folder, n, Path(tmp), repeat))
+            rows.extend(_pytest_rows(name, folder, n, Path(tmp), repeat))
     return rows
 
 

@@ -100,6 +100,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         literal = _receives_per_second(LiteralQueueManager, n, lk, lit_receives)
         rows.append({
             "name": f"receive, {n:,} queued, {lk:,} Locked ahead",
+            "competitor": "the literal message-position list (the test oracle)",
             "ours": round(ours),
             "literal": round(literal),
             "unit": "receives/s",
@@ -109,6 +110,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     growth = _rss_growth(m)
     rows.append({
         "name": f"RSS growth, {m:,} queued empty messages",
+        "competitor": "the 1 GiB limit",
         "ours": round(growth / 2**20, 1),
         "literal": None,
         "unit": "MiB (limit 1024)",

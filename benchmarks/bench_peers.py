@@ -147,6 +147,7 @@ def fairness(quick: bool) -> dict[str, Any]:
         hostile.close()
     return {
         "name": f"EstablishConnection round trip while another connection sends {len(data):,} B packets",
+        "competitor": "the same round trip on an idle peer",
         "unit": "ms",
         "worst_while_parsing": 1000 * max(busy),
         "median_while_parsing": 1000 * sorted(busy)[len(busy) // 2],
@@ -174,6 +175,7 @@ def long_run_memory(quick: bool) -> dict[str, Any]:
             samples.append(peer.rss_mib())
     return {
         "name": f"peer resident memory, {sessions} sessions x {per_session:,} messages",
+        "competitor": "the peer at start",
         "unit": "MiB",
         "at_start": start,
         "after_first_tenth": samples[max(0, sessions // 10 - 1)],
@@ -347,6 +349,7 @@ def cpu_per_message(count: int) -> dict[str, Any]:
             best("stdlib", time.process_time() - t0)
     return {
         "name": f"sender CPU per express message, -> SimulatedPeer in its own process, {count:,} messages",
+        "competitor": "a sender written with the standard library's socket and struct",
         "unit": "us CPU per message",
         "ours": 1e6 * results["ours"] / count,
         "stdlib_sender": 1e6 * results["stdlib"] / count,
@@ -410,6 +413,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         long_run_memory(quick),
         {
             "name": f"express messages, Initiator -> SimulatedPeer over loopback TCP, {count:,} messages",
+            "competitor": "the same engines exchanging bytes in memory",
             "unit": "messages/s",
             "peer_in_own_process": other_process,
             "peer_in_a_thread": same_process,
