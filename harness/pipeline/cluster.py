@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,11 +94,12 @@ def spark_session(
         own["spark.master"] = chosen
     if partitions:
         own["spark.sql.shuffle.partitions"] = str(partitions)
+    env: dict[str, str] = {}  # for the session's start only (PySpark reads them then)
     if user.get("spark.pyspark.python"):  # PySpark starts its workers with PYSPARK_PYTHON
-        os.environ["PYSPARK_PYTHON"] = user["spark.pyspark.python"]
+        env["PYSPARK_PYTHON"] = user["spark.pyspark.python"]
     if local:  # the workers are this machine's: loopback, this interpreter, this checkout
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        python = os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        env["SPARK_LOCAL_IP"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+        python = env["PYSPARK_PYTHON"] = env.get("PYSPARK_PYTHON") or os.environ.get("PYSPARK_PYTHON") or sys.executable
         own.update({
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
@@ -117,7 +118,8 @@ def spark_session(
     builder = SparkSession.builder.appName(app)
     for k, v in settings.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    with _environ(env):
+        spark = builder.getOrCreate()
     sc = spark.sparkContext
     sc.setLogLevel("ERROR")
     if not is_local_master(str(sc.master)):
@@ -127,6 +129,21 @@ def spark_session(
             spark.stop()
             raise
     return spark
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in the environment, then the environment as it was."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _submitted_master() -> str:
@@ -255,7 +272,7 @@ class JobWatch:
         with _Bars(self.progress) as bars:
             while not self._stop.wait(self.poll):
                 labels = self._labels(tracker)
-                for stage_id in tracker.getActiveStageIds():
+                for stage_id in sorted({*labels, *tracker.getActiveStageIds()}):  # those done between polls too
                     info = tracker.getStageInfo(stage_id)
                     if info is not None:
                         bars.show(stage_id, labels.get(stage_id, info.name), info.numTasks, info.numCompletedTasks)
@@ -271,10 +288,11 @@ class JobWatch:
                     self.stalled = no_executor_message(self.sc, self.timeout)
                     self.sc.cancelAllJobs()
                     return
-            for stage_id in list(bars.bars):
+            labels = self._labels(tracker)
+            for stage_id in sorted({*labels, *bars.bars}):
                 info = tracker.getStageInfo(stage_id)
                 if info is not None:
-                    bars.show(stage_id, "", info.numTasks, info.numCompletedTasks)
+                    bars.show(stage_id, labels.get(stage_id, info.name), info.numTasks, info.numCompletedTasks)
 
 
 class _Bars:
