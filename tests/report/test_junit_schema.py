@@ -122,8 +122,8 @@ def test_pytest_junit_carries_requirement_and_level(tmp_path: Path) -> None:
     junit, report, page = tmp_path / "pytest.xml", tmp_path / "pytest.json", tmp_path / "pytest.html"
     command = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *files, f"--junitxml={junit}",
-        f"--msmq-target={MUTANT}", f"--msmq-json={report}", f"--msmq-html={page}",
-    ]  # fmt: skip
+        f"--msmq-target={MUTANT}", f"--msmq-json={report}", f"--msmq-html={page}", "-n", "2",
+    ]  # fmt: skip (two workers: their results reach the reports too)
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 1, done.stdout[-3000:]
     (suite,) = list(_valid(junit))
