@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -28,7 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_EXECUTOR_TIMEOUT", "JobWatch", "NoExecutors", "is_local_master", "spark_session"]
+__all__ = [
+    "DEFAULT_EXECUTOR_TIMEOUT",
+    "JobWatch",
+    "MasterUnreachable",
+    "NoExecutors",
+    "check_master",
+    "is_local_master",
+    "spark_session",
+]
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: seconds a running job may go without any executor before it is abandoned
@@ -115,6 +124,8 @@ def spark_session(
 
         given = user.get("spark.executorEnv.PYTHONPATH", "")
         settings["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(p for p in (DEPS_FOLDER, given) if p)
+    if chosen:
+        check_master(chosen)
     builder = SparkSession.builder.appName(app)
     for k, v in settings.items():
         builder = builder.config(k, v)
@@ -186,6 +197,34 @@ def stop_session(spark: Any) -> None:
 
 class NoExecutors(Exception):
     """A job had no executor for longer than the time allowed."""
+
+
+class MasterUnreachable(Exception):
+    """No master of a ``spark://`` URL accepts a connection."""
+
+
+#: seconds to wait for a standalone master to accept a connection
+MASTER_CONNECT_TIMEOUT = 10.0
+
+
+def check_master(master: str) -> None:
+    """For ``spark://host:port[,host:port...]``: at least one master accepts a TCP connection
+    (else :class:`MasterUnreachable`, at once, not after Spark's minute of retries)."""
+    if not master.startswith("spark://"):
+        return
+    problems = []
+    for hostport in master[len("spark://") :].split(","):
+        host, _, port = hostport.rpartition(":")
+        host = host.strip("[]")
+        try:
+            with socket.create_connection((host, int(port)), timeout=MASTER_CONNECT_TIMEOUT):
+                return
+        except (OSError, ValueError) as e:
+            problems.append(f"{hostport}: {getattr(e, 'strerror', None) or e}")
+    raise MasterUnreachable(
+        f"cannot connect to the Spark master {master} ({'; '.join(problems)}): start the master, or give its "
+        "URL as its log says it (Starting Spark master at spark://HOST:PORT)"
+    )
 
 
 #: what each stage of the pipeline's jobs does, by job group and place (map stages, the result stage)

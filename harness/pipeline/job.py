@@ -48,6 +48,7 @@ from harness.capture.tcp import FlowKey
 from harness.pipeline.cluster import (
     DEFAULT_EXECUTOR_TIMEOUT,
     JobWatch,
+    MasterUnreachable,
     NoExecutors,
     run_watched,
     spark_session,
@@ -634,9 +635,9 @@ def run_pipeline(
     if not through_hadoop:
         files = _list(None, inputs, False)
     own = spark is None
-    if own:
-        spark = spark_session(master, partitions, conf=conf, ship_deps=ship_deps)
     try:
+        if own:
+            spark = spark_session(master, partitions, conf=conf, ship_deps=ship_deps)
         if through_hadoop:
             files = _list(spark, inputs, hadoop)
         with stage_ctx as stage:
@@ -654,14 +655,14 @@ def run_pipeline(
             except (OutputError, OSError) as e:
                 raise PipelineError(str(e)) from e
         return summary
-    except NoExecutors as e:
+    except (NoExecutors, MasterUnreachable) as e:
         raise ClusterError(str(e)) from None
     except Exception as e:
         if type(e).__module__.startswith(("py4j", "pyspark")):  # the job failed: say why, not the Java trace
             raise ClusterError(spark_failure(e)) from None
         raise
     finally:
-        if own:
+        if own and spark is not None:
             stop_session(spark)
 
 

@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -270,4 +271,21 @@ def test_without_the_shipped_dependencies_the_workers_fail_and_the_command_says_
     assert message.startswith("msmq-harness pipeline: the Spark job failed: "), message
     assert "No module named 'construct'" in message and "Running on a cluster" in message, message
     assert "Traceback" not in result.stderr.split("msmq-harness pipeline:")[-1]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_master_that_cannot_be_reached_exits_3_before_spark_starts(cache: Path, tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path, _manifest = capture(tmp_path, "c.pcap", sessions=2)
+    url = f"spark://127.0.0.1:{port}"
+    result, took = _bounded([HARNESS, "pipeline", str(path), "--out", str(tmp_path / "out"), "--master", url,
+                             "--quiet"], _env(cache), tmp_path)
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert result.stderr.strip() == (
+        f"msmq-harness pipeline: cannot connect to the Spark master {url} (127.0.0.1:{port}: Connection refused): "
+        "start the master, or give its URL as its log says it (Starting Spark master at spark://HOST:PORT)"
+    )
+    assert took < 30, took  # not Spark's minute of retries
     assert not (tmp_path / "out").exists()
