@@ -479,7 +479,10 @@ sends `wire_setup` with its address: `scale` is the time scale the case asks for
 the `scale` and `timers` it declares (undeclared timers take the spec's defaults, and the failure
 message says so); a case that needs a `window` the sender does not run is `not_applicable`. Then
 each case action is one control operation, and the sender connects to the harness by itself over
-real TCP. What the case checks on the wire is what the harness's acceptor saw. Result keys marked
+real TCP. What the case checks on the wire is what the harness's acceptor saw; a case may have that
+acceptor answer the sender's packets with bytes it gives (`given.peer.replies`: the finding cases of
+`msmq-harness fuzz --target cmd:...`, docs/fuzz.md), and a sender that exits while a case runs fails
+it (`error`, with the adapter's exit status, or the wait that shows it). Result keys marked
 `adm:outgoing` are ADM state: a target without that capability leaves them out, and the
 expectations on them are listed as not checked (a case with nothing else to check is
 `not_applicable`).

@@ -174,6 +174,8 @@ def needs_simulated_peer(case_given: Mapping[str, Any], then: Mapping[str, Any])
         return f"needs the simulated peer's behaviour {', '.join(faults)}"
     if peer.get("listening") is False or peer.get("silent"):
         return "needs the simulated peer not listening or silent"
+    if peer.get("replies"):
+        return "needs the simulated peer's replies"
     if peer.get("ping"):  # [MS-MQQB] 2.1.2: an acceptor MAY listen for Ping Requests, on a port of its choice
         return "needs the simulated peer's Ping listener"
     tp = then.get("peer") or {}
@@ -200,6 +202,9 @@ def check_wire_case(doc: dict[str, Any], lines: Lines) -> None:
         except KeyError as e:
             where: PathT = ("given", "peer", "behaviour") + ((i,) if not isinstance(peer.get("behaviour"), str) else ())
             raise lines.error(where, str(e.args[0])) from None
+    from harness.cases.wireruns.peer import check_replies
+
+    check_replies(peer, lines)
     side = peer["under_test"]
     from harness.cases.actions import load_actions
 
@@ -271,6 +276,12 @@ def _check_violations(then: Mapping[str, Any], lines: Lines) -> None:
             raise lines.error(("then", "peer", "violations", j), f"{rule_id!r} is not a session rule{hint}")
 
 
+def _check_closed_by(args: Mapping[str, Any], side: str, path: PathT, lines: Lines) -> None:
+    """``wait_for {closed: N, by: initiator | acceptor}``: the closes of one side of a sender's sessions."""
+    if "by" in args and (side != "initiator" or "closed" not in args or args["by"] not in ("initiator", "acceptor")):
+        raise lines.error((*path, "by"), "by: initiator or acceptor, with closed, in a case checking the sender")
+
+
 def _check_action(
     action: str,
     args: dict[str, Any],
@@ -326,6 +337,7 @@ def _check_action(
             raise lines.error((*path, "packet"), f"packet is one of: {', '.join(PACKET_KINDS)}")
         if args.get("direction", "c2s") not in ("c2s", "s2c"):
             raise lines.error((*path, "direction"), "direction is c2s (initiator to acceptor) or s2c")
+        _check_closed_by(args, side, path, lines)
     elif action == "send":
         if args["packet"] not in PACKET_KINDS:
             raise lines.error((*path, "packet"), f"packet is one of: {', '.join(PACKET_KINDS)}")

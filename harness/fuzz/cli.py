@@ -6,7 +6,9 @@ writes its findings, each a minimal wire case and a pcap, with ``report.json`` a
 ``report.html`` into ``--out``.  Safe by default: only a loopback address, or one named with
 ``--allow``; bounded by ``--max-packets`` and ``--duration``; paced by ``--rate``; stopped by
 the first confirmed crash unless ``--continue``.  ``--replay CASE.yaml`` runs finding cases
-against the target instead: exit 0 when they pass (the fault is gone).
+against the target instead: exit 0 when they pass (the fault is gone); with ``--target cmd:...``,
+the sender's finding cases (initiator wire cases whose simulated acceptor replies with the fuzzed
+packet).
 
 Exit status: 0 nothing found (or the replayed cases pass), 1 findings (or a replayed case still
 fails), 2 a usage or set-up error (a target that is not allowed, neither ``mqqb://`` nor ``cmd:``,
@@ -164,8 +166,8 @@ def _fuzz_sender(args: argparse.Namespace) -> int:
     from harness.fuzz.engine import TargetDown
     from harness.fuzz.sender import SENDER_STATES, SenderFuzzer
 
-    if args.replay:
-        return _fail("--replay runs acceptor cases: it takes an mqqb:// target")
+    if args.replay:  # the sender's finding cases: initiator wire cases (harness.fuzz.sendercase)
+        return _replay(args.replay, args.target)
     for name in args.state:
         if name not in {s.name for s in SENDER_STATES}:
             return _fail(f"--state {name}: a sender is fuzzed in {', '.join(s.name for s in SENDER_STATES)}")

@@ -258,7 +258,9 @@ def _run_case(path: Path, target: str) -> str:
         (case,) = load_paths([str(path)])
         opened, info = open_target(target, 10.0)
         try:
-            return str(run_case(case, opened, step_timeout=10.0, info=info).outcome.value)
+            result = run_case(case, opened, step_timeout=10.0, info=info)
+            outcome = str(result.outcome.value)
+            return f"{outcome}: {result.detail}" if outcome == "error" and result.detail else outcome
         finally:
             opened.close()
     except Exception as e:  # the report says it; the finding stands

@@ -11,9 +11,9 @@ packet of one kind (responses instead of requests) with one field mutated.  Orac
 the adapter process exits or a control operation fails; **hang**, the sender neither sends its
 next packet nor closes within its Session Initialization Timer (3.1.2.1, as its ``wire_setup``
 declared it, else the harness's 30 s; scaled, +25 % +0.5 s) -- in OPEN after a second message is
-made available.  A finding is confirmed by running its round again with the same packet; it is
-written as a pcap of the session with the seed (an initiator wire case cannot send arbitrary
-bytes as the acceptor, so no YAML case is written for a sender).
+made available.  A finding is confirmed by running its round again with the same packet, then minimised and
+written as an initiator wire case whose simulated acceptor replies with the fuzzed packet, with a
+pcap of the session and the seed (harness.fuzz.sendercase).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any
 import packets
 from harness.fuzz.engine import Finding, Fuzzer, FuzzOptions
 from harness.fuzz.generate import KINDS, Context, Mutation, mutations_for, packet_kind, template
-from harness.fuzz.minimise import write_pcap
 from harness.fuzz.oracles import Timers
 from harness.fuzz.states import Connection, State
 from packets import GUID
@@ -226,16 +225,8 @@ class SenderFuzzer(Fuzzer):
         )
 
     def confirm(self, f: Finding) -> None:
-        """Play the finding's round again with the same packet: the same oracle must fire."""
-        state = next(s for s in self.states if s.name == f.state)
-        mutation = Mutation(f.template, f.field, f.op)
-        try:
-            oracle, _why, conn, _data = self.play(state, mutation, random.Random(f"{self.o.seed}/{f.round}"))
-        except SenderDown:
-            oracle, conn = "crash", None
-        f.confirmed = oracle == f.oracle
-        if f.confirmed and conn is not None and conn.log:
-            self.o.out.mkdir(parents=True, exist_ok=True)
-            f.minimal = [f.injected]
-            f.pcap = str(write_pcap(conn, self.address, self.o.out / f"{f.id}-seed{f.seed}.pcap"))
-            f.case_outcome = "no case: an initiator wire case cannot send arbitrary bytes as the acceptor"
+        """Play the finding's round again (the same oracle must fire), minimise it, write its case
+        and pcap (harness.fuzz.sendercase)."""
+        from harness.fuzz.sendercase import confirm_and_minimise_sender
+
+        confirm_and_minimise_sender(self, f)

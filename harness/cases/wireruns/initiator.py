@@ -3,7 +3,8 @@
 A case with ``under_test: initiator`` judges a sender ([MS-MQQB] 3.1.7.12 Message Position
 Available, 3.1.5.2-3.1.5.4 session establishment, 3.1.7.1 and 3.1.7.11 sending, 3.1.6 timers).
 The harness runs the acceptor: its simulated peer (:class:`harness.peers.SimulatedPeer`, with the
-case's behaviour), a silent listener, or a port where nothing listens.  The sender is driven
+case's behaviour, and its ``replies``: bytes the case gives, sent in answer to a packet of the
+sender, harness.cases.wireruns.peer), a silent listener, or a port where nothing listens.  The sender is driven
 through the control operations of the target protocol (harness.cases.actions.CONTROL_OPS):
 ``wire_setup`` names the harness's acceptor, then each case action (``create_outgoing_queue``,
 ``enqueue``, ``pause_queue``, ...) is one control operation; the sender connects by itself over
@@ -45,7 +46,7 @@ from harness.cases.wireruns.base import (
     max_in_flight,
     violation_failures,
 )
-from harness.cases.wireruns.peer import SilentListener, close_peer, simulated_peer
+from harness.cases.wireruns.peer import SilentListener, close_peer, peer_replies, simulated_peer
 from harness.peers.recording import RecordedConnection
 from harness.session import SessionConfig
 from packets.formatname import direct_machine
@@ -80,6 +81,9 @@ class _ClosedPort:
 
     opened = closed = 0
 
+    def closed_by(self, side: str) -> int:
+        return 0
+
     def close(self) -> None:
         self._sock.close()
 
@@ -101,6 +105,10 @@ class _PeerView:
     @property
     def closed(self) -> int:
         return sum(bool(c.closed) for c in self.peer.connections)
+
+    def closed_by(self, side: str) -> int:
+        """The connections ``side`` closed: the sender ("initiator"), or the simulated peer."""
+        return sum(bool(c.closed) and (c.closed_by == "client") == (side == "initiator") for c in self.peer.connections)
 
     def close(self) -> None:
         close_peer(self.peer)
@@ -146,7 +154,8 @@ class InitiatorRun(WireRun):
         elif peer_spec.get("listening") is False:  # a port that refuses connections
             self.view = _ClosedPort()
         else:
-            self.view = _PeerView(simulated_peer(self.behaviours, min(self.default_scale, self.requested_scale)))
+            scale = min(self.default_scale, self.requested_scale)
+            self.view = _PeerView(simulated_peer(self.behaviours, scale, peer_replies(peer_spec)))
         host, port = self.view.address
         ping_port = self.view.peer.ping_address[1] if isinstance(self.view, _PeerView) else None
         reply = self.control(
@@ -398,6 +407,7 @@ class InitiatorRun(WireRun):
             "entries (adm:outgoing)",
             "connections": "integer: wait until the sender opened this many connections",
             "closed": "integer: wait until this many connections ended",
+            "by": "initiator | acceptor: with closed, count only the connections that side closed ([MS-MQQB] 3.1.5.9)",
         },
         defaults=lambda args, expect: {"satisfied": True},
         nothing=("satisfied", False),
@@ -435,10 +445,10 @@ class InitiatorRun(WireRun):
             def pred() -> bool:
                 return bool(view.opened >= n)
         else:
-            n = int(args["closed"])
+            n, by = int(args["closed"]), args.get("by")
 
             def pred() -> bool:
-                return bool(view.closed >= n)
+                return bool((view.closed_by(by) if by else view.closed) >= n)
 
         needs = "packet" in args or "acked" in args or int(args.get("connections", args.get("closed", 0)) or 0) > 0
         ok = self._run_within(pred, args, needs_connection=needs)

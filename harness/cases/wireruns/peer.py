@@ -4,30 +4,163 @@
 fault behaviours) on 127.0.0.1 port 0.  :class:`SilentListener` accepts TCP connections and never
 answers one (a peer whose Session Initialization Timer, [MS-MQQB] 3.1.2.1, must expire on the
 initiator's side); it counts the connections it accepted.  Both are bounded: they stop with the case.
+
+``given.peer.replies`` (:class:`PeerReply`, docs/cases.md "Replies of the peer") makes the
+simulated peer answer a sender's packet with bytes the case gives: on reading the ``count``-th
+packet of kind ``to`` ([MS-MQQB] 3.1.5.1.1) of its ``connection``-th connection, the peer sends
+``raw`` instead of what its Acceptor answers (3.1.5.3.1 EstablishConnection response, 3.1.5.4.1
+ConnectionParameters response, a 3.1.5.8.2 SessionAck), or alone when it answers nothing, and then
+goes on as the conformant acceptor.  The fields named in ``echo`` take the bytes of the same field
+of the packet answered -- the values 3.1.5.3.1 and 3.1.5.4.1 copy from the request
+(EstablishConnectionHeader.ClientGuid and TimeStamp, ConnectionParametersHeader.RecoverableAckTimeout
+and AckTimeout) -- so that a reply recorded against one sender is valid for another: a sender
+checks ClientGuid against its own QueueManager.Identifier (3.1.5.3.2).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import selectors
 import socket
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["SilentListener", "close_peer", "simulated_peer"]
+if TYPE_CHECKING:
+    from harness.cases.schema import Lines
+
+__all__ = ["ECHOED", "PeerReply", "SilentListener", "check_replies", "close_peer", "peer_replies", "simulated_peer"]
+
+# The fields a response copies from the request it answers: name -> the section that says so.
+ECHOED = {
+    "EstablishConnectionHeader.ClientGuid": "MS-MQQB 3.1.5.3.1",
+    "EstablishConnectionHeader.TimeStamp": "MS-MQQB 3.1.5.3.1",
+    "ConnectionParametersHeader.RecoverableAckTimeout": "MS-MQQB 3.1.5.4.1",
+    "ConnectionParametersHeader.AckTimeout": "MS-MQQB 3.1.5.4.1",
+}
 
 
-def simulated_peer(behaviours: list[str], scale: float) -> Any:
+@dataclass(frozen=True)
+class PeerReply:
+    """One entry of ``given.peer.replies`` (see the module docstring)."""
+
+    to: str
+    raw: bytes
+    echo: tuple[str, ...] = ()
+    count: int = 1
+    connection: int = 1
+
+    def made(self, answered: bytes) -> bytes:
+        """``raw`` with the ``echo`` fields copied from ``answered`` (a field whose size differs
+        between the two packets, or that either lacks, is left as ``raw`` has it)."""
+        from packets.paths import field_offset
+
+        out = bytearray(self.raw)
+        for path in self.echo:
+            kind = path.split("Header.", 1)[0]
+            mine, theirs = field_offset(bytes(out), path, kind), field_offset(answered, path, kind)
+            if mine and theirs and mine[1] - mine[0] == theirs[1] - theirs[0] and mine[1] <= len(out):
+                out[mine[0] : mine[1]] = answered[theirs[0] : theirs[1]]
+        return bytes(out)
+
+
+def peer_replies(peer_spec: Mapping[str, Any]) -> list[PeerReply]:
+    """The ``replies`` of a schema-valid ``given.peer``."""
+    return [
+        PeerReply(
+            str(r["to"]),
+            bytes.fromhex("".join(str(r["raw"]).split())),
+            tuple(r.get("echo") or ()),
+            int(r.get("count", 1)),
+            int(r.get("connection", 1)),
+        )
+        for r in peer_spec.get("replies") or []
+    ]
+
+
+def check_replies(peer_spec: Mapping[str, Any], lines: Lines) -> None:
+    """The checks of ``given.peer.replies`` the schema cannot express: the simulated peer answers
+    a sender (``under_test: initiator``), so it listens and answers; one reply per packet."""
+    replies = peer_spec.get("replies")
+    if not replies:
+        return
+    where = ("given", "peer", "replies")
+    if peer_spec.get("under_test") != "initiator":
+        raise lines.error(where, "replies are the simulated acceptor's answers to a sender: under_test: initiator only")
+    if peer_spec.get("silent") or peer_spec.get("listening") is False:
+        raise lines.error(where, "a peer that is silent or not listening sends no replies")
+    seen: dict[tuple[str, int, int], int] = {}
+    for i, r in enumerate(replies):
+        key = (str(r["to"]), int(r.get("count", 1)), int(r.get("connection", 1)))
+        if key in seen:
+            raise lines.error(
+                (*where, i),
+                f"replies {seen[key]} and {i} answer the same packet {key[0]} (count {key[1]}, connection {key[2]})",
+            )
+        seen[key] = i
+
+
+def simulated_peer(behaviours: list[str], scale: float, replies: Sequence[PeerReply] = ()) -> Any:
     """A simulated acceptor on 127.0.0.1 port 0, its timers run ``scale`` times their durations;
-    one behaviour per connection, the last one for every later connection."""
+    one behaviour per connection, the last one for every later connection; ``replies``: the
+    case's own answers (see the module docstring)."""
     from harness.peers import SimulatedPeer
 
-    peer = SimulatedPeer("127.0.0.1", 0, behaviour=behaviours[-1], read_timeout=5.0, time_scale=scale)
+    cls = _replying_peer() if replies else SimulatedPeer
+    peer = cls("127.0.0.1", 0, behaviour=behaviours[-1], read_timeout=5.0, time_scale=scale)
+    if replies:
+        peer.replies = list(replies)
     if len(behaviours) > 1:
         peer.queue_behaviours(behaviours[:-1])
     peer.__enter__()
     return peer
+
+
+@functools.cache
+def _replying_peer() -> type:
+    """:class:`harness.peers.SimulatedPeer` that sends the case's replies: each whole packet the
+    peer keeps from a client is counted by kind per connection; the Acceptor's actions for the
+    read that completed a packet a reply answers have their Send replaced by the reply."""
+    import dataclasses
+
+    import packets
+    from harness.peers import SimulatedPeer
+    from harness.session import Send
+    from packets import PacketKind
+
+    class ReplyingPeer(SimulatedPeer):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.replies: list[PeerReply] = []
+            self._replies_read: dict[int, dict[str, int]] = {}  # connection index -> packets read, by kind
+            self._replies_due: dict[int, list[bytes]] = {}  # connection index -> replies to send next
+
+        def _keep(self, conn: Any, direction: str, data: bytes, ts: float) -> None:
+            super()._keep(conn, direction, data, ts)
+            if direction != "c2s" or not self.replies:
+                return
+            try:
+                kind = packets.parse(data, strict=False).kind.value
+            except packets.PacketError:
+                return
+            counts = self._replies_read.setdefault(conn.index, {})
+            counts[kind] = counts.get(kind, 0) + 1
+            for r in self.replies:
+                if r.to == kind and r.count == counts[kind] and r.connection == conn.index + 1:
+                    self._replies_due.setdefault(conn.index, []).append(r.made(data))
+
+        def _perform(self, slot: Any, actions: list[Any]) -> None:
+            due = self._replies_due.pop(slot.conn.index, None)
+            if due:
+                sends = [a for a in actions if isinstance(a, Send)]
+                made = [dataclasses.replace(sends[0], data=d) if sends else Send(d, PacketKind.Unknown) for d in due]
+                actions = made + [a for a in actions if not isinstance(a, Send)]
+            super()._perform(slot, actions)
+
+    return ReplyingPeer
 
 
 def close_peer(peer: Any) -> None:
@@ -88,6 +221,10 @@ class SilentListener:
     @property
     def closed(self) -> int:
         return sum(r.closed for r in list(self.records))
+
+    def closed_by(self, side: str) -> int:
+        """The connections ``side`` closed: every one the sender's, none the listener's."""
+        return self.closed if side == "initiator" else 0
 
     def close(self) -> None:
         self._stop.set()

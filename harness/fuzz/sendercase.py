@@ -1,0 +1,202 @@
+"""A sender's finding as an initiator wire case: the fuzzed packet is the simulated acceptor's reply.
+
+The fuzzer answered the sender conformantly up to the state it injected in, then sent one fuzzed
+packet (harness.fuzz.sender).  Minimising keeps the fewest of those packets -- the conformant
+answers ([MS-MQQB] 3.1.5.3.1 EstablishConnection response, 3.1.5.4.1 ConnectionParameters
+response) before the fuzzed one -- that still make the same oracle fire, by the delta debugging
+``capture-to-case --minimize`` uses (:func:`harness.pipeline.minimize.ddmin`): a shorter prefix is
+the same packet injected in an earlier state (WAITING_ECR_MSG after 3.1.5.2.3, WAITING_CPR_MSG
+after 3.1.5.3.2, OPEN after 3.1.5.4.2).  The case (docs/cases.md "Replies of the peer") has the
+simulated acceptor answer the sender's packet of that state with the fuzzed bytes
+(``given.peer.replies``, the request's ClientGuid and TimeStamp, or RecoverableAckTimeout and
+AckTimeout, echoed unless they are the mutated field), then waits for what the reference sender
+does with them -- it closes the session (3.1.5.1.3 for a packet that does not decode, 3.1.5.3.2,
+3.1.5.3, 3.1.5.4, 3.1.5.5 for one invalid or wrong for the state) and, for a crash, connects again
+when its Session Retry Connect Timer expires (3.1.6.1); or it goes on with its next packet
+(3.1.5.3.2, 3.1.5.4.2, 3.1.7.12) -- each within the timers that bound it.  Which of the two is
+decided by running the case against the embedded reference sender (target ``reference``): the
+case passes there and fails while the fault is there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+import packets
+from harness.fuzz.generate import Mutation
+from harness.fuzz.minimise import _hex, _run_case, _section, write_pcap
+from harness.fuzz.oracles import requirement_level
+from harness.pipeline.minimize import ddmin
+
+if TYPE_CHECKING:
+    from harness.fuzz.engine import Finding
+    from harness.fuzz.sender import SenderFuzzer
+    from harness.fuzz.states import Connection
+
+__all__ = ["confirm_and_minimise_sender", "sender_case"]
+
+# state -> (the sender's packet the fuzzed one answers, the requirement it is sent by)
+ANSWERS = {
+    "WAITING_ECR_MSG": ("EstablishConnection", "MQQB-3.1.7.12-CONNECT"),
+    "WAITING_CPR_MSG": ("ConnectionParameters", "MQQB-3.1.5.3.2-CP-REQUEST"),
+    "OPEN": ("UserMessage", "MQQB-3.1.5.4.2-ESTABLISHED"),
+}
+# state -> (the sender's next packet after a reply it accepts, its count, the requirement)
+NEXT = {
+    "WAITING_ECR_MSG": ("ConnectionParameters", 1, "MQQB-3.1.5.3.2-CP-REQUEST"),
+    "WAITING_CPR_MSG": ("UserMessage", 1, "MQQB-3.1.5.4.2-ESTABLISHED"),
+    "OPEN": ("UserMessage", 2, "MQQB-3.1.7.12-DISPATCH"),
+}
+ORDER = ("WAITING_ECR_MSG", "WAITING_CPR_MSG", "OPEN")  # a state's conformant answers: its index
+ECHO = {  # the fields a response echoes from its request (3.1.5.3.1, 3.1.5.4.1), by the fuzzer's template
+    "EstablishConnection[response]": ("EstablishConnectionHeader.ClientGuid", "EstablishConnectionHeader.TimeStamp"),
+    "ConnectionParameters[response]": (
+        "ConnectionParametersHeader.RecoverableAckTimeout",
+        "ConnectionParametersHeader.AckTimeout",
+    ),
+}
+RETRY = "MQQB-3.1.6.1-RETRY"
+INIT = "SessionInitialization"
+
+
+def close_requirement(data: bytes, state: str) -> str:
+    """The requirement that makes a conformant sender close the session on ``data`` in ``state``."""
+    try:
+        kind = packets.parse(data, strict=True).kind.value
+    except packets.PacketError:
+        return "MQQB-3.1.5.1.3-DISCARD-CLOSE"
+    if kind == "EstablishConnection":
+        return "MQQB-3.1.5.3.2-INVALID-CLOSE" if state == "WAITING_ECR_MSG" else "MQQB-3.1.5.3-WRONG-STATE"
+    if kind == "ConnectionParameters" and state != "WAITING_CPR_MSG":
+        return "MQQB-3.1.5.4-WRONG-STATE"
+    if kind == "SessionAck" and state != "OPEN":
+        return "MQQB-3.1.5.5-WRONG-STATE"
+    return "MQQB-3.1.5.1.3-DISCARD-CLOSE"
+
+
+def _step(action: str, requirement: str = "", **args: Any) -> dict[str, Any]:
+    return {"action": action, "args": args, **({"requirement": requirement} if requirement else {})}
+
+
+def _message(n: int) -> dict[str, Any]:
+    return {"id": f"m{n}", "delivery": "express", "Body": "fuzz"}
+
+
+def sender_case(f: Finding, state: str, injected: bytes, reaction: str, scale: float) -> dict[str, Any]:
+    """The initiator wire case of a sender's finding, the packet injected in ``state`` (see the
+    module docstring); ``reaction``: "closed" or "next", what the reference sender does with it."""
+    answered, sent_by = ANSWERS[state]
+    echo = [path for path in ECHO.get(f.template, ()) if path != f.field]
+    reply: dict[str, Any] = {"to": answered, **({"echo": echo} if echo else {}), "raw": _hex(injected)}
+    steps = [
+        _step("create_outgoing_queue", name="fuzz"),
+        _step("enqueue", queue="fuzz", message=_message(1)),
+        _step("wait_for", sent_by, packet=answered, within=INIT),
+    ]
+    if state == "OPEN":  # the fuzzer makes a second message available after the injected packet
+        steps.append(_step("enqueue", queue="fuzz", message=_message(2)))
+    if reaction == "closed":
+        judged = close_requirement(injected, state)
+        steps.append(_step("wait_for", judged, closed=1, by="initiator", within=INIT))
+        if f.oracle == "crash":  # a sender still running connects again (3.1.6.1)
+            steps.append(_step("wait_for", RETRY, connections=2, within=f"SessionRetryConnect + {INIT}"))
+    else:
+        kind, count, judged = NEXT[state]
+        steps.append(_step("wait_for", judged, packet=kind, count=count, within=INIT))
+    cited = [str(r) for r in dict.fromkeys(s["requirement"] for s in steps if "requirement" in s)]
+    f.requirement = judged
+    f.level, f.section = requirement_level(judged), _section(judged)
+    what = "closes the session" if reaction == "closed" else f"goes on with its {NEXT[state][0]}"
+    return {
+        "id": f"fuzz.sender.{f.oracle}.seed{f.seed}.round{f.round}",
+        "title": f"A sender that receives {f.template} with {f.field or 'no field'} {f.op} in {state} {what}",
+        "spec": [{"section": _section(r), "requirement": r} for r in cited],
+        "tags": ["fuzz", "sender", f.oracle],
+        "given": {"peer": {"under_test": "initiator", "timers": scale, "replies": [reply]}},
+        "when": steps,
+    }
+
+
+def _as_sender_sees_it(conn: Connection) -> Connection:
+    """The fuzzer's connection with the sender as the pcap's client: the directions swapped (the
+    fuzzer's log calls what it sent c2s), and a close by the sender its client's."""
+    swap = {"c2s": "s2c", "s2c": "c2s"}
+    return dataclasses.replace(conn, log=[(swap[d], data, ts) for d, data, ts in conn.log], closed=not conn.closed)
+
+
+def _header(f: Finding, state: str) -> str:
+    return (
+        f"# {f.oracle} of the sender found by msmq-harness fuzz --seed {f.seed} (round {f.round}): {f.why}\n"
+        f"# injected in {f.state}: {f.template} {f.field} {f.op}; minimised to {state}, after "
+        f"{len(f.minimal) - 1} conformant answers (replay: msmq-harness fuzz --replay THIS.yaml --target ...)\n"
+    )
+
+
+def _write_case(fuzzer: SenderFuzzer, f: Finding, state: str, injected: bytes, path: Path) -> str:
+    """Write the case whose reaction the reference sender gives (tried in turn: "closed",
+    "next"); the reference's outcome of the case written."""
+    outcome = ""
+    for reaction in ("closed", "next"):
+        case = sender_case(f, state, injected, reaction, fuzzer.sender_timers.scale)
+        path.write_text(_header(f, state) + yaml.safe_dump(case, sort_keys=False, width=110), encoding="utf-8")
+        outcome = _run_case(path, "reference")
+        if outcome == "passed":
+            break
+    return outcome
+
+
+def confirm_and_minimise_sender(fuzzer: SenderFuzzer, f: Finding) -> None:
+    """Re-run ``f`` (confirmed when the same oracle fires), shrink the conformant answers before
+    the injected packet, write its case and pcap, and run the case against the target."""
+    o = fuzzer.o
+    mutation = Mutation(f.template, f.field, f.op)
+    states = {s.name: s for s in fuzzer.states}
+    runs = 0
+    last: dict[str, Any] = {}
+
+    def again(state_name: str) -> bool:
+        nonlocal runs
+        runs += 1
+        from harness.fuzz.sender import SENDER_STATES, SenderDown
+
+        state = states.get(state_name) or next(s for s in SENDER_STATES if s.name == state_name)
+        try:
+            oracle, _why, conn, data = fuzzer.play(state, mutation, random.Random(f"{o.seed}/{f.round}"))
+        except SenderDown:
+            oracle, conn, data = "crash", None, b""
+        if oracle == f.oracle and conn is not None and conn.log:
+            last.update(state=state_name, conn=conn, data=data)
+        return oracle == f.oracle
+
+    f.confirmed = again(f.state)
+    if not f.confirmed or "conn" not in last:
+        return
+    confirmed = dict(last)
+    units = [*ORDER[: ORDER.index(f.state)], "injected"]  # the conformant answers, then the fuzzed packet
+
+    def holds(sub: list[str]) -> bool:
+        prefix = sub[:-1]
+        if not sub or sub[-1] != "injected" or prefix != list(ORDER[: len(prefix)]):
+            return False  # only a shorter prefix of the conformant answers is an earlier state
+        return again(ORDER[len(prefix)])
+
+    minimal = ddmin(units, holds, lambda: runs < o.minimise_runs)
+    state = ORDER[len(minimal) - 1]
+    if state != last.get("state") and not again(state):  # the last trial was another: play it again
+        state, last = f.state, confirmed
+    conn, injected = last["conn"], last["data"]
+    f.minimal = [p for d, p, _ in conn.log if d == "c2s"]  # what the fuzzer sent
+    o.out.mkdir(parents=True, exist_ok=True)
+    name = f"{f.id}-seed{f.seed}"
+    f.pcap = str(write_pcap(_as_sender_sees_it(conn), fuzzer.address, o.out / f"{name}.pcap"))
+    reference = _write_case(fuzzer, f, state, injected, o.out / f"{name}.yaml")
+    f.case = str(o.out / f"{name}.yaml")
+    if reference != "passed":
+        f.case_outcome = f"the reference sender does not pass it ({reference}); not run against the target"
+        return
+    f.case_outcome = _run_case(Path(f.case), o.target)
