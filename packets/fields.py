@@ -20,7 +20,7 @@ import uuid
 from array import array
 from collections.abc import Callable, Iterator, Mapping, MutableSequence
 from io import BytesIO
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import construct as c
 from construct import ConstructError, Container, ListContainer, StreamError
@@ -400,11 +400,28 @@ class Fields(dict[str, Any]):
     def copy(self) -> Fields:
         return Fields(self)
 
-    if TYPE_CHECKING:  # fields read and written as attributes (the instance dict is the mapping)
+    # A Fields the generated parsers make (``_fields_new``) is bound to its own mapping as its
+    # attribute dictionary when an attribute is first read or written, not when it is made.
 
-        def __getattr__(self, name: str) -> Any: ...
+    def __getattr__(self, name: str) -> Any:
+        if name[:2] == "__":  # protocol probes (copy, pickle): never fields
+            raise AttributeError(name)
+        _set_dict(self, "__dict__", self)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'") from None
 
-        def __setattr__(self, name: str, value: Any) -> None: ...
+    def __setattr__(self, name: str, value: Any) -> None:
+        _set_dict(self, "__dict__", self)
+        self[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        _set_dict(self, "__dict__", self)
+        try:
+            del self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Fields, (dict(self),))

@@ -24,7 +24,7 @@ from typing import Any
 import construct as c
 from construct import expr as cexpr
 
-from packets.fields import FlagsField, HeaderParser, _fields_new, _fixed_format, _set_dict
+from packets.fields import FlagsField, HeaderParser, _fields_new, _fixed_format
 from packets.generate import (
     LayoutParser,
     Shape,
@@ -261,11 +261,10 @@ def _generate(
     packet: Callable[..., Any],
 ) -> FusedFunction:
     src = _PinnedSource()
-    src.namespace.update({"_fields_new": _fields_new, "_set_dict": _set_dict, "packet": packet, "kind": kind})
+    src.namespace.update({"_fields_new": _fields_new, "_int_ne": int.__ne__, "packet": packet, "kind": kind})
     src.add(0, "def parse(data):")
     src.add(1, "size = len(data)")
     src.add(1, "headers = _fields_new(Fields)")
-    src.add(1, "_set_dict(headers, '__dict__', headers)")
     src.add(1, "pos = 0")
     for name, value in pins.items():
         src.known[f"headers[{name!r}]['Flags']"] = value
@@ -303,4 +302,4 @@ def _header(src: _PinnedSource, name: str, parser: HeaderParser, pins: dict[str,
     src.pin = None
     src.add(1, f"headers[{name!r}] = {target}")
     if name in pins:
-        src.add(1, f"if {target}['Flags'] != {pins[name]}: return None")
+        src.add(1, f"if _int_ne({target}['Flags'], {pins[name]}): return None")

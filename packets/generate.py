@@ -278,8 +278,7 @@ class _Source:
             self.fixed(run, indent)
         if self.skip:
             return
-        self.add(indent, f"{target} = _fields_new(Fields)")
-        self.add(indent, f"_set_dict({target}, '__dict__', {target})")
+        self.add(indent, f"{target} = _fields_new(Fields)")  # bound to itself when first read
         for name, value in stored:
             self.add(indent, f"{target}[{name!r}] = {value}")
 

@@ -124,3 +124,31 @@ def test_compiled_parser_fails_on_short_input_instead_of_returning_short_fields(
 @pytest.mark.parametrize("n,expected", [(0, 0), (1, 3), (2, 2), (3, 1), (4, 0), (5, 3)])
 def test_pad4(n: int, expected: int) -> None:
     assert pad4(n) == expected
+
+
+def test_decoded_headers_read_write_and_delete_fields_as_attributes() -> None:
+    """A header the generated parsers make is bound to its own mapping when an attribute is first
+    used: reads, writes and deletions by attribute are the mapping's, whichever comes first."""
+    from benchmarks.messages import typical_user_message
+
+    import packets
+
+    data = typical_user_message(True)
+    for _ in range(packets.fused.FUSE_AFTER + 1):  # the whole-packet function's headers too
+        packet = packets.parse(data)
+    for first in ("read", "write", "delete", "missing"):
+        header = packets.parse(data).headers["UserHeader"]
+        if first == "read":
+            assert header.MessageID == header["MessageID"] == 4711
+        elif first == "write":
+            header.MessageID = 5
+            assert header["MessageID"] == 5 and header.MessageID == 5
+        elif first == "delete":
+            del header.ConnectorType
+            assert "ConnectorType" not in header and not hasattr(header, "ConnectorType")
+        else:
+            assert not hasattr(header, "NoSuchField") and getattr(header, "NoSuchField", 7) == 7
+        assert vars(header) is header
+        header.Extra = 1
+        assert header["Extra"] == 1
+    assert packet.UserHeader.DestinationQueue.DirectFormatName == "TCP:192.168.1.20\\private$\\orders"
