@@ -129,9 +129,8 @@ def test_pad4(n: int, expected: int) -> None:
 def test_decoded_headers_read_write_and_delete_fields_as_attributes() -> None:
     """A header the generated parsers make is bound to its own mapping when an attribute is first
     used: reads, writes and deletions by attribute are the mapping's, whichever comes first."""
-    from benchmarks.messages import typical_user_message
-
     import packets
+    from benchmarks.messages import typical_user_message
 
     data = typical_user_message(True)
     for _ in range(packets.fused.FUSE_AFTER + 1):  # the whole-packet function's headers too
