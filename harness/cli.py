@@ -411,8 +411,13 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
             from harness.cases.profiles import profile_cases
 
             cases = profile_cases(cases, args.profile)
-        known: Any = load_baseline(args.known_failures, strict_xpass=True) if args.known_failures else set()
-        baseline = load_baseline(args.baseline) if args.baseline else None
+        from harness.report.compare import read_report
+
+        if args.known_failures:
+            known: Any = load_baseline(args.known_failures, strict_xpass=True, read_report=read_report)
+        else:
+            known = set()
+        baseline = load_baseline(args.baseline, read_report=read_report) if args.baseline else None
     except CaseError as e:
         return _usage_error(str(e))
     except BaselineError as e:

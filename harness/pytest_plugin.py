@@ -209,9 +209,10 @@ class _Session:
             path = self.config.getoption("msmq_known_failures")
             if path:
                 from harness.cases.baseline import BaselineError, load_baseline
+                from harness.report.compare import read_report
 
                 try:
-                    self._known = load_baseline(path, strict_xpass=True)
+                    self._known = load_baseline(path, strict_xpass=True, read_report=read_report)
                 except (BaselineError, OSError) as e:
                     raise pytest.UsageError(f"--msmq-known-failures {path}: {e}") from None
             else:

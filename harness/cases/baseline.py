@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -254,22 +254,15 @@ def _entry(item: Any, where: str, line: int) -> Entry:
     )
 
 
-def _from_report(data: Mapping[str, Any], path: str) -> Baseline:
-    """A baseline from a JSON report (harness.report.json_report): its failing cases."""
-    from harness.report.json_report import read_json
-
-    run = read_json(path)
-    out = Baseline(source=path)
-    for entry in baseline_of_run(run):
-        out.entries[entry.case] = entry
-    return out
+ReportReader = Callable[[str], RunResult]  # a run --json report read back (harness.report.compare.read_report)
 
 
-def load_baseline(path: str | Path, *, strict_xpass: bool = False) -> Baseline:
+def load_baseline(path: str | Path, *, strict_xpass: bool = False, read_report: ReportReader | None = None) -> Baseline:
     """The entries of a baseline or known-failures file: the YAML of :func:`render_baseline`
-    (``entries:``, or a bare list of entries), a JSON report of ``run --json``, or text with one
-    case id per line (``#`` comments).  BaselineError names the file and the entry; OSError when it
-    cannot be read."""
+    (``entries:``, or a bare list of entries), a JSON report of ``run --json`` (read by
+    ``read_report``, which the edge that reads reports passes: the failing cases of the run), or
+    text with one case id per line (``#`` comments).  BaselineError names the file and the entry;
+    OSError when it cannot be read."""
     name = str(path)
     text = Path(path).read_text(encoding="utf-8")
     stripped = text.lstrip()
@@ -278,13 +271,14 @@ def load_baseline(path: str | Path, *, strict_xpass: bool = False) -> Baseline:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise BaselineError(f"{name}: not JSON: {e}") from None
-        if not isinstance(data, dict) or "results" not in data:  # a report of run --json, else refused
+        if not isinstance(data, dict) or "results" not in data or read_report is None:
             raise BaselineError(f"{name}: a JSON file here is a report of run --json (with results)")
         try:
-            found = _from_report(data, name)
+            run = read_report(name)
         except (KeyError, TypeError, ValueError) as e:
             raise BaselineError(f"{name}: not a report of run --json: {e}") from None
-        found.strict_xpass = strict_xpass
+        found = Baseline(source=name, strict_xpass=strict_xpass)
+        found.entries = {entry.case: entry for entry in baseline_of_run(run)}
         return found
     data = None
     if any(line.split("#", 1)[0].strip().startswith(("-", "entries:", "format:")) for line in text.splitlines()):
