@@ -130,6 +130,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker, section in _section_markers().items():  # listed by ``pytest --markers``
         state.register(marker, f"MSMQ conformance cases checking {section} or a section below it")
     config.stash[_STATE] = state
+    _CONFIG[:] = [config]
 
 
 def _section_markers() -> dict[str, str]:
@@ -449,9 +450,13 @@ def pytest_runtest_makereport(
     """A target error is raised at setup, where pytest does not ask repr_failure: render it here;
     a skip (not applicable) is reported at the case's line, not the plugin's."""
     report = yield
-    if isinstance(item, CaseItem) and item.result is not None and (call.when == "call" or call.excinfo is not None):
-        # the case's result travels with its report (pytest-xdist too): --msmq-json, --msmq-html
-        report.msmq_result = item.result.to_dict()  # type: ignore[attr-defined]
+    if isinstance(item, CaseItem) and item.result is not None:
+        from harness.report.junit import classname
+
+        report.msmq_classname = classname(item.result)  # type: ignore[attr-defined]
+        if call.when == "call" or call.excinfo is not None:
+            # the case's result travels with its report (pytest-xdist too): --msmq-json, --msmq-html
+            report.msmq_result = item.result.to_dict()  # type: ignore[attr-defined]
     if isinstance(item, CaseItem) and call.excinfo is not None:
         if isinstance(call.excinfo.value, CaseFailed):
             report.longrepr = failure_repr(item, call.excinfo.value)
@@ -563,14 +568,25 @@ def pytest_collection_modifyitems(
 
 
 # ================================================================================ reports
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Keep each case's result (from its worker too) for ``--msmq-json`` / ``--msmq-html``."""
+    """Keep each case's result (from its worker too) for ``--msmq-json`` / ``--msmq-html``; in
+    ``--junitxml`` a case's classname is ``DOCUMENT.file`` as ``run --junit`` writes it
+    (harness.report.junit.classname), before pytest's junitxml records the case."""
     found = getattr(report, "msmq_result", None)
     if found is not None:
         _COLLECTED.setdefault(report.nodeid, found)
+    name = getattr(report, "msmq_classname", None)
+    if name and report.when == "setup" and _CONFIG:
+        from _pytest.junitxml import xml_key
+
+        xml = _CONFIG[0].stash.get(xml_key, None)
+        if xml is not None:
+            xml.node_reporter(report).add_attribute("classname", name)
 
 
 _COLLECTED: dict[str, dict[str, Any]] = {}
+_CONFIG: list[pytest.Config] = []  # the session's config (pytest_configure), for pytest_runtest_logreport
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -129,6 +129,7 @@ def test_pytest_junit_carries_requirement_and_level(tmp_path: Path) -> None:
     (suite,) = list(_valid(junit))
     cases = list(suite)
     assert len(cases) == len(json.loads(report.read_text(encoding="utf-8"))["results"]) > 20
+    assert {c.classname for c in cases} == {"MS-MQDMPR.seek_forward", "MS-MQDMPR.seek_backward"}  # as run's
     for case in cases:
         props = _props(case)
         assert len(props) == len(set(props))
