@@ -3,7 +3,9 @@
 A finding is first re-run: the packets of its session are sent again on a new connection
 (after a crashed target is back) and the same oracle must fire (a violation: the same rule).  The packets are then
 shrunk by delta debugging (Zeller's ddmin, :func:`harness.pipeline.minimize.ddmin`, the one
-``capture-to-case --minimize`` uses) to the fewest that still make the same oracle fire.  The
+``capture-to-case --minimize`` uses) to the fewest that still make the same oracle fire, and the
+last one's optional headers the finding does not need are removed ([MS-MQMQ] 2.2.20,
+harness.fuzz.shrink).  The
 minimal packets become an acceptor wire case (docs/cases.md "Wire cases"): each packet sent as
 raw bytes, each EstablishConnection and ConnectionParameters request followed by the reply
 [MS-MQQB] 3.1.5.3.1 and 3.1.5.4.1 demand, then what a conformant acceptor does with the last
@@ -29,6 +31,7 @@ import yaml
 import packets
 from harness.fuzz.generate import Context, packet_kind
 from harness.fuzz.oracles import GRACE, Reaction, Timers, alive, observe, requirement_level, target_violations
+from harness.fuzz.shrink import shrink_last
 from harness.fuzz.states import Connection, note_sent
 from harness.pipeline.minimize import ddmin
 from packets import GUID
@@ -104,6 +107,7 @@ def confirm_and_minimise(fuzzer: Fuzzer, f: Finding) -> None:
     if not f.confirmed:
         return
     minimal = ddmin(list(f.packets), lambda us: bool(us) and again(us)[0] == f.oracle, lambda: runs < o.minimise_runs)
+    minimal = shrink_last(minimal, f.field, lambda us: again(us)[0] == f.oracle, lambda: runs < o.minimise_runs)
     fired, conn = again(minimal)
     if fired != f.oracle:  # the last trial did not hold (a flaky target): keep what was confirmed
         minimal = list(f.packets)

@@ -23,6 +23,7 @@ import random
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,8 +151,11 @@ class SenderFuzzer(Fuzzer):
         """A crashed adapter is started again by the next ``wire_setup`` (harness.cases.targets.command)."""
         return ""
 
-    def play(self, state: State, mutation: Mutation, rng: random.Random) -> tuple[str, str, Connection | None, bytes]:
-        """One session with the sender: (oracle that fired or "", why, the connection, the packet injected)."""
+    def play(
+        self, state: State, mutation: Mutation, rng: random.Random, shape: Callable[[bytes], bytes | None] | None = None
+    ) -> tuple[str, str, Connection | None, bytes]:
+        """One session with the sender: (oracle that fired or "", why, the connection, the packet
+        injected); ``shape`` changes the mutated packet before it is sent (None: it cannot)."""
         self._setup()
         self._enqueue(1)
         conn = self._accept()
@@ -164,6 +168,10 @@ class SenderFuzzer(Fuzzer):
                 return "", "", None, b""
             try:
                 data = mutation.apply(template(mutation.template).build(ctx), rng)
+                shaped = shape(data) if shape is not None else data
+                if shaped is None:
+                    raise ValueError("the packet cannot be shaped")
+                data = shaped
             except ValueError:
                 self.report.skipped += 1
                 return "", "", None, b""

@@ -6,8 +6,9 @@ answers ([MS-MQQB] 3.1.5.3.1 EstablishConnection response, 3.1.5.4.1 ConnectionP
 response) before the fuzzed one -- that still make the same oracle fire, by the delta debugging
 ``capture-to-case --minimize`` uses (:func:`harness.pipeline.minimize.ddmin`): a shorter prefix is
 the same packet injected in an earlier state (WAITING_ECR_MSG after 3.1.5.2.3, WAITING_CPR_MSG
-after 3.1.5.3.2, OPEN after 3.1.5.4.2).  The case (docs/cases.md "Replies of the peer") has the
-simulated acceptor answer the sender's packet of that state with the fuzzed bytes
+after 3.1.5.3.2, OPEN after 3.1.5.4.2); then the optional headers of the fuzzed packet the finding
+does not need are removed ([MS-MQMQ] 2.2.20, harness.fuzz.shrink).  The case (docs/cases.md
+"Replies of the peer") has the simulated acceptor answer the sender's packet of that state with the fuzzed bytes
 (``given.peer.replies``, the request's ClientGuid and TimeStamp, or RecoverableAckTimeout and
 AckTimeout, echoed unless they are the mutated field), then waits for what the reference sender
 does with them -- it closes the session (3.1.5.1.3 for a packet that does not decode, 3.1.5.3.2,
@@ -31,6 +32,7 @@ import packets
 from harness.fuzz.generate import Mutation
 from harness.fuzz.minimise import _hex, _run_case, _section, write_pcap
 from harness.fuzz.oracles import requirement_level
+from harness.fuzz.shrink import shrink, without
 from harness.pipeline.minimize import ddmin
 
 if TYPE_CHECKING:
@@ -129,72 +131,95 @@ def _as_sender_sees_it(conn: Connection) -> Connection:
     return dataclasses.replace(conn, log=[(swap[d], data, ts) for d, data, ts in conn.log], closed=not conn.closed)
 
 
-def _header(f: Finding, state: str) -> str:
+def _header(f: Finding, state: str, groups: tuple[str, ...]) -> str:
+    removed = f", without its {', '.join(groups)}" if groups else ""
     return (
         f"# {f.oracle} of the sender found by msmq-harness fuzz --seed {f.seed} (round {f.round}): {f.why}\n"
         f"# injected in {f.state}: {f.template} {f.field} {f.op}; minimised to {state}, after "
-        f"{len(f.minimal) - 1} conformant answers (replay: msmq-harness fuzz --replay THIS.yaml --target ...)\n"
+        f"{len(f.minimal) - 1} conformant answers{removed}\n"
+        "# replay: msmq-harness fuzz --replay THIS.yaml --target ...\n"
     )
 
 
-def _write_case(fuzzer: SenderFuzzer, f: Finding, state: str, injected: bytes, path: Path) -> str:
+def _write_case(
+    fuzzer: SenderFuzzer, f: Finding, state: str, injected: bytes, path: Path, groups: tuple[str, ...] = ()
+) -> str:
     """Write the case whose reaction the reference sender gives (tried in turn: "closed",
     "next"); the reference's outcome of the case written."""
     outcome = ""
     for reaction in ("closed", "next"):
         case = sender_case(f, state, injected, reaction, fuzzer.sender_timers.scale)
-        path.write_text(_header(f, state) + yaml.safe_dump(case, sort_keys=False, width=110), encoding="utf-8")
+        path.write_text(_header(f, state, groups) + yaml.safe_dump(case, sort_keys=False, width=110), encoding="utf-8")
         outcome = _run_case(path, "reference")
         if outcome == "passed":
             break
     return outcome
 
 
-def confirm_and_minimise_sender(fuzzer: SenderFuzzer, f: Finding) -> None:
-    """Re-run ``f`` (confirmed when the same oracle fires), shrink the conformant answers before
-    the injected packet, write its case and pcap, and run the case against the target."""
-    o = fuzzer.o
-    mutation = Mutation(f.template, f.field, f.op)
-    states = {s.name: s for s in fuzzer.states}
-    runs = 0
-    last: dict[str, Any] = {}
+class _Trials:
+    """Plays of a finding's round against the sender, the last one that fired kept."""
 
-    def again(state_name: str) -> bool:
-        nonlocal runs
-        runs += 1
+    def __init__(self, fuzzer: SenderFuzzer, f: Finding) -> None:
+        self.fuzzer, self.f = fuzzer, f
+        self.mutation = Mutation(f.template, f.field, f.op)
+        self.runs = 0
+        self.last: dict[str, Any] = {}
+
+    def budget(self) -> bool:
+        return self.runs < self.fuzzer.o.minimise_runs
+
+    def again(self, state_name: str, groups: tuple[str, ...] = ()) -> bool:
+        """Play the round injecting in ``state_name``, the packet without ``groups``: the oracle fired."""
         from harness.fuzz.sender import SENDER_STATES, SenderDown
 
-        state = states.get(state_name) or next(s for s in SENDER_STATES if s.name == state_name)
+        self.runs += 1
+        f = self.f
+        state = next(s for s in SENDER_STATES if s.name == state_name)
+        shape = (lambda data: without(data, groups, f.field)) if groups else None
         try:
-            oracle, _why, conn, data = fuzzer.play(state, mutation, random.Random(f"{o.seed}/{f.round}"))
+            rng = random.Random(f"{self.fuzzer.o.seed}/{f.round}")
+            oracle, _why, conn, data = self.fuzzer.play(state, self.mutation, rng, shape)
         except SenderDown:
             oracle, conn, data = "crash", None, b""
         if oracle == f.oracle and conn is not None and conn.log:
-            last.update(state=state_name, conn=conn, data=data)
+            self.last = {"state": state_name, "groups": groups, "conn": conn, "data": data}
         return oracle == f.oracle
 
-    f.confirmed = again(f.state)
-    if not f.confirmed or "conn" not in last:
+    def minimal(self) -> dict[str, Any]:
+        """The fewest conformant answers (an earlier state), then the fewest optional headers of
+        the injected packet, that still make the oracle fire; the play that shows it."""
+        f, confirmed = self.f, dict(self.last)
+        units = [*ORDER[: ORDER.index(f.state)], "injected"]  # the conformant answers, then the fuzzed packet
+
+        def holds(sub: list[str]) -> bool:
+            prefix = sub[:-1]
+            if not sub or sub[-1] != "injected" or prefix != list(ORDER[: len(prefix)]):
+                return False  # only a shorter prefix of the conformant answers is an earlier state
+            return self.again(ORDER[len(prefix)])
+
+        state = ORDER[len(ddmin(units, holds, self.budget)) - 1]
+        base = self.last["data"] if self.last.get("state") == state else confirmed["data"]
+        groups = shrink(base, f.field, lambda gs: self.again(state, gs), self.budget)
+        if (self.last.get("state"), self.last.get("groups")) != (state, groups) and not self.again(state, groups):
+            return confirmed  # the last trial was another, and this one does not hold (a flaky sender)
+        return self.last
+
+
+def confirm_and_minimise_sender(fuzzer: SenderFuzzer, f: Finding) -> None:
+    """Re-run ``f`` (confirmed when the same oracle fires), minimise it (:class:`_Trials`), write
+    its case and pcap, and run the case against the target."""
+    o = fuzzer.o
+    trials = _Trials(fuzzer, f)
+    f.confirmed = trials.again(f.state)
+    if not f.confirmed or "conn" not in trials.last:
         return
-    confirmed = dict(last)
-    units = [*ORDER[: ORDER.index(f.state)], "injected"]  # the conformant answers, then the fuzzed packet
-
-    def holds(sub: list[str]) -> bool:
-        prefix = sub[:-1]
-        if not sub or sub[-1] != "injected" or prefix != list(ORDER[: len(prefix)]):
-            return False  # only a shorter prefix of the conformant answers is an earlier state
-        return again(ORDER[len(prefix)])
-
-    minimal = ddmin(units, holds, lambda: runs < o.minimise_runs)
-    state = ORDER[len(minimal) - 1]
-    if state != last.get("state") and not again(state):  # the last trial was another: play it again
-        state, last = f.state, confirmed
-    conn, injected = last["conn"], last["data"]
+    best = trials.minimal()
+    conn, injected, state = best["conn"], best["data"], best["state"]
     f.minimal = [p for d, p, _ in conn.log if d == "c2s"]  # what the fuzzer sent
     o.out.mkdir(parents=True, exist_ok=True)
     name = f"{f.id}-seed{f.seed}"
     f.pcap = str(write_pcap(_as_sender_sees_it(conn), fuzzer.address, o.out / f"{name}.pcap"))
-    reference = _write_case(fuzzer, f, state, injected, o.out / f"{name}.yaml")
+    reference = _write_case(fuzzer, f, state, injected, o.out / f"{name}.yaml", best["groups"])
     f.case = str(o.out / f"{name}.yaml")
     if reference != "passed":
         f.case_outcome = f"the reference sender does not pass it ({reference}); not run against the target"
