@@ -28,8 +28,9 @@ field away.
 
 Dissection goes through ``packets.parse(strict=False)`` (``layer.decoded`` keeps the codec's
 Packet and ``layer.violations`` its violations) and is lazy: a header becomes its layer, from
-the codec's decoded header, when it is first read (``pkt.UserHeader``); reading the fields as a
-whole (``show``, ``==``, ``copy``) makes them all.  An unchanged dissected layer builds back its
+the codec's decoded header, when it is first read (``pkt.UserHeader``), and within it a flag
+word, a queue, a nested structure or an element list when it is read (``pkt.UserHeader.Flags``);
+reading a layer's fields as a whole (``show``, ``==``, ``copy``) makes them all.  An unchanged dissected layer builds back its
 own bytes, and its kind, violations and bytes need no header made.  A TCP segment carrying
 several packets dissects into a chain of MSMQ layers; ``packets.scapy_stream`` reassembles
 packets split across segments.
@@ -241,6 +242,10 @@ class _Flags(ScapyPacket):
         return repr(self.to_flags())
 
 
+def _is_flags_field(fld: Any) -> bool:
+    return isinstance(fld, _LayerField) and isinstance(fld.cls, type) and issubclass(fld.cls, _Flags)
+
+
 # (sub-field or field to compute, the field it depends on, how): how is a dict {layer class: key}
 # for a Switch (the case a layer is) or an int for an If (the value when the field is present).
 _Rule = tuple[str, str | None, str, Any]
@@ -255,15 +260,18 @@ class _Given(bytes):
     """A layer's field values handed to its constructor in place of bytes (:func:`_filled`)."""
 
     values: dict[str, Any]
+    pending: dict[str, Any] | None
 
 
-def _filled(cls: Any, values: dict[str, Any]) -> Any:
+def _filled(cls: Any, values: dict[str, Any], pending: dict[str, Any] | None = None) -> Any:
     """``cls(**values)`` for a layer made from decoded values, at a fraction of the cost: scapy
     takes the values through the dissection path (``_Given``), which neither copies the defaults
     the values replace nor looks every field up among the keywords.  Each value still goes
-    through its field's ``any2i``; a mutable default not given is copied, as scapy does."""
+    through its field's ``any2i``; a mutable default not given is copied, as scapy does.
+    ``pending``: decoded values of fields made into their layers when first read (:class:`_Lazy`)."""
     given = _Given(b"\0")
     given.values = values
+    given.pending = pending
     return cls(given, _internal=1)
 
 
@@ -272,13 +280,69 @@ def _fill_given(layer: Any, given: _Given) -> None:
     fieldtype = layer.fieldtype
     for name, value in given.values.items():
         fields[name] = fieldtype[name].any2i(layer, value)
+    pending = given.pending or {}
     for name in ScapyPacket.class_default_fields_ref.get(type(layer), ()):
-        if name not in fields:
+        if name not in fields and name not in pending:
             fields[name] = layer.default_fields[name].copy()
+    if pending:
+        object.__setattr__(layer, "_pending", dict(pending))
 
 
-class _Header(ScapyPacket):
-    """One structure of the spec (a header or a piece of one), fields from its construct Struct."""
+class _Lazy(ScapyPacket):
+    """A layer some of whose fields are kept as decoded values (``_pending``) and made into their
+    layers when first read (``getfieldval``, ``pkt.Field``); whatever reads the fields as a whole
+    (``fields``, ``show``, ``==``, ``copy``) makes them all first."""
+
+    def _make_pending(self, name: str, value: Any) -> Any:
+        """The value field ``name`` holds for the decoded ``value`` (``_ABSENT``: none)."""
+        raise NotImplementedError
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        pending = self.__dict__.get("_pending")
+        if pending:
+            for name in list(pending):
+                self._materialize(name)
+        fields: dict[str, Any] = _FIELDS_SLOT.__get__(self)
+        return fields
+
+    @fields.setter
+    def fields(self, value: dict[str, Any]) -> None:
+        _FIELDS_SLOT.__set__(self, value)
+
+    def _materialize(self, name: str) -> None:
+        pending = self.__dict__.get("_pending")
+        if pending and name in pending:
+            value = self._make_pending(name, pending.pop(name))
+            if value is not _ABSENT:
+                _FIELDS_SLOT.__get__(self)[name] = value
+
+    def getfieldval(self, attr: str) -> Any:
+        self._materialize(attr)
+        fields = _FIELDS_SLOT.__get__(self)
+        if attr in fields:
+            return fields[attr]
+        if attr in self.default_fields and attr not in self.overloaded_fields:
+            return self.default_fields[attr]
+        return super().getfieldval(attr)
+
+    def getfield_and_val(self, attr: str) -> Any:
+        self._materialize(attr)
+        fields = _FIELDS_SLOT.__get__(self)
+        if attr in fields:
+            return self.fieldtype[attr], fields[attr]
+        if attr in self.default_fields and attr not in self.overloaded_fields:
+            return self.fieldtype[attr], self.default_fields[attr]
+        return super().getfield_and_val(attr)
+
+
+_ABSENT: Any = object()
+
+
+class _Header(_Lazy):
+    """One structure of the spec (a header or a piece of one), fields from its construct Struct.
+    Made from decoded values (``from_value``), its fields that hold layers (flag words, queues,
+    nested structures, element lists) are made when first read."""
 
     construct: ClassVar[c.Struct]
     rules: ClassVar[tuple[_Rule, ...]] = ()
@@ -294,18 +358,29 @@ class _Header(ScapyPacket):
     def from_value(cls, value: Mapping[str, Any]) -> _Header:
         """The layer of a decoded (or given) mapping of fields, as ``packets.parse`` returns them."""
         kwargs: dict[str, Any] = {}
+        pending: dict[str, Any] = {}
         for fld in cls.fields_desc:
             if fld.name not in value:
                 continue
             v = value[fld.name]
-            if isinstance(fld, _ChoiceField) and isinstance(v, Mapping):
-                kwargs[fld.name] = _case_of(cls, fld, value, v).from_value(v)
-            elif isinstance(fld, _LayerField) and isinstance(fld.cls, type) and issubclass(fld.cls, _Flags):
-                kwargs[fld.name] = fld.cls.from_value(0 if v is None else v)
+            if isinstance(fld, _ChoiceField | _ListField | _LayerField) and (v or _is_flags_field(fld)):
+                pending[fld.name] = v  # made into its layer when first read
             else:
                 kwargs[fld.name] = v
-        layer: _Header = _filled(cls, kwargs)
+        layer: _Header = _filled(cls, kwargs, pending)
+        if pending:
+            object.__setattr__(layer, "_decoded", value)
         return layer
+
+    def _make_pending(self, name: str, value: Any) -> Any:
+        """What ``from_value`` makes of a field's decoded value: a Switch's case layer, a flag
+        word's layer, a nested structure's or an element list's layers."""
+        fld: Any = self.fieldtype[name]
+        if isinstance(fld, _ChoiceField) and isinstance(value, Mapping):
+            return _case_of(type(self), fld, self.__dict__["_decoded"], value).from_value(value)
+        if _is_flags_field(fld):
+            return fld.cls.from_value(0 if value is None else value)
+        return fld.any2i(self, value)
 
     def to_fields(self, computed: Mapping[str, Mapping[str, int]] | None = None) -> Fields:
         """The fields as ``packets.build`` takes them; ``computed`` gives, per flag word, values for
@@ -619,7 +694,7 @@ def _complete_length(data: bytes) -> int | None:
     return n if n <= len(data) else None
 
 
-class _Wire(ScapyPacket):
+class _Wire(_Lazy):
     """What MSMQ and MSMQPing share: dissection keeps the codec's Packet and the bytes; an unchanged
     dissected layer builds back its own bytes; everything else is built by the codec."""
 
@@ -806,44 +881,9 @@ class MSMQ(_Wire):
 
     _KEPT = ("decoded", "_wire", "_expected")
 
-    @property
-    def fields(self) -> dict[str, Any]:
-        pending = self.__dict__.get("_pending")
-        if pending:
-            for name in list(pending):
-                self._materialize(name)
-        fields: dict[str, Any] = _FIELDS_SLOT.__get__(self)
-        return fields
-
-    @fields.setter
-    def fields(self, value: dict[str, Any]) -> None:
-        _FIELDS_SLOT.__set__(self, value)
-
-    def _materialize(self, name: str) -> None:
-        """The decoded header ``name``, if still pending, made its layer."""
-        pending = self.__dict__.get("_pending")
-        if pending and name in pending:
-            layer = _header_layer_of(name, pending.pop(name))
-            if layer is not None:
-                _FIELDS_SLOT.__get__(self)[name] = layer
-
-    def getfieldval(self, attr: str) -> Any:
-        self._materialize(attr)
-        fields = _FIELDS_SLOT.__get__(self)
-        if attr in fields:
-            return fields[attr]
-        if attr in self.default_fields and attr not in self.overloaded_fields:
-            return self.default_fields[attr]
-        return super().getfieldval(attr)
-
-    def getfield_and_val(self, attr: str) -> Any:
-        self._materialize(attr)
-        fields = _FIELDS_SLOT.__get__(self)
-        if attr in fields:
-            return self.fieldtype[attr], fields[attr]
-        if attr in self.default_fields and attr not in self.overloaded_fields:
-            return self.fieldtype[attr], self.default_fields[attr]
-        return super().getfield_and_val(attr)
+    def _make_pending(self, name: str, value: Any) -> Any:
+        layer = _header_layer_of(name, value)
+        return _ABSENT if layer is None else layer
 
     def _expected_layer(self, name: str) -> Any:
         """The layer ``name`` as dissected (made once, apart from the one the fields hold)."""

@@ -16,15 +16,21 @@ from scapy.layers.inet import IP, TCP
 from scapy.packet import Packet as ScapyPacket
 
 import packets
+from packets.fields import GUID
 from packets.layout import PacketKind
 from packets.properties import default_message_properties_header
 from packets.scapy_layers import HEADER_NAMES, MSMQ
-from packets.user import default_user_header
+from packets.user import UserHeaderFlags, default_user_header
 from tests.packets import strategies_session as ss
 from tests.packets import strategies_user as su
 
 _MESSAGE = Container(
-    UserHeader=default_user_header(MessageID=1, DestinationQueue=Container(PrivateQueueIdentifier=1)),
+    UserHeader=default_user_header(
+        MessageID=1,
+        QueueManagerAddress=GUID("{C626EA11-E6B6-9749-9595-9150557358D1}"),
+        Flags=UserHeaderFlags.make(MP=1, DQ=3),
+        DestinationQueue=Container(PrivateQueueIdentifier=1),
+    ),
     MessagePropertiesHeader=default_message_properties_header(b"hello", Label="hi"),
 )
 _FIELDS_SLOT: Any = ScapyPacket.__dict__["fields"]  # scapy's own storage of a layer's field values
@@ -64,8 +70,11 @@ def test_dissection_makes_no_header_layer_until_one_is_read() -> None:
 def test_any_reading_order_equals_the_whole_dissection(headers: Container, first: list[str]) -> None:
     data = packets.build(headers)
     lazy = MSMQ(data)
-    for name in first:  # some headers read before anything reads them all
-        lazy.getfieldval(name)
+    for i, name in enumerate(first):  # some headers read before anything reads them all
+        layer = lazy.getfieldval(name)
+        if layer is not None:  # and some of their fields, which may be layers made when read
+            for fld in layer.fields_desc[i % 3 :: 2]:
+                layer.getfieldval(fld.name)
     whole = MSMQ(data)
     whole.fields  # noqa: B018  (every header made at once)
     assert lazy == whole
@@ -73,6 +82,28 @@ def test_any_reading_order_equals_the_whole_dissection(headers: Container, first
     assert raw(lazy) == raw(whole) == data
     assert lazy.show2(dump=True) == whole.show2(dump=True)
     assert raw(lazy.copy()) == data
+
+
+def test_a_header_makes_its_flag_words_and_queues_when_they_are_read() -> None:
+    pkt = MSMQ(packets.build(_MESSAGE))
+    user = pkt.UserHeader
+    assert user.MessageID == 1
+    assert {"Flags", "DestinationQueue"}.isdisjoint(_made(user))  # not made yet
+    assert user.Flags.DQ == 3 and "Flags" in _made(user)
+    assert user.DestinationQueue.PrivateQueueIdentifier == 1 and "DestinationQueue" in _made(user)
+    assert user.AdminQueue is None
+    assert user.to_fields() == packets.parse(packets.build(_MESSAGE)).UserHeader
+
+
+def test_a_change_to_a_flag_word_read_lazily_is_built() -> None:
+    data = packets.build(_MESSAGE)
+    pkt = MSMQ(data)
+    pkt.MessagePropertiesHeader.Flags.PA = 1
+    assert int(packets.parse(raw(pkt), strict=False).MessagePropertiesHeader.Flags) & 1
+    assert pkt.violations != []  # an acknowledgment requested without an AdminQueue
+    copy = MSMQ(data).copy()
+    copy.UserHeader.DestinationQueue.PrivateQueueIdentifier = 9
+    assert packets.parse(raw(copy)).UserHeader.DestinationQueue.PrivateQueueIdentifier == 9
 
 
 def test_a_change_to_a_header_read_lazily_is_built() -> None:
