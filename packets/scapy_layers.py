@@ -30,10 +30,10 @@ Dissection goes through ``packets.parse(strict=False)`` (``layer.decoded`` keeps
 Packet and ``layer.violations`` its violations) and is lazy: a header becomes its layer, from
 the codec's decoded header, when it is first read (``pkt.UserHeader``), and within it a flag
 word, a queue, a nested structure or an element list when it is read (``pkt.UserHeader.Flags``);
-reading a layer's fields as a whole (``show``, ``==``, ``copy``) makes them all.  An unchanged dissected layer builds back its
-own bytes, and its kind, violations and bytes need no header made.  A TCP segment carrying
-several packets dissects into a chain of MSMQ layers; ``packets.scapy_stream`` reassembles
-packets split across segments.
+reading a layer's fields as a whole (``show``, ``==``, ``copy``) makes them all.  An unchanged
+dissected layer builds back its own bytes, and its kind, violations and bytes need no header
+made.  A TCP segment carrying several packets dissects into a chain of MSMQ layers;
+``packets.scapy_stream`` reassembles packets split across segments.
 
 Imported on demand only: ``import packets`` does not import scapy.
 """
