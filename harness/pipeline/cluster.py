@@ -290,12 +290,13 @@ class JobWatch:
         self.failed_tasks = sum(self._failed.values())
 
     def _executors(self, tracker: Any) -> int:
+        """Executors now (the driver is listed too); those listed before and gone are counted lost.
+        An executor is known by its block manager's address (port 0 until it has registered)."""
         infos = tracker.getExecutorInfos()
-        now = {f"{e.host}:{e.port}" for e in infos}
-        if len(now) > 1 or self._seen:
-            self.lost_executors += len(self._seen - now - {""})
-            self._seen = now if len(now) > 1 else set()
-        return max(len(infos) - 1, 0)  # the driver is listed too
+        now = {f"{e.host}:{e.port}" for e in infos if e.port}
+        self.lost_executors += len(self._seen - now)
+        self._seen = now
+        return max(len(infos) - 1, 0)
 
     def _run(self) -> None:
         try:
