@@ -246,6 +246,7 @@ def add_subcommands(sub: Any) -> None:
     """Register the subcommands on the ``msmq-harness`` sub-parser collection."""
     from harness.argtypes import count, port_list, seconds
     from harness.cases.schema import case_id
+    from harness.pipeline.cluster import DEFAULT_EXECUTOR_TIMEOUT
 
     synth = sub.add_parser("synth", help="write a synthetic MSMQ capture with injected anomalies")
     synth.add_argument("--sessions", type=int, required=True, metavar="N", help="MSMQ sessions to write")
@@ -293,9 +294,10 @@ def add_subcommands(sub: Any) -> None:
     pipe.add_argument(
         "--executor-timeout",
         type=seconds(maximum=86400),
-        default=120.0,
+        default=DEFAULT_EXECUTOR_TIMEOUT,
         metavar="S",
-        help="on a cluster: give up (exit 3) when a job has had no executor for S seconds (default 120)",
+        help=f"on a cluster: give up (exit 3) when a job has had no executor for S seconds "
+        f"(default {DEFAULT_EXECUTOR_TIMEOUT:g})",
     )
     pipe.add_argument(
         "--no-ship-deps",

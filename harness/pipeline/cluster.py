@@ -41,7 +41,7 @@ __all__ = [
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: seconds a running job may go without any executor before it is abandoned
-DEFAULT_EXECUTOR_TIMEOUT = 120.0
+DEFAULT_EXECUTOR_TIMEOUT = 90.0
 
 
 def is_local_master(master: str) -> bool:
