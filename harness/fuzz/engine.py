@@ -4,7 +4,10 @@ Each round opens a TCP connection to the acceptor ([MS-MQQB] 2.1.1), reaches one
 through conformant traffic (:mod:`harness.fuzz.states`), sends one packet of one kind with one
 field mutated (:mod:`harness.fuzz.generate`) and judges the reaction (:mod:`harness.fuzz.oracles`).
 Rounds visit the (state x packet kind) pairs in turn, so that every pair is reached within the
-first rounds; within a pair, every mutation is tried once, lengths and counts first.  A crash or a
+first rounds; then, in turn, the pairs with a class of mutation not injected yet (as built, a
+length, a flag word, a string, an identifier, another integer: :func:`mutation_class`); then a
+pair in proportion to the mutations it has left.  Within a pair, every mutation is tried once,
+lengths and counts first.  A crash or a
 hang is re-run to confirm it, then minimised and written as a case and a pcap
 (:mod:`harness.fuzz.minimise`).  Bounded by ``max_packets`` and ``duration``, paced to ``rate``
 packets a second, stopped by the first confirmed crash unless ``keep_going``; the ``seed`` makes
@@ -14,6 +17,7 @@ the same run again.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import time
 from collections import Counter, deque
@@ -22,15 +26,53 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.fuzz.generate import KINDS, Context, Mutation, mutations_for, packet_kind, template
+import packets
+from harness.fuzz.generate import (
+    AS_BUILT,
+    KINDS,
+    LENGTH_WORDS,
+    Context,
+    Mutation,
+    _leaves,
+    mutations_for,
+    packet_kind,
+    template,
+)
 from harness.fuzz.oracles import Timers, alive, observe, target_violations
 from harness.fuzz.states import STATES, Connection, State, note_sent, reach
-from packets import GUID
+from packets import GUID, BitFlags
 
-__all__ = ["Finding", "FuzzOptions", "FuzzReport", "Fuzzer"]
+__all__ = ["MUTATION_CLASSES", "Finding", "FuzzOptions", "FuzzReport", "Fuzzer", "mutation_class"]
 
 RESOURCE_EVERY = 32  # rounds between two looks at the target's descriptors
 RESOURCE_REPLAYS = 4  # times each recent session is sent again to find the one that leaks
+
+
+MUTATION_CLASSES = ("as-built", "length", "flags", "string", "identifier", "integer")
+
+
+@functools.cache
+def _field_values(template_name: str) -> dict[str, Any]:
+    """Each field of a template's conformant packet (as mutations name it) and its decoded value."""
+    decoded = packets.parse(packets.build(template(template_name).build(Context(GUID(bytes(16))))), strict=False)
+    return dict(_leaves(decoded.headers))
+
+
+def mutation_class(m: Mutation) -> str:
+    """What a mutation changes: nothing ("as-built": a conformant packet, wrong for the state), a
+    length, size or count, a flag word, a string, a GUID or byte field ("identifier"), another integer."""
+    if m.op == AS_BUILT:
+        return "as-built"
+    value = _field_values(m.template).get(m.field)
+    if isinstance(value, str) or m.op in ("max-length", "beyond-max", "unpaired-surrogate", "empty"):
+        return "string"
+    if isinstance(value, BitFlags):
+        return "flags"
+    if isinstance(value, GUID | bytes | bytearray):
+        return "identifier"
+    if any(w in m.field.rpartition(".")[2] for w in LENGTH_WORDS):
+        return "length"
+    return "integer"
 
 
 @dataclass
@@ -108,6 +150,7 @@ class FuzzReport:
     findings: list[Finding] = dataclasses.field(default_factory=list)
     coverage: Counter[tuple[str, str, str]] = dataclasses.field(default_factory=Counter)
     skipped: int = 0  # mutations that did not apply to the packet built
+    classes: Counter[tuple[str, str, str]] = dataclasses.field(default_factory=Counter)  # (state, kind, class)
 
     def pairs(self) -> set[tuple[str, str]]:
         return {(s, k) for s, k, _ in self.coverage}
@@ -130,6 +173,7 @@ class Fuzzer:
         self.baseline: Any = None
         self.previous: Any = None
         self._seen: dict[tuple[str, str, str, str], Finding] = {}
+        self.untried: dict[tuple[str, str], set[str]] = {}  # classes of mutation a pair has not had
 
     # -- the loop ------------------------------------------------------------------------------------
     def run(self) -> FuzzReport:
@@ -144,7 +188,7 @@ class Fuzzer:
             if time.monotonic() - start >= self.o.duration:
                 r.stopped = f"--duration {self.o.duration:g} s elapsed"
                 break
-            state, kind = pairs[r.rounds] if r.rounds < len(pairs) else self._weighted(pairs)
+            state, kind = self._pick(pairs)
             r.rounds += 1
             crash = self._round(state, kind)
             if self.pid is not None and r.rounds % RESOURCE_EVERY == 0:
@@ -219,6 +263,21 @@ class Fuzzer:
         if ahead > 0:
             time.sleep(min(ahead, 1.0))
 
+    def _pick(self, pairs: list[tuple[State, str]]) -> tuple[State, str]:
+        """Every pair once, in order; then, in turn, the pairs with a class of mutation (see
+        :func:`mutation_class`) not injected yet; then :meth:`_weighted`."""
+        r = self.report.rounds
+        if r < len(pairs):
+            return pairs[r]
+        pending = [(s, k) for s, k in pairs if self._untried(s, k)]
+        return pending[r % len(pending)] if pending else self._weighted(pairs)
+
+    def _untried(self, state: State, kind: str) -> set[str]:
+        key = (state.name, kind)
+        if key not in self.untried:
+            self.untried[key] = {mutation_class(m) for m in self._queue(state, kind)}
+        return self.untried[key]
+
     def _weighted(self, pairs: list[tuple[State, str]]) -> tuple[State, str]:
         """After the first sweep (every pair once): a pair drawn in proportion to the mutations it
         has not tried yet, so that the kinds with many fields (UserMessage) get their share."""
@@ -235,7 +294,21 @@ class Fuzzer:
         return queue
 
     def _next(self, state: State, kind: str) -> Mutation:
-        return self._queue(state, kind).popleft()
+        """The first mutation of a class this pair has not had yet, else the next one in the queue."""
+        queue, untried = self._queue(state, kind), self._untried(state, kind)
+        for i, m in enumerate(queue):
+            if mutation_class(m) in untried:
+                del queue[i]
+                return m
+        untried.clear()  # the classes left have no mutation left in this pass
+        return queue.popleft()
+
+    def _covered(self, state: State, kind: str, mutation: Mutation) -> None:
+        """``mutation`` was injected in ``state``: counted in the coverage tables."""
+        cls = mutation_class(mutation)
+        self.report.coverage[(state.name, kind, mutation.field or "-")] += 1
+        self.report.classes[(state.name, kind, cls)] += 1
+        self._untried(state, kind).discard(cls)
 
     def _context(self) -> Context:
         return Context(GUID(self.rng.randbytes(16)), queue_id=self.o.queue_id, tx_queue_id=self.o.tx_queue_id)
@@ -264,7 +337,7 @@ class Fuzzer:
                 return False
             reaction = observe(conn, data, state.session_state, ctx, t)
             r.packets += conn.sent
-            r.coverage[(state.name, kind, mutation.field or "-")] += 1
+            self._covered(state, kind, mutation)
             units = [*prefix, data]
             self.last = (state, mutation, units)
             self.recent.append(units)

@@ -30,13 +30,13 @@ from pathlib import Path
 import yaml
 
 import packets
-from harness.fuzz.generate import Context, announced_size
+from harness.fuzz.generate import Context
 from harness.fuzz.states import Connection, build
 from harness.session import Observer
-from packets import GUID
+from packets import GUID, StreamSplitter
 from packets import session as sp
 
-__all__ = ["Reaction", "Timers", "alive", "observe", "requirement_level", "target_violations"]
+__all__ = ["Reaction", "Timers", "alive", "incomplete", "observe", "requirement_level", "target_violations"]
 
 GRACE = 0.05  # seconds the fuzzer waits for a close before it probes
 REQUIREMENTS = Path(__file__).resolve().parent.parent.parent / "cases" / "requirements.yaml"
@@ -86,15 +86,30 @@ def _has_session_header(data: bytes) -> bool:
         return False
 
 
+def incomplete(data: bytes) -> bool:
+    """True when a receiver that frames the stream as the spec does still waits for bytes after
+    ``data``: a BaseHeader.PacketSize beyond the bytes sent ([MS-MQMQ] 2.2.19.1), a SessionHeader
+    announced and missing, an [MS-MQRR] 2.2.5.2 ExtensionHeader whose RemainingHeadersSize
+    announces more headers than follow (:class:`packets.StreamSplitter`).  A stream that cannot
+    be framed (a wrong Signature, a PacketSize out of bounds) is not waited on: it is closed
+    ([MS-MQQB] 3.1.5.1.3)."""
+    splitter = StreamSplitter()
+    try:
+        splitter.feed(data)
+        return splitter.buffered > 0
+    except packets.PacketError:
+        return False
+
+
 def observe(conn: Connection, data: bytes, session_state: str, ctx: Context, timers: Timers) -> Reaction:
     """Send ``data`` on ``conn`` (in ``session_state``) and judge what the acceptor does."""
     if not conn.send(data):
         return Reaction("refused", why="the connection was gone before the packet was written")
-    incomplete = announced_size(data) > len(data)
+    waits = incomplete(data)
     first = conn.read(GRACE)
     if conn.closed:
         return Reaction("closed", GRACE, "the acceptor closed the session")
-    if incomplete:
+    if waits:
         return Reaction("incomplete", GRACE, "the packet announces more bytes than were sent")
     if session_state != "OPEN":
         if first is not None:

@@ -143,7 +143,7 @@ class SenderFuzzer(Fuzzer):
             return self._lost(str(e))
         if conn is None:
             return False
-        self.report.coverage[(state.name, kind, mutation.field or "-")] += 1
+        self._covered(state, kind, mutation)
         self.last = (state, mutation, [data])
         return bool(oracle) and self._found(oracle, why, state, mutation, [data])
 

@@ -115,7 +115,7 @@ def test_safe_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_resource_growth_of_a_local_target_is_found(tmp_path: Path) -> None:
     """The peer runs in this process: the fuzzer finds it listening and reads its descriptors."""
     with SimulatedPeer(behaviour="leak-fd-on-malformed", time_scale=SCALE, ping_port=None) as peer:
-        code, report = _fuzz(peer, tmp_path / "out", "--seed", "1", "--max-packets", "800")
+        code, report = _fuzz(peer, tmp_path / "out", "--seed", "1", "--max-packets", "1600")
     assert code == 1
     (growth,) = [f for f in report["findings"] if f["oracle"] == "resource-growth"]
     assert growth["confirmed"] and "open descriptors" in growth["why"]
@@ -124,6 +124,6 @@ def test_resource_growth_of_a_local_target_is_found(tmp_path: Path) -> None:
 
 def test_continue_goes_on_after_a_confirmed_crash(tmp_path: Path) -> None:
     with SimulatedPeer(behaviour="crash-soap-length", time_scale=SCALE, ping_port=None) as peer:
-        code, report = _fuzz(peer, tmp_path / "out", "--seed", "1", "--max-packets", "700", "--continue")
-    assert code == 1 and report["stopped"] == "--max-packets 700 sent"
+        code, report = _fuzz(peer, tmp_path / "out", "--seed", "1", "--max-packets", "1500", "--continue")
+    assert code == 1 and report["stopped"] == "--max-packets 1500 sent"
     assert [f["oracle"] for f in report["findings"]] == ["crash"]  # the same crash again is one finding
