@@ -352,11 +352,19 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             if folder == BUNDLED:
                 _cli_run(folder, 2, cache)
             rows.append(_run_row(name, folder, n, 1 if folder == BUNDLED else repeat, cache))
+        # issue 23 sets the runner's targets on a corpus of about 5,000 model cases
+        model = Path(tmp) / "model" / "cases"
+        model.mkdir(parents=True)
+        _copy_corpus(model, 2 if quick else MODEL_CORPUS_COPIES)
+        cli_corpora = [corpora[-2], ("mqdmpr x copies", model)]
+        for name, folder in cli_corpora:
+            rows.extend(_cli_rows(name, folder, len(load_paths([folder])), Path(tmp), repeat))
         for name, folder in corpora[-2:]:
-            n = len(load_paths([folder]))
-            rows.extend(_cli_rows(name, folder, n, Path(tmp), repeat))
-            rows.extend(_pytest_rows(name, folder, n, Path(tmp), repeat))
+            rows.extend(_pytest_rows(name, folder, len(load_paths([folder])), Path(tmp), repeat))
     return rows
+
+
+MODEL_CORPUS_COPIES = 39  # 39 copies of the 130 [MS-MQDMPR] cases: 5,070 cases
 
 
 if __name__ == "__main__":
