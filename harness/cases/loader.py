@@ -46,6 +46,7 @@ from harness.cases.schema import (
 __all__ = [
     "CaseError",
     "Requirement",
+    "case_file_sizes",
     "case_files",
     "check_unique",
     "known_events",
@@ -487,22 +488,41 @@ def case_files(paths: Iterable[str | Path]) -> list[Path]:
     a device, a socket, a link to one of them or to nothing) is a CaseError naming it: never
     read, never passed over in silence.
     """
-    files: dict[Path, None] = {}
+    return list(case_file_sizes(paths))
+
+
+def case_file_sizes(paths: Iterable[str | Path]) -> dict[Path, int]:
+    """:func:`case_files` with the size of each in bytes (one ``stat`` a file, none read)."""
+    import stat
+
+    files: dict[Path, int] = {}
     for path in paths:
         p = Path(path)
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.name != REQUIREMENTS_FILE)
+            found = sorted(
+                (f for f in p.rglob("*") if f.suffix in (".yaml", ".yml") and f.name != REQUIREMENTS_FILE),
+                key=lambda f: f.parts,
+            )
             for f in found:
+                try:
+                    st = f.stat()
+                except OSError:
+                    st = None
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    files.setdefault(f, st.st_size)
+                    continue
                 why = _not_a_file(f)
                 if why:
                     raise CaseError(str(f), 1, "", why)
-            files.update(dict.fromkeys(f for f in found if f.is_file()))
         else:
             why = _not_a_file(p)
             if why:
                 raise CaseError(str(p), 1, "", why)
-            files[p] = None
-    return list(files)
+            try:
+                files.setdefault(p, p.stat().st_size)
+            except OSError:  # a missing file: said where it is read
+                files.setdefault(p, 0)
+    return files
 
 
 def load_paths(

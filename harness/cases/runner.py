@@ -365,6 +365,8 @@ def unmatched_known_failures(known: Collection[str], cases: Collection[Case]) ->
     the closest case id ("" when none is close): a mistyped or stale entry, which the reports warn of."""
     import difflib
 
+    if not known:
+        return []
     ids = {name for case in cases for name in (case.full_id, case.id)}
     out = []
     for entry in sorted(set(known) - ids):
@@ -457,12 +459,15 @@ def _worker_chunk(chunk: Chunk) -> list[CaseResult]:
     return [_worker_run(case) for case in cases]
 
 
+CHUNK = 64  # model cases a chunk holds at most: tens of milliseconds of a worker's time, one message
+
+
 def _chunks(cases: Sequence[Case], workers: int, files: Sequence[int] = ()) -> list[tuple[int, int]]:
     """Consecutive cases, as (start, stop): a wire case alone (it waits on the spec's timers and
-    would hold up the cases queued behind it), model cases up to 16 at a time, fewer when there
-    are few cases, so that each worker gets several chunks.  ``files``: the file each case comes
-    from (one per case), when a chunk must hold the cases of one file only."""
-    size = max(1, min(16, len(cases) // (workers * 8)))
+    would hold up the cases queued behind it), model cases up to :data:`CHUNK` at a time, fewer
+    when there are few cases, so that each worker gets at least 8 chunks.  ``files``: the file each
+    case comes from (one per case), when a chunk must hold the cases of one file only."""
+    size = max(1, min(CHUNK, len(cases) // (workers * 8)))
     out: list[tuple[int, int]] = []
     begin = 0
     for i, case in enumerate(cases):

@@ -1,24 +1,27 @@
 """``msmq-harness run -n N`` from paths: worker processes that load the case files as well as run
-them (:class:`WorkerCorpus`); the parent only lists the files, checks ids and puts the results
-back in case order.  The workers run cases as :mod:`harness.cases.runner`'s pool does
+them (:class:`WorkerCorpus`).  The parent lists the files and shares them out by size before it
+forks the workers; each worker loads its share (through the case cache: read back, or loaded and
+stored) and sends back what the parent needs of each case (:func:`_identity`), all at once; the
+parent then checks ids, hands out chunks of cases and puts the results back in case order.  The
+parent reads no case file.  The workers run cases as :mod:`harness.cases.runner`'s pool does
 (``_worker_init`` / ``_worker_run``: one target per worker)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import multiprocessing
-import os
 import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Collection, Generator, Mapping, Sequence
+from collections.abc import Collection, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cases.caseresult import case_result_since
-from harness.cases.model import Case, Requirement, SpecRef
+from harness.cases.model import Case, SpecRef
 from harness.cases.runner import _WORKER, _chunks, _longest_first, _worker_init, _worker_run
 from harness.results import CaseResult, Outcome
 
@@ -39,11 +42,12 @@ def _identity(case: Case) -> Identity:
     spec = tuple((ref.section, ref.requirement) for ref in case.spec)
     peer = case.given["peer"] if case.wire else None
     return (case.id, case.title, spec, case.tags, case.variant, peer, case.requires, case.source, case.line,
-            tuple(case.requirements))  # fmt: skip
+            case.requirements)  # fmt: skip
 
 
-def _shell(identity: Identity, known: Mapping[str, Requirement]) -> Case:
-    """The case of ``identity`` without its steps; its requirements resolved in ``known``."""
+def _shell(identity: Identity) -> Case:
+    """The case of ``identity`` without its steps (the requirements it cites travel with it: pickled
+    once per message, however many cases cite them)."""
     case_id, title, spec, tags, variant, peer, requires, source, line, cited = identity
     return Case(
         id=case_id,
@@ -55,44 +59,56 @@ def _shell(identity: Identity, known: Mapping[str, Requirement]) -> Case:
         requires=requires,
         source=source,
         line=line,
-        requirements={rid: known[rid] for rid in cited if rid in known},
+        requirements=cited,
     )
 
 
 Segment = tuple[int, str, list[int]]  # the positions of cases in one file: (file index, path, positions)
+Loaded = dict[int, "list[Identity] | CaseError"]  # what a worker loaded, by file index
+LOAD = "load"  # (LOAD, n): the key of a loading task among a worker's busy tasks
 
 
-def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache) -> None:
-    """A worker of a WorkerCorpus: loads the files it is handed (keeping their cases), runs the
-    chunks it is handed, until it receives None.  Messages: ``("load", index, path)`` ->
-    ``("loaded", index, shells | CaseError)``; ``("run", chunk, settings, segments)`` ->
-    ``("ran", chunk, results | str)``.  The target is opened on the first chunk (the parent
-    greeted it before any chunk was handed out)."""
+def _loading(key: Any) -> bool:
+    return isinstance(key, tuple) and key[0] == LOAD
+
+
+def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache, share: list[tuple[int, str]]) -> None:
+    """A worker of a WorkerCorpus: loads the files of its ``share`` (keeping their cases) and sends
+    ``("loaded", {index: identities | CaseError})`` once, then answers what it is handed until it
+    receives None: ``("load", [(index, path), ...])`` (the share of a worker that died) ->
+    ``("loaded", {...})``; ``("run", chunk, settings, segments)`` -> ``("ran", chunk, results | str)``.
+    The target is opened on the first chunk (the parent greeted it before any chunk was handed
+    out)."""
     from harness.cases.loader import CaseError, load_file
 
-    files: dict[int, list[Case]] = dict(_INHERITED)  # read by the parent before the fork
+    files: dict[int, list[Case]] = {}
 
     def cases_of(index: int, path: str) -> list[Case]:
         if index not in files:  # loaded by another worker: read back from the cache
             files[index] = load_file(path, events=events, cache=cache)
         return files[index]
 
+    def load(paths: list[tuple[int, str]]) -> Loaded:
+        loaded: Loaded = {}
+        for index, path in paths:
+            try:
+                loaded[index] = [_identity(c) for c in cases_of(index, path)]
+            except CaseError as e:
+                loaded[index] = e
+        gc.freeze()  # the cases loaded: not scanned again by this worker's collections
+        return loaded
+
     gc.freeze()  # the parent's heap, copied at the fork: not scanned by this worker's collections
     if hasattr(signal, "SIGINT"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the run
     try:
+        conn.send(("loaded", load(share)))
         while True:
             message = conn.recv()
             if message is None:
                 break
             if message[0] == "load":
-                _, index, path = message
-                try:
-                    shells: list[Identity] | CaseError = [_identity(c) for c in cases_of(index, path)]
-                except CaseError as e:
-                    shells = e
-                conn.send(("loaded", index, shells))
-                gc.freeze()  # the cases loaded: not scanned again by this worker's collections
+                conn.send(("loaded", load(message[1])))
                 continue
             _, chunk, settings, segments = message
             if _WORKER.get("settings") != settings:
@@ -127,18 +143,26 @@ def _worker_close() -> None:
             close()
 
 
-# The files the parent of a WorkerCorpus read back from the cache before forking its workers
-# (by file index): the workers find them in their copy of its memory.
-_INHERITED: dict[int, list[Case]] = {}
+def _shares(sizes: Sequence[int], workers: int) -> list[list[int]]:
+    """The files (by index) each of ``workers`` loads: the largest first, each to the worker with
+    the fewest bytes so far (the first such worker on a tie), each share then in file order.
+    Sizes are known without reading a file; the same files give the same shares."""
+    shares: list[list[int]] = [[] for _ in range(max(1, workers))]
+    load = [0] * len(shares)
+    for i in sorted(range(len(sizes)), key=lambda i: (-sizes[i], i)):
+        k = load.index(min(load))
+        shares[k].append(i)
+        load[k] += max(sizes[i], 1)
+    return [sorted(share) for share in shares]
 
 
 class _Worker:
-    def __init__(self, ctx: Any, events: tuple[str, ...], cache: CaseCache) -> None:
+    def __init__(self, ctx: Any, events: tuple[str, ...], cache: CaseCache, share: list[tuple[int, str]]) -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, events, cache), daemon=True)
+        self.process = ctx.Process(target=_worker_main, args=(child, events, cache, share), daemon=True)
         self.process.start()
         child.close()
-        self.busy: dict[Any, Any] = {}  # what it was handed and has not answered: key -> task
+        self.busy: dict[Any, Any] = {(LOAD, 0): ("load", share)}  # handed and not answered yet: key -> task
         self.alive = True
 
     def send(self, key: Any, message: Any) -> bool:
@@ -154,17 +178,18 @@ class _Worker:
 
 class WorkerCorpus:
     """The case files of ``paths`` loaded by ``workers`` worker processes, which then run them
-    (``run(corpus.cases, ..., corpus=corpus)``): loading is parallel, as running is.
+    (``run(corpus.cases, ..., corpus=corpus)``): loading is parallel, as running is, and the
+    parent does no per-file work besides listing the files.
 
-    The parent lists the files (loader.case_files) and hands them out, the largest first, to the
-    workers as they become free (the files ``cache`` already holds are read back here first and
-    reach the forked workers through memory); a worker loads each through ``cache`` (a folder
-    of this run's when None), keeps its cases and sends back their identities (:func:`_identity`, made
-    :func:`_shell` cases here).  ``cases`` holds
-    them in the order ``load_paths`` gives, ids checked unique across files, and the first bad file
-    in that order raises its CaseError, as ``load_paths`` does.  A chunk of cases goes to the
-    worker that loaded its file when it is free (a worker with none of its own left takes
-    another's: it reads the file back from the cache); wire chunks, which wait on the spec's
+    The parent lists the files (loader.case_files) and shares them out by size (:func:`_shares`)
+    before it forks the workers; each worker loads its share through ``cache`` (a folder of this
+    run's when None: what one worker stores, another reads back), keeps its cases and sends back
+    their identities (:func:`_identity`, made :func:`_shell` cases here) in one message.  ``cases``
+    holds them in the order ``load_paths`` gives, ids checked unique across files, and the first bad
+    file in that order raises its CaseError, as ``load_paths`` does.  The share of a worker that
+    dies while loading is loaded by another (by the parent when none is left).  A chunk of cases
+    goes to the worker that loaded its file when it is free (a worker with none of its own left
+    takes another's: it reads the file back from the cache); wire chunks, which wait on the spec's
     timers, go first to whichever worker is free.  A worker that dies: its chunks' cases are
     errors, the others go on.  A context manager; ``close()`` stops the workers.
     """
@@ -180,9 +205,10 @@ class WorkerCorpus:
         cache: CaseCache | None = None,
     ) -> None:
         from harness.cases.cache import CaseCache
-        from harness.cases.loader import case_files
+        from harness.cases.loader import case_file_sizes
 
-        self.files = [str(f) for f in case_files(paths)]
+        sizes = case_file_sizes(paths)
+        self.files = [str(f) for f in sizes]
         self.events = tuple(events)
         self._scratch: str | None = None
         if cache is None:
@@ -192,20 +218,16 @@ class WorkerCorpus:
         self.cases: list[Case] = []
         self._where: dict[int, tuple[int, int]] = {}  # id(shell) -> (file index, position)
         self._owner: dict[int, _Worker] = {}  # file index -> the worker that loaded it
-        methods = multiprocessing.get_all_start_methods()
-        fork = "fork" in methods
-        # Files the cache holds are read back here (about 0.07 ms a case, against 1 ms to load
-        # one) and handed to forked workers through memory; the workers load the others.
-        self._read = self._read_back() if fork and self._scratch is None else {}
+        fork = "fork" in multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if fork else "spawn")
-        _INHERITED.clear()
-        _INHERITED.update(self._read)
+        self.shares = _shares(list(sizes.values()), max(1, workers))
         if fork:
-            gc.freeze()  # the cases and the rest of this heap: not scanned (nor copied) by the workers' collections
+            gc.freeze()  # this heap: not scanned (nor copied) by the workers' collections
         try:
-            self.workers = [_Worker(ctx, self.events, cache) for _ in range(max(1, workers))]
+            self.workers = [
+                _Worker(ctx, self.events, cache, [(i, self.files[i]) for i in share]) for share in self.shares
+            ]
         finally:
-            _INHERITED.clear()
             if fork:
                 gc.unfreeze()
         try:
@@ -213,21 +235,6 @@ class WorkerCorpus:
         except BaseException:
             self.close()
             raise
-
-    def _read_back(self) -> dict[int, list[Case]]:
-        """The cases of every file the cache holds (a bad file is never cached: a worker loads
-        it, and the error is reported in file order)."""
-        from harness.cases.cache import NotCached
-        from harness.cases.loader import CaseError, load_file
-
-        view = self.cache.read_only()
-        out: dict[int, list[Case]] = {}
-        for i, path in enumerate(self.files):
-            try:
-                out[i] = load_file(path, events=self.events, cache=view)
-            except (NotCached, CaseError):
-                continue
-        return out
 
     @property
     def pool(self) -> list[_Worker] | None:
@@ -260,56 +267,36 @@ class WorkerCorpus:
                 yield w, message
 
     def _load(self) -> None:
-        from harness.cases.loader import CaseError, check_unique, load_file, requirements_for
+        """Wait for every worker's share; a dead worker's share goes to a live one."""
+        from harness.cases.loader import CaseError, check_unique, load_file
 
-        def size(i: int) -> int:
-            with contextlib.suppress(OSError):
-                return os.stat(self.files[i]).st_size
-            return 0
-
-        todo = sorted((i for i in range(len(self.files)) if i not in self._read), key=size, reverse=True)
-        got: dict[int, list[Identity] | CaseError] = {}
-
-        def feed(w: _Worker) -> None:
-            while todo and w.alive and len(w.busy) < self.DEPTH:
-                i = todo.pop(0)
-                if not w.send(i, ("load", i, self.files[i])):
-                    todo.insert(0, i)
-
-        for w in self.workers:
-            feed(w)
+        got: Loaded = {}
+        handed = itertools.count(1)
         for w, message in self._answers():
-            if message is None:  # died: its files are loaded elsewhere
-                todo[:0] = list(w.busy)
+            if message is None:  # died while loading: its files are loaded by another
+                orphans = [task[1] for key, task in w.busy.items() if _loading(key)]
                 w.busy.clear()
-                for other in self.workers:
-                    feed(other)
+                for share in orphans:
+                    heir = min((x for x in self.workers if x.alive), key=lambda x: len(x.busy), default=None)
+                    if heir is not None and heir.send((LOAD, next(handed)), ("load", share)):
+                        continue
+                    for i, path in share:  # no worker left: loaded here
+                        try:
+                            got[i] = [_identity(c) for c in load_file(path, events=self.events, cache=self.cache)]
+                        except CaseError as e:
+                            got[i] = e
                 continue
-            _, index, shells = message
-            del w.busy[index]
-            got[index] = shells
-            self._owner[index] = w
-            feed(w)
+            del w.busy[next(k for k in w.busy if _loading(k))]  # a worker answers in order
+            for index in message[1]:
+                self._owner[index] = w
+            got.update(message[1])
         first: dict[str, Case] = {}
-        by_folder: dict[str, Mapping[str, Requirement]] = {}
-        for i, path in enumerate(self.files):
-            if i in self._read:  # read back here: the cases themselves
-                for position, case in enumerate(self._read[i]):
-                    check_unique(case, first)
-                    self._where[id(case)] = (i, position)
-                    self.cases.append(case)
-                continue
-            if i not in got:  # every worker died: loaded here
-                got[i] = [_identity(c) for c in load_file(path, events=self.events, cache=self.cache)]
+        for i in range(len(self.files)):
             identities = got[i]
             if isinstance(identities, CaseError):
                 raise identities
-            folder = os.path.dirname(path)
-            if identities and folder not in by_folder:  # the requirement list is found by folder
-                by_folder[folder] = requirements_for(path)
-            known = by_folder.get(folder, {})
             for position, identity in enumerate(identities):
-                case = _shell(identity, known)
+                case = _shell(identity)
                 check_unique(case, first)
                 self._where[id(case)] = (i, position)
                 self.cases.append(case)
@@ -377,8 +364,8 @@ class WorkerCorpus:
                     out.append((index, self.files[index], [position]))
             return out
 
-        keys = [f"{case.source}::{case.full_id}" for case in cases]
-        last = self.cache.durations() if self._scratch is None else {}
+        keys = [f"{case.source}::{case.full_id}" if case.wire else "" for case in cases]
+        last = self.cache.durations() if self._scratch is None and any(keys) else {}
         wire = [k for k in _longest_first(cases, chunks, [last.get(key) for key in keys]) if cases[chunks[k][0]].wire]
         own: dict[int, list[int]] = {id(w): [] for w in live}  # model chunks by the worker that loaded them
         for k, (begin, _) in enumerate(chunks):

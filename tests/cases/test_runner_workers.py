@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+from harness.cases import loader
 from harness.cases.cache import CaseCache
 from harness.cases.loader import CaseError, load_paths
 from harness.cases.model import Case
 from harness.cases.runner import ConfigurationError, _chunks, _longest_first, run, select
-from harness.cases.workers import WorkerCorpus
+from harness.cases.workers import WorkerCorpus, _shares
 from harness.cli import main
 from harness.model import QueueManager
 from harness.model.adm import Queue
@@ -201,18 +202,74 @@ def test_a_run_records_its_wire_durations_for_the_next(tmp_path: Path, cache: Ca
     assert all(r.outcome is Outcome.passed for r in got.results)
 
 
-def test_files_the_cache_holds_are_read_back_by_the_parent_and_reach_the_workers(
-    tmp_path: Path, cache: CaseCache
+def _record_loads(monkeypatch: pytest.MonkeyPatch, log: Path, lethal: str = "") -> None:
+    """Every ``load_file`` call, in whichever process (the workers are forked with it), appends
+    ``pid path`` to ``log``; the first process that loads a file named ``lethal`` dies instead."""
+    real = loader.load_file
+
+    def load_file(path: Any, **kwargs: Any) -> list[Case]:
+        if lethal and Path(path).name == lethal:
+            try:
+                os.close(os.open(log.with_suffix(".died"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                os._exit(3)
+        with log.open("a") as f:
+            f.write(f"{os.getpid()} {path}\n")
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(loader, "load_file", load_file)
+
+
+def test_the_parent_reads_no_case_file_each_worker_loads_its_share(
+    tmp_path: Path, cache: CaseCache, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     top = _corpus(tmp_path)
-    load_paths([top / "matrix"], cache=cache)  # these are read back; the others are loaded by the workers
+    load_paths([top / "matrix"], cache=cache)  # read back from the cache by the workers; the others loaded
     serial = load_paths([top])
     expected = run(serial, "reference")
+    log = tmp_path / "loads.log"
+    _record_loads(monkeypatch, log)
     with WorkerCorpus([top], 2, cache=cache) as corpus:
-        assert corpus._read and len(corpus._read) < len(corpus.files)
+        loads = [line.split(" ", 1) for line in log.read_text().splitlines()]
+        assert str(os.getpid()) not in {pid for pid, _ in loads}  # not one file read here
+        assert sorted(path for _, path in loads) == sorted(corpus.files)  # each file once, by one worker
+        by_pid: dict[str, set[str]] = {}
+        for pid, path in loads:
+            by_pid.setdefault(pid, set()).add(path)
+        assert sorted(map(sorted, by_pid.values())) == sorted(sorted(corpus.files[i] for i in s) for s in corpus.shares)
         got = run(corpus.cases, "reference", workers=2, corpus=corpus)
     assert _rows(got.results) == _rows(expected.results)
     message = _bad_yaml(top)  # a bad file beside cached ones: the same error
     with pytest.raises(CaseError) as e:
         WorkerCorpus([top], 2, cache=cache)
     assert str(e.value) == message
+
+
+def test_shares_are_made_by_size_before_a_file_is_read() -> None:
+    sizes = [100, 10, 300, 50, 60, 0, 200]
+    shares = _shares(sizes, 2)
+    assert sorted(i for share in shares for i in share) == list(range(len(sizes)))
+    assert all(share == sorted(share) for share in shares)  # each in file order
+    weights = [sum(sizes[i] for i in share) for share in shares]
+    assert max(weights) - min(weights) <= max(sizes) and shares == _shares(sizes, 2)
+    assert _shares(sizes, 3)[0] == [2] and _shares([5], 4) == [[0], [], [], []]
+
+
+def test_the_share_of_a_worker_that_died_while_loading_is_loaded_by_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    top = _corpus(tmp_path)
+    shutil.copy(top / "mqdmpr" / "purge" / "purge_queue.yaml", top / "mqdmpr" / "zz_lethal.yaml")
+    text = (top / "mqdmpr" / "zz_lethal.yaml").read_text().replace("id: dmpr.", "id: lethal.")
+    (top / "mqdmpr" / "zz_lethal.yaml").write_text(text)
+    serial = load_paths([top])
+    log = tmp_path / "loads.log"
+    _record_loads(monkeypatch, log, lethal="zz_lethal.yaml")
+    with WorkerCorpus([top], 2) as corpus:
+        assert log.with_suffix(".died").exists() and len(corpus.pool or []) == 1
+        assert [(c.full_id, c.source, c.line) for c in corpus.cases] == [(c.full_id, c.source, c.line) for c in serial]
+        got = run(corpus.cases, "reference", workers=2, corpus=corpus)
+    assert [r.case_id for r in got.results] == [c.full_id for c in serial]
+    assert all(r.outcome is Outcome.passed for r in got.results)
