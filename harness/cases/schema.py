@@ -27,7 +27,9 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
-from harness.cases.events import ARG_KINDS
+from harness.cases.actions import load_actions
+from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS
+from harness.cases.events import spec_events as model_spec_events
 
 __all__ = [
     "SCHEMA_PATH",
@@ -128,9 +130,7 @@ def _model_events() -> dict[str, tuple[str, ...]]:
     docstring opens with their [MS-MQDMPR] section; pseudo-events are the target's, registered).
 
     Built once per registry (harness.cases.events caches it), not once per step checked."""
-    from harness.cases.events import spec_events as registry
-
-    events = registry()
+    events = model_spec_events()
     if _MODEL_EVENTS and _MODEL_EVENTS[0][0] is events:
         return _MODEL_EVENTS[0][1]
     built = {e.name: e.parameters for e in events.values() if e.owner != "target"}
@@ -151,8 +151,6 @@ def spec_events() -> frozenset[str]:
 def known_events(extra: Iterable[str] = ()) -> frozenset[str]:
     """Every event a case may raise: the model's spec events, the reference target's
     pseudo-events (harness.cases.events), registered names and ``extra``."""
-    from harness.cases.events import PSEUDO_EVENTS
-
     return spec_events() | frozenset(PSEUDO_EVENTS) | _EXTRA_EVENTS | frozenset(extra)
 
 
@@ -166,8 +164,6 @@ def event_parameters(event: str) -> tuple[str, ...] | None:
 def schema() -> dict[str, Any]:
     """case.schema.json, parsed, with the wire actions of the action registry
     (harness.cases.actions; a test keeps the file's own list equal to it)."""
-    from harness.cases.actions import load_actions
-
     result: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     result["$defs"]["wireStep"]["properties"]["action"]["enum"] = sorted(load_actions())
     return result
@@ -547,14 +543,12 @@ def _check_argument_value(event: str, arg: str, value: Any, path: PathT, lines: 
     enumeration, a value of that type (an enumeration by a member's name); ``null`` where the
     declared type allows it.  A value of another type would reach the target as a TypeError
     of the implementation, not as the case's mistake."""
-    from harness.cases.events import spec_events  # the model's events (events imports the model lazily)
-
     if arg in ARG_KINDS or arg in _OWN_FORMS:  # objects of the case: checked by name
         return
     if arg in _SECONDS_ARGUMENTS:
         _check_seconds(arg, value, path, lines)
         return
-    found = spec_events().get(event)
+    found = model_spec_events().get(event)
     hint = found.types.get(arg) if found is not None else None
     if hint is None:
         return
