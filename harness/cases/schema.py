@@ -403,7 +403,7 @@ class VariantCheck:
     through :func:`validate`, for the very message a full check gives."""
 
     def __init__(self, doc: dict[str, Any]) -> None:
-        from harness.cases.matrix import PLACEHOLDER
+        from harness.cases.matrix import PLACEHOLDER  # matrix imports this module
 
         self.units = substitution_units(doc)
         self.cited: dict[PathT, list[str]] = {}
