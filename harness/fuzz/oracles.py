@@ -7,8 +7,14 @@
   conformant acceptor answers or closes (3.1.6.6); in OPEN, a conformant probe UserMessage is
   sent after the injected packet and its acknowledgment is due within the Session Ack Send Timer
   (3.1.2.5: AckTimeout sent / 2; at least the RecoverableAckTimeout sent once a recoverable
-  message went out, 3.1.5.8.7).  A packet whose PacketSize announces more bytes than were sent is
-  never judged a hang: the acceptor may wait for the rest ([MS-MQMQ] 2.2.19.1).
+  message went out, 3.1.5.8.7).  A packet that announces more bytes than were sent is judged by
+  the Session Initialization Timer before OPEN (it runs from the connection on, 3.1.5.10, and
+  closes the session, 3.1.6.6, whatever the acceptor waits for), never a hang in OPEN: the
+  acceptor may wait for the rest, and no timer of 3.1.2 obliges it to act before its
+  implementation-dependent Session Cleanup Timer (3.1.2.2) -- a BaseHeader.PacketSize
+  beyond the bytes ([MS-MQMQ] 2.2.19.1), or an [MS-MQRR] 2.2.5.2 ExtensionHeader whose
+  RemainingHeadersSize announces more headers than follow (framed as ``packets.StreamSplitter``
+  frames the stream).
 - **crash**: after the acceptor closed a session or stayed silent, a new TCP connection is
   refused, or reset, or its EstablishConnection request (3.1.5.3.1) is not answered within
   the Session Initialization Timer, or a Ping Request (2.1.2, 3.1.7.7) is not answered within the
@@ -109,9 +115,9 @@ def observe(conn: Connection, data: bytes, session_state: str, ctx: Context, tim
     first = conn.read(GRACE)
     if conn.closed:
         return Reaction("closed", GRACE, "the acceptor closed the session")
-    if waits:
+    if waits and session_state == "OPEN":
         return Reaction("incomplete", GRACE, "the packet announces more bytes than were sent")
-    if session_state != "OPEN":
+    if session_state != "OPEN":  # the Session Initialization Timer runs (3.1.5.10), even for the rest of a packet
         if first is not None:
             return Reaction("answered", GRACE)
         bound = timers.initialization()
@@ -123,7 +129,8 @@ def observe(conn: Connection, data: bytes, session_state: str, ctx: Context, tim
         return Reaction(
             "silent",
             bound,
-            f"neither a reply nor a close within the Session Initialization Timer (MS-MQQB 3.1.2.1, "
+            ("the packet announces more bytes than were sent, but " if waits else "")
+            + f"neither a reply nor a close within the Session Initialization Timer (MS-MQQB 3.1.2.1, "
             f"{timers.session_initialization:g} s x scale {timers.scale:g}, +25% +0.5 s = {bound:.3g} s)",
         )
     probe = build("UserMessage[express]", ctx)

@@ -13,8 +13,11 @@ ExtensionHeader that announces more headers than follow), close the connection o
 
 from __future__ import annotations
 
+import contextlib
 import random
+import socket
 import sys
+import threading
 from pathlib import Path
 
 import packets
@@ -25,7 +28,8 @@ from harness.fuzz.oracles import Timers, incomplete, observe
 from harness.fuzz.sender import SENDER_STATES, SenderFuzzer
 from harness.fuzz.states import STATES, Connection, State, reach
 from harness.peers import SimulatedPeer
-from packets import GUID
+from packets import GUID, StreamSplitter
+from packets import session as sp
 
 SCALE = 0.05
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +68,7 @@ def test_the_reference_acceptor_gives_no_finding_over_every_state_kind_and_class
     reached: set[tuple[str, str, str]] = set()
     with SimulatedPeer(time_scale=SCALE, ping_port=None) as peer:
         for seed in (1, 2, 3):
-            options = _options(peer.address, "mqqb://simulated", seed, 800, tmp_path / str(seed))
+            options = _options(peer.address, "mqqb://simulated", seed, 1200, tmp_path / str(seed))
             report = Fuzzer(options).run()
             assert _findings(report) == [], f"seed {seed}"
             reached |= _reached(report)
@@ -76,7 +80,7 @@ def test_the_reference_sender_gives_no_finding_over_every_state_kind_and_class(t
     target = make_target(REFERENCE, timeout=10.0)
     try:
         target.hello()
-        for seed in (1, 2):
+        for seed in (1, 2, 3):
             fuzzer = SenderFuzzer(_options(("127.0.0.1", 0), REFERENCE, seed, 120, tmp_path / str(seed)), target)
             try:
                 report = fuzzer.run()
@@ -106,3 +110,65 @@ def test_an_extension_header_announcing_more_headers_than_follow_is_waited_on_no
                 assert observe(conn, packet, "OPEN", ctx, Timers(SCALE)).outcome == outcome
             finally:
                 conn.close()
+
+
+class _NoInitializationTimer:
+    """An acceptor on loopback that answers an EstablishConnection request (3.1.5.3.1) and then
+    never closes the session: its Session Initialization Timer (3.1.2.1) never fires."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.address = self.server.getsockname()[:2]
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            sock, _ = self.server.accept()
+            self.held.append(sock)
+            splitter = StreamSplitter()
+            while not splitter.feed(sock.recv(4096)):
+                pass
+            response = sp.establish_connection(GUID(bytes(16)), GUID(bytes(range(16))), 0, response=True)
+            sock.sendall(packets.build(response))
+            while sock.recv(4096):
+                pass
+
+    def close(self) -> None:
+        for s in [self.server, *self.held]:
+            s.close()
+        self.thread.join(5)
+
+
+def test_a_truncated_packet_before_open_is_judged_by_the_session_initialization_timer() -> None:
+    """Before OPEN the Session Initialization Timer runs (3.1.5.10) and closes the session when it
+    expires (3.1.6.6), whatever part of a packet the acceptor waits for: the conformant peer closes
+    it, an acceptor without the timer hangs; in OPEN no timer obliges the acceptor to act."""
+    mutation = Mutation("ConnectionParameters", "BaseHeader.PacketSize", "one-beyond")
+    timers = Timers(SCALE)
+
+    def truncated(ctx: Context) -> bytes:
+        data = mutation.apply(template("ConnectionParameters").build(ctx), random.Random(1))
+        assert incomplete(data)
+        return data
+
+    with SimulatedPeer(time_scale=SCALE, ping_port=None) as peer:
+        for state, outcome in ((STATES[1], "closed"), (STATES[2], "incomplete")):
+            ctx = Context(GUID(bytes(range(16))))
+            conn = Connection(peer.address).open()
+            try:
+                reach(conn, state, ctx, timers.initialization())
+                assert observe(conn, truncated(ctx), state.session_state, ctx, timers).outcome == outcome
+            finally:
+                conn.close()
+    faulty = _NoInitializationTimer()
+    try:
+        ctx = Context(GUID(bytes(range(16))))
+        conn = Connection(faulty.address).open()
+        reach(conn, STATES[1], ctx, timers.initialization())
+        reaction = observe(conn, truncated(ctx), "WAITING_CP_MSG", ctx, timers)
+        assert reaction.outcome == "silent" and "Session Initialization Timer" in reaction.why
+        conn.close()
+    finally:
+        faulty.close()
