@@ -255,6 +255,10 @@ class JobWatch:
     _failed: dict[int, int] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
 
+    @property
+    def cluster(self) -> bool:
+        return not is_local_master(str(self.sc.master))
+
     def __enter__(self) -> JobWatch:
         self._thread = threading.Thread(target=self._run, name="pipeline-watch", daemon=True)
         self._thread.start()
@@ -307,7 +311,7 @@ class JobWatch:
 
     def _watch(self) -> None:
         tracker = self.sc.statusTracker()
-        cluster = not is_local_master(self.sc.master)
+        cluster = self.cluster
         since: float | None = None
         with _Bars(self.progress) as bars:
             while not self._stop.wait(self.poll):
@@ -325,7 +329,7 @@ class JobWatch:
                     continue
                 since = since if since is not None else time.monotonic()
                 if time.monotonic() - since >= self.timeout:
-                    self.stalled = no_executor_message(self.sc, self.timeout)
+                    self.stalled = no_executor_message(self.sc, f"no executor ran for {self.timeout:g} s")
                     self.sc.cancelAllJobs()
                     return
             labels = self._labels(tracker)
@@ -365,12 +369,14 @@ class _Bars:
             self._progress.__exit__(None, None, None)
 
 
-def no_executor_message(sc: Any, timeout: float) -> str:
+def no_executor_message(sc: Any, what: str) -> str:
+    """``what`` happened on the cluster, its two causes and their fixes."""
     conf = sc.getConf()
     host = conf.get("spark.driver.host", "?")
     port = conf.get("spark.driver.port", "?")
+    app = conf.get("spark.app.id", "?")
     return (
-        f"no executor ran for {timeout:g} s on {sc.master} (application {sc.applicationId}): either the master "
+        f"{what} on {sc.master} (application {app}): either the master "
         "has no worker with the cores and memory this application asks for (start a worker, or lower "
         "--conf spark.executor.memory / spark.executor.cores), or executors were started but could not "
         f"connect back to the driver at {host}:{port} (give an address of this machine the workers reach: "
@@ -391,4 +397,5 @@ def run_watched(watch: JobWatch, group: str, action: Callable[[], Any]) -> Any:
             raise NoExecutors(watch.stalled) from None
         raise
     finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
+        with contextlib.suppress(Exception):  # a context Spark stopped
+            sc.setLocalProperty("spark.jobGroup.id", None)

@@ -162,13 +162,14 @@ def netns_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterator[Re
     network namespace of its own (10.231.X.2), whose Python holds neither the project nor its
     dependencies.  The namespace, its link and every process are removed on the way out."""
     work.mkdir(parents=True, exist_ok=True)
-    tag = f"{os.getpid() % 100000}"
+    tag = str(os.getpid())  # interface names: at most 15 characters
     ns, host_if, ns_if = f"msmqh{tag}", f"msmqh{tag}a", f"msmqh{tag}b"
     procs: list[subprocess.Popen[bytes]] = []
     made = False
     try:
         with _LOCK.open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            _remove_abandoned()
             x = _free_subnet()
             driver, worker = f"10.231.{x}.1", f"10.231.{x}.2"
             _ip("netns", "add", ns)
@@ -217,6 +218,18 @@ def netns_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterator[Re
             _kill_namespace(ns)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
         subprocess.run(["ip", "link", "del", host_if], capture_output=True, timeout=30)  # gone with the namespace
+
+
+def _remove_abandoned() -> None:
+    """Namespaces of this fixture whose test process is gone (killed before it could remove them)."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout.split("\n")
+    for line in listed:
+        name = line.split(" ", 1)[0]
+        pid = name[len("msmqh") :]
+        if name.startswith("msmqh") and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _kill_namespace(name)
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30)
+            subprocess.run(["ip", "link", "del", f"{name}a"], capture_output=True, timeout=30)
 
 
 def _kill_namespace(ns: str) -> None:

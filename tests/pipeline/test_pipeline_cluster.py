@@ -25,6 +25,7 @@ import pytest
 from pipeline_helpers import ROOT, SPLIT, capture, local_run, make_inputs, table
 from standalone import BASE_PYTHON, RemoteCluster, master_only, netns_cluster
 
+from harness.cli import main as cli_main
 from harness.pipeline.ship import _dist_files, worker_distributions
 
 HARNESS = str(Path(sys.executable).parent / "msmq-harness")
@@ -134,8 +135,7 @@ def test_the_documented_cluster_commands_run_as_written(remote: RemoteCluster, c
     capture(shared / "captures", "a.pcap", sessions=10, rate=0.5, seed=3)
     capture(shared / "captures", "b.pcap", sessions=6, rate=0.3, seed=4)
     local = tmp_path / "local"
-    assert subprocess.run([HARNESS, "pipeline", str(shared / "captures"), "--out", str(local), "--master", "local[2]",
-                           "--quiet"], capture_output=True, timeout=TIMEOUT).returncode == 0
+    assert cli_main(["pipeline", str(shared / "captures"), "--out", str(local), "--master", "local[2]", "--quiet"]) == 0
     work = tmp_path / "checkout"  # the checkout's files as the lines name them, and worker-deps/ beside them
     work.mkdir()
     for name in (".venv", "harness", "packets"):
@@ -226,8 +226,7 @@ def test_an_executor_lost_mid_job_is_retried_and_counted(remote: RemoteCluster, 
     is retried, the tables are those of local[2], and summary.json counts the failure."""
     path, _manifest = capture(tmp_path, "c.pcap", sessions=300, rate=0.2, seed=8)
     local = tmp_path / "local"
-    assert subprocess.run([HARNESS, "pipeline", str(path), "--out", str(local), "--master", "local[2]", "--quiet"],
-                          capture_output=True, timeout=TIMEOUT).returncode == 0
+    assert cli_main(["pipeline", str(path), "--out", str(local), "--master", "local[2]", "--quiet"]) == 0
     before = {a.name for a in remote.work.glob("app-*")}
     out = tmp_path / "cluster"
     argv = [HARNESS, "pipeline", str(path), "--out", str(out), "--master", remote.url,
