@@ -90,7 +90,8 @@ class Reads(Transactions):
         # Create newMessagePos and insert it according to the MessagePositionList rules.
         newMessagePos = self._create_position(iQueue, iMessage)
         # Start a Time To Be Received Timer (3.1.2.4) unless TimeToBeReceived is infinite.
-        self.start_time_to_be_received_timer(iMessage)
+        if iMessage.TimeToBeReceived != 0xFFFFFFFF:
+            self.start_time_to_be_received_timer(iMessage)
         if iTransaction is not None:
             newMessagePos.State = _Locked
             iTransaction.TransactionalOperationCollection.append(

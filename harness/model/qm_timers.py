@@ -54,13 +54,12 @@ class Timers(PositionEvents):
                 yield from d.WaitingMessageReadOperationCollection
 
     def start_time_to_be_received_timer(self, iMessage: Message) -> None:
-        """Start a Time To Be Received Timer (3.1.2.4) for iMessage, unless its
-        TimeToBeReceived is infinite (0xFFFFFFFF)."""
-        if iMessage.TimeToBeReceived != 0xFFFFFFFF:
-            heapq.heappush(
-                self._ttbr_timers,
-                (self.clock() + iMessage.TimeToBeReceived, next(self._timer_seq), iMessage),
-            )
+        """Start a Time To Be Received Timer (3.1.2.4) for iMessage (whose TimeToBeReceived is not
+        infinite, 0xFFFFFFFF)."""
+        heapq.heappush(
+            self._ttbr_timers,
+            (self.clock() + iMessage.TimeToBeReceived, next(self._timer_seq), iMessage),
+        )
 
     # ================================================================ 3.1.6 timer events
     def waiting_message_read_timer_expired(self, iReader: WaitingMessageReadOperation) -> None:
