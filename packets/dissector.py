@@ -213,53 +213,19 @@ class _Emitter:
         self.add(indent, f"{target} = {table}")
 
     def piece(self, sc: c.Construct, path: str, scope: _Scope, target: str, tree: str, indent: int) -> None:
+        """One construct piece at ``off``: its value into ``target``, its field under ``tree``
+        (none for a name starting with ``_``), ``off`` past it."""
         sc = _unwrap(sc)
-        name = path.rsplit(".", 1)[-1]
-        hidden = name.startswith("_")
         if isinstance(sc, c.FormatField) and sc.fmtstr in _UINTS:
-            ftype, size, reader = _UINTS[sc.fmtstr]
-            r = self.var("r")
-            self.add(indent, f"local {r} = take(tvb, off, {size}, {_q(path)})")
-            self.add(indent, f"{target} = {r}:{reader}()")
-            if not hidden:
-                self.add(indent, f"{tree}:add_le({self.field(LuaField(path, name, ftype))}, {r})")
-            self.add(indent, f"off = off + {size}")
+            self._uint(sc, path, target, tree, indent)
         elif isinstance(sc, FlagsField):
             self.flags(sc.flags_cls, path, target, tree, indent)
         elif isinstance(sc, _GuidField):
-            r = self.var("r")
-            self.add(indent, f"local {r} = take(tvb, off, 16, {_q(path)})")
-            self.add(indent, f"{target} = {r}:bytes()")
-            if not hidden:
-                self.add(indent, f"{tree}:add_le({self.field(LuaField(path, name, 'guid'))}, {r})")
-            self.add(indent, "off = off + 16")
+            self._guid(path, target, tree, indent)
         elif isinstance(sc, Data | Pad | Utf16z):
-            n, r = self.var("n"), self.var("r")
-            self.add(indent, f"local {n} = {self.expr(sc.length, scope)}")
-            self.add(indent, f"local {r} = take(tvb, off, {n}, {_q(path)})")
-            if isinstance(sc, Utf16z):
-                self.add(
-                    indent,
-                    f'if {n} % 2 ~= 0 then fail({_q(path)}, off, "UTF-16 string of odd byte length " .. {n}) end',
-                )
-                self.add(indent, f"{target} = utf16({r}, {n})")
-                if not hidden:
-                    self.add(indent, f"{tree}:add({self.field(LuaField(path, name, 'string'))}, {r}, {target})")
-            elif isinstance(sc, Data):
-                self.add(indent, f"{target} = {{offset = off, len = {n}}}")
-                if not hidden:
-                    self.add(indent, f"{tree}:add({self.field(LuaField(path, name, 'bytes'))}, {r})")
-            else:  # alignment padding: skipped, as the decoded packet leaves it out
-                self.add(indent, f"{target} = {{offset = off, len = {n}}}")
-            self.add(indent, f"off = off + {n}")
+            self._sized(sc, path, scope, target, tree, indent)
         elif type(sc).__name__ == "Utf16Terminated":
-            end = self.var("e")
-            self.add(indent, f"local {end} = utf16_end(tvb, off, {_q(path)})")
-            self.add(indent, f"{target} = utf16(tvb:range(off, {end} - off), {end} - off)")
-            if not hidden:
-                fld = self.field(LuaField(path, name, "string"))
-                self.add(indent, f"{tree}:add({fld}, tvb:range(off, {end} - off), {target})")
-            self.add(indent, f"off = {end}")
+            self._utf16_terminated(path, target, tree, indent)
         elif isinstance(sc, c.Struct):
             self.struct(sc, path, scope, target, tree, indent)
         elif isinstance(sc, c.IfThenElse):
@@ -269,18 +235,7 @@ class _Emitter:
             self.piece(sc.elsesubcon, path, scope, target, tree, indent + 1)
             self.add(indent, "end")
         elif isinstance(sc, c.Switch):
-            key = self.var("k")
-            self.add(indent, f"local {key} = {self.expr(sc.keyfunc, scope)}")
-            keyword = "if"
-            for case, sub in sc.cases.items():
-                if isinstance(case, bool) or not isinstance(case, int):
-                    raise DissectorError(f"{path}: switch key {case!r}")
-                self.add(indent, f"{keyword} {key} == {case} then")
-                self.piece(sub, path, scope, target, tree, indent + 1)
-                keyword = "elseif"
-            self.add(indent, "else")
-            self.piece(sc.default, path, scope, target, tree, indent + 1)
-            self.add(indent, "end")
+            self._switch(sc, path, scope, target, tree, indent)
         elif sc is c.Pass:
             self.add(indent, f"{target} = nil")
         elif sc is c.Tell:
@@ -291,6 +246,80 @@ class _Emitter:
             self.elements(sc, path, scope, target, tree, indent)
         else:
             raise DissectorError(f"{path}: no Lua rendering for {type(sc).__name__}")
+
+    def _shown(self, path: str, ftype: str) -> str | None:
+        """The Lua name of the field ``path`` registers as ``ftype``; None for a hidden piece."""
+        name = path.rsplit(".", 1)[-1]
+        return None if name.startswith("_") else self.field(LuaField(path, name, ftype))
+
+    def _uint(self, sc: c.FormatField, path: str, target: str, tree: str, indent: int) -> None:
+        """A little-endian unsigned integer (``Int*ul``)."""
+        ftype, size, reader = _UINTS[sc.fmtstr]
+        r = self.var("r")
+        self.add(indent, f"local {r} = take(tvb, off, {size}, {_q(path)})")
+        self.add(indent, f"{target} = {r}:{reader}()")
+        fld = self._shown(path, ftype)
+        if fld is not None:
+            self.add(indent, f"{tree}:add_le({fld}, {r})")
+        self.add(indent, f"off = off + {size}")
+
+    def _guid(self, path: str, target: str, tree: str, indent: int) -> None:
+        """A GUID (16 bytes, bytes_le)."""
+        r = self.var("r")
+        self.add(indent, f"local {r} = take(tvb, off, 16, {_q(path)})")
+        self.add(indent, f"{target} = {r}:bytes()")
+        fld = self._shown(path, "guid")
+        if fld is not None:
+            self.add(indent, f"{tree}:add_le({fld}, {r})")
+        self.add(indent, "off = off + 16")
+
+    def _sized(self, sc: Data | Pad | Utf16z, path: str, scope: _Scope, target: str, tree: str, indent: int) -> None:
+        """Bytes of a length the packet gives: data, alignment padding or UTF-16 text."""
+        n, r = self.var("n"), self.var("r")
+        self.add(indent, f"local {n} = {self.expr(sc.length, scope)}")
+        self.add(indent, f"local {r} = take(tvb, off, {n}, {_q(path)})")
+        if isinstance(sc, Utf16z):
+            self.add(
+                indent,
+                f'if {n} % 2 ~= 0 then fail({_q(path)}, off, "UTF-16 string of odd byte length " .. {n}) end',
+            )
+            self.add(indent, f"{target} = utf16({r}, {n})")
+            fld = self._shown(path, "string")
+            if fld is not None:
+                self.add(indent, f"{tree}:add({fld}, {r}, {target})")
+        elif isinstance(sc, Data):
+            self.add(indent, f"{target} = {{offset = off, len = {n}}}")
+            fld = self._shown(path, "bytes")
+            if fld is not None:
+                self.add(indent, f"{tree}:add({fld}, {r})")
+        else:  # alignment padding: skipped, as the decoded packet leaves it out
+            self.add(indent, f"{target} = {{offset = off, len = {n}}}")
+        self.add(indent, f"off = off + {n}")
+
+    def _utf16_terminated(self, path: str, target: str, tree: str, indent: int) -> None:
+        """UTF-16 text up to its terminating NUL."""
+        end = self.var("e")
+        self.add(indent, f"local {end} = utf16_end(tvb, off, {_q(path)})")
+        self.add(indent, f"{target} = utf16(tvb:range(off, {end} - off), {end} - off)")
+        fld = self._shown(path, "string")
+        if fld is not None:
+            self.add(indent, f"{tree}:add({fld}, tvb:range(off, {end} - off), {target})")
+        self.add(indent, f"off = {end}")
+
+    def _switch(self, sc: c.Switch, path: str, scope: _Scope, target: str, tree: str, indent: int) -> None:
+        """A Switch on an integer key: one Lua branch per case, the default last."""
+        key = self.var("k")
+        self.add(indent, f"local {key} = {self.expr(sc.keyfunc, scope)}")
+        keyword = "if"
+        for case, sub in sc.cases.items():
+            if isinstance(case, bool) or not isinstance(case, int):
+                raise DissectorError(f"{path}: switch key {case!r}")
+            self.add(indent, f"{keyword} {key} == {case} then")
+            self.piece(sub, path, scope, target, tree, indent + 1)
+            keyword = "elseif"
+        self.add(indent, "else")
+        self.piece(sc.default, path, scope, target, tree, indent + 1)
+        self.add(indent, "end")
 
     def flags(self, cls: type[BitFlags], path: str, target: str, tree: str, indent: int) -> None:
         """A flag word: the word (hex) and one bitmask sub-field per spec abbreviation."""
