@@ -52,6 +52,16 @@ class PacketKind(StrEnum):
     Unknown = "Unknown"
 
 
+# The kinds sent on an [MS-MQQB] 2.1.1 session's TCP connection (every kind but the UDP Ping of
+# 2.2.7 and Unknown), in the order of 2.2.
+SESSION_KINDS: tuple[PacketKind, ...] = tuple(k for k in PacketKind if k not in (PacketKind.Ping, PacketKind.Unknown))
+# The kinds that are UserMessage Packets on the wire (IN clear, 3.1.5.1.1): the OrderAck and the
+# FinalAck are UserMessage Packets too, counted alike by the acknowledgment numbers (3.1.1.4).
+USER_MESSAGE_KINDS: frozenset[PacketKind] = frozenset(
+    {PacketKind.UserMessage, PacketKind.OrderAck, PacketKind.FinalAck}
+)
+
+
 # A rule's fast form: True exactly when the rule yields nothing for these headers.
 Holds = Callable[[Container], bool]
 _FAST_FORMS: dict[Check, Holds] = {}

@@ -42,7 +42,7 @@ from harness.cases.target import (
     WIRE_TX_QUEUE,
     TargetInfo,
 )
-from harness.cases.wire import TIMERS, bound_timers, needs_simulated_peer
+from harness.cases.wire import TIMERS, bound_timers, needs_simulated_peer, sends_transactional
 
 __all__ = [
     "PROFILES",
@@ -127,10 +127,7 @@ def case_capabilities(case: Case) -> list[str]:
         return list(dict.fromkeys(needed))
     if any(s.action == "ping" for s in case.when):
         needed.append(WIRE_PING_PORT)
-    if any(
-        s.action == "send" and s.args.get("packet") == "UserMessage" and s.args.get("delivery") == "transactional"
-        for s in case.when
-    ):
+    if sends_transactional(case.when):
         needed.append(WIRE_TX_QUEUE)
     return list(dict.fromkeys(needed))
 

@@ -28,9 +28,11 @@ from harness.cases.compare import matches
 from harness.cases.grading import ANNOTATION, READINGS, unwrap
 from harness.cases.schema import Lines, PathT
 from packets.fields import Elements
+from packets.layout import SESSION_KINDS, PacketKind
 
 __all__ = [
     "PACKET_KINDS",
+    "RAW",
     "SIDED_TIMERS",
     "TIMERS",
     "Bound",
@@ -45,6 +47,7 @@ __all__ = [
     "needs_simulated_peer",
     "normalise",
     "parse_bound",
+    "sends_transactional",
     "timer_info",
     "wire_matches",
 ]
@@ -72,15 +75,10 @@ SIDED_TIMERS: dict[str, tuple[str, str, str]] = {  # name -> (timer, section, si
 }
 SIDES = ("initiator", "acceptor")
 _WAIT_CONDITIONS = ("packet", "acked", "connection_history", "connections", "closed")
-PACKET_KINDS = (
-    "EstablishConnection",
-    "ConnectionParameters",
-    "SessionAck",
-    "UserMessage",
-    "OrderAck",
-    "FinalAck",
-    "raw",
-)
+RAW = "raw"  # a step's packet given as bytes (``hex``)
+# The packets a wire case's ``send``, ``receive`` and ``wait_for`` name: the session's kinds
+# (packets.layout.PacketKind), or raw bytes.
+PACKET_KINDS: tuple[str, ...] = (*(str(k) for k in SESSION_KINDS), RAW)
 DELIVERY = ("express", "recoverable", "transactional")
 
 
@@ -118,6 +116,17 @@ def parse_bound(text: Any) -> Bound:
             raise ValueError(f"the factor of {name} is not positive")
         terms.append((factor, name))
     return tuple(terms)
+
+
+def sends_transactional(steps: Iterable[Any]) -> bool:
+    """Whether a wire case's client sends a transactional UserMessage Packet ([MS-MQQB] 3.1.5.8.6):
+    the acceptor under test then needs a transactional queue."""
+    return any(
+        s.action == "send"
+        and s.args.get("packet") == PacketKind.UserMessage
+        and s.args.get("delivery") == "transactional"
+        for s in steps
+    )
 
 
 def timer_info(name: str) -> tuple[str, str]:

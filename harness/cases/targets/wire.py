@@ -45,7 +45,7 @@ from harness.cases.target import (
     TargetInfo,
 )
 from harness.cases.violations import graded_violation
-from harness.cases.wire import brief, needs_simulated_peer
+from harness.cases.wire import brief, needs_simulated_peer, sends_transactional
 from harness.results import CaseResult, Outcome, StepFailure
 from packets.paths import display_value
 
@@ -88,10 +88,7 @@ def wire_applicability(case: Case, info: TargetInfo) -> str:
         why = _lacks(info, WIRE_PING_PORT, "the case pings the acceptor (mqqb://host:port?ping=PORT)")
         if why:
             return why
-    transactional = any(
-        s.action == "send" and s.args.get("packet") == "UserMessage" and s.args.get("delivery") == "transactional"
-        for s in case.when
-    )
+    transactional = sends_transactional(case.when)
     if transactional and PEER_BEHAVIOURS not in info.capabilities:
         return _lacks(info, WIRE_TX_QUEUE, "the case sends a transactional UserMessage (mqqb://host:port?tx-queue=ID)")
     return ""

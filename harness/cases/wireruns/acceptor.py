@@ -23,7 +23,7 @@ from typing import Any
 
 import packets
 from harness.cases.actions import action
-from harness.cases.wire import field_value, wire_matches
+from harness.cases.wire import PACKET_KINDS, RAW, field_value, wire_matches
 from harness.cases.wireruns.base import (
     DEFAULT_TIMER_SCALE,
     Failure,
@@ -34,9 +34,10 @@ from harness.cases.wireruns.base import (
 )
 from harness.cases.wireruns.peer import close_peer, simulated_peer
 from harness.peers.recording import RecordedConnection
-from harness.session import Observer, Violation
+from harness.session import DeliveryClass, Observer, Violation, user_message
 from packets import GUID, NULL_GUID, StreamSplitter
 from packets import session as sp
+from packets.layout import USER_MESSAGE_KINDS, PacketKind
 from packets.paths import set_field
 
 __all__ = ["AcceptorRun"]
@@ -48,7 +49,10 @@ CLIENT_RECOVERABLE_ACK_TIMEOUT = 0x2710
 CLIENT_ACK_TIMEOUT = 0x4E20
 CLIENT_WINDOW = 64
 TIME_TO_REACH_QUEUE = 0x54600  # seconds (4 days): what the model gives a message ([MS-MQDMPR] 3.1.1.12)
-_PACKETS = "EstablishConnection | ConnectionParameters | SessionAck | UserMessage | OrderAck | FinalAck | raw"
+_PACKETS = " | ".join(PACKET_KINDS)
+# TxSequenceID of the case's transactional messages ([MS-MQMQ] 2.2.18.1.2: Ordinal 1 in the low
+# 32 bits, TimeStamp 0x10 in the high ones), and of the OrderAck and FinalAck Packets it sends
+TX_SEQUENCE_ID = 0x10_0000_0001
 
 
 def _receive_defaults(args: Mapping[str, Any], expect: Mapping[str, Any]) -> dict[str, Any]:
@@ -208,8 +212,6 @@ class AcceptorRun(WireRun):
     )
     def send(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """Send a packet the case crafts to the acceptor."""
-        from harness.session import DeliveryClass, user_message
-
         renewed = False
         if args.get("new_connection") and self.client is not None:
             renewed = True
@@ -229,55 +231,19 @@ class AcceptorRun(WireRun):
             return {"sent": False}  # the acceptor stopped accepting connections during the case
         kind = args["packet"]
         for _ in range(int(args.get("count", 1))):
-            if kind == "UserMessage" and not self._window_room(self._client_window(), args):
+            if kind == PacketKind.UserMessage and not self._window_room(self._client_window(), args):
                 return {"sent": False}  # the acceptor acknowledged nothing within SessionAckSend
-            if kind == "raw":
+            if kind == RAW:
                 data = bytes.fromhex(str(args["hex"]).replace(" ", ""))
             else:
-                if kind == "EstablishConnection":
-                    headers = sp.establish_connection(
-                        self.client_guid, NULL_GUID, int(time.monotonic() * 1000) & 0xFFFFFFFF
-                    )
-                elif kind == "ConnectionParameters":
-                    headers = sp.connection_parameters(
-                        CLIENT_RECOVERABLE_ACK_TIMEOUT, CLIENT_ACK_TIMEOUT, CLIENT_WINDOW
-                    )
-                elif kind == "SessionAck":
-                    headers = sp.session_ack(
-                        ack_sequence_number=self.received_user_messages % 0x10000,
-                        user_msg_sequence_number=self.user_messages_sent % 0x10000,
-                    )
-                else:
-                    delivery = DeliveryClass(args.get("delivery", "express"))
-                    body = args.get("body", "wire case")
-                    # [MS-MQMQ] 2.2.19.2: SentTime is the time the packet is sent, in seconds since
-                    # 1970; TimeToReachQueue (2.2.19.1) counts from it: the message is not expired
-                    headers = user_message(
-                        self.client_guid,
-                        self.server_guid,
-                        body.encode() if isinstance(body, str) else bytes(body),
-                        label="wire case",
-                        queue_id=self.queue_ids[delivery is DeliveryClass.transactional],
-                        message_id=next(self.message_ids),
-                        sent_time=int(time.time()) & 0xFFFFFFFF,
-                        delivery=delivery,
-                    )
-                    headers.BaseHeader.TimeToReachQueue = TIME_TO_REACH_QUEUE
-                    if delivery is not DeliveryClass.express:
-                        self.recoverable_sent = True
-                    if delivery is DeliveryClass.transactional:
-                        th = headers.TransactionHeader
-                        th.TxSequenceID = {"Ordinal": 1, "TimeStamp": 0x10}
-                        self.tx_number += 1
-                        th.TxSequenceNumber = self.tx_number
-                        th.PreviousTxSequenceNumber = self.tx_number - 1
+                headers = self._headers(PacketKind(kind), args)
                 for path, value in (args.get("fields") or {}).items():
                     if isinstance(value, Mapping) and set(value) == {"received"}:
                         value = self.received_value(str(value["received"]))
                     set_field(headers, path, value)
                 data = packets.build(headers)
                 self.sent[kind] = headers
-                if kind == "UserMessage":
+                if kind == PacketKind.UserMessage:
                     self.user_messages_sent += 1
             try:
                 now = time.time()
@@ -289,6 +255,64 @@ class AcceptorRun(WireRun):
                 self._closing("s2c")
                 return {"sent": False}
         return {"sent": True}
+
+    def _headers(self, kind: PacketKind, args: Mapping[str, Any]) -> Any:
+        """The headers of a ``kind`` packet as the case's client builds it before the step's
+        ``fields`` override any of them ([MS-MQQB] 2.2.2-2.2.6)."""
+        if kind == PacketKind.EstablishConnection:
+            return sp.establish_connection(self.client_guid, NULL_GUID, int(time.monotonic() * 1000) & 0xFFFFFFFF)
+        if kind == PacketKind.ConnectionParameters:
+            return sp.connection_parameters(CLIENT_RECOVERABLE_ACK_TIMEOUT, CLIENT_ACK_TIMEOUT, CLIENT_WINDOW)
+        if kind == PacketKind.SessionAck:
+            return sp.session_ack(
+                ack_sequence_number=self.received_user_messages % 0x10000,
+                user_msg_sequence_number=self.user_messages_sent % 0x10000,
+            )
+        if kind == PacketKind.OrderAck:  # 2.2.4, to the acceptor's order_queue$ (PrivateQueueIdentifier 4)
+            return sp.order_ack(
+                TX_SEQUENCE_ID, max(1, self.tx_number), source_qm=self.client_guid, destination_qm=self.server_guid
+            )
+        if kind == PacketKind.FinalAck:  # 2.2.5: ACK_RECEIVE of the acceptor's message 1
+            number = max(1, self.tx_number)
+            return sp.final_ack(
+                TX_SEQUENCE_ID,
+                number,
+                number - 1,
+                self.server_guid,
+                1,
+                source_qm=self.client_guid,
+                destination_qm=self.server_guid,
+            )
+        if kind == PacketKind.UserMessage:
+            return self._user_message(args)
+        raise WireCaseError(f"a wire case cannot send a {kind} packet")
+
+    def _user_message(self, args: Mapping[str, Any]) -> Any:
+        """A UserMessage Packet ([MS-MQMQ] 2.2.19-2.2.20) of the step's ``delivery`` and ``body``."""
+        delivery = DeliveryClass(args.get("delivery", "express"))
+        body = args.get("body", "wire case")
+        # [MS-MQMQ] 2.2.19.2: SentTime is the time the packet is sent, in seconds since
+        # 1970; TimeToReachQueue (2.2.19.1) counts from it: the message is not expired
+        headers = user_message(
+            self.client_guid,
+            self.server_guid,
+            body.encode() if isinstance(body, str) else bytes(body),
+            label="wire case",
+            queue_id=self.queue_ids[delivery is DeliveryClass.transactional],
+            message_id=next(self.message_ids),
+            sent_time=int(time.time()) & 0xFFFFFFFF,
+            delivery=delivery,
+        )
+        headers.BaseHeader.TimeToReachQueue = TIME_TO_REACH_QUEUE
+        if delivery is not DeliveryClass.express:
+            self.recoverable_sent = True
+        if delivery is DeliveryClass.transactional:
+            th = headers.TransactionHeader
+            th.TxSequenceID = {"Ordinal": TX_SEQUENCE_ID & 0xFFFFFFFF, "TimeStamp": TX_SEQUENCE_ID >> 32}
+            self.tx_number += 1
+            th.TxSequenceNumber = self.tx_number
+            th.PreviousTxSequenceNumber = self.tx_number - 1
+        return headers
 
     def _client_window(self) -> int:
         """The case's client's WindowSize: the one it sent in its ConnectionParameters request."""
@@ -393,9 +417,9 @@ class AcceptorRun(WireRun):
                 continue
             self.last_packet = data
             self.received[kind] = data
-            if kind in ("UserMessage", "OrderAck", "FinalAck"):  # counted alike ([MS-MQQB] 3.1.1.4)
+            if kind in USER_MESSAGE_KINDS:  # counted alike ([MS-MQQB] 3.1.1.4)
                 self.received_user_messages += 1
-            if kind == "EstablishConnection":
+            if kind == PacketKind.EstablishConnection:
                 with contextlib.suppress(Exception):
                     self.server_guid = GUID(packets.parse(data, strict=False).EstablishConnectionHeader.ServerGuid)
             return {"closed": False, "timed_out": False, "kind": kind}

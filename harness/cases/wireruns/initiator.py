@@ -50,6 +50,7 @@ from harness.cases.wireruns.peer import SilentListener, close_peer, peer_replies
 from harness.peers.recording import RecordedConnection
 from harness.session import SessionConfig
 from packets.formatname import direct_machine
+from packets.layout import PacketKind
 from packets.paths import get_field
 
 __all__ = ["ADM", "InitiatorRun", "NotApplicable"]
@@ -265,7 +266,7 @@ class InitiatorRun(WireRun):
     def connection_parameters(self) -> tuple[int | None, int, str]:
         for conn in self.view.connections():
             for direction, data in conn:
-                if direction == "c2s" and self._kind(data) == "ConnectionParameters":
+                if direction == "c2s" and self._kind(data) == PacketKind.ConnectionParameters:
                     cp = self._parse(data).ConnectionParametersHeader
                     return int(cp.RecoverableAckTimeout), int(cp.AckTimeout), "sent"
         # not sent yet: AckWaitTimeout is the sender's configuration; RecoverableAckSendTimeout
@@ -508,14 +509,14 @@ class InitiatorRun(WireRun):
                 p = self._parse(data)
                 if p is None:
                     continue
-                if direction == "c2s" and p.kind.name == "UserMessage":
+                if direction == "c2s" and p.kind is PacketKind.UserMessage:
                     number += 1
                     mph = p.headers.get("MessagePropertiesHeader")
                     if mph is not None and not mine and str(mph.Label).rstrip("\x00") == label:
                         mine = number
                         th = p.headers.get("TransactionHeader")
                         tx = int(th.TxSequenceNumber) if th is not None else None
-                elif direction == "s2c" and p.kind.name == "OrderAck":
+                elif direction == "s2c" and p.kind is PacketKind.OrderAck:
                     present, number = get_field(p, "OrderAckBody.TxSequenceNumber")  # 2.2.4.1 OrderAck Body
                     ordered = max(ordered, int(number)) if present else ordered
                 if direction == "s2c" and p.headers.get("SessionHeader") is not None:
