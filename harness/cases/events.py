@@ -26,6 +26,7 @@ annotations of its own).
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import re
 import typing
@@ -39,13 +40,14 @@ __all__ = [
     "HARNESS_OPERATIONS",
     "PSEUDO_EVENTS",
     "PYTHON_ONLY_PARAMETERS",
-    "RESULT_NAMES",
+    "RESULT_KINDS",
     "VALUE_KINDS",
     "HarnessOperation",
     "SpecEvent",
     "argument_kind",
     "event_results",
     "event_section",
+    "second_result",
     "spec_events",
 ]
 
@@ -126,19 +128,8 @@ PSEUDO_EVENTS: dict[str, tuple[str, ...]] = {
 #: arguments of a case or of the protocol.
 PYTHON_ONLY_PARAMETERS = frozenset({"resume"})
 
-#: Names of the second value of events that return (rStatus, value).
-RESULT_NAMES: dict[str, str] = {
-    "open_queue": "rOpenQueueDescriptor",
-    "create_queue": "rQueue",
-    "seek_available_message_position_with_id": "rMessagePosition",
-    "expand_format_name": "rOutputFormatName",
-    "get_message_for_peek": "rPosition",
-    "get_next_message_for_peek": "rPosition",
-    "get_next_message_for_dequeue": "rPosition",
-}
-
 #: What an event's declared return type becomes in its reply: result name -> kind of its value
-#: (:data:`VALUE_KINDS`).  A tuple's second value is named by :data:`RESULT_NAMES`.
+#: (:data:`VALUE_KINDS`).  A tuple's second value is named by its second entry (:func:`second_result`).
 _RETURNS: dict[str, dict[str, str]] = {
     "None": {},
     "MQStatus": {"rStatus": "MQStatus"},
@@ -157,6 +148,9 @@ _RETURNS: dict[str, dict[str, str]] = {
     "tuple[MQStatus, OpenQueueDescriptor | None]": {"rStatus": "MQStatus", "rOpenQueueDescriptor": "open"},
     "tuple[MQStatus, MessagePosition | None]": {"rStatus": "MQStatus", "rMessagePosition": "position"},
 }
+
+#: Every result name a spec event's reply may carry -> the kind of its value (:data:`VALUE_KINDS`).
+RESULT_KINDS: dict[str, str] = {name: kind for returns in _RETURNS.values() for name, kind in returns.items()}
 
 #: The values of each kind a result (or an argument) takes, as the protocol carries them.
 VALUE_KINDS: dict[str, str] = {
@@ -311,6 +305,14 @@ def event_results(event: str) -> dict[str, str]:
     owner = spec_events()[event].owner
     fn = getattr(QueueManager if owner == "QueueManager" else Cursor, event)
     return dict(_RETURNS[_return_text(fn)])
+
+
+@functools.cache
+def second_result(event: str) -> str:
+    """The result name of the second value of an event that returns (rStatus, value), as its
+    declared return type names it (:func:`event_results`): ``rOpenQueueDescriptor`` for
+    open_queue, ``rPosition`` for the cursor reads."""
+    return next((name for name in event_results(event) if name != "rStatus"), "rValue")
 
 
 def argument_kind(event: str, argument: str) -> str:

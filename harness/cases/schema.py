@@ -28,7 +28,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from harness.cases.actions import load_actions
-from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS
+from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, RESULT_KINDS
 from harness.cases.events import spec_events as model_spec_events
 
 __all__ = [
@@ -446,13 +446,8 @@ def validate_def(name: str, value: Any, path: PathT, lines: Lines) -> None:
 # --------------------------------------------------------------------------- semantic checks
 # Argument names whose string values name an object of `given` (harness.cases.events.ARG_KINDS).
 _ARG_KINDS = {arg: kind.removesuffix("-id") for arg, kind in ARG_KINDS.items() if kind != "reader"}
-# Return values that name a position (by its message's id, or Start/End).
-_RESULT_KINDS = {
-    "rMessagePosition": "position",
-    "rPosition": "position",
-    "rMessage": "position",
-    "rMessagePos": "position",
-}
+# Return values that name a position or a message (by its message's id, or Start/End).
+_RESULT_KINDS = {name: "position" for name, kind in RESULT_KINDS.items() if kind in ("position", "message")}
 SPECIAL_POSITIONS = ("Start", "End")
 
 #: The error kinds ``expect.error`` can grade (harness.cases.runner): an Unsupported event makes

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, RESULT_NAMES, event_section, spec_events
+from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, event_section, second_result, spec_events
 from harness.cases.target import (
     MODEL,
     PEER_BEHAVIOURS,
@@ -61,7 +61,6 @@ from packets.formatname import FormatName
 __all__ = [
     "ARG_KINDS",
     "PSEUDO_EVENTS",
-    "RESULT_NAMES",
     "ReferenceTarget",
     "event_section",
     "spec_events",
@@ -439,7 +438,7 @@ class ReferenceTarget:
         if isinstance(result, tuple):
             out = {"rStatus": self.name_of(result[0])}
             if len(result) > 1 and result[1] is not None:
-                out[RESULT_NAMES.get(event, "rValue")] = self.name_of(result[1])
+                out[second_result(event)] = self.name_of(result[1])
             return out
         if isinstance(result, MessagePosition):
             return {"rMessagePosition": self.name_of(result)}
