@@ -31,6 +31,9 @@ from harness.pipeline.ship import _dist_files, worker_distributions
 HARNESS = str(Path(sys.executable).parent / "msmq-harness")
 TIMEOUT = 300
 
+# One namespace cluster for the module: under pytest-xdist --dist loadgroup its tests share a worker.
+pytestmark = pytest.mark.xdist_group("spark-cluster")
+
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
