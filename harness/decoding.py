@@ -94,7 +94,7 @@ class StreamReport:
     gaps: list[tuple[int, int]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     skipped: list[tuple[int, int]] = field(default_factory=list)  # resynchronised after a gap
-    #: the session rules the TCP connection broke ([MS-MQQB] 3.1, :class:`harness.session.Violation`),
+    #: the session rules the TCP connection broke ([MS-MQQB] 3.1, :class:`harness.session.RuleViolation`),
     #: on the last report of the connection
     violations: list[Any] = field(default_factory=list)
     flow: str = ""  #: the TCP connection (flow id) of a capture stream

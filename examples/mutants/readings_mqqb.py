@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from harness.model.enums import ConnectionStatus
 from harness.session import AcceptorBehaviour, Initiator, OutgoingQueueProcessing
-from harness.session.events import Action, Connect
+from harness.session.actions import Action, Connect
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def _socket_failure_entry(initiator: Any, status: ConnectionStatus) -> None:
 
 def _retry_without_entry(initiator: Any, status: ConnectionStatus = ConnectionStatus.SocketConnectFailure) -> list:
     """A transport connection that cannot be made: the retry timer starts, no entry is appended."""
-    from harness.session.events import SessionState, Timer
+    from harness.session.actions import SessionState, Timer
 
     initiator._connecting = False
     if initiator.OutgoingMessageTable:

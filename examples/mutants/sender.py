@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from harness.model import MessagePosition, OutgoingQueue, OutgoingQueueState, Queue
 from harness.session import OutgoingQueueProcessing
-from harness.session.events import SessionError, SessionState
+from harness.session.actions import SessionError, SessionState
 from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.outgoing import _delivery
 from packets.formatname import is_direct_http

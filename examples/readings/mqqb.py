@@ -27,7 +27,7 @@ from pathlib import Path
 
 from examples.mutants.sender import RuleBroken
 from harness.session import OutgoingQueueProcessing
-from harness.session.events import SessionState
+from harness.session.actions import SessionState
 from harness.session.initiator import Initiator
 
 __all__ = [

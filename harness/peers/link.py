@@ -40,10 +40,10 @@ from harness.session import (
     Deliver,
     DeliveryClass,
     Initiator,
+    RuleViolation,
     Send,
     SendPing,
     StartTimer,
-    Violation,
 )
 from harness.session.initiator import destination_host_name
 from harness.session.messages import MessageTemplate
@@ -105,7 +105,7 @@ class InitiatorLink:
         self.packets: list[tuple[str, bytes, float]] = []
         self.acked: list[int] = []
         self.delivered: list[Packet] = []
-        self.violations: list[Violation] = []
+        self.violations: list[RuleViolation] = []
         self.closes: list[Close] = []
         self.pings: list[bytes] = []
         self.ping_responses: list[bytes] = []
@@ -171,7 +171,7 @@ class InitiatorLink:
                 self.acked.extend(act.message_ids)
             elif isinstance(act, Deliver):
                 self.delivered.append(act.packet)
-            elif isinstance(act, Violation):
+            elif isinstance(act, RuleViolation):
                 self.violations.append(act)
             elif isinstance(act, SendPing):
                 self.pings.append(act.data)

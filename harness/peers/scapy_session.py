@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.peers.link import InitiatorLink, LinkError
-from harness.session import DeliveryClass, Initiator, SessionConfig, SessionState, Violation
+from harness.session import DeliveryClass, Initiator, RuleViolation, SessionConfig, SessionState
 from packets import GUID, NULL_GUID, PacketError
 from packets import parse as parse_packet
 from packets.layout import PacketKind
@@ -181,7 +181,7 @@ class ScapySession:
     # -- what happened ---------------------------------------------------------------------------
 
     @property
-    def violations(self) -> list[Violation]:
+    def violations(self) -> list[RuleViolation]:
         """The peer's rule breaks the engine saw ([MS-MQQB] 3.1.5.1-3.1.5.8)."""
         return list(self.link.violations)
 

@@ -3,7 +3,7 @@
 Renders [MS-MQQB] 2.1.1 (a protocol session is a TCP connection, one per initiator) and 3.1.5.10
 Handling an Incoming Transport Connection around the sans-IO :class:`harness.session.Acceptor`,
 which does everything the spec says an acceptor does (3.1.5.3.1, 3.1.5.4.1, 3.1.5.8, the timers of
-3.1.2/3.1.6) and reports every initiator rule break as a ``Violation``.  One background thread runs
+3.1.2/3.1.6) and reports every initiator rule break as a ``RuleViolation``.  One background thread runs
 a ``selectors`` loop over the listening socket and every connection; each connection gets its own
 Acceptor (with the behaviour chosen for it), its timers run on ``time.monotonic`` (``time_scale``
 times their durations: 0.05 runs the 3.1.2 timers a twentieth of theirs, for tests and for a
@@ -81,11 +81,11 @@ from harness.session import (
     CancelTimer,
     Close,
     Deliver,
+    RuleViolation,
     Send,
     SessionConfig,
     SessionState,
     StartTimer,
-    Violation,
     named_behaviour,
     ping_response,
 )
@@ -134,7 +134,7 @@ class PeerConnection:
     ``packets``: (direction "c2s"/"s2c", bytes, wall-clock timestamp) for whole packets in the
     order the peer read or wrote them; bytes left over that never made a whole packet (a truncated
     or unreadable stream) form one last "c2s" entry.  ``delivered``: the UserMessage Packets the
-    Acceptor accepted.  ``violations``: the Acceptor's Violation actions.  The three hold the
+    Acceptor accepted.  ``violations``: the Acceptor's RuleViolation actions.  The three hold the
     latest details the peer's history keeps; ``packet_count``, ``byte_count``,
     ``delivered_count`` and ``violation_count`` count everything.  ``closed_by``: "acceptor" (the
     session engine closed), "client", "read-timeout", "evicted" (every slot was taken and this
@@ -147,7 +147,7 @@ class PeerConnection:
     client: tuple[str, int]
     packets: deque[tuple[str, bytes, float]] = field(default_factory=deque)
     delivered: deque[Packet] = field(default_factory=deque)
-    violations: deque[Violation] = field(default_factory=deque)
+    violations: deque[RuleViolation] = field(default_factory=deque)
     packet_count: int = 0
     byte_count: int = 0
     delivered_count: int = 0
@@ -451,7 +451,7 @@ class SimulatedPeer:
         return [p for c in self.connections for p in list(c.delivered)]
 
     @property
-    def violations(self) -> list[tuple[int, Violation]]:
+    def violations(self) -> list[tuple[int, RuleViolation]]:
         """(connection index, violation) for every violation reported so far."""
         return [(c.index, v) for c in self.connections for v in list(c.violations)]
 
@@ -852,7 +852,7 @@ class SimulatedPeer:
                 slot.timers[act.name] = now + act.seconds * self.time_scale
             elif isinstance(act, CancelTimer):
                 slot.timers.pop(act.name, None)
-            elif isinstance(act, Deliver | Violation):
+            elif isinstance(act, Deliver | RuleViolation):
                 self._record(conn, act)
             elif isinstance(act, Close):
                 slot.closing = True
@@ -918,10 +918,10 @@ class SimulatedPeer:
     def _perform_quiet(self, slot: _Slot, actions: list[Any]) -> None:
         """Actions after the transport is gone: keep the records, send nothing."""
         for act in actions:
-            if isinstance(act, Deliver | Violation):
+            if isinstance(act, Deliver | RuleViolation):
                 self._record(slot.conn, act)
 
-    def _record(self, conn: PeerConnection, act: Deliver | Violation) -> None:
+    def _record(self, conn: PeerConnection, act: Deliver | RuleViolation) -> None:
         """Count a delivered message or a violation, keep its details in the history, report it."""
         if isinstance(act, Deliver):
             conn.delivered_count += 1
@@ -992,7 +992,7 @@ class SimulatedPeer:
                     slot.timers.pop(name, None)
                     self._guard(slot, lambda s, n=name: self._perform(s, s.acceptor.timer_fired(n)))  # type: ignore[misc]
 
-    def _write_report(self, conn: PeerConnection, v: Violation) -> None:
+    def _write_report(self, conn: PeerConnection, v: RuleViolation) -> None:
         """One JSON line; a failing report is the sink's failure, never the connection's."""
         if self._report is None:
             return

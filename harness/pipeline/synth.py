@@ -33,13 +33,13 @@ from harness.session import (
     Close,
     Connect,
     Initiator,
+    RuleViolation,
     Send,
     StartTimer,
     Timer,
-    Violation,
     user_message,
 )
-from harness.session.events import CancelTimer
+from harness.session.actions import CancelTimer
 
 __all__ = [
     "ANOMALIES",
@@ -75,7 +75,7 @@ class SessionScript:
     name: str
     packets: list[tuple[str, bytes, str]]
     closer: str | None  #: "client" or "server" when an engine closed the connection, else None
-    violations: list[Violation]
+    violations: list[RuleViolation]
     initiator: str = _INITIATOR
     acceptor: str = _ACCEPTOR
 
@@ -130,7 +130,7 @@ def run_session(
                 state["connected"] = False
             elif isinstance(act, Connect):
                 state["connect"] = True
-            elif isinstance(act, Violation):
+            elif isinstance(act, RuleViolation):
                 script.violations.append(act)
 
     handle("client", ini.start())

@@ -13,7 +13,7 @@ the Send User Message Event 3.1.7.1) as three objects fed events that return act
   (3.1.7.12 Message Position Available, 3.1.7.11, 3.1.7.16), one Initiator per OutgoingQueue.
 
 Actions: :class:`Send`, :class:`StartTimer`, :class:`CancelTimer`, :class:`Close`, :class:`Deliver`,
-:class:`Acked`, :class:`Violation` (plus :class:`Connect`, :class:`SendPing`).  Rule ids live in
+:class:`Acked`, :class:`RuleViolation` (plus :class:`Connect`, :class:`SendPing`).  Rule ids live in
 :mod:`harness.session.rules`, with whether the spec closes the session on each (``closes_session``):
 every violation is reported, the session is closed only where its rule says so.
 No sockets, clocks (injected), threads or files.
@@ -31,7 +31,7 @@ from harness.session.acceptor import (
     named_behaviour,
     ping_response,
 )
-from harness.session.events import (
+from harness.session.actions import (
     Acked,
     Action,
     CancelTimer,
@@ -39,6 +39,7 @@ from harness.session.events import (
     Connect,
     Deliver,
     DeliveryClass,
+    RuleViolation,
     Send,
     SendPing,
     SessionConfig,
@@ -46,7 +47,6 @@ from harness.session.events import (
     SessionState,
     StartTimer,
     Timer,
-    Violation,
 )
 from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.messages import MessageTemplate, user_message
@@ -72,6 +72,7 @@ __all__ = [
     "OutgoingMessagePosition",
     "OutgoingQueueProcessing",
     "Rule",
+    "RuleViolation",
     "Send",
     "SendPing",
     "SessionConfig",
@@ -79,7 +80,6 @@ __all__ = [
     "SessionState",
     "StartTimer",
     "Timer",
-    "Violation",
     "boundary_behaviours",
     "closing_rules",
     "initiator_rules",

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from construct import Container
 
 import packets
+from harness.session.actions import Action, Deliver, Send, SessionConfig, SessionState, Timer
 from harness.session.core import (
     SessionEngine,
     TxSequenceChecker,
@@ -37,7 +38,6 @@ from harness.session.core import (
     time_to_be_received_elapsed,
     tx_sequence_id,
 )
-from harness.session.events import Action, Deliver, Send, SessionConfig, SessionState, Timer
 from harness.session.messages import delivery_of
 from harness.session.rules import RuleId
 from harness.session.transitions import Role

@@ -6,7 +6,7 @@ their CALG constants, PrivacyLevel, AcknowledgementsRequested -> MessageProperti
 (PA, PR, NA, NR of [MS-MQMQ] 2.2.19.3, from the meaning [MS-MQDMPR] 3.1.1.12 gives each
 acknowledgment kind), and the administration and response queues -> UserHeader.Flags.AQ / RQ and
 the queue format of [MS-MQMQ] 2.2.18.1.5 (AdministrationQueueType, ResponseQueueType).  A value
-the tables do not map raises :class:`~harness.session.events.SessionError` naming the attribute.
+the tables do not map raises :class:`~harness.session.actions.SessionError` naming the attribute.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from construct import Container
 
-from harness.session.events import SessionError
+from harness.session.actions import SessionError
 from packets import GUID, BitFlags
 from packets.formatname import FormatNameError, parse_format_name
 from packets.properties import MessagePropertiesFlags

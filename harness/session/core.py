@@ -19,16 +19,16 @@ from typing import Any
 from construct import Container
 
 import packets
-from harness.session.events import (
+from harness.session.actions import (
     Action,
     CancelTimer,
     Close,
+    RuleViolation,
     Send,
     SessionConfig,
     SessionState,
     StartTimer,
     Timer,
-    Violation,
 )
 from harness.session.rules import RuleId, codec_rules, rule
 from harness.session.transitions import Role, transition
@@ -499,7 +499,7 @@ class SessionEngine:
         self.RecoverableAckSendTimeout = 0xFFFFFFFF
         self.SessionActive = False
         self.ReceivedAck = False
-        self.violations: MutableSequence[Violation] = []
+        self.violations: MutableSequence[RuleViolation] = []
         self.expired_ignored = 0  # UserMessages ignored as expired ([MS-MQMQ] 2.2.19.1), python-only
         self.packets_received = 0  # python-only: packets taken from this connection's stream
         self._last_ack_received = 0
@@ -550,7 +550,7 @@ class SessionEngine:
     def _violation(self, rule_id: str, evidence: str, index: int = -1) -> bool:
         """Report a broken rule; close the session when the rule says the spec closes it
         (``Rule.closes_session``).  True when the session is closed (the caller stops)."""
-        v = Violation.of(rule_id, index, evidence, self.peer_direction)
+        v = RuleViolation.of(rule_id, index, evidence, self.peer_direction)
         self.violations.append(v)
         self._out.append(v)
         r = rule(rule_id)
@@ -563,7 +563,7 @@ class SessionEngine:
         are reported.  True when the session is closed."""
         closing: tuple[str, str] | None = None
         for rule_id, evidence in findings:
-            v = Violation.of(rule_id, index, evidence, self.peer_direction)
+            v = RuleViolation.of(rule_id, index, evidence, self.peer_direction)
             self.violations.append(v)
             self._out.append(v)
             if closing is None and rule(rule_id).closes_session:

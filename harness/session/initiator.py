@@ -25,8 +25,7 @@ from construct import Container
 import packets
 from harness.model.adm import ConnectionHistoryEntry, OutgoingQueue
 from harness.model.enums import ConnectionStatus, OutgoingQueueState
-from harness.session.core import ACK_FLAG_BITS, U16, SessionEngine, check_cp_response, check_ec_response, tx_sequence_id
-from harness.session.events import (
+from harness.session.actions import (
     Acked,
     Action,
     Connect,
@@ -39,6 +38,7 @@ from harness.session.events import (
     SessionState,
     Timer,
 )
+from harness.session.core import ACK_FLAG_BITS, U16, SessionEngine, check_cp_response, check_ec_response, tx_sequence_id
 from harness.session.messages import MessageTemplate, prepare_message
 from harness.session.rules import RuleId
 from harness.session.transitions import Role

@@ -16,7 +16,7 @@ from typing import Any
 from construct import Container
 
 import packets
-from harness.session.events import DeliveryClass, SessionError
+from harness.session.actions import DeliveryClass, SessionError
 from packets import GUID, Packet, base
 from packets.codec import UserMessageTemplate
 from packets.fields import BitFlags

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 
 from construct import Container
 
+from harness.session.actions import RuleViolation, SessionState
 from harness.session.core import (
     CODEC_RULES,
     U16,
@@ -53,7 +54,6 @@ from harness.session.core import (
     current_time,
     tx_sequence_id,
 )
-from harness.session.events import SessionState, Violation
 from harness.session.msgids import Highest, SentIds
 from harness.session.rules import RuleId, rule
 from harness.session.transitions import WRONG_STATE, transition
@@ -124,8 +124,8 @@ class Observer:
     def __init__(self, acceptor: GUID | bytes | str | None = None, *, expiry_tolerance: int = 1) -> None:
         self.acceptor = GUID(acceptor) if acceptor is not None else None
         self.expiry_tolerance = expiry_tolerance
-        self.violations: list[Violation] = []
-        self.closing: Violation | None = None  # the first violation whose rule closes the session
+        self.violations: list[RuleViolation] = []
+        self.closing: RuleViolation | None = None  # the first violation whose rule closes the session
         self.expired = 0  # UserMessages a receiver ignores as expired ([MS-MQMQ] 2.2.19.1)
         self._now: float | None = None  # capture time of the bytes being checked
         self.packets = 0
@@ -140,17 +140,17 @@ class Observer:
 
     # -- feeding -----------------------------------------------------------------------------------
 
-    def client_data(self, data: bytes, timestamp: float | None = None) -> list[Violation]:
+    def client_data(self, data: bytes, timestamp: float | None = None) -> list[RuleViolation]:
         """Bytes the initiator sent, in any fragmentation, captured at ``timestamp``."""
         return self._feed(self.client, data, timestamp)
 
-    def server_data(self, data: bytes, timestamp: float | None = None) -> list[Violation]:
+    def server_data(self, data: bytes, timestamp: float | None = None) -> list[RuleViolation]:
         """Bytes the acceptor sent, in any fragmentation, captured at ``timestamp``."""
         return self._feed(self.server, data, timestamp)
 
     def packet(
         self, sender: str, data: bytes, packet: Packet | None = None, timestamp: float | None = None
-    ) -> list[Violation]:
+    ) -> list[RuleViolation]:
         """One whole packet ``sender`` (``"client"``: the initiator, or ``"server"``) sent: ``data``
         as framed by BaseHeader.PacketSize, and ``packet`` what ``packets.parse(data, strict=False)``
         returned for it (parsed here when None), captured at ``timestamp``.
@@ -164,7 +164,7 @@ class Observer:
         self._now = timestamp
         return self._packet(side, data, packet)
 
-    def unframed(self, sender: str, error: PacketError) -> list[Violation]:
+    def unframed(self, sender: str, error: PacketError) -> list[RuleViolation]:
         """``sender``'s stream cannot be framed any further: ``error`` is what
         :class:`packets.StreamSplitter` raised (at the point :meth:`client_data` or
         :meth:`server_data` would have met it)."""
@@ -173,7 +173,7 @@ class Observer:
             return []
         return self._unframed(side, error)
 
-    def end(self, unfinished: Mapping[str, int] | None = None) -> list[Violation]:
+    def end(self, unfinished: Mapping[str, int] | None = None) -> list[RuleViolation]:
         """The recording ended (both directions closed): unfinished packets, a session never opened.
 
         ``unfinished``: for a sender fed by :meth:`packet`, the bytes of an incomplete packet left
@@ -181,7 +181,7 @@ class Observer:
         if self._ended:
             return []
         self._ended = True
-        out: list[Violation] = []
+        out: list[RuleViolation] = []
         for side in (self.client, self.server):
             left = side.splitter.buffered + (unfinished or {}).get(_SENDERS[side.direction], 0)
             if not side.dead and left:
@@ -196,11 +196,11 @@ class Observer:
             )
         return out
 
-    def _feed(self, side: _Side, data: bytes, timestamp: float | None = None) -> list[Violation]:
+    def _feed(self, side: _Side, data: bytes, timestamp: float | None = None) -> list[RuleViolation]:
         if side.dead or not data:
             return []
         self._now = timestamp
-        out: list[Violation] = []
+        out: list[RuleViolation] = []
         try:
             chunks = side.splitter.feed(data)
         except PacketError as e:
@@ -216,7 +216,7 @@ class Observer:
             return self.server
         raise ValueError(f"sender is 'client' or 'server', not {sender!r}")
 
-    def _unframed(self, side: _Side, error: PacketError) -> list[Violation]:
+    def _unframed(self, side: _Side, error: PacketError) -> list[RuleViolation]:
         side.dead = True
         rule_id = (
             RuleId.MQQB_3_1_5_1_2_SIGNATURE
@@ -225,7 +225,7 @@ class Observer:
         )
         return self._report(side, [(rule_id, str(error))], self.packets)
 
-    def _packet(self, side: _Side, data: bytes, parsed: Packet | None) -> list[Violation]:
+    def _packet(self, side: _Side, data: bytes, parsed: Packet | None) -> list[RuleViolation]:
         index = self.packets
         self.packets += 1
         packet, findings = _checked(data, parsed)
@@ -234,8 +234,8 @@ class Observer:
         handler = self._client_packet if side is self.client else self._server_packet
         return self._report(side, handler(packet), index)
 
-    def _report(self, side: _Side, findings: list[Finding], index: int = -1) -> list[Violation]:
-        found = [Violation.of(rule_id, index, evidence, side.direction) for rule_id, evidence in findings]
+    def _report(self, side: _Side, findings: list[Finding], index: int = -1) -> list[RuleViolation]:
+        found = [RuleViolation.of(rule_id, index, evidence, side.direction) for rule_id, evidence in findings]
         self.violations += found
         if self.closing is None:
             self.closing = next((v for v in found if rule(v.rule_id).closes_session), None)

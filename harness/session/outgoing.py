@@ -31,7 +31,7 @@ from harness.model import (
     QueueManager,
 )
 from harness.session import attributes
-from harness.session.events import Action, DeliveryClass, SessionConfig, SessionError
+from harness.session.actions import Action, DeliveryClass, SessionConfig, SessionError
 from harness.session.initiator import Initiator, OutgoingMessagePosition
 from harness.session.messages import prepare_message
 from packets import GUID, NULL_GUID, base

@@ -5,7 +5,7 @@ establishment, 3.1.5.5 Receiving a SessionAck Packet, 3.1.5.6/3.1.5.7 OrderAck/F
 3.1.5.8 Receiving a UserMessage Packet, 3.1.6 timer events, 3.1.7.1 Send User Message Event,
 3.1.1.4-3.1.1.6 sequences and acknowledgments, 3.1.3.2 initialization) or the [MS-MQMQ]/[MS-MQQB]
 2.2 packet section whose rule it is.  The Initiator, the Acceptor and the Observer report
-:class:`~harness.session.events.Violation` records with these ids (:class:`RuleId`, a StrEnum: its
+:class:`~harness.session.actions.RuleViolation` records with these ids (:class:`RuleId`, a StrEnum: its
 values are the ids written in cases, reports and Parquet); nothing else defines a rule id.
 
 A rule id is a requirement id: cases/requirements.yaml holds, under the same id and the same

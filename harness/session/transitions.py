@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.session.events import SessionState
+from harness.session.actions import SessionState
 from harness.session.rules import RuleId
 from packets import PacketKind
 

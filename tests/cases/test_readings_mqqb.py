@@ -220,7 +220,7 @@ def _takes(requirement: str, alternative: str, spec: str) -> dict[str, str]:
 def test_the_unexercised_acceptor_readings_do_take_their_reading() -> None:
     """The behaviours no case tells apart still answer as their reading says (sans-IO)."""
     import packets
-    from harness.session.events import Send, Violation
+    from harness.session.actions import RuleViolation, Send
     from packets import session as sp
 
     server, client = "{11111111-2222-3333-4444-555555555555}", "{66666666-7777-8888-9999-AAAAAAAAAAAA}"
@@ -233,10 +233,10 @@ def test_the_unexercised_acceptor_readings_do_take_their_reading() -> None:
 
     out_of_range = sp.connection_parameters(0x64, 0x64, 8)
     a, acts = opened("normal", out_of_range)
-    assert a._transport is False and any(isinstance(x, Violation) for x in acts)  # outside-is-malformed
+    assert a._transport is False and any(isinstance(x, RuleViolation) for x in acts)  # outside-is-malformed
     a, acts = opened("range-informative", out_of_range)
     (reply,) = [packets.parse(x.data, strict=False) for x in acts if isinstance(x, Send)]
-    assert a._transport and not [x for x in acts if isinstance(x, Violation)]
+    assert a._transport and not [x for x in acts if isinstance(x, RuleViolation)]
     assert int(reply.ConnectionParametersHeader.AckTimeout) == 0x64  # echoed (3.1.5.4.1)
     assert a.AckWaitTimeout == sp.ACK_TIMEOUT_RANGE[0]  # taken, clamped
     assert a.RecoverableAckSendTimeout == sp.RECOVERABLE_ACK_TIMEOUT_RANGE[0]
@@ -246,7 +246,7 @@ def test_the_unexercised_acceptor_readings_do_take_their_reading() -> None:
     for behaviour, reported in (("normal", True), ("any-session", False)):
         a, _ = opened(behaviour, sp.connection_parameters())
         acts = a.receive_data(packets.build(final_ack))
-        found = [x for x in acts if isinstance(x, Violation) and x.rule_id == "MQQB-3.1.5.7-final-ack-unknown"]
+        found = [x for x in acts if isinstance(x, RuleViolation) and x.rule_id == "MQQB-3.1.5.7-final-ack-unknown"]
         assert bool(found) is reported and a._transport, behaviour
 
     for behaviour, fields in (("normal", (1, 1)), ("zero-base", (0, 2)), ("zero-with-offset-bits", (0, 1))):

@@ -25,7 +25,7 @@ from harness.cases.runner import run
 from harness.cases.violations import graded_violation, rule_requirement, watched_rules
 from harness.cases.wireruns.base import violation_failures
 from harness.results import StepFailure
-from harness.session import Violation
+from harness.session import RuleViolation
 from harness.session.rules import RULES, RuleId
 
 ACK_BEYOND_SENT = RuleId.MQQB_3_1_5_5_1_ACK_BEYOND_SENT.value  # MUST, side both
@@ -56,8 +56,8 @@ then:
 """
 
 
-def _violation(rule_id: str, index: int = 3, direction: str = "c2s") -> Violation:
-    return Violation.of(rule_id, index, f"evidence of {rule_id}", direction)
+def _violation(rule_id: str, index: int = 3, direction: str = "c2s") -> RuleViolation:
+    return RuleViolation.of(rule_id, index, f"evidence of {rule_id}", direction)
 
 
 def _failure(field: str = "peer.violations") -> StepFailure:

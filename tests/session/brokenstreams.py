@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from construct import Container
 
 import packets
-from harness.session import Acceptor, Send, Timer, Violation, user_message
-from harness.session.events import DeliveryClass
+from harness.session import Acceptor, RuleViolation, Send, Timer, user_message
+from harness.session.actions import DeliveryClass
 from packets import GUID, NULL_GUID
 from packets import session as sp
 
@@ -218,7 +218,7 @@ class Run:
     actions: list[object] = field(default_factory=list)
 
     @property
-    def violations(self) -> list[Violation]:
+    def violations(self) -> list[RuleViolation]:
         return self.acceptor.violations
 
 

@@ -14,10 +14,10 @@ from harness.session import (
     Connect,
     Deliver,
     Initiator,
+    RuleViolation,
     Send,
     StartTimer,
     Timer,
-    Violation,
 )
 from packets import Packet
 
@@ -43,7 +43,7 @@ class Wire:
         self.delivered: list[Packet] = []
         self.acked: list[int] = []
         self.acked_by: list[tuple[int, str]] = []
-        self.violations: list[Violation] = []
+        self.violations: list[RuleViolation] = []
         self.closes: list[tuple[str, Close]] = []
         self.sent: list[tuple[str, Send]] = []
         self.connected = False
@@ -81,7 +81,7 @@ class Wire:
             elif isinstance(act, Acked):
                 self.acked.extend(act.message_ids)
                 self.acked_by.extend((m, act.by) for m in act.message_ids)
-            elif isinstance(act, Violation):
+            elif isinstance(act, RuleViolation):
                 self.violations.append(act)
 
     def _disconnect(self, closer: str) -> None:

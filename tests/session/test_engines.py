@@ -11,7 +11,7 @@ from sessionloop import Fragmenter, Wire
 
 from harness.model.enums import ConnectionStatus, OutgoingQueueState
 from harness.session import Acceptor, Initiator, SessionState, Timer, user_message
-from harness.session.events import Action, Send
+from harness.session.actions import Action, Send
 
 INI = "{11111111-2222-3333-4444-555555555555}"
 ACC = "{AAAAAAAA-BBBB-CCCC-DDDD-EEEEEEEEEEEE}"

@@ -19,8 +19,8 @@ from brokenstreams import ACC, HANDSHAKE, INI, NOW, expired, run, sa, um
 
 import packets
 from harness.session import Acceptor, Observer, SessionConfig, Timer, user_message
+from harness.session.actions import DeliveryClass
 from harness.session.core import check_expiry, current_time
-from harness.session.events import DeliveryClass
 from harness.session.rules import RULES
 from packets import session as sp
 

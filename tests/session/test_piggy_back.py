@@ -9,7 +9,7 @@ from test_policy import _cp_reply, _ec_reply
 
 import packets
 from harness.session import Initiator, Send, SessionState, StartTimer, user_message
-from harness.session.events import Timer
+from harness.session.actions import Timer
 
 
 def _open(clock: list[float]) -> Initiator:

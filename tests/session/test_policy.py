@@ -35,9 +35,9 @@ from harness.session import (
     Deliver,
     Initiator,
     Observer,
+    RuleViolation,
     Send,
     SessionState,
-    Violation,
     closing_rules,
     initiator_rules,
 )
@@ -159,11 +159,11 @@ def test_a_sender_breaking_many_rules_that_do_not_close_gets_all_reported_and_th
 def test_the_acceptor_closes_on_a_rule_exactly_when_the_table_says(rule_id: str) -> None:
     scenario = SCENARIOS[rule_id]
     r = run(scenario.steps, scenario.behaviour, wall_clock=scenario.wall_clock)
-    index = next(i for i, a in enumerate(r.actions) if isinstance(a, Violation) and a.rule_id == rule_id)
+    index = next(i for i, a in enumerate(r.actions) if isinstance(a, RuleViolation) and a.rule_id == rule_id)
     # what the engine did in answer to the packet (or timer) that broke the rule
     after: list[object] = []
     for a in r.actions[index + 1 :]:
-        if isinstance(a, Violation) and a.packet_index != r.actions[index].packet_index:  # type: ignore[attr-defined]
+        if isinstance(a, RuleViolation) and a.packet_index != r.actions[index].packet_index:  # type: ignore[attr-defined]
             break
         after.append(a)
     closes = _closes(after)
@@ -171,7 +171,7 @@ def test_the_acceptor_closes_on_a_rule_exactly_when_the_table_says(rule_id: str)
         assert closes and closes[0].section == RULES[rule_id].close_section, after
         assert r.acceptor.SessionState is SessionState.CLOSED
     else:
-        closing = [a for a in after if isinstance(a, Violation) and RULES[a.rule_id].closes_session]
+        closing = [a for a in after if isinstance(a, RuleViolation) and RULES[a.rule_id].closes_session]
         assert not closes or closing, f"{rule_id} does not close the session, yet: {after}"
 
 
@@ -181,9 +181,9 @@ def test_no_close_without_a_rule_that_closes(rule_id: str) -> None:
     section (timer events and behaviours that close say their own section)."""
     scenario = SCENARIOS[rule_id]
     r = run(scenario.steps, scenario.behaviour, wall_clock=scenario.wall_clock)
-    last: Violation | None = None
+    last: RuleViolation | None = None
     for a in r.actions:
-        if isinstance(a, Violation) and RULES[a.rule_id].closes_session and last is None:
+        if isinstance(a, RuleViolation) and RULES[a.rule_id].closes_session and last is None:
             last = a
         if isinstance(a, Close):
             assert last is not None and a.section == RULES[last.rule_id].close_section, (a, last)
@@ -238,7 +238,7 @@ def test_an_acceptor_breaking_rules_that_do_not_close_gets_all_reported_and_the_
     # a UserMessage from the acceptor that arrives expired is ignored and reported, the session stays open
     late = packets.build(_acceptor_message(sent_time=NOW - 600, ttrq=30))
     out = i.receive_data(late)
-    assert [v.rule_id for v in out if isinstance(v, Violation)] == ["MQQB-3.1.7.1.2-expired"]
+    assert [v.rule_id for v in out if isinstance(v, RuleViolation)] == ["MQQB-3.1.7.1.2-expired"]
     assert not any(isinstance(a, Deliver) for a in out) and i.received == []
     assert i.SessionState is SessionState.OPEN
 

@@ -10,7 +10,7 @@ import pytest
 from harness.model.adm import OutgoingQueue
 from harness.model.enums import ConnectionStatus, OutgoingQueueState
 from harness.session import Initiator, SessionState, Timer, user_message
-from harness.session.events import Connect, SendPing, StartTimer
+from harness.session.actions import Connect, SendPing, StartTimer
 from harness.session.initiator import MQ_ERROR_RESOLVE_ADDRESS, destination_host_name
 
 INI = "11111111-1111-1111-1111-111111111111"

@@ -15,7 +15,7 @@ from brokenstreams import ACC, SCENARIOS, cp, ec, order_ack, run, um
 from test_policy import _open_initiator
 
 import packets
-from harness.session import RULES, Observer, SessionState, Violation
+from harness.session import RULES, Observer, RuleViolation, SessionState
 from harness.session.rules import RuleId
 
 OTHER = packets.GUID("{12121212-3434-5656-7878-909090909090}")
@@ -63,7 +63,7 @@ def _ack_timeout() -> list[str]:
         *i.timer_fired("SessionAckWait"),
         *i.timer_fired("SessionAckWait"),
     ]  # 3.1.6.3: the second finds nothing received
-    return [str(a.rule_id) for a in out if isinstance(a, Violation)]
+    return [str(a.rule_id) for a in out if isinstance(a, RuleViolation)]
 
 
 ACCEPTOR_SIDE: dict[str, Callable[[], list[str]]] = {

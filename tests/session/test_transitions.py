@@ -10,7 +10,7 @@ import pytest
 from brokenstreams import ACC, INI, cp, ec, sa, um
 
 import packets
-from harness.session import Acceptor, Initiator, Observer, SessionState, Violation
+from harness.session import Acceptor, Initiator, Observer, RuleViolation, SessionState
 from harness.session.rules import RuleId
 from harness.session.transitions import ROLES, TRANSITIONS, WRONG_STATE, transition
 from packets import PacketKind
@@ -48,7 +48,7 @@ def test_a_packet_before_its_state_is_the_wrong_state_rule_of_its_kind(first: st
     a = Acceptor(ACC)
     a.connection_made(("127.0.0.1", 1))
     out = a.receive_data(data)
-    assert [v.rule_id for v in out if isinstance(v, Violation)][:1] == [WRONG_STATE[kind]]
+    assert [v.rule_id for v in out if isinstance(v, RuleViolation)][:1] == [WRONG_STATE[kind]]
 
 
 ODD = {
@@ -68,7 +68,7 @@ def test_odd_input_in_every_state_is_a_violation_never_an_exception(name: str, b
     for data in handshake:
         a.receive_data(data)
     out = a.receive_data(ODD[name])
-    assert any(isinstance(v, Violation) for v in out), out
+    assert any(isinstance(v, RuleViolation) for v in out), out
     o = Observer(ACC)
     for data in handshake:
         o.client_data(data)
@@ -78,5 +78,5 @@ def test_odd_input_in_every_state_is_a_violation_never_an_exception(name: str, b
     i = Initiator(INI)
     i.start()
     i.connection_made()
-    found = [v for v in i.receive_data(ODD[name]) if isinstance(v, Violation)]
+    found = [v for v in i.receive_data(ODD[name]) if isinstance(v, RuleViolation)]
     assert found

@@ -34,7 +34,7 @@ from harness.cases.wireruns.base import (
 )
 from harness.cases.wireruns.peer import close_peer, simulated_peer
 from harness.peers.recording import RecordedConnection
-from harness.session import DeliveryClass, Observer, Violation, user_message
+from harness.session import DeliveryClass, Observer, RuleViolation, user_message
 from packets import GUID, NULL_GUID, StreamSplitter
 from packets import session as sp
 from packets.layout import USER_MESSAGE_KINDS, PacketKind
@@ -123,12 +123,12 @@ class AcceptorRun(WireRun):
         """The case's TCP connections, as its client saw them (``--record``)."""
         return list(self.wire_log)
 
-    def acceptor_violations(self) -> list[Violation]:
+    def acceptor_violations(self) -> list[RuleViolation]:
         """The session rules the acceptor broke in its replies, as a passive Observer of each of the
         case's connections sees them (harness.session.Observer; a connection the acceptor or the
         case closed is ended, the open one is not).  What the case's own client broke, on purpose
         or not, is the client's (direction c2s) and is left out."""
-        found: list[Violation] = []
+        found: list[RuleViolation] = []
         for conn in self.wire_log:
             observer = Observer()
             for direction, data, ts in conn.packets:

@@ -42,7 +42,7 @@ from harness.cases.wire import (
     timer_info,
     wire_matches,
 )
-from harness.session import SessionConfig, Violation
+from harness.session import RuleViolation, SessionConfig
 from harness.session.rules import RULES
 from packets import PacketKind
 
@@ -102,13 +102,13 @@ class Failure:
     rule: str = ""  # a session rule the peer broke: the failure is graded by the rule's requirement
 
 
-def violation_failures(written: Any, seen: Sequence[Violation]) -> list[Failure]:
+def violation_failures(written: Any, seen: Sequence[RuleViolation]) -> list[Failure]:
     """The differences of a ``then.peer.violations`` expectation (``written``: the rule ids the case
     expects) from the rules the session showed (``seen``): one per rule seen that the case does not
     name, and one per named rule that was not seen, each graded by that rule's requirement
     (harness.cases.violations).  A "record" rule is never a difference."""
     expected = [str(r) for r in (unwrap(written) or [])]
-    by_rule: dict[str, list[Violation]] = {}
+    by_rule: dict[str, list[RuleViolation]] = {}
     for v in seen:
         by_rule.setdefault(str(v.rule_id), []).append(v)
     failures = []

@@ -24,6 +24,7 @@ __all__ = [
     "Connect",
     "Deliver",
     "DeliveryClass",
+    "RuleViolation",
     "Send",
     "SendPing",
     "SessionConfig",
@@ -31,12 +32,11 @@ __all__ = [
     "SessionState",
     "StartTimer",
     "Timer",
-    "Violation",
 ]
 
 
 class SessionError(Exception):
-    """A session engine was driven wrongly by its caller (not a peer's fault: those are Violations)."""
+    """A session engine was driven wrongly by its caller (not a peer's fault: those are RuleViolations)."""
 
 
 class SessionState(Enum):
@@ -169,7 +169,7 @@ class Acked:
 
 
 @dataclass(frozen=True)
-class Violation:
+class RuleViolation:
     """A rule the peer broke (see :mod:`harness.session.rules`).
 
     ``packet_index`` counts the packets of the session from 0 (both directions, in the order the
@@ -185,8 +185,8 @@ class Violation:
     direction: str = ""
 
     @classmethod
-    def of(cls, rule_id: str, packet_index: int, evidence: str, direction: str = "") -> Violation:
+    def of(cls, rule_id: str, packet_index: int, evidence: str, direction: str = "") -> RuleViolation:
         return cls(rule_id, rule(rule_id).section, packet_index, evidence, direction)
 
 
-Action = Send | SendPing | Connect | StartTimer | CancelTimer | Close | Deliver | Acked | Violation
+Action = Send | SendPing | Connect | StartTimer | CancelTimer | Close | Deliver | Acked | RuleViolation
