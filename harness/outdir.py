@@ -24,13 +24,15 @@ import socket
 from pathlib import Path
 from types import TracebackType
 
+from harness.errors import HarnessError
+
 __all__ = ["MARKER", "OutputError", "StagedOutput", "refusal", "write_file_atomically"]
 
 MARKER = ".msmq-harness-output.json"
 _LISTED = 3  # foreign files named in a refusal
 
 
-class OutputError(Exception):
+class OutputError(HarnessError):
     """The output cannot be put in place (it was not, and the folder is as it was)."""
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from harness.errors import HarnessError
 from harness.results import CaseResult, Outcome, RunResult
 
 __all__ = [
@@ -47,7 +48,7 @@ FORMAT = "msmq-harness-baseline/1"
 _AT = re.compile(r" at \S+:\d+$")  # the harness's own traceback place in an error: not the target's
 
 
-class BaselineError(ValueError):
+class BaselineError(HarnessError, ValueError):
     """A baseline or known-failures file that cannot be read: names the file and the entry."""
 
 

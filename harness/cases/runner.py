@@ -40,8 +40,9 @@ from harness.cases.caseresult import case_result_since, graded_result
 from harness.cases.compare import Grader, compare_result, compare_then, field_matcher
 from harness.cases.grading import derived_requirement, graded, reconcile, section_of
 from harness.cases.model import Case, Step
-from harness.cases.target import Target, TargetError, TargetInfo
+from harness.cases.target import Target, TargetError, TargetInfo, TargetUnsupported
 from harness.cases.targets import make_target
+from harness.errors import HarnessError
 from harness.results import CaseResult, Outcome, RunResult, StepFailure
 
 if TYPE_CHECKING:
@@ -290,9 +291,9 @@ def run_case(
             try:
                 result = _with_timeout(target, step_timeout, target.event, step.event, step.args)
             except TargetError as e:
-                if e.kind == "Unsupported" and step.expect_error != "Unsupported":
+                if isinstance(e, TargetUnsupported) and step.expect_error != e.kind:
                     return case_result_since(case, Outcome.unsupported, start, [], f"{where}: {e.message}")
-                if e.kind == "Error" and step.expect_error != "Error":
+                if type(e) is TargetError and step.expect_error != e.kind:
                     raise
                 if step.expect_error == e.kind:
                     continue
@@ -312,7 +313,7 @@ def run_case(
                 # and nothing else; an event that returns normally gives no `error`.
                 result = {"error": e.kind}
             if not isinstance(result, dict):
-                raise TargetError("Error", f"event returned {type(result).__name__}, not a mapping")
+                raise TargetError(f"event returned {type(result).__name__}, not a mapping")
             if step.expect_error:
                 failure = StepFailure(
                     step=index,
@@ -342,7 +343,7 @@ def run_case(
     except StepTimeout:
         return case_result_since(case, Outcome.error, start, [], f"{where}: timed out after {step_timeout:g} s")
     except TargetError as e:  # setup or observe: an honest Unsupported makes the case unsupported
-        outcome = Outcome.unsupported if e.kind == "Unsupported" else Outcome.error
+        outcome = Outcome.unsupported if isinstance(e, TargetUnsupported) else Outcome.error
         return case_result_since(case, outcome, start, [], f"{where}: {e.kind}: {e.message}")
     except Exception as e:
         return case_result_since(case, Outcome.error, start, [], f"{where}: {_crash(e)}")
@@ -393,7 +394,7 @@ def apply_known_failures(
     return result
 
 
-class ConfigurationError(Exception):
+class ConfigurationError(HarnessError):
     """The run cannot start: the target cannot be made or does not answer hello."""
 
 

@@ -30,6 +30,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from harness.cases.actions import load_actions
 from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, RESULT_KINDS
 from harness.cases.events import spec_events as model_spec_events
+from harness.errors import HarnessError
 
 __all__ = [
     "SCHEMA_PATH",
@@ -57,7 +58,7 @@ PathT = tuple[str | int, ...]
 _EXTRA_EVENTS: set[str] = set()
 
 
-class CaseError(Exception):
+class CaseError(HarnessError):
     """A case file that cannot be loaded: ``str(e) == f"{file}:{line}: {key}: {message}"``.
 
     ``key`` is the path of the offending key in the document (``when[1].event``; "" when none

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from harness.errors import HarnessError
 
 __all__ = [
     "ADM_OUTGOING",
     "CAPABILITIES",
     "MODEL",
     "PEER_BEHAVIOURS",
+    "TARGET_ERRORS",
     "WIRE_ACCEPTOR",
     "WIRE_INITIATOR",
     "WIRE_PING_PORT",
@@ -25,7 +28,10 @@ __all__ = [
     "Target",
     "TargetError",
     "TargetInfo",
+    "TargetUndefinedBehaviour",
+    "TargetUnsupported",
     "hello_events",
+    "target_error",
 ]
 
 # Capabilities a target lists in its hello; the runner decides from them alone which cases run.
@@ -84,17 +90,40 @@ def hello_events(reply: Mapping[str, Any]) -> list[str] | None:
     return list(events)
 
 
-class TargetError(Exception):
-    """A target could not do what a step asked.
+class TargetError(HarnessError):
+    """A target could not do what a step asked: anything but the cases of the subclasses below,
+    including a crash (the adapter protocol's error kind ``Error``)."""
 
-    kind: "UndefinedBehaviour" (the spec gives no outcome), "Unsupported" (the target does not
-    implement the event), or "Error" (anything else, including a crash).
-    """
+    #: the adapter protocol's name of the error (docs/adapters.md): what ``expect.error`` reads
+    kind: ClassVar[str] = "Error"
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, message: str) -> None:
         super().__init__(message)
-        self.kind = kind
         self.message = message
+
+
+class TargetUnsupported(TargetError):
+    """The target does not implement what the step asks (error kind ``Unsupported``): the case is
+    unsupported, not failed."""
+
+    kind: ClassVar[str] = "Unsupported"
+
+
+class TargetUndefinedBehaviour(TargetError):
+    """The spec gives no outcome for what the step asks (error kind ``UndefinedBehaviour``)."""
+
+    kind: ClassVar[str] = "UndefinedBehaviour"
+
+
+#: The adapter protocol's error kinds -> the error each one is.
+TARGET_ERRORS: dict[str, type[TargetError]] = {
+    cls.kind: cls for cls in (TargetError, TargetUnsupported, TargetUndefinedBehaviour)
+}
+
+
+def target_error(kind: str, message: str) -> TargetError:
+    """The error of an adapter's ``{"ok": false, "kind": ...}`` reply (an unknown kind is ``Error``)."""
+    return TARGET_ERRORS.get(kind, TargetError)(message)
 
 
 @runtime_checkable

@@ -7,8 +7,10 @@ example Get Message For Peek (3.2.7.2) on a cursor left in WaitPeek, which no br
 
 from __future__ import annotations
 
+from harness.errors import HarnessError
 
-class ModelError(Exception):
+
+class ModelError(HarnessError):
     """Error raised by the reference queue manager; carries the spec section."""
 
     def __init__(self, section: str, reason: str) -> None:

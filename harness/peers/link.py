@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.peers.recorder import PcapRecorder, TcpFlow
 from harness.session import (
     Acked,
@@ -55,7 +56,7 @@ __all__ = ["InitiatorLink", "LinkError"]
 RECV_SIZE = 1 << 18
 
 
-class LinkError(Exception):
+class LinkError(HarnessError):
     """The link was given an unusable address or used after close."""
 
 

@@ -37,6 +37,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.peers.link import InitiatorLink, LinkError
 from harness.session import DeliveryClass, Initiator, RuleViolation, SessionConfig, SessionState
 from packets import GUID, NULL_GUID, PacketError
@@ -46,7 +47,7 @@ from packets.layout import PacketKind
 __all__ = ["ScapySession", "ScapySessionError"]
 
 
-class ScapySessionError(Exception):
+class ScapySessionError(HarnessError):
     """The session could not be established, or was used after it closed."""
 
 

@@ -73,6 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from harness.errors import HarnessError
 from harness.peers import faults
 from harness.peers.recorder import PcapRecorder, TcpFlow
 from harness.session import (
@@ -109,7 +110,7 @@ READS_PER_SECOND = 20  # a slow reader (AcceptorBehaviour.read_rate) reads this 
 ACCEPTS_PER_ROUND = 32  # connections taken in per loop round; the open ones are served between
 
 
-class PeerError(Exception):
+class PeerError(HarnessError):
     """The simulated peer could not be set up or was used wrongly (bad address, behaviour, state)."""
 
 

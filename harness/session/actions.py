@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.session.rules import rule
 from packets import PacketKind
 
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-class SessionError(Exception):
+class SessionError(HarnessError):
     """A session engine was driven wrongly by its caller (not a peer's fault: those are RuleViolations)."""
 
 

@@ -18,7 +18,7 @@ from harness.cases.loader import load_paths, load_requirements, load_text
 from harness.cases.model import Case
 from harness.cases.runner import run, run_case
 from harness.cases.schema import CaseError
-from harness.cases.target import TargetError
+from harness.cases.target import TargetError, target_error
 from harness.cases.targets import ReferenceTarget
 from harness.model.enums import CursorState, CursorStatus
 from harness.model.errors import UndefinedBehaviour
@@ -116,7 +116,7 @@ class _Raising(ReferenceTarget):
         if name == "get_message_for_peek":
             self.peeks += 1
             if self.peeks == 2:
-                raise TargetError(self.kind, f"{self.kind} on purpose")
+                raise target_error(self.kind, f"{self.kind} on purpose")
         return super().event(name, args)
 
 

@@ -4,7 +4,7 @@ Renders the JSON-lines protocol of docs/cases.md: one JSON object per line on th
 stdin and stdout, each request (``hello``, ``setup``, ``event``, ``observe``, then ``bye``)
 answered by exactly one reply; ``{"ok": false, "error", "kind"}`` becomes a TargetError of that
 kind.  Each request has a timeout: an adapter that hangs, exits, or answers something that is
-not a reply is killed, the request fails with ``TargetError("Error", ...)`` carrying the tail
+not a reply is killed, the request fails with ``TargetError`` carrying the tail
 of the adapter's stderr, and the adapter is started again for the next case.
 
 Every wait on an adapter is bounded: writing a request (an adapter that reads nothing), its
@@ -45,13 +45,13 @@ from harness.cases.target import (
     TargetError,
     TargetInfo,
     hello_events,
+    target_error,
 )
 from harness.cases.targets.registry import target_kind
 from harness.results import clean, printable
 
 __all__ = ["CommandTarget", "split_command"]
 
-_KINDS = ("UndefinedBehaviour", "Unsupported", "Error")
 _STDERR_KEEP = 64  # lines of stderr kept for failure details
 _STDERR_LINE = 4096  # bytes kept of each
 MAX_LINE = 16 << 20  # the longest reply line read (16 MiB); a longer one is a protocol error
@@ -365,7 +365,7 @@ class CommandTarget:
         try:
             adapter = _Adapter(self.argv, self.cwd)
         except OSError as e:
-            raise TargetError("Error", f"cannot start {self.command!r}: {e}") from e
+            raise TargetError(f"cannot start {self.command!r}: {e}") from e
         self._adapter = adapter
         return adapter
 
@@ -380,7 +380,7 @@ class CommandTarget:
         tail = adapter.stderr_tail()
         if tail:
             detail += "\nadapter stderr:\n" + tail
-        return TargetError("Error", detail)
+        return TargetError(detail)
 
     @property
     def _deadline(self) -> float | None:
@@ -415,7 +415,7 @@ class CommandTarget:
             adapter = self._adapter = None
         if adapter is None:
             if not start:
-                raise TargetError("Error", "the adapter is not running (it failed earlier in this case)")
+                raise TargetError("the adapter is not running (it failed earlier in this case)")
             adapter = self._start()
             if message.get("op") != "hello":
                 self._hello(adapter)
@@ -425,7 +425,7 @@ class CommandTarget:
         try:
             line = json.dumps(message, allow_nan=False) + "\n"
         except (TypeError, ValueError) as e:
-            raise TargetError("Error", f"{op}: cannot encode the request as JSON: {e}") from e
+            raise TargetError(f"{op}: cannot encode the request as JSON: {e}") from e
         try:
             adapter.write(line, self._deadline)
         except (OSError, ValueError) as e:  # TimeoutError is an OSError
@@ -455,8 +455,7 @@ class CommandTarget:
                 "(an unsolicited or late reply: the adapter is out of step)",
             )
         if not reply["ok"]:
-            kind = reply.get("kind", "Error")
-            raise TargetError(kind if kind in _KINDS else "Error", str(reply.get("error", "")))
+            raise target_error(str(reply.get("kind", "Error")), str(reply.get("error", "")))
         return reply
 
     def _hello(self, adapter: _Adapter) -> TargetInfo:
@@ -490,7 +489,7 @@ class CommandTarget:
         reply = self._request({"op": "event", "event": name, "args": args})
         result = reply.get("result", {})
         if not isinstance(result, dict):
-            raise TargetError("Error", f"{name}: 'result' is not an object: {result!r}")
+            raise TargetError(f"{name}: 'result' is not an object: {result!r}")
         return result
 
     def observe(self, queues: list[str], cursors: list[str]) -> dict[str, Any]:
@@ -503,7 +502,7 @@ class CommandTarget:
         reply = self._request({"op": "control", "control": op, "args": args}, start=op == "wire_setup")
         result = reply.get("result", {})
         if not isinstance(result, dict):
-            raise TargetError("Error", f"{op}: 'result' is not an object: {result!r}")
+            raise TargetError(f"{op}: 'result' is not an object: {result!r}")
         return result
 
     def close(self) -> None:

@@ -14,7 +14,14 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from harness.cases.target import WIRE_ACCEPTOR, WIRE_PING_PORT, WIRE_TX_QUEUE, TargetError, TargetInfo
+from harness.cases.target import (
+    WIRE_ACCEPTOR,
+    WIRE_PING_PORT,
+    WIRE_TX_QUEUE,
+    TargetError,
+    TargetInfo,
+    TargetUnsupported,
+)
 from harness.cases.targets.registry import parse_scale, spec_query, target_kind
 
 __all__ = ["LiveAcceptor", "LiveWireTarget", "parse_mqqb_address"]
@@ -101,7 +108,7 @@ class LiveWireTarget:
             socket.create_connection(self.wire_address, timeout=5.0).close()
         except OSError as e:
             host, port = self.wire_address
-            raise TargetError("Error", f"nothing accepts TCP connections at {host}:{port}: {e.strerror or e}") from None
+            raise TargetError(f"nothing accepts TCP connections at {host}:{port}: {e.strerror or e}") from None
         capabilities = [WIRE_ACCEPTOR]
         if self.ping_address is not None:
             capabilities.append(WIRE_PING_PORT)
@@ -113,13 +120,13 @@ class LiveWireTarget:
         return LiveAcceptor(self.wire_address, self.ping_address, self.queue_id, self.tx_queue_id, self.scale)
 
     def setup(self, given: dict[str, Any]) -> None:
-        raise TargetError("Unsupported", f"{self.spec} is an [MS-MQQB] endpoint: it runs wire cases only")
+        raise TargetUnsupported(f"{self.spec} is an [MS-MQQB] endpoint: it runs wire cases only")
 
     def event(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        raise TargetError("Unsupported", f"{self.spec} is an [MS-MQQB] endpoint: it runs wire cases only")
+        raise TargetUnsupported(f"{self.spec} is an [MS-MQQB] endpoint: it runs wire cases only")
 
     def observe(self, queues: list[str], cursors: list[str]) -> dict[str, Any]:
-        raise TargetError("Unsupported", f"{self.spec} is an [MS-MQQB] endpoint: it runs wire cases only")
+        raise TargetUnsupported(f"{self.spec} is an [MS-MQQB] endpoint: it runs wire cases only")
 
     def close(self) -> None:
         pass

@@ -34,6 +34,8 @@ from harness.cases.target import (
     WIRE_TX_QUEUE,
     TargetError,
     TargetInfo,
+    TargetUndefinedBehaviour,
+    TargetUnsupported,
 )
 from harness.cases.targets.registry import parse_scale, spec_query, target_kind
 from harness.model import (
@@ -161,7 +163,7 @@ class ReferenceTarget:
         try:
             return self.objects[kind][name]
         except KeyError:
-            raise TargetError("Error", f"unknown {kind} {name!r}") from None
+            raise TargetError(f"unknown {kind} {name!r}") from None
 
     def name_of(self, value: Any) -> Any:
         """A model value as JSON data, objects by the names the case gave them."""
@@ -229,9 +231,9 @@ class ReferenceTarget:
         except TargetError:
             raise
         except UndefinedBehaviour as e:
-            raise TargetError("UndefinedBehaviour", f"setup: {e}") from e
+            raise TargetUndefinedBehaviour(f"setup: {e}") from e
         except Exception as e:
-            raise TargetError("Error", f"setup: {type(e).__name__}: {e}") from e
+            raise TargetError(f"setup: {type(e).__name__}: {e}") from e
 
     def _build(self, given: dict[str, Any]) -> None:
         qm = self.qm
@@ -244,7 +246,7 @@ class ReferenceTarget:
                 message = self._make_message(mspec)
                 status = qm.enqueue_message(queue, message)
                 if status != 0:
-                    raise TargetError("Error", f"setup: enqueue of {mspec.get('id')!r} returned {status.name}")
+                    raise TargetError(f"setup: enqueue of {mspec.get('id')!r} returned {status.name}")
                 if state is not None:
                     states.append((message, state))
         for message, state in states:  # a position's state as given (3.1.1.11)
@@ -261,12 +263,12 @@ class ReferenceTarget:
                 QueueShareMode[dspec.get("share", "DenyNone")],
             )
             if desc is None:
-                raise TargetError("Error", f"setup: Open Queue of {dspec['name']!r} returned {open_status.name}")
+                raise TargetError(f"setup: Open Queue of {dspec['name']!r} returned {open_status.name}")
             self._register("open", dspec["name"], desc)
         for cspec in given.get("cursors") or []:
             cursor = qm.open_cursor(self._lookup("open", cspec["open"]))
             if cursor is None:
-                raise TargetError("Error", f"setup: Open Cursor of {cspec['name']!r} returned no cursor")
+                raise TargetError(f"setup: Open Cursor of {cspec['name']!r} returned no cursor")
             self._register("cursor", cspec["name"], cursor)
         for lock in given.get("locked") or []:
             # What a receive in the transaction does (3.1.7.1.10): Locked + a Dequeue operation.
@@ -287,7 +289,7 @@ class ReferenceTarget:
     def _set_attrs(obj: Any, attrs: dict[str, Any], what: str) -> None:
         for key, value in attrs.items():
             if not hasattr(obj, key):
-                raise TargetError("Error", f"{what} has no ADM attribute {key!r}")
+                raise TargetError(f"{what} has no ADM attribute {key!r}")
             current = getattr(obj, key)
             if isinstance(current, Enum) and isinstance(value, str):
                 value = type(current)[value]
@@ -318,7 +320,7 @@ class ReferenceTarget:
             return template
         status, queue = qm.create_queue(template)
         if queue is None:
-            raise TargetError("Error", f"setup: Create Queue of {name!r} returned {self.name_of(status)}")
+            raise TargetError(f"setup: Create Queue of {name!r} returned {self.name_of(status)}")
         self._set_attrs(queue, spec, "Queue")
         self._register("queue", name, queue)
         return queue
@@ -384,7 +386,7 @@ class ReferenceTarget:
             if value in _SPECIAL:
                 queue = self._context_queue(out)
                 if queue is None:
-                    raise TargetError("Error", f"{key}: {value} names no queue's position")
+                    raise TargetError(f"{key}: {value} names no queue's position")
                 out[key] = getattr(queue.MessagePositionList, value)
             else:
                 message = self._lookup("message", value)
@@ -397,15 +399,15 @@ class ReferenceTarget:
         except TargetError:
             raise
         except UndefinedBehaviour as e:
-            raise TargetError("UndefinedBehaviour", str(e)) from e
+            raise TargetUndefinedBehaviour(str(e)) from e
         except Exception as e:
-            raise TargetError("Error", f"{name}: {type(e).__name__}: {e}") from e
+            raise TargetError(f"{name}: {type(e).__name__}: {e}") from e
 
     def _event(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         if name in PSEUDO_EVENTS:
             return self._pseudo(name, args)
         if name not in self._events:
-            raise TargetError("Unsupported", f"no event {name!r}")
+            raise TargetUnsupported(f"no event {name!r}")
         if "cursor" in args and hasattr(Cursor, name):
             cursor = self._lookup("cursor", args.pop("cursor"))
             kwargs = self._resolve(name, args)
@@ -456,7 +458,7 @@ class ReferenceTarget:
         if name == "advance_clock":
             seconds = args.get("seconds", 0)
             if not isinstance(seconds, int | float) or isinstance(seconds, bool):
-                raise TargetError("Error", f"advance_clock: seconds must be a number, got {seconds!r}")
+                raise TargetError(f"advance_clock: seconds must be a number, got {seconds!r}")
             self.clock.now += seconds
             return {"rFired": self.qm.fire_due_timers()}
         if name == "fire_due_timers":

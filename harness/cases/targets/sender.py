@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.cases.target import ADM_OUTGOING, WIRE_INITIATOR, WIRE_SENDER_PING, TargetError
+from harness.cases.target import ADM_OUTGOING, WIRE_INITIATOR, WIRE_SENDER_PING, TargetError, TargetUnsupported
 from packets import GUID
 
 __all__ = ["ADM_RESULT_KEYS", "ReferenceSender", "message_from_spec"]
@@ -200,18 +200,18 @@ class ReferenceSender:
         """Carry out one control operation; TargetError for what it cannot do."""
         handler: Callable[[Mapping[str, Any]], dict[str, Any]] | None = getattr(self, f"_op_{op}", None)
         if handler is None:
-            raise TargetError("Unsupported", f"unknown control operation {op!r}")
+            raise TargetUnsupported(f"unknown control operation {op!r}")
         if op not in ("wire_setup", "wire_close") and self.oqp is None:
-            raise TargetError("Error", f"{op}: no wire_setup before it")
+            raise TargetError(f"{op}: no wire_setup before it")
         try:
             with self.lock:
                 return handler(args)
         except TargetError:
             raise
         except KeyError as e:
-            raise TargetError("Error", f"{op}: {e.args[0] if e.args else e}") from None
+            raise TargetError(f"{op}: {e.args[0] if e.args else e}") from None
         except Exception as e:
-            raise TargetError("Error", f"{op}: {type(e).__name__}: {e}") from e
+            raise TargetError(f"{op}: {type(e).__name__}: {e}") from e
 
     # -- the operations ------------------------------------------------------------------------
     def _op_wire_setup(self, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -222,7 +222,7 @@ class ReferenceSender:
         self._op_wire_close({})
         scale = float(args.get("scale", 1.0))
         if not 0 < scale <= 1:
-            raise TargetError("Error", f"wire_setup: scale {scale!r} is not in (0, 1]")
+            raise TargetError(f"wire_setup: scale {scale!r} is not in (0, 1]")
         ping_port = args.get("ping_port")
         host = str(args.get("host", "127.0.0.1"))
         config = SessionConfig(window_size=int(args.get("window", SessionConfig.window_size)))
@@ -298,7 +298,7 @@ class ReferenceSender:
         try:
             message = message_from_spec(spec)
         except KeyError as e:
-            raise TargetError("Error", f"enqueue: {e.args[0]}") from None
+            raise TargetError(f"enqueue: {e.args[0]}") from None
         queue = self.queues[str(args["queue"])]
         message.DestinationQueueFormatName = getattr(queue, "DestinationFormatName", "")
         self.messages[str(spec["id"])] = message
@@ -344,7 +344,7 @@ class ReferenceSender:
         """The ADM state of the named OutgoingQueues: State, ConnectionHistory Status values and
         the OutgoingMessagePositions of its OutgoingMessageTable (by message id, in order)."""
         if not self.report_adm:
-            raise TargetError("Unsupported", "observe_outgoing: this sender reports no ADM state")
+            raise TargetUnsupported("observe_outgoing: this sender reports no ADM state")
         names = {id(m): n for n, m in self.messages.items()}
         out: dict[str, Any] = {}
         for name in args.get("queues") or []:

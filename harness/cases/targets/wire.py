@@ -43,6 +43,7 @@ from harness.cases.target import (
     WIRE_TX_QUEUE,
     TargetError,
     TargetInfo,
+    TargetUnsupported,
 )
 from harness.cases.violations import graded_violation
 from harness.cases.wire import brief, needs_simulated_peer, sends_transactional
@@ -240,7 +241,7 @@ def _run_steps(
     except NotApplicable as e:
         return case_result_since(case, Outcome.not_applicable, start, [], str(e)), None
     except TargetError as e:
-        if e.kind != "Unsupported":
+        if not isinstance(e, TargetUnsupported):
             return case_result_since(case, Outcome.error, start, [], f"{where}: {e.kind}: {e.message}"), None
         return case_result_since(case, Outcome.unsupported, start, [], f"{where}: the target does not implement it: "
                                 f"{e.message}"), None

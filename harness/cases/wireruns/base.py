@@ -29,7 +29,7 @@ import packets
 from harness.cases.actions import ACTIONS
 from harness.cases.grading import unwrap
 from harness.cases.model import Case
-from harness.cases.target import TargetError
+from harness.cases.target import TargetUnsupported
 from harness.cases.wire import (
     TIMERS,
     behaviours_of,
@@ -42,6 +42,7 @@ from harness.cases.wire import (
     timer_info,
     wire_matches,
 )
+from harness.errors import HarnessError
 from harness.session import RuleViolation, SessionConfig
 from harness.session.rules import RULES
 from packets import PacketKind
@@ -86,7 +87,7 @@ def absent_timers(timers: Mapping[str, Any]) -> list[str]:
     return absent
 
 
-class WireCaseError(Exception):
+class WireCaseError(HarnessError):
     """A wire case could not run as written (not a difference of the implementation)."""
 
 
@@ -191,11 +192,10 @@ class WireRun:
         raise NotImplementedError
 
     # -- wait bounds ([MS-MQQB] 3.1.2) --------------------------------------------------------------
-    def _absent_timer(self, name: str, where: str) -> TargetError:
+    def _absent_timer(self, name: str, where: str) -> TargetUnsupported:
         section = TIMERS[name][0] if name in TIMERS else "MS-MQQB 3.1.2"
         who = "sender" if self.side == "initiator" else self.side
-        return TargetError(
-            "Unsupported",
+        return TargetUnsupported(
             f"the {name} timer ([{section.replace(' ', '] ', 1)}): the {who} declares it absent "
             f'(wire_setup "timers": {{"{name}": null}}) and {where}',
         )

@@ -35,7 +35,7 @@ from typing import Any
 import packets
 from harness.cases.actions import action
 from harness.cases.grading import readings_of, unwrap
-from harness.cases.target import TargetError
+from harness.cases.target import TargetError, TargetUnsupported
 from harness.cases.wire import wire_matches
 from harness.cases.wireruns.base import (
     DEFAULT_TIMER_SCALE,
@@ -317,7 +317,7 @@ class InitiatorRun(WireRun):
         try:
             return self.control(op, args)
         except TargetError as e:
-            if e.kind == "Unsupported":  # an honest partial sender: the case is unsupported (targets.wire)
+            if isinstance(e, TargetUnsupported):  # an honest partial sender: the case is unsupported (targets.wire)
                 raise
             raise WireCaseError(f"the sender's {op} failed: {e.kind}: {e.message}") from None
 

@@ -1,0 +1,97 @@
+"""One root for the harness's own errors (harness.errors.HarnessError), and a target's errors as
+typed subclasses, not kind strings: the runner tells an unsupported event from an error by the
+error's class; an adapter's ``{"ok": false, "kind": ...}`` reply becomes the class of that kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.cases.baseline import BaselineError
+from harness.cases.loader import load_text
+from harness.cases.runner import ConfigurationError, run_case
+from harness.cases.schema import CaseError
+from harness.cases.target import (
+    TARGET_ERRORS,
+    TargetError,
+    TargetUndefinedBehaviour,
+    TargetUnsupported,
+    target_error,
+)
+from harness.cases.targets.reference import ReferenceTarget
+from harness.cases.wireruns.base import WireCaseError
+from harness.errors import HarnessError
+from harness.model.errors import ModelError, UndefinedBehaviour
+from harness.outdir import OutputError
+from harness.peers.link import LinkError
+from harness.peers.server import PeerError
+from harness.results import Outcome
+from harness.session import SessionError
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        BaselineError,
+        CaseError,
+        ConfigurationError,
+        LinkError,
+        ModelError,
+        OutputError,
+        PeerError,
+        SessionError,
+        TargetError,
+        UndefinedBehaviour,
+        WireCaseError,
+    ],
+)
+def test_every_error_of_the_harness_derives_from_one_root(error: type[Exception]) -> None:
+    assert issubclass(error, HarnessError)
+
+
+def test_an_adapter_error_kind_is_a_class() -> None:
+    assert type(target_error("Unsupported", "m")) is TargetUnsupported
+    assert type(target_error("UndefinedBehaviour", "m")) is TargetUndefinedBehaviour
+    assert type(target_error("Error", "m")) is TargetError
+    assert type(target_error("Whatever", "m")) is TargetError  # an unknown kind is an Error
+    assert {k: c.kind for k, c in TARGET_ERRORS.items()} == {k: k for k in TARGET_ERRORS}
+    assert target_error("Unsupported", "no such event").message == "no such event"
+
+
+CASE = """\
+id: e.kinds
+title: t
+spec: [{section: MS-MQDMPR 3.2.7.2, requirement: DMPR-3.2.7.2-UNREAD-SUCCEEDED}]
+given:
+  queues: [{name: q, messages: [{id: m1}]}]
+  open: [{name: h, queue: q}]
+  cursors: [{name: c, open: h}]
+when:
+  - event: get_message_for_peek
+    args: {cursor: c}
+    expect: {rStatus: Succeeded, rPosition: m1}
+"""
+
+
+class _Raising(ReferenceTarget):
+    """The reference, raising one error on its first event."""
+
+    def __init__(self, error: TargetError) -> None:
+        super().__init__()
+        self.error = error
+
+    def event(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "outcome"),
+    [(TargetUnsupported("not here"), Outcome.unsupported), (TargetError("broken"), Outcome.error)],
+)
+def test_the_runner_grades_a_target_error_by_its_class(error: TargetError, outcome: Outcome) -> None:
+    (case,) = load_text(CASE, "kinds.yaml")
+    assert run_case(case, ReferenceTarget()).outcome is Outcome.passed
+    result = run_case(case, _Raising(error))
+    assert result.outcome is outcome
+    assert error.message in result.detail
