@@ -221,20 +221,19 @@ class WorkerCorpus:
         fork = "fork" in multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if fork else "spawn")
         self.shares = _shares(list(sizes.values()), max(1, workers))
-        if fork:
-            gc.freeze()  # this heap: not scanned (nor copied) by the workers' collections
+        # this heap (and, once loaded, the cases): not scanned (nor copied) by the workers'
+        # collections, nor by this process's while the results come in; let go in close()
+        gc.freeze()
+        self._frozen = True
+        self.workers: list[_Worker] = []
         try:
-            self.workers = [
-                _Worker(ctx, self.events, cache, [(i, self.files[i]) for i in share]) for share in self.shares
-            ]
-        finally:
-            if fork:
-                gc.unfreeze()
-        try:
+            for share in self.shares:
+                self.workers.append(_Worker(ctx, self.events, cache, [(i, self.files[i]) for i in share]))
             self._load()
         except BaseException:
             self.close()
             raise
+        gc.freeze()
 
     @property
     def pool(self) -> list[_Worker] | None:
@@ -309,6 +308,9 @@ class WorkerCorpus:
 
     def close(self) -> None:
         """Stop the workers (their targets are closed) and remove this run's cache folder."""
+        if self._frozen:
+            self._frozen = False
+            gc.unfreeze()
         for w in self.workers:
             if w.alive:
                 with contextlib.suppress(OSError, ValueError):
