@@ -453,7 +453,8 @@ def pytest_runtest_makereport(
     if isinstance(item, CaseItem) and item.result is not None:
         from harness.report.junit import classname
 
-        report.msmq_classname = classname(item.result)  # type: ignore[attr-defined]
+        if call.when == "setup":  # what pytest_runtest_logreport reads, once (no more to send from a worker)
+            report.msmq_classname = classname(item.result)  # type: ignore[attr-defined]
         if call.when == "call" or call.excinfo is not None:
             # the case's result travels with its report (pytest-xdist too): --msmq-json, --msmq-html
             report.msmq_result = item.result.to_dict()  # type: ignore[attr-defined]
