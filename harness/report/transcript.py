@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from harness.cases.transcripts import set_transcript_writer
 from harness.peers.recording import MSMQ_PORT, RecordedConnection, ordered_packets, write_pcap
 
 if TYPE_CHECKING:
@@ -253,3 +254,6 @@ def write_transcript(
     found = find_failing(connections, failing)
     page.write_text(render_transcript(result, side, connections, found, pcap.name), encoding="utf-8")
     return page
+
+
+set_transcript_writer(write_transcript)  # what ``--record`` writes (harness.cases.transcripts)

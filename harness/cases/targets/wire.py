@@ -15,7 +15,7 @@ Which cases a target runs is decided from the capabilities of its hello alone
 (harness.cases.grading); the case stops at the first step that has any.  With ``record_dir``
 (``msmq-harness run --record DIR``) the session's TCP connections, as the harness's end saw them,
 are written as a pcap and a transcript page with the failing step's packet marked
-(harness.report.transcript).
+(harness.report.transcript, handed in through harness.cases.transcripts).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from harness.cases.target import (
     TargetInfo,
     TargetUnsupported,
 )
+from harness.cases.transcripts import transcript_writer
 from harness.cases.violations import graded_violation
 from harness.cases.wire import brief, needs_simulated_peer, sends_transactional
 from harness.results import CaseResult, Outcome, StepFailure
@@ -183,7 +184,7 @@ def run_wire_case(
     sees every packet the harness sent, with the wall-clock time it was written.
     ``step_timeout`` (the runner's) bounds no wire wait: those are bounded by the [MS-MQQB]
     3.1.2 timers the steps name.  ``record_dir``: write the case's transcript there, a pcap and
-    an HTML page (harness.report.transcript), and name the page in the result's ``transcript``."""
+    an HTML page (harness.cases.transcripts), and name the page in the result's ``transcript``."""
     from harness.cases.actions import load_actions
 
     load_actions()
@@ -262,12 +263,15 @@ def _run_steps(
 
 
 def _record(directory: Path, run: Any, result: CaseResult, failing: bytes | None) -> None:
-    """Write the case's transcript (``--record``) and name it in ``result``; a transcript that
-    cannot be written is logged and leaves the verdict as it is."""
-    from harness.report.transcript import write_transcript
-
+    """Write the case's transcript (``--record``) with the writer the run's edge handed in
+    (harness.cases.transcripts) and name it in ``result``; a transcript that cannot be written is
+    logged and leaves the verdict as it is."""
+    writer = transcript_writer()
+    if writer is None:
+        log.warning("%s: no transcript writer is registered (import harness.report): none written", result.case_id)
+        return
     try:
-        page = write_transcript(directory, result, run.side, run.recorded_connections(), failing)
+        page = writer(directory, result, run.side, run.recorded_connections(), failing)
     except Exception as e:
         log.warning("%s: the transcript could not be written to %s: %s", result.case_id, directory, e)
         return
