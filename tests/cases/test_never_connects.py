@@ -6,7 +6,7 @@ the reference sender does: each case that waits for a connection ends once the P
 Timer (3.1.2.9, at the sender's scale) has run out with no connection, filed under
 MQQB-3.1.7.12-CONNECT, instead of after the whole wait of its step (the fault cases run their
 timers unscaled: 38 to 45 s each before).  Both runs are piped: the heartbeat shows on standard
-error.
+error.  Both use four workers (``-n 4``): the cases mostly wait on timers.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ ADAPTER = ROOT / "examples" / "reference_adapter.py"
 
 
 def _run(target: str, report: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
-    command = [sys.executable, "-m", "harness.cli", "run", "cases/mqqb", "--target", target, "--json", str(report)]
+    command = [sys.executable, "-m", "harness.cli", "run", "cases/mqqb", "-n4", "--target", target, "--json", report]
     start = time.monotonic()
     done = subprocess.run(
-        [*command, "--heartbeat", "2"], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
+        [*map(str, command), "--heartbeat", "2"], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
     )
     return time.monotonic() - start, done
 
