@@ -92,7 +92,7 @@ def test_every_expectation_is_graded_by_a_requirement_of_the_list(corpus: list) 
 
 
 def test_corpus_passes_against_reference(corpus: list) -> None:
-    result = run(corpus, "reference")
+    result = run(corpus, "reference", workers=4)  # the wire cases mostly wait on timers
     bad = [(r.case_id, r.outcome, r.detail) for r in result.results if str(r.outcome) != "passed"]
     assert not bad
 
@@ -199,11 +199,11 @@ def test_every_sender_mutant_is_caught_through_the_wire() -> None:
     ConnectionHistory is not empty is a reading of MQQB-3.1.7.12-NO-CONNECT, not a broken rule)."""
     sender = [m for m in MUTANTS if m.startswith("examples.mutants.sender:")]
     assert len(sender) >= 6
-    results = run_mutants(sender, SENDER_CASES, workers=2)
+    results = run_mutants(sender, SENDER_CASES, workers=len(sender))  # each mostly waits on timers
     assert not [r.mutant for r in results if not r.caught], render(results)
     assert not [r.mutant for r in results if r.erred], render(results)
     assert all(r.mutant for r in results if r.caught_by)
-    assert run(load_paths(SENDER_CASES), "reference").ok  # the reference passes the same cases
+    assert run(load_paths(SENDER_CASES), "reference", workers=4).ok  # the reference passes the same cases
 
 
 CRASHING = """
