@@ -22,14 +22,14 @@ def _initiator_cases(*paths: Path) -> list:
 def test_the_reference_sender_behind_the_adapter_passes_every_initiator_case() -> None:
     cases = _initiator_cases(REPO / "cases" / "mqqb")
     assert len(cases) >= 55
-    result = run(cases, ADAPTER, workers=2)
+    result = run(cases, ADAPTER, workers=4)  # the cases mostly wait on timers
     bad = {r.case_id: (str(r.outcome), r.detail[:300]) for r in result.results if str(r.outcome) != "passed"}
     assert not bad, bad
 
 
 def test_a_sender_without_adm_state_is_judged_on_the_wire_alone() -> None:
     cases = _initiator_cases(REPO / "cases" / "mqqb" / "establish.yaml")
-    result = run(cases, f"{ADAPTER} --no-adm", workers=2)
+    result = run(cases, f"{ADAPTER} --no-adm", workers=4)
     outcomes = {r.case_id: str(r.outcome) for r in result.results}
     details = {r.case_id: r.detail for r in result.results}
     assert set(outcomes.values()) <= {"passed", "not_applicable"}, details
