@@ -72,7 +72,7 @@ def test_wire_corpus_covers_every_behaviour_and_seed_003(wire_cases: list) -> No
 
 def test_wire_corpus_passes_under_msmq_harness_run(tmp_path: Path) -> None:
     report = tmp_path / "wire.json"
-    command = [sys.executable, "-m", "harness.cli", "run", str(WIRE), "-n", "2", "--json", str(report)]
+    command = [sys.executable, "-m", "harness.cli", "run", str(WIRE), "-n", "4", "--json", str(report)]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     records = json.loads(report.read_text())["results"]
     bad = [(r["case_id"], r["outcome"], r["detail"]) for r in records if r["outcome"] != "passed"]
