@@ -18,13 +18,13 @@ import pytest
 from peerkit import NormalSession, RawClient, ec_request, still_serves, user_message_bytes
 
 from harness.peers import SimulatedPeer
-from harness.peers import server as peer_server
+from harness.peers import connections as peer_connections
 from harness.session import user_message
 
 COMMAND = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())"]
 
 
-class _GatedAcceptor(peer_server.Acceptor):
+class _GatedAcceptor(peer_connections.Acceptor):
     """An Acceptor whose handling of a read on a worker thread (one that completes more than
     INLINE_BYTES of packets) waits on a gate: a parse that takes as long as the test wants."""
 
@@ -39,7 +39,7 @@ class _GatedAcceptor(peer_server.Acceptor):
 
 
 def test_a_connection_parsing_a_huge_packet_does_not_hold_up_another(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(peer_server, "Acceptor", _GatedAcceptor)
+    monkeypatch.setattr(peer_connections, "Acceptor", _GatedAcceptor)
     _GatedAcceptor.gate.clear()
     _GatedAcceptor.entered.clear()
     with SimulatedPeer() as peer:
