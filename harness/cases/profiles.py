@@ -17,7 +17,7 @@ those cases.  What a profile needs is computed from the corpus, case by case:
   (:func:`case_controls`);
 - **timers**: the sender's own [MS-MQQB] 3.1.2 timers that bound the waits of an initiator case;
   a sender that declares one absent (``"timers": {"SessionRetryConnect": null}``) gets
-  ``unsupported`` (:func:`case_timers`, harness.cases.wire.bound_timers).
+  ``unsupported`` (:func:`case_timers`, harness.cases.wiretimers.bound_timers).
 
 :func:`render_profiles` writes docs/profiles.md; :func:`plan` and :func:`render_plan` are what
 ``msmq-harness run --dry-run --target SPEC`` prints: per section, the cases that would run, be
@@ -42,7 +42,8 @@ from harness.cases.target import (
     WIRE_TX_QUEUE,
     TargetInfo,
 )
-from harness.cases.wire import TIMERS, bound_timers, needs_simulated_peer, sends_transactional
+from harness.cases.wire import needs_simulated_peer, sends_transactional
+from harness.cases.wiretimers import TIMERS, bound_timers
 
 __all__ = [
     "PROFILES",
@@ -160,7 +161,7 @@ def case_controls(case: Case) -> list[str]:
 
 
 def case_timers(case: Case) -> list[str]:
-    """The sender's own [MS-MQQB] 3.1.2 timers (harness.cases.wire.TIMERS, side initiator) that
+    """The sender's own [MS-MQQB] 3.1.2 timers (harness.cases.wiretimers.TIMERS, side initiator) that
     bound the waits of an initiator wire case: the sender must not declare them absent."""
     if not _initiator(case):
         return []

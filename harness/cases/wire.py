@@ -12,110 +12,39 @@ sent (harness.cases.targets.wire).  Expectations name packet fields by spec path
 (``EstablishConnectionHeader.ServerGuid``, ``BaseHeader.Flags.SH``) and the OutgoingQueue state
 (State, ConnectionHistory Status values of [MS-MQDMPR] 3.1.1.3, OutgoingMessagePosition
 attributes of [MS-MQQB] 3.1.1.3.1.2).  This module
-holds the semantic checks the loader runs on a wire case (:func:`check_wire_case`), the
-comparison of observed values (:func:`wire_matches`), packet field lookup by spec path
-(:func:`field_value`) and the hex dump with the checked field marked (:func:`hexdump`).
+holds the vocabulary of a wire case and the semantic checks the loader runs on one
+(:func:`check_wire_case`); the timers that bound its waits are harness.cases.wiretimers, the
+comparison of observed values harness.cases.wirematch, packet field lookup by spec path and the
+hex dump with the checked field marked harness.cases.wirefields.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping
-from enum import Enum
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harness.cases.compare import matches
-from harness.cases.grading import ANNOTATION, READINGS, unwrap
+from harness.cases.grading import unwrap
 from harness.cases.schema import Lines, PathT
-from packets.fields import Elements
+from harness.cases.wiretimers import TIMERS, parse_bound
 from packets.layout import SESSION_KINDS, PacketKind
 
 __all__ = [
+    "DELIVERY",
     "PACKET_KINDS",
     "RAW",
-    "SIDED_TIMERS",
-    "TIMERS",
-    "Bound",
     "behaviours_of",
-    "bound_timers",
-    "brief",
     "check_wire_case",
-    "field_span",
-    "field_value",
-    "hexdump",
     "is_wire_doc",
     "needs_simulated_peer",
-    "normalise",
-    "parse_bound",
     "sends_transactional",
-    "timer_info",
-    "wire_matches",
 ]
 
-# The [MS-MQQB] 3.1.2 timers a wait can be bounded by: name -> (section, the side that runs it).
-# Every wire case checks one side of a session whose initiator is the harness (the reference
-# sender, or the case's own client), so "acceptor" timers are the side under test's (or the
-# simulated peer's) and "initiator" timers the harness's own.
-TIMERS: dict[str, tuple[str, str]] = {
-    "SessionInitialization": ("MS-MQQB 3.1.2.1", "initiator"),
-    "SessionRetryConnect": ("MS-MQQB 3.1.2.3", "initiator"),
-    "SessionAckWait": ("MS-MQQB 3.1.2.4", "initiator"),
-    "SessionAckSend": ("MS-MQQB 3.1.2.5", "acceptor"),
-    "TransactionalAckWait": ("MS-MQQB 3.1.2.6", "initiator"),
-    "OrderAckSend": ("MS-MQQB 3.1.2.7", "acceptor"),
-    "PingResponse": ("MS-MQQB 3.1.2.9", "initiator"),
-}
-# A timer both sides run, named with the side that runs it (``initiator.SessionAckSend``): the
-# other side's instance of a timer of :data:`TIMERS`, for a wait on what that side does when its
-# own timer runs out.  The Session Ack Send Timer (3.1.2.5) of the initiator is started by the
-# UserMessage Packets it receives (the OrderAck Packets of transactional messages) and runs its
-# own AckWaitTimeout / 2 (3.1.5.8.2), the AckTimeout it sent (3.1.5.3.2), at its own time scale.
-SIDED_TIMERS: dict[str, tuple[str, str, str]] = {  # name -> (timer, section, side)
-    "initiator.SessionAckSend": ("SessionAckSend", "MS-MQQB 3.1.2.5", "initiator"),
-}
-SIDES = ("initiator", "acceptor")
 _WAIT_CONDITIONS = ("packet", "acked", "connection_history", "connections", "closed")
 RAW = "raw"  # a step's packet given as bytes (``hex``)
 # The packets a wire case's ``send``, ``receive`` and ``wait_for`` name: the session's kinds
 # (packets.layout.PacketKind), or raw bytes.
 PACKET_KINDS: tuple[str, ...] = (*(str(k) for k in SESSION_KINDS), RAW)
 DELIVERY = ("express", "recoverable", "transactional")
-
-
-Bound = tuple[tuple[float, str], ...]  # a sum of timer durations: ((factor, timer name), ...)
-
-
-def parse_bound(text: Any) -> Bound:
-    """``"SessionInitialization + 2 * SessionAckWait"`` -> ((1, "SessionInitialization"),
-    (2, "SessionAckWait")): a sum of [MS-MQQB] 3.1.2 timers (:data:`TIMERS`), each with an
-    optional positive factor, and optionally named with the side that runs it
-    (``initiator.SessionAckSend``, :data:`SIDED_TIMERS`; a timer named with the side
-    :data:`TIMERS` gives it is that timer).  ValueError names what is wrong."""
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"expected the name of an [MS-MQQB] 3.1.2 timer (one of {', '.join(TIMERS)}), got {text!r}")
-    terms: list[tuple[float, str]] = []
-    for term in text.split("+"):
-        m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)\s*\*\s*)?(?:([A-Za-z]+)\.)?([A-Za-z]+)\s*", term)
-        if m is None:
-            raise ValueError(f"{term.strip()!r} is not a timer or N * timer (a timer may name its side: side.Timer)")
-        factor, side, name = float(m.group(1) or 1), m.group(2), m.group(3)
-        if name not in TIMERS:
-            import difflib
-
-            close = difflib.get_close_matches(name, list(TIMERS), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"unknown timer {name!r}{hint}; the [MS-MQQB] 3.1.2 timers are: {', '.join(TIMERS)}")
-        if side is not None and side not in SIDES:
-            raise ValueError(f"{side}.{name}: the side that runs a timer is one of {', '.join(SIDES)}")
-        if side is not None and side != TIMERS[name][1]:
-            name = f"{side}.{name}"
-            if name not in SIDED_TIMERS:
-                sided = ", ".join(SIDED_TIMERS)
-                raise ValueError(f"the harness does not derive {name}; the timers named with a side are: {sided}")
-        if factor <= 0:
-            raise ValueError(f"the factor of {name} is not positive")
-        terms.append((factor, name))
-    return tuple(terms)
 
 
 def sends_transactional(steps: Iterable[Any]) -> bool:
@@ -127,37 +56,6 @@ def sends_transactional(steps: Iterable[Any]) -> bool:
         and s.args.get("delivery") == "transactional"
         for s in steps
     )
-
-
-def timer_info(name: str) -> tuple[str, str]:
-    """(section, the side that runs it) of a timer as :func:`parse_bound` names it."""
-    if name in SIDED_TIMERS:
-        _, section, side = SIDED_TIMERS[name]
-        return section, side
-    return TIMERS[name]
-
-
-def bound_timers(steps: Iterable[Any]) -> dict[str, list[str]]:
-    """The [MS-MQQB] 3.1.2 timers that bound the waits of ``steps`` (a case's ``when``), each
-    with where it is named (``step 3 (wait_for, line 40): within 2 * SessionRetryConnect``):
-    a case needs every one of them, so a sender that declares one absent
-    (``timers: {"SessionRetryConnect": null}`` in its wire_setup reply) cannot run the case.
-    A timer named with its side (``initiator.SessionAckSend``) is listed by that name."""
-    needed: dict[str, list[str]] = {}
-    for index, step in enumerate(steps):
-        args = getattr(step, "args", None) or {}
-        for key in ("within", "before"):
-            if key not in args:
-                continue
-            try:
-                terms = parse_bound(args[key])
-            except ValueError:
-                continue
-            line = f", line {step.line}" if getattr(step, "line", 0) else ""
-            where = f"step {index} ({getattr(step, 'action', '') or step.event}{line}): {key} {args[key]}"
-            for _, name in terms:
-                needed.setdefault(name, []).append(where)
-    return needed
 
 
 def is_wire_doc(doc: Mapping[str, Any]) -> bool:
@@ -388,139 +286,3 @@ def _check_wait(declared: Any, args: dict[str, Any], expect: Mapping[str, Any], 
                 (*path, "args", "before"),
                 f"before bounds a check that nothing happened before the timer ran out: expect {{{name}: {value}}}",
             )
-
-
-# ------------------------------------------------------------------------------ values
-def normalise(value: Any) -> Any:
-    """An observed value as a case writes it: enums by name, flags and ints as ints, GUIDs as
-    "{...}" text (upper case), bytes as hex."""
-    from packets import GUID
-
-    if isinstance(value, GUID):
-        return str(value).upper()
-    if isinstance(value, Enum):
-        return value.name
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, list | tuple | Elements):  # Elements: a parsed element list (packets.fields)
-        return [normalise(v) for v in value]
-    return value
-
-
-def _expected_text(expected: Any) -> Any:
-    if isinstance(expected, str) and re.fullmatch(
-        r"\{?[0-9A-Fa-f]{8}-([0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}\}?", expected
-    ):
-        return "{" + expected.strip("{}").upper() + "}"
-    if isinstance(expected, list):
-        return [_expected_text(e) for e in expected]
-    return expected
-
-
-def wire_matches(expected: Any, observed: Any, sent: Callable[[str], Any] | None = None, present: bool = True) -> bool:
-    """Whether an observed (normalised) value satisfies an expected one of a wire case.
-
-    Besides a literal, ``any_of`` and ``absent``: ``{not: X}``, ``{range: [lo, hi]}`` (inclusive),
-    ``{every_byte: N}`` (a byte string all of whose bytes are N) and ``{sent: path}`` (equal to
-    that field of the last packet of its kind the case sent: an echo); ``{is: X}`` is the literal X,
-    and a ``requirement`` annotation (harness.cases.grading) is ignored.
-    """
-    if isinstance(expected, Mapping) and ANNOTATION in expected:
-        expected = {k: v for k, v in expected.items() if k != ANNOTATION}
-    if isinstance(expected, Mapping) and set(expected) == {READINGS}:  # the reading the corpus checks
-        return wire_matches(unwrap(expected), observed, sent, present)
-    if isinstance(expected, Mapping) and set(expected) == {"is"}:
-        literal = _expected_text(expected["is"])
-        return matches({"is": literal}, observed) if present else matches({"is": literal})
-    if isinstance(expected, Mapping) and len(expected) == 1:
-        ((key, arg),) = expected.items()
-        if key == "any_of":
-            return any(wire_matches(e, observed, sent, present) for e in arg)
-        if key == "not":
-            return present and not wire_matches(arg, observed, sent, present)
-        if key == "range":
-            return (
-                present
-                and isinstance(observed, int)
-                and not isinstance(observed, bool)
-                and arg[0] <= observed <= arg[1]
-            )
-        if key == "every_byte":
-            if not present or not isinstance(observed, str):
-                return False
-            try:
-                data = bytes.fromhex(observed)
-            except ValueError:
-                return False
-            return bool(data) and all(b == arg for b in data)
-        if key == "sent":
-            return present and sent is not None and normalise(sent(arg)) == observed
-        if key == "absent":
-            return matches(expected, observed) if present else matches(expected)
-    if not present:
-        return matches(expected)
-    return matches(_expected_text(expected), observed)
-
-
-def brief(value: Any, limit: int = 80) -> Any:
-    """A value for a one-line message: long strings cut to ``limit`` characters."""
-    text = value if isinstance(value, str) else None
-    if text is not None and len(text) > limit:
-        return text[: limit - 3] + f"... ({len(text)} chars)"
-    return value
-
-
-# ------------------------------------------------------------------------------ packets
-def field_value(packet: Any, path: str) -> tuple[bool, Any]:
-    """(present, value as a case writes it) of a field of a decoded packet by spec path
-    (packets.paths.get_field)."""
-    from packets.paths import get_field
-
-    present, value = get_field(packet, path)
-    return present, normalise(value) if present else None
-
-
-def field_span(data: bytes, path: str, kind: str) -> tuple[int, int] | None:
-    """Byte range [start, end) of a field in an encoded packet (packets.paths.field_offset)."""
-    from packets.paths import field_offset
-
-    return field_offset(data, path, kind)
-
-
-def hexdump(data: bytes, span: tuple[int, int] | None = None, context: int = 2, width: int = 16) -> str:
-    """Offset, hex and ASCII lines; bytes of ``span`` are bracketed and marked with ``^^`` below.
-
-    Only the lines around the span (``context`` lines each side) are shown for long packets."""
-    rows = range(0, len(data), width)
-    shown: Iterable[int] = rows
-    if span is not None and len(data) > width * (2 * context + 3):
-        first, last = span[0] // width, (span[1] - 1) // width
-        shown = [
-            r
-            for r in rows
-            if first - context <= r // width <= last + context
-            and (last - first < 4 or r // width <= first + 1 or r // width >= last)  # a long field: its ends
-        ]
-    out: list[str] = []
-    previous = -1
-    for r in shown:
-        if previous >= 0 and r != previous + width:
-            out.append("        ...")
-        previous = r
-        chunk = data[r : r + width]
-        cells, marks = [], []
-        for i, b in enumerate(chunk):
-            hit = span is not None and span[0] <= r + i < span[1]
-            cells.append(f"[{b:02X}]" if hit else f" {b:02X} ")
-            marks.append(" ^^ " if hit else "    ")
-        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
-        out.append(f"{r:06X}  {''.join(cells):<{width * 4}}  {text}")
-        if any(m.strip() for m in marks):
-            out.append("        " + "".join(marks).rstrip())
-    if span is not None:
-        out.append(f"field at bytes {span[0]}..{span[1] - 1} (0x{span[0]:X}..0x{span[1] - 1:X}) of {len(data)}")
-    return "\n".join(out)

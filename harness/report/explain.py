@@ -71,7 +71,7 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
-_BRIEF = re.compile(r"\.\.\. \((\d+) chars\)$")  # harness.cases.wire.brief's mark of a cut value
+_BRIEF = re.compile(r"\.\.\. \((\d+) chars\)$")  # harness.cases.wirematch.brief's mark of a cut value
 
 
 def show_value(value: Any, limit: int = _LONG, field: str = "") -> str:

@@ -19,8 +19,8 @@ import pytest
 
 from harness.cases.loader import load_paths
 from harness.cases.target import TargetInfo, hello_events
-from harness.cases.wire import bound_timers
 from harness.cases.wireruns.base import WireCaseError, absent_timers
+from harness.cases.wiretimers import bound_timers
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harness.cli"]

@@ -296,7 +296,8 @@ def test_bad_wire_cases_name_file_line_and_key(body: str, where: str, message: s
 
 def test_wire_expectations_and_hex_dump() -> None:
     import packets
-    from harness.cases.wire import field_span, field_value, hexdump, wire_matches
+    from harness.cases.wirefields import field_span, field_value, hexdump
+    from harness.cases.wirematch import wire_matches
     from packets import session as sp
 
     data = packets.build(sp.establish_connection("{11111111-2222-3333-4444-555555555555}", time_stamp=7))

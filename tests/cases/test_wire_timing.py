@@ -14,8 +14,8 @@ from harness.cases.model import Case
 from harness.cases.targets import make_target
 from harness.cases.targets.live import LiveAcceptor, parse_live_scale
 from harness.cases.targets.wire import WireOptions, run_wire_case
-from harness.cases.wire import parse_bound
 from harness.cases.wireruns import AcceptorRun, InitiatorRun
+from harness.cases.wiretimers import parse_bound
 from harness.results import Outcome
 from harness.session import SessionConfig
 

@@ -47,7 +47,8 @@ from harness.cases.target import (
 )
 from harness.cases.transcripts import transcript_writer
 from harness.cases.violations import graded_violation
-from harness.cases.wire import brief, needs_simulated_peer, sends_transactional
+from harness.cases.wire import needs_simulated_peer, sends_transactional
+from harness.cases.wirematch import brief
 from harness.results import CaseResult, Outcome, StepFailure
 from packets.paths import display_value
 

@@ -23,7 +23,9 @@ from typing import Any
 
 import packets
 from harness.cases.actions import action
-from harness.cases.wire import PACKET_KINDS, RAW, field_value, wire_matches
+from harness.cases.wire import PACKET_KINDS, RAW
+from harness.cases.wirefields import field_value
+from harness.cases.wirematch import wire_matches
 from harness.cases.wireruns.base import (
     DEFAULT_TIMER_SCALE,
     Failure,

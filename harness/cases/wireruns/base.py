@@ -1,21 +1,21 @@
 """What every wire run shares: wait bounds from the [MS-MQQB] 3.1.2 timers, and step checks.
 
 Every wait of a wire step is bounded by the [MS-MQQB] 3.1.2 timers it names (``within:
-SessionAckSend``; harness.cases.wire.TIMERS), computed by :meth:`WireRun.bound` from the timer
+SessionAckSend``; harness.cases.wiretimers.TIMERS), computed by :meth:`WireRun.bound` from the timer
 durations of the side that runs them: the implementation-dependent values the sender under test
 declared (initiator cases; the harness's own :class:`harness.session.SessionConfig` for its
 client in acceptor cases), the spec's fixed ones (OrderAckTimeout 500 ms, 3.1.3.2; the Ping
 Response Timer's second, 3.1.2.9) and the values sent in the ConnectionParameters request
 (AckTimeout, RecoverableAckTimeout, 2.2.2.1), each multiplied by the time scale of the side that
 runs the timer.  A timer named with its side (``initiator.SessionAckSend``,
-harness.cases.wire.SIDED_TIMERS) is that side's own instance: the sender's Session Ack Send Timer
+harness.cases.wiretimers.SIDED_TIMERS) is that side's own instance: the sender's Session Ack Send Timer
 runs the AckTimeout it sent / 2 at the sender's time scale.  ``within`` adds a margin of 25 % and
 half a real second (a twentieth when the step expects that nothing happens: it always waits its
 bound out); ``before`` (nothing may happen before the timers run out) takes 25 % off.
 
 A sender may declare a timer of its own absent (``"timers": {"SessionRetryConnect": null}`` in
 its wire_setup reply: it never retries a failed connection): a case whose waits are bounded by
-that timer (harness.cases.wire.bound_timers) cannot judge it and is ``unsupported``, naming the
+that timer (harness.cases.wiretimers.bound_timers) cannot judge it and is ``unsupported``, naming the
 timer (:func:`absent_timers`, :meth:`WireRun.require_timers`).
 """
 
@@ -30,18 +30,10 @@ from harness.cases.actions import ACTIONS
 from harness.cases.grading import unwrap
 from harness.cases.model import Case
 from harness.cases.target import TargetUnsupported
-from harness.cases.wire import (
-    TIMERS,
-    behaviours_of,
-    bound_timers,
-    field_span,
-    field_value,
-    hexdump,
-    normalise,
-    parse_bound,
-    timer_info,
-    wire_matches,
-)
+from harness.cases.wire import behaviours_of
+from harness.cases.wirefields import field_span, field_value, hexdump
+from harness.cases.wirematch import normalise, wire_matches
+from harness.cases.wiretimers import TIMERS, bound_timers, parse_bound, timer_info
 from harness.errors import HarnessError
 from harness.session import RuleViolation, SessionConfig
 from harness.session.rules import RULES
@@ -72,7 +64,7 @@ MAXIMUM_ORDER_ACK_DELAY = 10.0  # MaximumOrderAckDelay, 3.1.3.2: "SHOULD be set 
 
 def absent_timers(timers: Mapping[str, Any]) -> list[str]:
     """The timers a sender's wire_setup reply declares absent (``null``): [MS-MQQB] 3.1.2 timers
-    of the sender's own side (harness.cases.wire.TIMERS), such as SessionRetryConnect for a
+    of the sender's own side (harness.cases.wiretimers.TIMERS), such as SessionRetryConnect for a
     sender that does not retry.  A value the session cannot do without (ResendInterval,
     AckWaitTimeout, SessionAckWaitMultiple) or another side's timer cannot be absent:
     WireCaseError."""

@@ -36,7 +36,7 @@ import packets
 from harness.cases.actions import action
 from harness.cases.grading import readings_of, unwrap
 from harness.cases.target import TargetError, TargetUnsupported
-from harness.cases.wire import wire_matches
+from harness.cases.wirematch import wire_matches
 from harness.cases.wireruns.base import (
     DEFAULT_TIMER_SCALE,
     Failure,
