@@ -56,7 +56,7 @@ from harness.session.core import (
 )
 from harness.session.msgids import Highest, SentIds
 from harness.session.rules import RuleId, rule
-from harness.session.transitions import WRONG_STATE, transition
+from harness.session.transitions import SENDS, WRONG_STATE, Role, transition
 from packets import GUID, Packet, PacketError, PacketKind, StreamSplitter
 from packets.base import SIGNATURE, VERSION_NUMBER
 
@@ -64,8 +64,19 @@ __all__ = ["Observer"]
 
 C2S, S2C = "c2s", "s2c"
 
-# Session phases as the observer sees them (the two ends' SessionState of 3.1.1.3.1 in one word).
-START, EC_SENT, EC_REPLIED, CP_SENT, OPEN = "start", "ec-sent", "ec-replied", "cp-sent", "open"
+INITIATOR: Role = "initiator"
+ACCEPTOR: Role = "acceptor"
+_S = SessionState
+# The two ends' SessionState of 3.1.1.3.1 (initiator, acceptor) during the establishment, each pair
+# named in one word for the evidence: the initiator is in WAITING_ECR_MSG from its connecting on
+# (3.1.5.2.3), the acceptor in WAITING_EC_MSG (3.1.5.10); the transition table moves them.
+_PHASES: dict[tuple[SessionState, SessionState], str] = {
+    (_S.WAITING_ECR_MSG, _S.WAITING_EC_MSG): "start",
+    (_S.WAITING_ECR_MSG, _S.WAITING_CP_MSG): "ec-sent",
+    (_S.WAITING_CPR_MSG, _S.WAITING_CP_MSG): "ec-replied",
+    (_S.WAITING_CPR_MSG, _S.OPEN): "cp-sent",
+    (_S.OPEN, _S.OPEN): "open",
+}
 
 
 class _Side:
@@ -129,7 +140,8 @@ class Observer:
         self.expired = 0  # UserMessages a receiver ignores as expired ([MS-MQMQ] 2.2.19.1)
         self._now: float | None = None  # capture time of the bytes being checked
         self.packets = 0
-        self.phase = START
+        # each end's SessionState, as the transition table moves it (harness.session.transitions)
+        self.state: dict[Role, SessionState] = {INITIATOR: _S.WAITING_ECR_MSG, ACCEPTOR: _S.WAITING_EC_MSG}
         self.refused = False
         self.client = _Side(C2S)
         self.server = _Side(S2C)
@@ -190,7 +202,7 @@ class Observer:
                     [(RuleId.MQQB_3_1_5_1_3_TRUNCATED, f"{left} bytes of an unfinished packet at the end")],
                     self.packets,
                 )
-        if self.packets and self.phase != OPEN and not self.refused and self.closing is None:
+        if self.packets and self.state[INITIATOR] is not _S.OPEN and not self.refused and self.closing is None:
             out += self._report(
                 self.client, [(RuleId.MQQB_3_1_5_9_CLOSED_EARLY, f"the session ended in phase {self.phase}")]
             )
@@ -246,19 +258,19 @@ class Observer:
     def _client_packet(self, packet: Packet) -> list[Finding]:
         kind = packet.kind
         if kind is PacketKind.EstablishConnection:
-            if self.phase != START:
-                return [(RuleId.MQQB_3_1_5_3_WRONG_STATE, f"EstablishConnection request in phase {self.phase}")]
+            wrong = self._establishing(INITIATOR, kind, "request")
+            if wrong:
+                return wrong
             self._ec_request = packet.headers
-            self.phase = EC_SENT
             return check_ec_request(packet, self.acceptor)
         if kind is PacketKind.ConnectionParameters:
-            if self.phase != EC_REPLIED:
-                return [(RuleId.MQQB_3_1_5_4_WRONG_STATE, f"ConnectionParameters request in phase {self.phase}")]
+            wrong = self._establishing(INITIATOR, kind, "request")
+            if wrong:
+                return wrong
             if self.refused:
                 return [(RuleId.MQQB_3_1_5_3_2_AFTER_REFUSAL, "ConnectionParameters after a CS=1 response")]
             self._cp_request = packet.headers
             self.client.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
-            self.phase = CP_SENT
             return check_cp_request(packet)
         return self._session_packet(self.client, self.server, packet)
 
@@ -267,18 +279,42 @@ class Observer:
     def _server_packet(self, packet: Packet) -> list[Finding]:
         kind = packet.kind
         if kind is PacketKind.EstablishConnection:
-            if self.phase != EC_SENT:
-                return [(RuleId.MQQB_3_1_5_3_WRONG_STATE, f"EstablishConnection response in phase {self.phase}")]
+            wrong = self._establishing(ACCEPTOR, kind, "response")
+            if wrong:
+                return wrong
             self.refused = bool(packet.InternalHeader.Flags.CS)
-            self.phase = EC_REPLIED
             return check_ec_response(self._ec_request, packet) + self._ec_response_validity(packet)
         if kind is PacketKind.ConnectionParameters:
-            if self.phase != CP_SENT:
-                return [(RuleId.MQQB_3_1_5_4_WRONG_STATE, f"ConnectionParameters response in phase {self.phase}")]
+            wrong = self._establishing(ACCEPTOR, kind, "response")
+            if wrong:
+                return wrong
             self.server.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
-            self.phase = OPEN
             return check_cp_response(self._cp_request, packet)
         return self._session_packet(self.server, self.client, packet)
+
+    @property
+    def phase(self) -> str:
+        """The two ends' SessionState in one word (``start`` ... ``open``; the pair itself when the
+        establishment went another way)."""
+        pair = (self.state[INITIATOR], self.state[ACCEPTOR])
+        return _PHASES.get(pair, "/".join(s.value for s in pair))
+
+    def _establishing(self, sender: Role, kind: PacketKind, what: str) -> list[Finding]:
+        """A packet of the establishment (3.1.5.3, 3.1.5.4) ``sender`` sent: sent in the state
+        :data:`~harness.session.transitions.SENDS` names and accepted by the other end's row of the
+        transition table, which moves that end; else the kind's wrong-state rule."""
+        wrong = self._moves(sender, kind)
+        return [(wrong, f"{kind.name} {what} in phase {self.phase}")] if wrong is not None else []
+
+    def _moves(self, sender: Role, kind: PacketKind) -> RuleId | None:
+        """Check a packet against the two ends' states and move the receiver; the rule it breaks."""
+        receiver: Role = ACCEPTOR if sender == INITIATOR else INITIATOR
+        row = transition(receiver, self.state[receiver], kind)
+        if not row.accepted or SENDS.get((sender, kind)) is not self.state[sender]:
+            return row.rule or WRONG_STATE[kind]
+        assert row.next is not None
+        self.state[receiver] = row.next
+        return None
 
     def _ec_response_validity(self, packet: Packet) -> list[Finding]:
         """[MS-MQQB] 3.1.5.3.2 as the initiator applies it: a response that accepts (CS 0) but names
@@ -305,9 +341,9 @@ class Observer:
         kind = packet.kind
         # the transition table (harness.session.transitions): on an open session both ends accept
         # these kinds; before it, or a kind the session protocol does not know, breaks its rule
-        row = transition("acceptor" if other is self.server else "initiator", SessionState.OPEN, kind)
-        if not row.accepted or self.phase != OPEN:
-            return [(row.rule or WRONG_STATE[kind], f"{kind.name} in phase {self.phase}")]
+        wrong = self._moves(INITIATOR if me is self.client else ACCEPTOR, kind)
+        if wrong is not None:
+            return [(wrong, f"{kind.name} in phase {self.phase}")]
         if kind is PacketKind.SessionAck:
             return check_internal_reserved(packet) + self._session_header(me, other, packet.SessionHeader)
         found: list[Finding] = []

@@ -4,8 +4,9 @@ Renders the first sentence of each of [MS-MQQB] 3.1.5.3-3.1.5.8 ("If SessionStat
 the protocol MUST close the session") and the state each accepted packet leads to (3.1.5.2.3,
 3.1.5.3.1, 3.1.5.3.2, 3.1.5.4.1, 3.1.5.4.2), in the manner of h11's ``_state.py``: one table,
 ``(role, state, packet kind) -> next state``, read by the Initiator, the Acceptor and the passive
-Observer.  A packet kind the table does not accept in a state is a violation of that kind's
-wrong-state rule; a kind the session protocol does not know ([MS-MQQB] 3.1.5.1.1) is a violation of
+Observer (which also holds each sender to the state it sends a packet in, :data:`SENDS`).  A
+packet kind the table does not accept in a state is a violation of that kind's wrong-state rule;
+a kind the session protocol does not know ([MS-MQQB] 3.1.5.1.1) is a violation of
 MQQB-3.1.5.1.1-unknown-packet.  :func:`transition` answers every (role, state, kind), never raising.
 """
 
@@ -18,7 +19,7 @@ from harness.session.actions import SessionState
 from harness.session.rules import RuleId
 from packets import PacketKind
 
-__all__ = ["ROLES", "TRANSITIONS", "WRONG_STATE", "Role", "Transition", "transition"]
+__all__ = ["ROLES", "SENDS", "TRANSITIONS", "WRONG_STATE", "Role", "Transition", "transition"]
 
 Role = Literal["initiator", "acceptor"]
 ROLES: tuple[Role, ...] = ("initiator", "acceptor")
@@ -39,6 +40,20 @@ TRANSITIONS: dict[tuple[Role, SessionState, PacketKind], SessionState] = {
     ("initiator", S.WAITING_CPR_MSG, K.ConnectionParameters): S.OPEN,
     # 3.1.5.5-3.1.5.8: acknowledgments and messages, on an open session only
     **{(role, S.OPEN, kind): S.OPEN for role in ROLES for kind in _OPEN_KINDS},
+}
+
+# (role of the sending end, the kind it sends) -> the SessionState it sends it in: 3.1.5.2.3 the
+# initiator's EstablishConnection request on connecting (WAITING_ECR_MSG from then on); 3.1.5.3.1
+# and 3.1.5.4.1 the acceptor's responses, each in the state the request it answers led to;
+# 3.1.5.3.2 the initiator's ConnectionParameters request once the response came; 3.1.5.5-3.1.5.8
+# acknowledgments and messages on an open session only.  A passive observer of both ends
+# (harness.session.observer) holds the sender to this and the receiver to TRANSITIONS.
+SENDS: dict[tuple[Role, PacketKind], SessionState] = {
+    ("initiator", K.EstablishConnection): S.WAITING_ECR_MSG,
+    ("acceptor", K.EstablishConnection): S.WAITING_CP_MSG,
+    ("initiator", K.ConnectionParameters): S.WAITING_CPR_MSG,
+    ("acceptor", K.ConnectionParameters): S.OPEN,
+    **{(role, kind): S.OPEN for role in ROLES for kind in _OPEN_KINDS},
 }
 
 # The rule a packet of a kind breaks when it arrives in a state the table does not accept it in.
