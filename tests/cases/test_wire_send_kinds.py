@@ -26,7 +26,8 @@ when:
 
 
 def test_the_kinds_a_case_names_are_the_session_kinds_and_raw() -> None:
-    assert PACKET_KINDS == (*SESSION_KINDS, "raw")
+    expected = (*SESSION_KINDS, "raw")
+    assert expected == PACKET_KINDS
     assert PacketKind.Ping not in PACKET_KINDS and PacketKind.Unknown not in PACKET_KINDS
 
 
