@@ -51,7 +51,7 @@ from harness.session import AcceptorBehaviour, SessionState
 from packets import StreamSplitter
 
 if TYPE_CHECKING:
-    from harness.peers.server import SimulatedPeer
+    from harness.peers.reactor import Reactor
 
 __all__ = [
     "FAULTS",
@@ -233,7 +233,7 @@ class _Down:
 _DOWN: weakref.WeakKeyDictionary[Any, _Down] = weakref.WeakKeyDictionary()
 
 
-def crashes(peer: SimulatedPeer) -> int:
+def crashes(peer: Reactor) -> int:
     """How many times ``peer`` crashed."""
     down = _DOWN.get(peer)
     return down.crashes if down is not None else 0
@@ -242,12 +242,12 @@ def crashes(peer: SimulatedPeer) -> int:
 _LEAKS: weakref.WeakKeyDictionary[Any, list[int]] = weakref.WeakKeyDictionary()
 
 
-def leaked(peer: SimulatedPeer) -> int:
+def leaked(peer: Reactor) -> int:
     """How many descriptors ``peer`` leaked."""
     return len(_LEAKS.get(peer, ()))
 
 
-def strike(peer: SimulatedPeer, slot: Any) -> bool:
+def strike(peer: Reactor, slot: Any) -> bool:
     """The fault of ``slot``'s behaviour fired on the packet just read: crash the peer, hang the
     connection (True: the packet is not processed) or leak a descriptor (False: it is, as usual)."""
     watch: FaultWatch = slot.fault
@@ -278,7 +278,7 @@ def _close_all(fds: list[int]) -> None:
 _PENDING: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
-def tick(peer: SimulatedPeer) -> None:
+def tick(peer: Reactor) -> None:
     """At the start of every round of the peer's loop: crash when a fault struck, listen again
     once the restart time of a crash has come."""
     name = _PENDING.pop(peer, None)
@@ -288,11 +288,12 @@ def tick(peer: SimulatedPeer) -> None:
         _revive(peer)
 
 
-def _crash(peer: SimulatedPeer, name: str) -> None:
+def _crash(peer: Reactor, name: str) -> None:
     assert peer._sel is not None
     previous = _DOWN.get(peer)
     ping = peer._ping_address if peer._ping_sock is not None else None
-    down = _Down(time.monotonic() + max(MIN_RESTART, RESTART_SECONDS * peer.time_scale), peer.address, ping)
+    assert peer._address is not None
+    down = _Down(time.monotonic() + max(MIN_RESTART, RESTART_SECONDS * peer.time_scale), peer._address, ping)
     down.crashes = (previous.crashes if previous is not None else 0) + 1
     _DOWN[peer] = down
     for sock in (peer._listener, peer._ping_sock):  # first: a client that sees its reset finds the port closed
@@ -307,7 +308,7 @@ def _crash(peer: SimulatedPeer, name: str) -> None:
         peer._finish(slot, "crashed", f"the peer crashed ({name})", closer="s2c")
 
 
-def _revive(peer: SimulatedPeer) -> None:
+def _revive(peer: Reactor) -> None:
     down = _DOWN.get(peer)
     if down is None or peer._listener is not None or time.monotonic() < down.until:
         return

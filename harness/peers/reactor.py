@@ -32,16 +32,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from harness.peers import faults
 from harness.peers.history import PeerConnection, PeerRecords, PingExchange
 from harness.peers.recorder import PcapRecorder, TcpFlow
 from harness.session import Acceptor, AcceptorBehaviour, SessionConfig
 from packets import GUID, PacketError, StreamSplitter
-
-if TYPE_CHECKING:
-    from harness.peers.server import SimulatedPeer
 
 __all__ = ["Reactor", "Slot"]
 
@@ -105,6 +102,7 @@ class Reactor(PeerRecords):
     _recorder: PcapRecorder | None
     _address: tuple[str, int] | None
     _ping_sock: socket.socket | None
+    _ping_address: tuple[str, int] | None
     _pings: deque[PingExchange]
     _queue_manager: Acceptor
 
@@ -152,7 +150,7 @@ class Reactor(PeerRecords):
     def _round(self) -> None:
         sel = self._sel
         assert sel is not None
-        faults.tick(cast("SimulatedPeer", self))
+        faults.tick(self)
         timeout = max(0.0, min(TICK, self._next_deadline() - time.monotonic()))
         for key, mask in sel.select(timeout):
             if key.data == "listen":
@@ -243,7 +241,7 @@ class Reactor(PeerRecords):
         if slot.closing:
             return  # the session is closed: the bytes are recorded, not processed
         fires = slot.fault is not None and slot.fault.fires(slot.acceptor.SessionState, data)
-        if fires and faults.strike(cast("SimulatedPeer", self), slot):
+        if fires and faults.strike(self, slot):
             return  # a crash or a hang on this packet: it is never processed
         if completed <= INLINE_BYTES:
             self._perform(slot, slot.acceptor.receive_data(data))
