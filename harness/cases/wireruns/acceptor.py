@@ -446,7 +446,7 @@ class AcceptorRun(WireRun):
         if "Signature" in args:
             request.Signature = int(args["Signature"])
         data = packets.build_ping(request)
-        self.sent["Ping"] = request
+        self.sent[PacketKind.Ping] = request
         host = self.ping_address[0]
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as udp:
             udp.sendto(data, self.ping_address)
@@ -490,7 +490,7 @@ class AcceptorRun(WireRun):
         headers = self.sent.get(kind)
         if headers is None:
             return None
-        if kind == "Ping":  # a UDP Ping Packet (2.2.7): its one header is named Ping too
+        if kind == PacketKind.Ping:  # a UDP Ping Packet (2.2.7): its one header is named Ping too
             return field_value(packets.parse_ping(packets.build_ping(headers), strict=False), path)[1]
         packet = packets.parse(packets.build(headers), strict=False)
         return field_value(packet, rest)[1]
