@@ -17,10 +17,12 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from harness.errors import HarnessError
+
 __all__ = ["NotRegularFile", "describe_mode", "open_regular", "read_prefix", "regular_file"]
 
 
-class NotRegularFile(OSError):
+class NotRegularFile(HarnessError, OSError):
     """A path names a device, a FIFO or a socket (or a folder where a file is wanted)."""
 
 

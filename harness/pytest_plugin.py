@@ -44,6 +44,7 @@ from typing import Any
 
 import pytest
 
+from harness.errors import HarnessError
 from harness.report.terminal import case_headline, failure_line, format_value
 from harness.results import CaseResult, Outcome, StepFailure
 
@@ -374,7 +375,7 @@ class CaseFile(pytest.File):
             yield CaseItem.from_parent(self, name=case.full_id, case=case)
 
 
-class CaseFailed(Exception):
+class CaseFailed(HarnessError):
     """A case did not pass: carries its result for repr_failure."""
 
     def __init__(self, result: CaseResult, headline: str) -> None:

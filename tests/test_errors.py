@@ -4,10 +4,14 @@ error's class; an adapter's ``{"ok": false, "kind": ...}`` reply becomes the cla
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 from typing import Any
 
 import pytest
 
+import harness
 from harness.cases.baseline import BaselineError
 from harness.cases.loader import load_text
 from harness.cases.runner import ConfigurationError, run_case
@@ -48,6 +52,43 @@ from harness.session import SessionError
 )
 def test_every_error_of_the_harness_derives_from_one_root(error: type[Exception]) -> None:
     assert issubclass(error, HarnessError)
+
+
+#: exceptions of the harness that are not errors it reports: each says why
+NOT_ERRORS = {
+    # a BaseException on purpose, so that a target's own ``except Exception`` does not swallow it
+    "harness.cases.runner.StepTimeout",
+}
+
+
+def _exceptions_defined_in_harness() -> list[type[BaseException]]:
+    """Every public exception class a module of ``harness`` defines (warnings are not errors)."""
+    found = []
+    for info in pkgutil.walk_packages(harness.__path__, "harness."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and not issubclass(value, Warning)
+                and value.__module__ == module.__name__
+                and not name.startswith("_")
+            ):
+                found.append(value)
+    return found
+
+
+def test_every_exception_class_in_the_harness_derives_from_the_root() -> None:
+    found = _exceptions_defined_in_harness()
+    names = {f"{e.__module__}.{e.__qualname__}" for e in found}
+    assert "harness.pipeline.job.PipelineError" in names  # the walk reaches the top layer
+    assert names >= NOT_ERRORS  # no stale exemption
+    strays = sorted(
+        f"{e.__module__}.{e.__qualname__}"
+        for e in found
+        if not issubclass(e, HarnessError) and f"{e.__module__}.{e.__qualname__}" not in NOT_ERRORS
+    )
+    assert strays == []
 
 
 def test_an_adapter_error_kind_is_a_class() -> None:

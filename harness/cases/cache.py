@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cases.model import Case
+from harness.errors import HarnessError
 
 __all__ = ["ENV", "CaseCache", "NotCached", "fingerprint"]
 
@@ -205,7 +206,7 @@ class CaseCache:
         return cases
 
 
-class NotCached(LookupError):
+class NotCached(HarnessError, LookupError):
     """The cache holds no entry for the file (raised by :meth:`CaseCache.read_only` views)."""
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import packets
+from harness.errors import HarnessError
 from harness.fuzz.generate import (
     AS_BUILT,
     KINDS,
@@ -440,7 +441,7 @@ class Fuzzer:
         self.report.packets += conn.sent
 
 
-class TargetDown(Exception):
+class TargetDown(HarnessError):
     """The target does not serve at all (before any round could blame a packet)."""
 
 

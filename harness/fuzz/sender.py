@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import packets
+from harness.errors import HarnessError
 from harness.fuzz.engine import Finding, Fuzzer, FuzzOptions
 from harness.fuzz.generate import KINDS, Context, Mutation, mutations_for, packet_kind, template
 from harness.fuzz.oracles import Timers
@@ -44,7 +45,7 @@ SENDER_STATES: tuple[State, ...] = (
 _NEXT = {"WAITING_ECR_MSG": "ConnectionParameters", "WAITING_CPR_MSG": "UserMessage", "OPEN": "UserMessage"}
 
 
-class SenderDown(Exception):
+class SenderDown(HarnessError):
     """The sender's adapter failed a control operation."""
 
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.errors import HarnessError
+
 __all__ = [
     "DEFAULT_EXECUTOR_TIMEOUT",
     "JobWatch",
@@ -195,11 +197,11 @@ def stop_session(spark: Any) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-class NoExecutors(Exception):
+class NoExecutors(HarnessError):
     """A job had no executor for longer than the time allowed."""
 
 
-class MasterUnreachable(Exception):
+class MasterUnreachable(HarnessError):
     """No master of a ``spark://`` URL accepts a connection."""
 
 

@@ -45,6 +45,7 @@ from harness.capture.pcapfile import CaptureProblem
 from harness.capture.spill import SpillPool
 from harness.capture.streams import _Spill, segment_connection
 from harness.capture.tcp import FlowKey
+from harness.errors import HarnessError
 from harness.pipeline.cluster import (
     DEFAULT_EXECUTOR_TIMEOUT,
     JobWatch,
@@ -152,7 +153,7 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
 }
 
 
-class PipelineError(Exception):
+class PipelineError(HarnessError):
     """The pipeline could not run: bad arguments, no inputs, Spark failed."""
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 import packets
+from harness.errors import HarnessError
 from harness.results import CaseResult, Outcome
 
 __all__ = ["Minimized", "Reproducer", "failure_signature", "minimize"]
@@ -97,7 +98,7 @@ class Minimized:
         )
 
 
-class NotReproduced(Exception):
+class NotReproduced(HarnessError):
     """The case does not fail against the target: there is nothing to minimize."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.outdir import MARKER
 from harness.pipeline.splits import scheme_of
 
@@ -29,7 +30,7 @@ HADOOP_ONLY = {"s3a": "s3", "s3n": "s3", "wasb": "abfs", "wasbs": "abfss", "adl"
 _LISTED = 3
 
 
-class OutError(Exception):
+class OutError(HarnessError):
     """``--out`` cannot be written (a usage error: nothing was done)."""
 
 

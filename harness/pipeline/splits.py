@@ -43,6 +43,7 @@ from harness.capture.pcapfile import (
     plausible_record_header,
     read_header,
 )
+from harness.errors import HarnessError
 from harness.files import describe_mode
 
 __all__ = [
@@ -70,7 +71,7 @@ _U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
 _BLOCK = {"<": struct.Struct("<II"), ">": struct.Struct(">II")}  # pcapng Block Type, Block Total Length
 
 
-class SplitError(Exception):
+class SplitError(HarnessError):
     """An input that cannot be listed or planned."""
 
 

@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 
 import packets
 from harness.capture.tcp import FlowKey
+from harness.errors import HarnessError
 from harness.session import (
     Acceptor,
     Close,
@@ -64,7 +65,7 @@ _INITIATOR = "{5F1A0C2E-7B3D-4E8F-9A6B-1C2D3E4F5A01}"
 _ACCEPTOR = "{0E9D8C7B-6A59-4837-A2B1-C0D9E8F7A602}"
 
 
-class SynthError(Exception):
+class SynthError(HarnessError):
     """A synthetic capture could not be produced as asked."""
 
 

@@ -35,6 +35,7 @@ import yaml
 import packets
 from harness.capture.tcp import Direction, Flow, reassemble
 from harness.decoding import DecodedPacket, Key
+from harness.errors import HarnessError
 from harness.pipeline.flows import DEFAULT_PORTS, FlowRows, FrameCounts, analyse_flow, flow_id, segments_of
 from harness.pipeline.splits import Split, read_split
 from harness.session.rules import RuleId
@@ -55,7 +56,7 @@ _ACKS = ["SessionAck", "OrderAck", "FinalAck"]
 _WELL_FORMED = {"BaseHeader.VersionNumber": 0x10, "BaseHeader.Signature": 0x524F494C}
 
 
-class CaseBuildError(Exception):
+class CaseBuildError(HarnessError):
     """The capture does not hold the flow asked for, or it holds no session to replay."""
 
 

@@ -47,6 +47,7 @@ from harness.cases.wireruns.base import (
     violation_failures,
 )
 from harness.cases.wireruns.peer import SilentListener, close_peer, peer_replies, simulated_peer
+from harness.errors import HarnessError
 from harness.peers.recording import RecordedConnection
 from harness.session import SessionConfig
 from packets.formatname import direct_machine
@@ -62,7 +63,7 @@ POLL = 0.01  # real seconds between two looks at what the harness's acceptor saw
 SETTLE = 0.5  # real seconds the reported ADM state may take to show what crossed the wire
 
 
-class NotApplicable(Exception):
+class NotApplicable(HarnessError):
     """The case cannot judge this sender as configured (the reason says which setting differs)."""
 
 
