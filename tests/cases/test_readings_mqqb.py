@@ -48,6 +48,8 @@ INTERPRETATIONS = {
     rid for rid, r in REQUIREMENTS.items() if r.level is Level.interpretation and rid.startswith("MQQB-")
 }
 WORKERS = 4  # wire runs mostly wait on the [MS-MQQB] timers: more processes than cores
+# The module fixture ``runs`` once: under pytest-xdist --dist loadgroup the module's tests share a worker.
+pytestmark = pytest.mark.xdist_group("readings-mqqb")
 
 #: (requirement, alternative) -> why no case tells the reading apart from the reference's.
 UNEXERCISED = {
