@@ -25,8 +25,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from functools import partial
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -385,7 +384,8 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
     from harness.cases.loader import CaseError, load_paths
     from harness.cases.runner import ConfigurationError, run, select
     from harness.cases.workers import WorkerCorpus
-    from harness.report import html, json_report, junit, terminal
+    from harness.report import terminal
+    from harness.report.formats import formats
     from harness.results import RunResult
 
     missing = [p for p in args.paths if not Path(p).exists()]
@@ -435,14 +435,10 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
                 print(f"    {rid}")
         print(f"{len(cases)} cases selected")
         return EXIT_OK if cases else EXIT_NOTHING_RAN
-    writers: tuple[tuple[str | None, Callable[..., Any], Callable[..., str]], ...] = (
-        (args.junit, junit.write_junit, junit.render_junit),
-        (args.json, json_report.write_json, json_report.render_json),
-        (args.html, html.write_html, html.render_html),
-    )
-    if sum(path == "-" for path, _, _ in writers) > 1:
+    writers = [(getattr(args, f.name, None), f) for f in formats().values()]
+    if sum(path == "-" for path, _ in writers) > 1:
         return _usage_error("only one report can go to standard output (-)")
-    unwritable = [why for path, _, _ in writers if path and path != "-" for why in [_writable(path)] if why]
+    unwritable = [why for path, _ in writers if path and path != "-" for why in [_writable(path)] if why]
     if unwritable:
         return _usage_error("cannot write the report " + "; ".join(unwritable))
     staged = [] if staged is None else staged
@@ -457,7 +453,7 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
         except OSError as e:
             return _usage_error(f"--record {args.record}: {e.strerror or e}")
     # a report on standard output keeps it to itself: the summary goes to standard error
-    summary_out = sys.stderr if any(path == "-" for path, _, _ in writers) else sys.stdout
+    summary_out = sys.stderr if any(path == "-" for path, _ in writers) else sys.stdout
     done: list[Any] = []  # the results so far: what an interrupted run reports
     interrupted, began = "", time.perf_counter()
     try:
@@ -500,21 +496,16 @@ def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any] | No
         interrupted = f"interrupted by {str(e) or 'SIGINT'} after {len(done)} of {len(cases)} cases"
         result = RunResult(args.target or "reference", list(done), time.perf_counter() - began, args.strict, info=info)
         result.not_run = [c.full_id for c in cases[len(done) :]]
-        writers = tuple(
-            (path, partial(w, metadata={"interrupted": interrupted}), partial(r, metadata={"interrupted": interrupted}))
-            if w is json_report.write_json
-            else (path, w, r)
-            for path, w, r in writers
-        )
+        writers = [(path, f.writing({"interrupted": interrupted})) for path, f in writers]
     placed = _place_record(staged, args.record, result)
     written, failed = [], [placed] if placed else []
-    for path, writer, render in writers:  # the reports first: a terminal that cannot print loses none of them
+    for path, report_format in writers:  # the reports first: a terminal that cannot print loses none of them
         if path == "-":
-            sys.stdout.write(render(result))
+            sys.stdout.write(report_format.render(result))
             sys.stdout.flush()
         elif path:
             try:
-                writer(result, path)
+                report_format.write(result, path)
                 written.append(str(path))
             except (OSError, ValueError) as e:
                 failed.append(f"{path}: {e}")
@@ -701,11 +692,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="most seconds one step may take (default 10; above 0, at most a day)",
     )
-    run_p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report (- for standard output)")
-    run_p.add_argument(
-        "--json", metavar="FILE", help="write the results as JSON (harness/report/results.schema.json; - for stdout)"
-    )
-    run_p.add_argument("--html", metavar="FILE", help="write an HTML report (- for standard output)")
+    from harness.report.formats import formats
+
+    for report_format in formats().values():  # --junit, --json, --html: the report formats' table
+        run_p.add_argument(f"--{report_format.name}", metavar="FILE", help=report_format.help)
     run_p.add_argument(
         "--record",
         metavar="DIR",

@@ -45,6 +45,7 @@ from typing import Any
 import pytest
 
 from harness.errors import HarnessError
+from harness.report.formats import ReportFormat, formats
 from harness.report.terminal import case_headline, failure_line, format_value
 from harness.results import CaseResult, Outcome, StepFailure
 
@@ -97,8 +98,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="write each wire case's traffic to DIR: <case id>.pcap and a transcript page (as run --record)",
     )
-    group.addoption("--msmq-json", default=None, metavar="FILE", help="write the cases' results as JSON (run --json)")
-    group.addoption("--msmq-html", default=None, metavar="FILE", help="write an HTML report of the cases (run --html)")
+    for report_format in _plugin_formats():  # --msmq-json, --msmq-html: the report formats' table
+        group.addoption(f"--msmq-{report_format.name}", default=None, metavar="FILE", help=report_format.plugin_help)
     group.addoption(
         "--msmq-strict",
         action="store_true",
@@ -595,10 +596,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """``--msmq-json FILE`` and ``--msmq-html FILE``: the cases' results as ``run`` writes them
     (not on a pytest-xdist worker: the controller has every result)."""
     config = session.config
-    paths = [config.getoption("msmq_json"), config.getoption("msmq_html")]
-    if not any(paths) or hasattr(config, "workerinput"):
+    paths = [(config.getoption(f"msmq_{f.name}"), f) for f in _plugin_formats()]
+    if not any(path for path, _ in paths) or hasattr(config, "workerinput"):
         return
-    from harness.report import html, json_report
+    from harness.report import json_report
     from harness.report.identity import run_info
     from harness.results import RunResult
 
@@ -617,9 +618,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = config.stash.get(_STATE, None)
     if state is not None and state.info is not None:
         run.info.update(target_name=state.info.name, target_version=state.info.version)
-    if paths[0]:
-        Path(paths[0]).parent.mkdir(parents=True, exist_ok=True)
-        json_report.write_json(run, paths[0])
-    if paths[1]:
-        Path(paths[1]).parent.mkdir(parents=True, exist_ok=True)
-        html.write_html(run, paths[1])
+    for path, report_format in paths:
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            report_format.write(run, path)
+
+
+def _plugin_formats() -> list[ReportFormat]:
+    """The report formats the plugin offers as ``--msmq-NAME FILE`` (harness.report.formats)."""
+    return [f for f in formats().values() if f.plugin_help]

@@ -44,6 +44,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from harness.report.explain import Explanation, explain, rows
+from harness.report.formats import ReportFormat
 from harness.report.identity import identity_rows
 from harness.report.terminal import (
     BAD_OUTCOMES,
@@ -568,3 +569,13 @@ def write_html(run: RunResult, path: str | os.PathLike[str], *, title: str = "MS
     out = Path(path)
     out.write_text(render_html(run, title=title, base=out.parent), encoding="utf-8")
     return out
+
+
+REPORT_FORMAT = ReportFormat(
+    "html",
+    render_html,
+    write_html,
+    help="write an HTML report (- for standard output)",
+    plugin_help="write an HTML report of the cases (run --html)",
+    order=30,
+)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.explain import explain
+from harness.report.formats import ReportFormat
 from harness.report.terminal import section_key
 from harness.results import CaseResult, Outcome, RunResult, StepFailure
 
@@ -145,3 +146,14 @@ def read_json(path: str | os.PathLike[str]) -> RunResult:
         stopped=data.get("stopped", ""),
         not_run=list(data.get("not_run", [])),
     )
+
+
+REPORT_FORMAT = ReportFormat(
+    "json",
+    render_json,
+    write_json,
+    help="write the results as JSON (harness/report/results.schema.json; - for stdout)",
+    plugin_help="write the cases' results as JSON (run --json)",
+    metadata=True,
+    order=20,
+)

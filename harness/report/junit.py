@@ -36,6 +36,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from harness.report.formats import ReportFormat
 from harness.report.identity import identity_rows
 from harness.report.terminal import DOCUMENTS, case_headline, case_lines, failure_line, section_key
 from harness.results import CaseResult, Outcome, RunResult
@@ -232,3 +233,12 @@ def write_junit(run: RunResult, path: str | os.PathLike[str], *, per_document: b
     out = Path(path)
     out.write_text(render_junit(run, per_document=per_document), encoding="utf-8")
     return out
+
+
+REPORT_FORMAT = ReportFormat(
+    "junit",
+    render_junit,
+    write_junit,
+    help="write a JUnit XML report (- for standard output)",
+    order=10,  # the plugin leaves it to pytest's --junitxml
+)
