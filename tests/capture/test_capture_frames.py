@@ -158,12 +158,12 @@ def test_speed_plain_ethernet_ipv4_tcp() -> None:
         for i in range(200)
     ]
     n_rounds = 500
-    t = time.perf_counter()
+    t = time.thread_time()  # CPU time: the decoder's speed, not the time it waited for a core
     for _ in range(n_rounds):
         for f in frames:
             decode_tcp(1, f)
-    rate = n_rounds * len(frames) / (time.perf_counter() - t)
-    print(f"decode_tcp: {rate:,.0f} frames/s")
+    rate = n_rounds * len(frames) / (time.thread_time() - t)
+    print(f"decode_tcp: {rate:,.0f} frames per CPU-second")
     assert rate > 150_000  # target 300k/s on an idle machine; loose bound for a loaded CI runner
 
 
