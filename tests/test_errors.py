@@ -32,6 +32,7 @@ from harness.peers.link import LinkError
 from harness.peers.server import PeerError
 from harness.results import Outcome
 from harness.session import SessionError
+from tests.peek_case import peek_case
 
 
 @pytest.mark.parametrize(
@@ -100,19 +101,7 @@ def test_an_adapter_error_kind_is_a_class() -> None:
     assert target_error("Unsupported", "no such event").message == "no such event"
 
 
-CASE = """\
-id: e.kinds
-title: t
-spec: [{section: MS-MQDMPR 3.2.7.2, requirement: DMPR-3.2.7.2-UNREAD-SUCCEEDED}]
-given:
-  queues: [{name: q, messages: [{id: m1}]}]
-  open: [{name: h, queue: q}]
-  cursors: [{name: c, open: h}]
-when:
-  - event: get_message_for_peek
-    args: {cursor: c}
-    expect: {rStatus: Succeeded, rPosition: m1}
-"""
+CASE = peek_case("e.kinds")
 
 
 class _Raising(ReferenceTarget):

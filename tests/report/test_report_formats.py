@@ -15,20 +15,9 @@ import pytest
 import harness.report
 from harness.cli import build_parser, main
 from harness.report.formats import formats
+from tests.peek_case import peek_case
 
-CASE = """\
-id: fmt.peek
-title: t
-spec: [{section: MS-MQDMPR 3.2.7.2, requirement: DMPR-3.2.7.2-UNREAD-SUCCEEDED}]
-given:
-  queues: [{name: q, messages: [{id: m1}]}]
-  open: [{name: h, queue: q}]
-  cursors: [{name: c, open: h}]
-when:
-  - event: get_message_for_peek
-    args: {cursor: c}
-    expect: {rStatus: Succeeded, rPosition: m1}
-"""
+CASE = peek_case("fmt.peek")
 
 CSV = '''\
 """A CSV report: one line a case, its id and its outcome."""
