@@ -26,6 +26,7 @@ import pytest
 from harness.cases.loader import CaseError, load_paths, load_text
 from harness.cli import main as cli_main
 from harness.report.transcript import file_stem
+from tests.case_texts import establish_case
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,21 +40,9 @@ def _cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedPro
 
 # ------------------------------------------------------------------------------ transcript names
 
-COLLIDING = """\
-id: names.collide
-title: EstablishConnection answered (${v})
-matrix:
-  v: ["a/b", "a?b"]
-spec:
-  - {section: MS-MQQB 3.1.5.4.1, requirement: MQQB-3.1.5.4.1-CP-RESPONSE}
-given:
-  peer: {under_test: acceptor}
-when:
-  - action: send
-    args: {packet: EstablishConnection}
-  - action: receive
-    args: {packet: EstablishConnection, within: SessionInitialization}
-"""
+COLLIDING = establish_case(
+    "names.collide", "EstablishConnection answered (${v})", head='matrix:\n  v: ["a/b", "a?b"]\n'
+)
 
 
 def test_transcripts_of_a_slash_b_and_a_query_b_are_two_pages_each_linked(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import yaml
 from pipeline_helpers import capture
 
 from harness.cli import main as cli_main
+from tests.case_texts import establish_case
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK = ["--master", "local[1]", "--partitions", "2", "--quiet"]
@@ -193,31 +194,11 @@ def test_capture_to_case_id_is_a_case_id_checked_at_parse_time(
 
 # --------------------------------------------------------------------------------- run --record
 
-CASES = """\
-id: out.one
-title: EstablishConnection answered
-spec:
-  - {section: MS-MQQB 3.1.5.4.1, requirement: MQQB-3.1.5.4.1-CP-RESPONSE}
-given:
-  peer: {under_test: acceptor}
-when:
-  - action: send
-    args: {packet: EstablishConnection}
-  - action: receive
-    args: {packet: EstablishConnection, within: SessionInitialization}
----
-id: out.two
-title: EstablishConnection answered, again
-spec:
-  - {section: MS-MQQB 3.1.5.4.1, requirement: MQQB-3.1.5.4.1-CP-RESPONSE}
-given:
-  peer: {under_test: acceptor}
-when:
-  - action: send
-    args: {packet: EstablishConnection}
-  - action: receive
-    args: {packet: EstablishConnection, within: SessionInitialization}
-"""
+CASES = (
+    establish_case("out.one", "EstablishConnection answered")
+    + "---\n"
+    + establish_case("out.two", "EstablishConnection answered, again")
+)
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

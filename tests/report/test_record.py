@@ -16,45 +16,31 @@ import pytest
 from harness.report.json_report import load_schema
 from harness.report.transcript import RecordedConnection, file_stem, find_failing, write_transcript
 from harness.results import CaseResult, Outcome, RunResult
+from tests.case_texts import establish_case
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # an acceptor case that passes, one whose last expectation fails on the ConnectionParameters
 # response (the 4th packet of its session), and an initiator case
-CASES = """\
-id: rec.acceptor.pass
-title: EstablishConnection and ConnectionParameters answered
-spec:
-  - {section: MS-MQQB 3.1.5.4.1, requirement: MQQB-3.1.5.4.1-CP-RESPONSE}
-given:
-  peer: {under_test: acceptor}
-when:
-  - action: send
-    args: {packet: EstablishConnection}
-  - action: receive
-    args: {packet: EstablishConnection, within: SessionInitialization}
+_CP_STEPS = """\
   - action: send
     args: {packet: ConnectionParameters}
   - action: receive
     args: {packet: ConnectionParameters, within: SessionInitialization}
-    expect: {BaseHeader.PacketSize: 32, InternalHeader.Flags.PT: 3}
----
-id: rec.acceptor.fail
-title: A ConnectionParameters response of the wrong size (an expectation made wrong)
-spec:
-  - {section: MS-MQQB 3.1.5.4.1, requirement: MQQB-3.1.5.4.1-CP-RESPONSE}
-given:
-  peer: {under_test: acceptor}
-when:
-  - action: send
-    args: {packet: EstablishConnection}
-  - action: receive
-    args: {packet: EstablishConnection, within: SessionInitialization}
-  - action: send
-    args: {packet: ConnectionParameters}
-  - action: receive
-    args: {packet: ConnectionParameters, within: SessionInitialization}
-    expect: {BaseHeader.PacketSize: 33}
+"""
+CASES = (
+    establish_case(
+        "rec.acceptor.pass",
+        "EstablishConnection and ConnectionParameters answered",
+        steps=_CP_STEPS + "    expect: {BaseHeader.PacketSize: 32, InternalHeader.Flags.PT: 3}\n",
+    )
+    + "---\n"
+    + establish_case(
+        "rec.acceptor.fail",
+        "A ConnectionParameters response of the wrong size (an expectation made wrong)",
+        steps=_CP_STEPS + "    expect: {BaseHeader.PacketSize: 33}\n",
+    )
+    + """\
 ---
 id: rec.initiator.established
 title: A ConnectionParameters response opens the session
@@ -72,6 +58,7 @@ when:
 then:
   peer: {violations: []}
 """
+)
 
 
 class _Packets(HTMLParser):
