@@ -94,7 +94,7 @@ def _spark_worker_peak(path: Path, out: Path) -> tuple[int, int, float]:
     return worker >> 20, tree >> 20, time.perf_counter() - start
 
 
-def _deep_size(root: object) -> int:
+def deep_size(root: object) -> int:
     """Bytes of ``root`` and of every object it reaches (classes, modules and functions aside)."""
     seen: set[int] = set()
     total, todo = 0, [root]
@@ -130,7 +130,7 @@ def observer_state(messages: int) -> dict[str, Any]:
         packet.UserHeader.MessageID = n
         o.packet("client", data, packet)
         if n in (1_000, messages):
-            sizes[n] = _deep_size(o)
+            sizes[n] = deep_size(o)
     wall = time.perf_counter() - start
     return {
         "name": f"observer state of one session, 1,000 vs {messages:,} sequential UserMessages",

@@ -9,34 +9,18 @@ a million."""
 
 from __future__ import annotations
 
-import gc
 import os
-import sys
-from typing import Any
 
 from brokenstreams import ACC, INI, OTHER, cp, ec, order_ack, um
 from construct import Container
 
 import packets
+from benchmarks.bench_memory import deep_size
 from harness.session import Observer
 from harness.session.msgids import MAX_RANGES, MAX_SEQUENCES, MAX_SOURCES, SentIds
 from packets import session as sp
 
 MESSAGES = 1_000_000 if os.environ.get("MSMQ_TESTS") == "thorough" else 100_000
-
-
-def deep_size(root: Any) -> int:
-    """Bytes of ``root`` and of every object it reaches (classes, modules and functions aside)."""
-    seen: set[int] = set()
-    total, todo = 0, [root]
-    while todo:
-        obj = todo.pop()
-        if id(obj) in seen or isinstance(obj, type) or type(obj).__name__ in ("module", "function", "cell"):
-            continue
-        seen.add(id(obj))
-        total += sys.getsizeof(obj)
-        todo.extend(gc.get_referents(obj))
-    return total
 
 
 def opened() -> Observer:
