@@ -732,21 +732,22 @@ class _Wire(_Lazy):
 
     _KEPT = ("decoded", "_wire", "_snapshot")
 
-    def copy(self) -> Any:
-        clone = super().copy()
+    def _kept(self, clone: Any) -> Any:
+        """``clone`` given this layer's decoded packet, received bytes and snapshot."""
         for attr in self._KEPT:
             if attr in self.__dict__:
                 object.__setattr__(clone, attr, self.__dict__[attr])
         return clone
 
+    def copy(self) -> Any:
+        clone = super().copy()
+        return self._kept(clone)
+
     def clone_with(self, payload: Any = None, **kargs: Any) -> Any:
         """scapy builds an implicit packet from clones (``Packet.__iter__``): they keep the bytes
         received, so an unchanged dissected layer still builds back exactly those bytes."""
         clone = super().clone_with(payload=payload, **kargs)
-        for attr in self._KEPT:
-            if attr in self.__dict__:
-                object.__setattr__(clone, attr, self.__dict__[attr])
-        return clone
+        return self._kept(clone)
 
     @property
     def violations(self) -> list[Violation]:
