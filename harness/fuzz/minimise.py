@@ -30,7 +30,16 @@ import yaml
 
 import packets
 from harness.fuzz.generate import Context, packet_kind
-from harness.fuzz.oracles import GRACE, Reaction, Timers, alive, observe, requirement_level, target_violations
+from harness.fuzz.oracles import (
+    GRACE,
+    Reaction,
+    Timers,
+    alive,
+    observe,
+    requirement_level,
+    requirement_section,
+    target_violations,
+)
 from harness.fuzz.shrink import shrink_last
 from harness.fuzz.states import Connection, note_sent
 from harness.pipeline.minimize import ddmin
@@ -172,12 +181,7 @@ def _close_requirement(data: bytes, state: str) -> str:
 
 
 def _section(requirement: str) -> str:
-    from harness.fuzz.oracles import REQUIREMENTS
-
-    for entry in yaml.safe_load(REQUIREMENTS.read_text(encoding="utf-8")) or []:
-        if isinstance(entry, dict) and entry.get("id") == requirement:
-            return str(entry["section"])
-    return "MS-MQQB 3.1.5.1.3"
+    return requirement_section(requirement)
 
 
 def _hex(data: bytes) -> str:

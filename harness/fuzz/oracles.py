@@ -196,12 +196,26 @@ def _pinged(address: tuple[str, int], timers: Timers) -> bool:
 
 
 @functools.cache
-def _levels() -> dict[str, str]:
+def _entries() -> tuple[dict[str, object], ...]:
+    """The requirements file's entries, read once."""
     try:
         entries = yaml.safe_load(REQUIREMENTS.read_text(encoding="utf-8")) or []
     except OSError:
-        return {}
-    return {str(e["id"]): str(e.get("level", "MUST")) for e in entries if isinstance(e, dict) and "id" in e}
+        return ()
+    return tuple(e for e in entries if isinstance(e, dict) and "id" in e)
+
+
+@functools.cache
+def _levels() -> dict[str, str]:
+    return {str(e["id"]): str(e.get("level", "MUST")) for e in _entries()}
+
+
+def requirement_section(rule_id: str, default: str = "MS-MQQB 3.1.5.1.3") -> str:
+    """The section of the requirement a rule id names (``default`` when none does)."""
+    for e in _entries():
+        if e["id"] == rule_id:
+            return str(e["section"])
+    return default
 
 
 def requirement_level(rule_id: str) -> str:
