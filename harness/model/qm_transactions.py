@@ -6,10 +6,12 @@ make the positions a transaction locked available again or delete them (3.1.7.2.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from harness.model.adm import Transaction
+from harness.model.adm import Queue, Transaction, TransactionalOperation
 from harness.model.enums import MessageClass, MessagePositionState, MQStatus, OperationType
+from harness.model.positions import MessagePosition
 from harness.model.qm_timers import Timers
 
 __all__ = ["Transactions"]
@@ -47,33 +49,44 @@ class Transactions(Timers):
 
     def transaction_commit(self, iTransactionIdentifier: Any) -> MQStatus:
         """3.1.4.4 Transaction Commit."""
-        transObj = self.TransactionCollection.get(iTransactionIdentifier)
-        if transObj is None:
-            return MQStatus.MQ_ERROR_TRANSACTION_SEQUENCE
-        ops = transObj.TransactionalOperationCollection
-        while ops:
-            transOp = ops[0]
-            pos = transOp.MessagePositionReference
-            queue = pos.QueueReference
-            assert queue is not None
-            if transOp.OperationType is OperationType.Enqueue:
-                self.message_position_available(queue, pos)
-            elif transOp.OperationType is OperationType.Dequeue:
-                assert transOp.DequeueReason is not None
-                self.message_position_deleted(queue, pos, transOp.DequeueReason)
-            else:  # Move
-                pos.State = _Deleted
-                target = transOp.TargetQueueReference
-                assert target is not None and pos.MessageReference is not None
-                newMessagePos = self._create_position(target, pos.MessageReference)
-                self.message_position_available(target, newMessagePos)
-            # Remove transOp from transObj.TransactionalOperationCollection.
-            ops.pop(0)
-        del self.TransactionCollection[iTransactionIdentifier]
-        return _OK
+        return self._end_transaction(iTransactionIdentifier, self._commit_operation)
+
+    def _commit_operation(self, transOp: TransactionalOperation, pos: MessagePosition, queue: Queue) -> None:
+        if transOp.OperationType is OperationType.Enqueue:
+            self.message_position_available(queue, pos)
+        elif transOp.OperationType is OperationType.Dequeue:
+            assert transOp.DequeueReason is not None
+            self.message_position_deleted(queue, pos, transOp.DequeueReason)
+        else:  # Move
+            pos.State = _Deleted
+            target = transOp.TargetQueueReference
+            assert target is not None and pos.MessageReference is not None
+            newMessagePos = self._create_position(target, pos.MessageReference)
+            self.message_position_available(target, newMessagePos)
 
     def transaction_abort(self, iTransactionIdentifier: Any) -> MQStatus:
         """3.1.4.5 Transaction Abort."""
+        return self._end_transaction(iTransactionIdentifier, self._abort_operation)
+
+    def _abort_operation(self, transOp: TransactionalOperation, pos: MessagePosition, queue: Queue) -> None:
+        if transOp.OperationType in (OperationType.Dequeue, OperationType.Move):
+            if pos.State is _PurgePending:
+                reason = transOp.DequeueReason
+                self.message_position_deleted(
+                    queue, pos, reason if reason is not None else MessageClass.NackQueuePurged
+                )
+            else:
+                self.message_position_available(queue, pos)
+        else:  # Enqueue: remove the position from the list (its State is left as it is)
+            queue.MessagePositionList.remove(pos)
+
+    def _end_transaction(
+        self,
+        iTransactionIdentifier: Any,
+        apply: Callable[[TransactionalOperation, MessagePosition, Queue], None],
+    ) -> MQStatus:
+        """The loop 3.1.4.4 and 3.1.4.5 share: ``apply`` each TransactionalOperation in order,
+        removing it from the collection after it, then remove the Transaction."""
         transObj = self.TransactionCollection.get(iTransactionIdentifier)
         if transObj is None:
             return MQStatus.MQ_ERROR_TRANSACTION_SEQUENCE
@@ -83,16 +96,8 @@ class Transactions(Timers):
             pos = transOp.MessagePositionReference
             queue = pos.QueueReference
             assert queue is not None
-            if transOp.OperationType in (OperationType.Dequeue, OperationType.Move):
-                if pos.State is _PurgePending:
-                    reason = transOp.DequeueReason
-                    self.message_position_deleted(
-                        queue, pos, reason if reason is not None else MessageClass.NackQueuePurged
-                    )
-                else:
-                    self.message_position_available(queue, pos)
-            else:  # Enqueue: remove the position from the list (its State is left as it is)
-                queue.MessagePositionList.remove(pos)
+            apply(transOp, pos, queue)
+            # Remove transOp from transObj.TransactionalOperationCollection.
             ops.pop(0)
         del self.TransactionCollection[iTransactionIdentifier]
         return _OK
