@@ -245,7 +245,15 @@ def _writers(args: argparse.Namespace) -> Writers:
     writers = [(getattr(args, f.name, None), f) for f in formats().values()]
     if sum(path == "-" for path, _ in writers) > 1:
         raise _Refused("only one report can go to standard output (-)")
-    unwritable = [why for path, _ in writers if path and path != "-" for why in [_writable(path)] if why]
+    named = [path for path, _ in writers if path and path != "-"]
+    inputs = {Path(p).resolve() for p in [*args.paths, args.baseline, args.known_failures] if p}
+    seen: set[Path] = set()
+    for path in named:
+        where = Path(path).resolve()
+        if where in seen or where in inputs:
+            raise _Refused(f"cannot write the report {path}: another report or an input of the run is that file")
+        seen.add(where)
+    unwritable = [why for path in named for why in [_writable(path)] if why]
     if unwritable:
         raise _Refused("cannot write the report " + "; ".join(unwritable))
     return writers

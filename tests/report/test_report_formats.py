@@ -95,3 +95,13 @@ def test_the_plugin_offers_a_new_format_too(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert out.read_text(encoding="utf-8") == "fmt.peek,passed\n"
+
+
+def test_run_writes_no_report_over_another_or_over_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = tmp_path / "fmt.yaml"
+    cases.write_text(CASE, encoding="utf-8")
+    out = tmp_path / "r.out"
+    assert main(["run", str(cases), "--json", str(out), "--junit", str(out)]) == 2
+    assert main(["run", str(cases), "--json", str(cases)]) == 2
+    assert "another report or an input of the run" in capsys.readouterr().err
+    assert not out.exists() and cases.read_text(encoding="utf-8") == CASE
