@@ -323,15 +323,16 @@ def baseline_of_run(run: RunResult) -> list[Entry]:
 def render_baseline(run: RunResult, source: str = "") -> str:
     """The YAML baseline of ``run`` (``msmq-harness baseline``): every failing case with its
     signature, a ``reason`` to fill in and a ``ticket``."""
+    entries = baseline_of_run(run)
     lines = [
         f"# msmq-harness baseline of {source or 'a run'} (target {run.target}): the failures known of it.",
         "# run --baseline FILE fails only on cases that fail otherwise; fill in each reason (and ticket).",
         f"format: {FORMAT}",
         f"target: {_dump(run.target)}",
         f"strict: {'true' if run.strict else 'false'}",
-        "entries:" + ("" if baseline_of_run(run) else " []"),
+        "entries:" + ("" if entries else " []"),
     ]
-    for entry in baseline_of_run(run):
+    for entry in entries:
         lines.append(f"  - case: {_dump(entry.case)}")
         lines.append(f"    outcome: {entry.outcome}")
         lines.append("    failures:")
