@@ -26,7 +26,16 @@ from types import TracebackType
 
 from harness.errors import HarnessError
 
-__all__ = ["MARKER", "OutputError", "StagedOutput", "refusal", "write_file_atomically"]
+__all__ = [
+    "MARKER",
+    "OutputError",
+    "StagedOutput",
+    "listed_files",
+    "not_written",
+    "parse_marker",
+    "refusal",
+    "write_file_atomically",
+]
 
 MARKER = ".msmq-harness-output.json"
 _LISTED = 3  # foreign files named in a refusal
@@ -38,18 +47,44 @@ class OutputError(HarnessError):
 
 def _marker(folder: Path) -> dict[str, object] | None:
     try:
-        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return parse_marker((folder / MARKER).read_text(encoding="utf-8"))
+    except OSError:
+        return None
+
+
+def parse_marker(text: str) -> dict[str, object] | None:
+    """The marker :data:`MARKER` holding ``text``, or None when it is none (not JSON, not an object)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def listed_files(mark: dict[str, object] | None, command: str) -> set[str] | None:
+    """The files (paths relative to the folder) a marker of ``command`` lists; None when ``mark``
+    is no marker of ``command``: then nothing in the folder is a previous output of it."""
+    files = mark.get("files") if mark is not None else None
+    if mark is None or mark.get("command") != command or not isinstance(files, list):
+        return None
+    return {str(f) for f in files}
+
+
+def not_written(option: str, out: str, command: str, foreign: list[str]) -> str:
+    """The refusal naming the first few of ``foreign``, the entries of ``out`` no previous
+    ``command`` wrote."""
+    shown = ", ".join(foreign[:_LISTED]) + (", ..." if len(foreign) > _LISTED else "")
+    return (
+        f"{option} {out}: the folder holds files that no previous `msmq-harness {command}` wrote "
+        f"({shown}); name another folder, move them, or give --force to replace the folder"
+    )
 
 
 def _foreign(folder: Path, command: str) -> list[str]:
     """The entries of ``folder`` (paths relative to it) that a previous output of ``command``
     did not write: all of them when it holds no marker of that command (the first few)."""
-    mark = _marker(folder)
-    listed = mark.get("files") if mark is not None else None
-    if mark is None or mark.get("command") != command or not isinstance(listed, list):
+    files = listed_files(_marker(folder), command)
+    if files is None:
         try:
             with os.scandir(folder) as entries:
                 first = [e for _, e in zip(range(_LISTED + 1), entries, strict=False)]
@@ -57,7 +92,6 @@ def _foreign(folder: Path, command: str) -> list[str]:
         except OSError as e:
             return [f"(cannot list: {e.strerror or e})"]
         return names
-    files = {str(f) for f in listed}
     folders = {str(Path(f).parent) for f in files} | {"."}
     folders |= {str(p) for f in files for p in Path(f).parents}
     found: list[str] = []
@@ -105,13 +139,7 @@ def refusal(out: str | os.PathLike[str], command: str, *, force: bool = False, o
                 return f"{option} {out}: holds the current folder; name a folder of its own"
             foreign = _foreign(path, command)
             if foreign and not force:
-                shown = ", ".join(os.path.join(out, f) for f in foreign[:_LISTED]) + (
-                    ", ..." if len(foreign) > _LISTED else ""
-                )
-                return (
-                    f"{option} {out}: the folder holds files that no previous `msmq-harness {command}` wrote "
-                    f"({shown}); name another folder, move them, or give --force to replace the folder"
-                )
+                return not_written(option, str(out), command, [os.path.join(out, f) for f in foreign])
         path.parent.mkdir(parents=True, exist_ok=True)
         probe = path.parent / f".{path.name}.probe-{secrets.token_hex(4)}"
         probe.mkdir()

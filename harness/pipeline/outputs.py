@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.outdir import MARKER
+from harness.outdir import MARKER, listed_files, not_written, parse_marker
 from harness.pipeline.splits import scheme_of
 
 __all__ = ["PYARROW_SCHEMES", "FsFolder", "OutError", "OutTarget", "RemoteStagedOutput", "out_target"]
@@ -27,7 +27,6 @@ __all__ = ["PYARROW_SCHEMES", "FsFolder", "OutError", "OutTarget", "RemoteStaged
 PYARROW_SCHEMES = frozenset({"hdfs", "viewfs", "s3", "gs", "gcs", "abfs", "abfss"})
 #: schemes only Spark's Hadoop layer knows: read there, never written by pyarrow (what pyarrow calls them)
 HADOOP_ONLY = {"s3a": "s3", "s3n": "s3", "wasb": "abfs", "wasbs": "abfss", "adl": "abfs"}
-_LISTED = 3
 
 
 class OutError(HarnessError):
@@ -124,21 +123,17 @@ class RemoteStagedOutput:
             return f"--out {self.final}: not a folder"
         entries = _infos(self.fs, self.final)
         names = {e.path[len(self.final) + 1 :]: e for e in entries}
-        marker: dict[str, Any] = {}
+        marker = None
         if MARKER in names:
             try:
                 with self.fs.open_input_stream(f"{self.final}/{MARKER}") as f:
-                    marker = json.loads(f.read().decode())
-            except (OSError, ValueError):
-                marker = {}
-        listed = set(marker.get("files") or []) if marker.get("command") == self.command else set()
+                    marker = parse_marker(f.read().decode(errors="replace"))
+            except OSError:
+                marker = None
+        listed = listed_files(marker, self.command) or set()
         foreign = sorted(n for n, e in names.items() if e.type != FileType.Directory and n not in listed | {MARKER})
         if foreign and not self.force:
-            shown = ", ".join(foreign[:_LISTED]) + (", ..." if len(foreign) > _LISTED else "")
-            return (
-                f"--out {self.final}: the folder holds files that no previous `msmq-harness {self.command}` wrote "
-                f"({shown}); name another folder, move them, or give --force to replace the folder"
-            )
+            return not_written("--out", self.final, self.command, foreign)
         return ""
 
     def __enter__(self) -> RemoteStagedOutput:
