@@ -135,6 +135,7 @@ def observer_state(messages: int) -> dict[str, Any]:
     return {
         "name": f"observer state of one session, 1,000 vs {messages:,} sequential UserMessages",
         "unit": "bytes",
+        "competitor": "itself after 1,000 messages (flat: bounded), in this process (no start-up)",
         "after_1000": sizes[1_000],
         f"after_{messages}": sizes[messages],
         "growth": sizes[messages] - sizes[1_000],
@@ -157,6 +158,18 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         what = f"{mb:.0f} MB, {made['messages']:,} UserMessages, {made['records']:,} frames"
         rows: list[dict[str, Any]] = [{"name": f"one TCP connection: {what}", "unit": "s", "synth": synth_s}]
         python = sys.executable
+
+        # the competitor of each process's peak: the start-up alone (the interpreter, the harness
+        # imported, nothing read), stated apart in each row
+        def startup_of(imports: str) -> dict[str, Any]:
+            rss, wall = _peak_rss([python, "-c", f"import {imports}"])
+            return {
+                "competitor": f"start-up alone: python -c 'import {imports}' (startup_peak)",
+                "startup_peak": rss >> 20,
+                "startup_wall_s": wall,
+            }
+
+        startup = startup_of("harness.cli")
         for order in ("stream", "capture"):
             rss, wall = _peak_rss([python, "-m", "harness.cli", "decode", "--json", "--order", order, str(path)])
             peak = rss >> 20
@@ -168,6 +181,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                     "met": _met(peak),
                     "per_MB_of_capture": peak / mb,
                     "wall_s": wall,
+                    **startup,
                 }
             )
         rss, wall = _peak_rss([python, "-c", _ONE_PROCESS, str(path)])
@@ -178,6 +192,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "peak": rss >> 20,
                 "met": _met(rss >> 20),
                 "wall_s": wall,
+                **startup_of("harness.pipeline.flows"),
             }
         )
         shuffled = folder / "shuffled.pickle"
@@ -193,6 +208,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "met": _met(max(read_rss, part_rss) >> 20),
                 "read_task_wall_s": read_wall,
                 "partition_wall_s": part_wall,
+                **startup_of("harness.pipeline.job"),
             }
         )
         if os.environ.get("BENCH_MEMORY_SPARK", "1") != "0":
