@@ -62,6 +62,8 @@ _LEVEL_MARKERS = {
 
 class NonStrictWarning(pytest.PytestWarning):
     """A case whose SHOULD, MAY or interpretation expectation the target answered differently."""
+
+
 _CASE_SUFFIXES = (".yaml", ".yml")
 DEFAULT_CASE_FOLDER = "cases"  # ini msmq_case_folders, when it names none
 
@@ -69,6 +71,8 @@ DEFAULT_CASE_FOLDER = "cases"  # ini msmq_case_folders, when it names none
 def target_of(config: pytest.Config) -> str:
     """The target of the session: ``--msmq-target``, else the ini ``msmq_target``, else reference."""
     return str(config.getoption("msmq_target") or config.getini("msmq_target") or "reference")
+
+
 _REQUIREMENTS = "requirements.yaml"
 
 
@@ -133,6 +137,20 @@ def pytest_configure(config: pytest.Config) -> None:
         state.register(marker, f"MSMQ conformance cases checking {section} or a section below it")
     config.stash[_STATE] = state
     _CONFIG[:] = [config]
+    _refuse_shared_report_paths(config)
+
+
+def _refuse_shared_report_paths(config: pytest.Config) -> None:
+    """A usage error when two reports (``--msmq-NAME``, ``--junitxml``), or a report and
+    ``--msmq-known-failures``, name one file: one would overwrite the other."""
+    named = [config.getoption(f"msmq_{f.name}") for f in _plugin_formats()] + [getattr(config.option, "xmlpath", None)]
+    known = config.getoption("msmq_known_failures")
+    seen = {Path(known).resolve()} if known else set()
+    for path in filter(None, named):
+        where = Path(path).resolve()
+        if where in seen:
+            raise pytest.UsageError(f"{path}: another report or --msmq-known-failures is that file")
+        seen.add(where)
 
 
 def _section_markers() -> dict[str, str]:
@@ -437,9 +455,7 @@ class CaseItem(pytest.Item):
             raise CaseFailed(result, "[XPASS(strict)] known failure passed unexpectedly")
         raise CaseFailed(result, case_headline(result))
 
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         if not isinstance(excinfo.value, CaseFailed):
             return super().repr_failure(excinfo, style=style)
         return failure_repr(self, excinfo.value)

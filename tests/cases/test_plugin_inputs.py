@@ -54,3 +54,10 @@ def test_a_fifo_or_a_device_among_the_cases_is_a_usage_error(cases: Path) -> Non
     (cases / "gone.yaml").symlink_to(cases / "nowhere.yaml")
     done = pytest_in(cases.parent, "cases")
     assert done.returncode == 4 and "gone.yaml: a link to nothing" in done.stdout + done.stderr
+
+
+def test_two_reports_to_one_file_are_a_usage_error(cases: Path) -> None:
+    done = pytest_in(cases.parent, "cases", "-n", "0", "--msmq-json=r.out", "--msmq-html=r.out")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "r.out: another report or --msmq-known-failures is that file" in done.stderr
+    assert not (cases.parent / "r.out").exists()
