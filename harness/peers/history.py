@@ -37,7 +37,9 @@ class PeerConnection:
     ``delivered_count`` and ``violation_count`` count everything.  ``closed_by``: "acceptor" (the
     session engine closed), "client", "read-timeout", "evicted" (every slot was taken and this
     connection was the one idle longest), "error" or "stopped" (``close_reason`` says how many
-    bytes of an unfinished packet the stop cut off).
+    bytes of an unfinished packet the stop cut off).  ``processing``: packets read are recorded in
+    ``packets`` while what the Acceptor does with them is not yet recorded (wait until it is
+    False to read the three as one state).
     """
 
     index: int
@@ -55,6 +57,7 @@ class PeerConnection:
     closed_by: str = ""
     close_reason: str = ""
     stopped_mid_packet: int = 0  # bytes of an unfinished packet when the peer stopped
+    processing: bool = False  # c2s packets recorded, what the Acceptor made of them not yet
 
 
 @dataclass

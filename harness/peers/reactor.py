@@ -237,21 +237,27 @@ class Reactor(PeerRecords):
             self._set_mask(slot)
         if slot.flow is not None:
             slot.flow.data("c2s", data, ts)
-        completed = self._keep_packets(slot, data, ts, now)
-        if slot.closing:
-            return  # the session is closed: the bytes are recorded, not processed
-        fires = slot.fault is not None and slot.fault.fires(slot.acceptor.SessionState, data)
-        if fires and faults.strike(self, slot):
-            return  # a crash or a hang on this packet: it is never processed
-        if completed <= INLINE_BYTES:
-            self._perform(slot, slot.acceptor.receive_data(data))
-            return
-        # Megabytes of whole packets: a worker parses them; this connection waits (not read, not
-        # timed) while the loop serves the others.
-        assert self._workers is not None
-        slot.busy = self._workers.submit(slot.acceptor.receive_data, data)
-        slot.busy.add_done_callback(functools.partial(self._worker_done, slot))
-        self._set_mask(slot)
+        # A reader sees the packets these bytes complete and what processing them did (messages
+        # delivered, rules broken) together: ``processing`` holds until both are recorded.
+        slot.conn.processing = True
+        try:
+            completed = self._keep_packets(slot, data, ts, now)
+            if slot.closing:
+                return  # the session is closed: the bytes are recorded, not processed
+            fires = slot.fault is not None and slot.fault.fires(slot.acceptor.SessionState, data)
+            if fires and faults.strike(self, slot):
+                return  # a crash or a hang on this packet: it is never processed
+            if completed <= INLINE_BYTES:
+                self._perform(slot, slot.acceptor.receive_data(data))
+                return
+            # Megabytes of whole packets: a worker parses them; this connection waits (not read,
+            # not timed) while the loop serves the others; it stays ``processing`` until resumed.
+            assert self._workers is not None
+            slot.busy = self._workers.submit(slot.acceptor.receive_data, data)
+            slot.busy.add_done_callback(functools.partial(self._worker_done, slot))
+            self._set_mask(slot)
+        finally:
+            slot.conn.processing = slot.busy is not None
 
     def _worker_done(self, slot: Slot, _: Future[list[Any]]) -> None:
         """In the worker: hand the slot back to the loop."""
@@ -261,6 +267,12 @@ class Reactor(PeerRecords):
     def _resume(self, slot: Slot) -> None:
         """On the loop: take what the worker's Acceptor call produced, then serve the slot again."""
         future, slot.busy = slot.busy, None
+        try:
+            self._resume_with(slot, future)
+        finally:
+            slot.conn.processing = False
+
+    def _resume_with(self, slot: Slot, future: Future[list[Any]] | None) -> None:
         if future is None or slot.conn.closed:
             return
         if slot.packet_started:  # the time the connection was not read is not the client's

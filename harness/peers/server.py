@@ -234,6 +234,12 @@ class SimulatedPeer(Connections):
             return list(self._connections.values())
 
     @property
+    def settled(self) -> bool:
+        """Every packet read so far is recorded with what the Acceptor made of it (delivered,
+        rule broken, answer sent): ``connections`` read now is one consistent state."""
+        return not any(c.processing for c in self.connections)
+
+    @property
     def delivered(self) -> list[Packet]:
         """Every delivered UserMessage Packet, connection by connection."""
         return [p for c in self.connections for p in list(c.delivered)]

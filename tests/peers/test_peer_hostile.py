@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from peerkit import NormalSession, RawClient, ec_request, still_serves, user_message_bytes
 
-from harness.peers import SimulatedPeer
+from harness.peers import SimulatedPeer, reactor
 from harness.peers import connections as peer_connections
-from harness.session import user_message
+from harness.session import SessionState, user_message
 
 COMMAND = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())"]
 
@@ -57,6 +57,50 @@ def test_a_connection_parsing_a_huge_packet_does_not_hold_up_another(monkeypatch
         assert peer.wait_for(lambda: peer.totals.delivered >= 4, 10)  # the big one too, afterwards
         hostile.close()
         assert any(len(p.MessagePropertiesHeader.MessageBody) == 2 << 20 for p in peer.delivered)
+
+
+class _OpenGatedAcceptor(peer_connections.Acceptor):
+    """An Acceptor whose handling of a read in SessionState Open on the thread named ``where``
+    waits on a gate: the packet is read and recorded, what the Acceptor makes of it not yet."""
+
+    gate = threading.Event()
+    entered = threading.Event()
+    worker = False
+
+    def receive_data(self, data: bytes) -> list[Any]:
+        on_worker = ":parse_" in threading.current_thread().name
+        if self.SessionState is SessionState.OPEN and on_worker == type(self).worker:
+            type(self).entered.set()
+            type(self).gate.wait(30)
+        return super().receive_data(data)
+
+
+@pytest.mark.parametrize("size", [100, 2 << 20], ids=["on-the-loop", "on-a-worker"])
+def test_a_packet_read_is_never_seen_without_what_the_acceptor_made_of_it(
+    monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """``settled`` is False from the moment a packet is recorded until its delivery is: a run
+    reading ``delivered`` after the packet showed on the wire reads both or waits (a UserMessage
+    seen on the wire but not yet in ``delivered`` once failed a conformant sender)."""
+    monkeypatch.setattr(peer_connections, "Acceptor", _OpenGatedAcceptor)
+    monkeypatch.setattr(_OpenGatedAcceptor, "worker", size > reactor.INLINE_BYTES)
+    _OpenGatedAcceptor.gate.clear()
+    _OpenGatedAcceptor.entered.clear()
+    with SimulatedPeer() as peer:
+        client = RawClient(peer.address)
+        try:
+            client.handshake(peer.identifier)
+            assert peer.wait_for(lambda: peer.settled, 5)
+            client.send(user_message_bytes(peer.identifier, 1, b"\0" * size))
+            assert _OpenGatedAcceptor.entered.wait(10)
+            directions = [d for c in peer.connections for d, _, _ in list(c.packets)]
+            assert directions == ["c2s", "s2c", "c2s", "s2c", "c2s"] and peer.delivered == []
+            assert not peer.settled
+        finally:
+            _OpenGatedAcceptor.gate.set()
+        assert peer.wait_for(lambda: peer.settled, 10)
+        assert [len(p.MessagePropertiesHeader.MessageBody) for p in peer.delivered] == [size]
+        client.close()
 
 
 def test_the_read_timeout_bounds_the_time_to_complete_a_packet_not_the_gap_between_bytes() -> None:
@@ -173,4 +217,3 @@ def test_a_signal_between_packets_stops_cleanly_with_exit_0() -> None:
         proc.wait()
     assert proc.returncode == 0, (out, err)
     assert "1 connections, 2 packets" in out
-

@@ -581,6 +581,10 @@ class InitiatorRun(WireRun):
 
     def _peer(self, tp: Mapping[str, Any]) -> list[Failure]:
         view = self.view
+        if isinstance(view, _PeerView):  # what the acceptor read, read with what it made of it
+            end = time.monotonic() + SETTLE
+            while not view.peer.settled and time.monotonic() < end:
+                time.sleep(POLL)
         connections = view.connections()
         observed: dict[str, Any] = {"connections": view.opened, "max_in_flight": max_in_flight(connections)}
         if isinstance(view, _PeerView):
