@@ -10,7 +10,11 @@ only), 3.1.7.7 Receive Ping Request (the Ping Response of 2.1.2 / 2.2.7), and th
 and "any packet in the wrong state closes the session".  One
 Acceptor object is one queue manager's listening side: queue-manager state (the
 MessageIDHistoryTable of 3.1.1.3, the incoming transactional sequences) outlives each connection;
-``connection_made`` starts a new session.
+``connection_made`` starts a new session.  What the acceptor keeps of the wire is bounded by
+constants, not by the packets or connections it sees: the MessageIDHistoryTable by its size, the
+MessageIDs received on a session as ranges per source (3.1.5.8.1) and the state per remote queue
+manager for a bounded number of them (:mod:`harness.session.msgids`); an identifier that fell out
+of the bound is judged by no rule.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from harness.session.core import (
     tx_sequence_id,
 )
 from harness.session.messages import delivery_of
+from harness.session.msgids import MAX_REMOTE_QUEUE_MANAGERS, Recent, SentIds
 from harness.session.rules import RuleId
 from harness.session.transitions import Role
 from packets import GUID, NULL_GUID, Packet, PacketKind
@@ -449,8 +454,10 @@ class Acceptor(SessionEngine):
         # Queue manager state (3.1.1.3), kept across sessions.
         self.MessageIDHistoryTable: dict[tuple[bytes, int], float] = {}
         self.message_id_history_size = message_id_history_size
-        # Per remote queue manager: [IncomingTxSequenceID, IncomingTxSequenceNumber] (3.1.1.5).
-        self.incoming_tx: dict[bytes, list[int]] = {}
+        # Per remote queue manager: [IncomingTxSequenceID, IncomingTxSequenceNumber] (3.1.1.5), for
+        # at most MAX_REMOTE_QUEUE_MANAGERS of them, the least recently used forgotten (met again
+        # as a queue manager never seen: a new sequence is accepted, one met mid-way is not).
+        self.incoming_tx: dict[bytes, list[int]] = Recent(MAX_REMOTE_QUEUE_MANAGERS)
         self.TxMessageRejectCount = 0
         self.LastOrderAckSendTime = 0.0
         self.delivered: MutableSequence[Packet] = [] if keep is None else deque(maxlen=keep)
@@ -461,7 +468,7 @@ class Acceptor(SessionEngine):
         self._refused = False
         self._order_ack_ordinal = 0
         self.tx_checker = TxSequenceChecker()  # what the initiators' TransactionHeaders revealed (3.1.1.5)
-        self._session_message_ids: set[tuple[bytes, int]] = set()
+        self._session_message_ids = SentIds()  # (SourceQueueManager, MessageID) received this session
         self._window_reported = False
 
     # -- readings: the acceptor's reading of each interpretation (AcceptorBehaviour) ---------------
@@ -519,7 +526,7 @@ class Acceptor(SessionEngine):
         self.connections += 1
         self._ec_request = None
         self._refused = False
-        self._session_message_ids = set()
+        self._session_message_ids = SentIds()
         self._window_reported = False
         self.LastOrderAckSendTime = self.clock()
         self._stop_timer(Timer.SessionInitialization)
@@ -684,13 +691,9 @@ class Acceptor(SessionEngine):
         uh = packet.UserHeader
         if transactional:
             found += self.tx_checker.check(bytes(self.RemoteQMGuid), packet.TransactionHeader)
-        else:
-            key = (bytes(uh.SourceQueueManager), int(uh.MessageID))
-            if key in self._session_message_ids:
-                found.append(
-                    (RuleId.MQQB_3_1_5_8_1_DUPLICATE, f"MessageID {int(uh.MessageID)} sent twice on this session")
-                )
-            self._session_message_ids.add(key)
+        elif self._session_message_ids.add(bytes(uh.SourceQueueManager), int(uh.MessageID)) is True:
+            # exactly known received before on this session (None: no longer known either way)
+            found.append((RuleId.MQQB_3_1_5_8_1_DUPLICATE, f"MessageID {int(uh.MessageID)} sent twice on this session"))
         return self._report(found, index)
 
     def _connection_lost(self) -> None:

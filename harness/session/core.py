@@ -30,6 +30,7 @@ from harness.session.actions import (
     StartTimer,
     Timer,
 )
+from harness.session.msgids import MAX_SOURCES, Recent
 from harness.session.rules import RuleId, codec_rules, rule
 from harness.session.transitions import Role, transition
 from packets import GUID, NULL_GUID, Packet, PacketError, PacketKind, StreamSplitter
@@ -240,10 +241,13 @@ class TxSequenceChecker:
     """What a receiver sees of a sender's transactional sequences ([MS-MQQB] 3.1.1.5, 3.1.7.1.3),
     per sending queue manager and across sessions: the highest TxSequenceID and, within it, the
     highest TxSequenceNumber seen (accepted or not).  Only what any conformant sender satisfies is
-    checked: a receiver that meets a sender mid-sequence (it started later) learns before it judges."""
+    checked: a receiver that meets a sender mid-sequence (it started later) learns before it judges.
+    At most :data:`~harness.session.msgids.MAX_SOURCES` senders are kept, the least recently seen
+    forgotten (:class:`~harness.session.msgids.Recent`): one met again is met as for the first time,
+    so no rule that needs its past (3.1.1.5 prior, new and next sequence) is judged on it."""
 
     def __init__(self) -> None:
-        self.seen: dict[bytes, tuple[int, int]] = {}
+        self.seen: Recent = Recent(MAX_SOURCES)  # sender -> (TxSequenceID, highest TxSequenceNumber)
 
     def check(self, sender: bytes, th: Container) -> list[Finding]:
         seq_id = tx_sequence_id(th.TxSequenceID)

@@ -10,7 +10,10 @@ Message Event (3.1.7.1.1 MessageID, 3.1.7.1.3 Updating the UserMessage Packet: 3
 (retry connect), 3.1.6.3 (Session Ack Wait), 3.1.6.5 (Transactional Ack Wait), 3.1.6.6 (Session
 Initialization), and 3.1.5.9 Closing a Session with its ConnectionHistory entries on the
 [MS-MQDMPR] 3.1.1.3 OutgoingQueue.  One Initiator object serves one OutgoingQueue across
-reconnections.
+reconnections.  What it keeps of the session is bounded by constants, not by the packets: the
+MessageIDs and TxSequenceIDs it sent as ranges (:class:`harness.session.msgids.Ranges`; a FinalAck
+or OrderAck naming one no longer known either way is judged by neither 3.1.5.7 nor 3.1.5.6) and
+the latest packets received (:class:`harness.session.msgids.Latest`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from harness.session.actions import (
 )
 from harness.session.core import ACK_FLAG_BITS, U16, SessionEngine, check_cp_response, check_ec_response, tx_sequence_id
 from harness.session.messages import MessageTemplate, prepare_message
+from harness.session.msgids import Latest, Ranges
 from harness.session.rules import RuleId
 from harness.session.transitions import Role
 from packets import GUID, NULL_GUID, Packet, PacketKind, base
@@ -209,10 +213,11 @@ class Initiator(SessionEngine):
         self.UnackedSequence: list[int] = []  # TxOutgoingSequence.UnackedSequence (SeqNo values)
         self.LastAckSeqNo = 0  # TxOutgoingSequence.LastAck.SeqNo
         self.ResendIntervalIndex = 0
-        self.used_tx_sequence_ids: set[int] = set()
-        self.sent_message_ids: set[int] = set()
-        self.final_acks: list[Packet] = []
-        self.received: list[Packet] = []
+        # TxSequenceIDs and MessageIDs sent, as ranges (both are assigned in sequence: bounded)
+        self.used_tx_sequence_ids = Ranges()
+        self.sent_message_ids = Ranges()
+        self.final_acks: list[Packet] = Latest()  # python-only: the latest FinalAcks received
+        self.received: list[Packet] = Latest()  # python-only: the latest UserMessages received
         self._dispatch: deque[int] = deque()
         self._sent: dict[int, OutgoingMessagePosition] = {}  # sent on this session (SequenceNumber != 0)
         self._tx_numbers: list[int] = []  # TxSequenceNumbers in the table, sorted
@@ -707,7 +712,7 @@ class Initiator(SessionEngine):
             self._violation(RuleId.MQQB_3_1_5_1_3_MALFORMED, "OrderAck Packet without an OrderAck Body", index)
             return
         seq_id, number = tx_sequence_id(body.TxSequenceID), int(body.TxSequenceNumber)
-        if seq_id not in self.used_tx_sequence_ids or (
+        if self.used_tx_sequence_ids.sent(seq_id) is False or (
             seq_id == self.OutgoingTxSequenceID and number >= self.OutgoingTxSequenceNumber
         ):
             self._violation(
@@ -741,7 +746,8 @@ class Initiator(SessionEngine):
         if not self._accepts(PacketKind.FinalAck, packet, index):
             return
         self._count_received(packet, recoverable=packet.UserHeader.Flags.DM == 1)
-        if packet.body is not None and int(packet.body.MessageID) not in self.sent_message_ids:
+        # a MessageID no longer known either way (sent(...) None) is not judged
+        if packet.body is not None and self.sent_message_ids.sent(int(packet.body.MessageID)) is False:
             self._violation(
                 RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, f"FinalAck for MessageID {int(packet.body.MessageID)}", index
             )

@@ -24,14 +24,36 @@ session (one per outgoing queue), but a sender may start any number: :class:`Hig
 highest number of at most :data:`MAX_SEQUENCES` of them, the least recently used forgotten, and a
 sequence that may have been forgotten (its TxSequenceID no higher than one forgotten) is unknown
 (None): no OrderAck is judged unsent on it.
+
+The engines use the same pieces: the Acceptor's MessageIDs of one session (3.1.5.8.1) are a
+:class:`SentIds`, the Initiator's own MessageIDs (3.1.5.7) and TxSequenceIDs (3.1.5.6) are each one
+:class:`Ranges` (numbers it assigns in sequence, [MS-MQQB] 3.1.7.1.1, 3.1.1.5), and what is kept per
+sending queue manager (the transactional sequences of 3.1.1.5 as a receiver sees them; the
+IncomingTransactionalTransferInfo of [MS-MQDMPR] 3.1.1.5) is a :class:`Recent` mapping of at most
+:data:`MAX_SOURCES` or :data:`MAX_REMOTE_QUEUE_MANAGERS` keys, the least recently used forgotten: a
+sender forgotten is met again as one never seen, and no rule that needs its past is judged on it.
+The packets an engine keeps for its caller (the Initiator's FinalAcks and received UserMessages)
+are the :data:`PACKETS_KEPT` latest (:class:`Latest`); each was handed out as an action already.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections import OrderedDict
+from typing import Any
 
-__all__ = ["MAX_RANGES", "MAX_SEQUENCES", "MAX_SOURCES", "Highest", "SentIds"]
+__all__ = [
+    "MAX_RANGES",
+    "MAX_REMOTE_QUEUE_MANAGERS",
+    "MAX_SEQUENCES",
+    "MAX_SOURCES",
+    "PACKETS_KEPT",
+    "Highest",
+    "Latest",
+    "Ranges",
+    "Recent",
+    "SentIds",
+]
 
 #: ranges of consecutive MessageIDs kept exactly per source queue manager
 MAX_RANGES = 32
@@ -39,17 +61,22 @@ MAX_RANGES = 32
 MAX_SOURCES = 256
 #: transactional sequences kept per endpoint and session
 MAX_SEQUENCES = 1024
+#: remote queue managers whose incoming transactional sequence a receiving queue manager keeps
+MAX_REMOTE_QUEUE_MANAGERS = 4096
+#: packets an engine keeps of those it received, for its caller to look at (python-only)
+PACKETS_KEPT = 1024
 
 
-class _Ranges:
-    """The MessageIDs of one source: disjoint, non-adjacent ranges ``[starts[i], ends[i]]`` in
-    increasing order, and below them the span ``fuzzy`` of folded ranges (unknown inside).
+class Ranges:
+    """The MessageIDs of one source (or any numbers given in sequence): disjoint, non-adjacent
+    ranges ``[starts[i], ends[i]]`` in increasing order, and below them the span ``fuzzy`` of
+    folded ranges (unknown inside).
     ``partial``: the source may have been forgotten before (what it sent then is not here), so
     an identifier outside the ranges is unknown, not unsent."""
 
     __slots__ = ("ends", "fuzzy", "partial", "starts")
 
-    def __init__(self, partial: bool) -> None:
+    def __init__(self, partial: bool = False) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.fuzzy: tuple[int, int] | None = None
@@ -112,7 +139,7 @@ class SentIds:
     __slots__ = ("_sources", "forgot")
 
     def __init__(self) -> None:
-        self._sources: OrderedDict[bytes, _Ranges] = OrderedDict()
+        self._sources: OrderedDict[bytes, Ranges] = OrderedDict()
         self.forgot = False  #: a source was forgotten: an unknown source may have been sent before
 
     def add(self, source: bytes, message_id: int) -> bool | None:
@@ -121,7 +148,7 @@ class SentIds:
         sources = self._sources
         ranges = sources.get(source)
         if ranges is None:
-            ranges = sources[source] = _Ranges(self.forgot)
+            ranges = sources[source] = Ranges(self.forgot)
             if len(sources) > MAX_SOURCES:
                 sources.popitem(last=False)
                 self.forgot = True
@@ -186,3 +213,43 @@ class Highest:
 
     def __len__(self) -> int:
         return len(self._seen)
+
+
+class Recent(OrderedDict[Any, Any]):
+    """A mapping of at most ``limit`` keys: setting a key, or :meth:`setdefault` on one, makes it
+    the most recent, and beyond ``limit`` the least recent is forgotten (``forgot`` becomes True).
+    A reader treats a key it does not find as never seen, so what it judges on a forgotten key is
+    only what a first meeting allows."""
+
+    def __init__(self, limit: int = MAX_SOURCES) -> None:
+        super().__init__()
+        self.limit = limit
+        self.forgot = False
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        if len(self) > self.limit:
+            self.popitem(last=False)
+            self.forgot = True
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        self[key] = default
+        return default
+
+
+class Latest(list[Any]):
+    """A list that keeps only the ``limit`` items appended last (a list still: it compares equal to
+    one)."""
+
+    def __init__(self, limit: int = PACKETS_KEPT) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        if len(self) > self.limit:
+            del self[0]
