@@ -14,7 +14,7 @@ import os
 import secrets
 import socket
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness.errors import HarnessError
@@ -103,15 +103,21 @@ class RemoteStagedOutput:
     """:class:`harness.outdir.StagedOutput` on a pyarrow file system: written into a hidden sibling
     ``.NAME.partial-<host>-<pid>-<random>``, the marker listing every file, then moved into place;
     an existing folder is replaced only when it is empty or holds a previous output of the command
-    and nothing else (or with ``force``).  Where the file system's move is not atomic (object
-    stores copy), a reader may see the folder being filled; a failed run removes its sibling."""
+    and nothing else -- no file and no folder it did not write (or with ``force``).  The previous
+    output is moved aside (``.NAME.old-...``) and removed only once the new one is in place; when
+    the new one cannot be moved in, the previous one is moved back.  Where the file system's move
+    is not atomic (object stores copy), a reader may see the folder being filled; a failed run
+    removes its sibling."""
 
     def __init__(self, target: OutTarget, command: str, *, force: bool = False) -> None:
         self.fs, self.final, self.command, self.force = target.fs, target.path, command, force
-        parent, _, name = self.final.rpartition("/")
-        self.path = f"{parent}/.{name}.partial-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+        self.path = self._sibling("partial")
         self.folder = FsFolder(self.fs, self.path)  # what the executors write into
         self.committed = False
+
+    def _sibling(self, kind: str) -> str:
+        parent, _, name = self.final.rpartition("/")
+        return f"{parent}/.{name}.{kind}-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
 
     def refusal(self) -> str:
         from pyarrow.fs import FileType
@@ -131,7 +137,12 @@ class RemoteStagedOutput:
             except OSError:
                 marker = None
         listed = listed_files(marker, self.command) or set()
-        foreign = sorted(n for n, e in names.items() if e.type != FileType.Directory and n not in listed | {MARKER})
+        folders = {str(p) for f in listed for p in PurePosixPath(f).parents}  # those the listed files lie in
+        foreign = sorted(
+            n + "/" if e.type == FileType.Directory else n
+            for n, e in names.items()
+            if (n not in folders if e.type == FileType.Directory else n not in listed | {MARKER})
+        )
         if foreign and not self.force:
             return not_written("--out", self.final, self.command, foreign)
         return ""
@@ -161,8 +172,24 @@ class RemoteStagedOutput:
         if why:
             self.committed = True  # kept where it was written
             raise OSError(f"{why} (this run's output is left in {self.path})")
+        old = None
         if self.fs.get_file_info(self.final).type != FileType.NotFound:
-            self.fs.delete_dir(self.final)
-        self.fs.move(self.path, self.final)
+            old = self._sibling("old")
+            self.fs.move(self.final, old)
+        try:
+            self.fs.move(self.path, self.final)
+        except BaseException as e:
+            if old is not None:
+                try:
+                    self.fs.move(old, self.final)
+                except OSError as back:
+                    raise OSError(
+                        f"--out {self.final}: the output could not be moved into place ({e}), nor the previous "
+                        f"one back ({back}): it is left in {old}, this run's in {self.path}"
+                    ) from e
+            raise
         self.committed = True
+        if old is not None:
+            with contextlib.suppress(OSError):
+                self.fs.delete_dir(old)
         return self.final

@@ -131,3 +131,60 @@ def test_the_executors_write_the_tables_through_a_pyarrow_file_system(tmp_path: 
 def test_conf_takes_key_value(tmp_path: Path) -> None:
     result = _pipeline(tmp_path, "x.pcap", "--out", "o", "--conf", "spark.executor.memory")
     assert result.returncode == 2 and "expected KEY=VALUE" in result.stderr
+
+
+def test_a_uri_output_keeps_the_folders_a_user_made_in_a_previous_output(tmp_path: Path) -> None:
+    """A folder the previous output did not make (even empty) is the user's: refused, never removed."""
+    final = tmp_path / "tables"
+    first = RemoteStagedOutput(_local_target(final), "pipeline")
+    with first:
+        first.fs.create_dir(first.folder.join("packets"))
+        first.write_text("packets/part-0.parquet", "p")
+        first.commit()
+    (final / "mine").mkdir()
+    (final / "packets" / "kept").mkdir()
+    again = RemoteStagedOutput(_local_target(final), "pipeline")
+    why = again.refusal()
+    assert "mine/" in why and "packets/kept/" in why, why
+    with again:
+        again.write_text("summary.json", "{}")
+        with pytest.raises(OSError, match="mine/"):
+            again.commit()
+    assert (final / "mine").is_dir() and (final / "packets" / "kept").is_dir()
+    assert (final / "packets" / "part-0.parquet").read_text() == "p"
+
+
+class _MoveInFails(LocalFileSystem):
+    """pyarrow's local file system, whose move of a finished output into place fails (as a copy into
+    an object store may, mid-way): every other move is the real one."""
+
+    def __init__(self, final: str) -> None:
+        super().__init__()
+        self.final = final
+
+    def move(self, src: str, dest: str) -> None:
+        if dest == self.final and ".partial-" in src:
+            raise OSError(f"{dest}: moving the output in failed")
+        super().move(src, dest)
+
+
+def test_a_uri_output_replaces_the_previous_one_only_once_it_is_in_place(tmp_path: Path) -> None:
+    """The previous output stays until the new one is in place: a move that fails leaves it whole."""
+    final = tmp_path / "tables"
+    first = RemoteStagedOutput(_local_target(final), "pipeline")
+    with first:
+        first.write_text("summary.json", '{"run": 1}')
+        first.commit()
+    target = OutTarget(str(final), uri=f"file://{final}", fs=_MoveInFails(str(final)), path=str(final))
+    second = RemoteStagedOutput(target, "pipeline")
+    with second, pytest.raises(OSError, match="moving the output in failed"):
+        second.write_text("summary.json", '{"run": 2}')
+        second.commit()
+    assert (final / "summary.json").read_text() == '{"run": 1}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tables"]  # nothing left aside
+    third = RemoteStagedOutput(_local_target(final), "pipeline")
+    with third:
+        third.write_text("summary.json", '{"run": 3}')
+        third.commit()
+    assert (final / "summary.json").read_text() == '{"run": 3}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tables"]
