@@ -21,6 +21,13 @@ row names its competitor.  Compared, on the same file, each run ``BENCH_PIPELINE
 - scapy: ``rdpcap`` with the MSMQ scapy layers bound to TCP 1801, on the first ``SCAPY_FRAMES``
   frames (its rate is per frame).
 
+Every row states its start-up apart: ``startup`` says "in process, no start-up" for work timed
+inside the benchmark's own process; rows that time a process carry the start-up's own figures
+(``startup_cpu_s_*`` of the process tree, ``startup_wall_s_*``, ``startup_*peak*``) and their
+rates are given both with it and with it taken off (``*_after_startup``).  Every rate "per
+CPU-second" of a Spark run counts the CPU of its whole process tree (driver, JVM, Python
+workers); the in-process rows count this process's.
+
 Rows with a target carry it and whether it is met (``yes`` / ``no``): at least 30 MB per
 CPU-second of the process tree end to end (decode + session checks + Parquet), the one-process
 path at least 40; local[2] at least 1.8x local[1] and faster than one process (wall).  The
@@ -36,13 +43,15 @@ packet parsed once, for its row and for the observer).
 
 Decode memory: peak resident memory of ``msmq-harness decode --json`` written to /dev/null, on
 captures of ``BENCH_PIPELINE_DECODE_SESSIONS`` (default 13,000 sessions, about 185 MB; 1,000 with
---quick; 0 skips it) and twice as many sessions: it must not grow with the capture.
+--quick; 0 skips it) and twice as many sessions: it must not grow with the capture; the start-up's
+is ``decode --help`` (the interpreter and decode's imports).
 
 Driver memory: ``msmq-harness pipeline --master local[2]`` in a subprocess on captures of half and
 all of ``BENCH_PIPELINE_BIG_BYTES`` (default 2,000,000,000; 50,000,000 with --quick; 0 skips it),
 with the
 resident memory of the driver (its Python process and the Spark driver JVM it starts) and of the
-whole process tree (with the Python workers) sampled from /proc every 0.1 s.
+whole process tree (with the Python workers) sampled from /proc every 0.1 s; the start-up's is the
+same command on a capture of about 1.2 MB.
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ TARGET_MB_PER_CORE = 30.0  # issue 23: per CPU-second of the whole process tree
 TARGET_ONE_PROCESS_MB_PER_CORE = 40.0  # issue 23
 TARGET_LOCAL2_VS_LOCAL1 = 1.8
 TARGET_LOCAL2_VS_ONE_PROCESS = 1.0  # faster than one process
+IN_PROCESS = "in process, no start-up"
 
 T = TypeVar("T")
 
@@ -269,6 +279,14 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         }
         startup["one_process_s"], _ = _best(repeat, lambda: _one_process(tiny, folder / "tiny-one"))
         local_cpu = _cpu_of(lambda: _one_process(path, folder / "one"))
+        spark_cpu = {cores: spark[cores]["cpu"] for cores in spark}
+        # CPU of the whole process tree with the start-up's taken off
+        warm_cpu = {cores: max(spark_cpu[cores] - spark_startup[cores]["cpu"], 1e-6) for cores in spark}
+        startup_fields: dict[str, Any] = {
+            "startup_cpu_s_local2": round(spark_startup[2]["cpu"], 2),
+            "startup_cpu_s_local1": round(spark_startup[1]["cpu"], 2),
+            "startup_one_process": IN_PROCESS,
+        }
         struct_s, struct_payload = _best(repeat, lambda: _struct_loop(path), time.process_time)
         _dpkt_check = _dpkt(path)
         assert struct_payload == _dpkt_check, (struct_payload, _dpkt_check)
@@ -284,13 +302,14 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         dissected = rdpcap(str(small))
         layers = sum(1 for p in dissected for _ in _msmq_layers(p))
         scapy_s = time.perf_counter() - t
-        scapy_rate = len(dissected) / scapy_s
+        scapy_cpu, _ = _best(1, lambda: rdpcap(str(small)), time.process_time)
+        scapy_rate = len(dissected) / scapy_cpu
         scapy_reader_mb = _scapy_reader(small)
         per_core = {  # MB per CPU-second of the whole process tree
             "pipeline_local2": mb / spark[2]["cpu"],
             "pipeline_local1": mb / spark[1]["cpu"],
-            "pipeline_local2_after_startup": mb / max(spark[2]["cpu"] - spark_startup[2]["cpu"], 1e-6),
-            "pipeline_local1_after_startup": mb / max(spark[1]["cpu"] - spark_startup[1]["cpu"], 1e-6),
+            "pipeline_local2_after_startup": mb / warm_cpu[2],
+            "pipeline_local1_after_startup": mb / warm_cpu[1],
             "one_process": mb / local_cpu,
             "competitor_struct_loop": mb / struct_s,
             "dpkt_iteration": mb / dpkt_s,
@@ -304,12 +323,14 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "name": f"synth capture ({records:,} frames, {mb:.0f} MB)",
                 "unit": "frames/s",
                 "competitor": "none (the benchmark's input)",
+                "startup": IN_PROCESS,
                 "synth": records / synth_s,
             },
             {
                 "name": "reading a pcap to TCP payloads (the reader's ceiling)",
                 "unit": "MB/s per CPU-second",
                 "competitor": "a struct/memoryview loop",
+                "startup": IN_PROCESS,
                 "struct_memoryview_loop": mb / struct_s,
                 "dpkt": mb / dpkt_s,
                 "scapy_PcapReader": scapy_reader_mb,
@@ -321,6 +342,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "name": "end to end: decode + session checks + Parquet, each Spark run a fresh process",
                 "unit": "MB/s per CPU-second of the process tree",
                 "competitor": "the struct/memoryview reading loop (reading alone)",
+                **startup_fields,
                 **per_core,
                 "wall_MB_s_local2": mb / spark_s[2],
                 "wall_MB_s_local1": mb / spark_s[1],
@@ -339,6 +361,11 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "name": "local[2] speed-up (same capture, wall, each a fresh process)",
                 "unit": "x",
                 "competitor": "local[1] and the one-process path",
+                "startup_wall_s_local2": round(spark_startup[2]["wall"], 2),
+                "startup_wall_s_local1": round(spark_startup[1]["wall"], 2),
+                "startup_one_process": IN_PROCESS,
+                "local2_vs_local1_after_startup": (spark_s[1] - spark_startup[1]["wall"])
+                / max(spark_s[2] - spark_startup[2]["wall"], 1e-6),
                 "local2_vs_local1": local2_vs_local1,
                 "target_vs_local1": TARGET_LOCAL2_VS_LOCAL1,
                 "vs_local1_met": _met(local2_vs_local1 >= TARGET_LOCAL2_VS_LOCAL1),
@@ -351,11 +378,15 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 f"({tiny_records:,} frames)",
                 "unit": "s",
                 "competitor": "the one-process path",
+                "startup": "this row is the start-up: the whole command on a capture with almost nothing to do",
                 **startup,
             },
             {
                 "name": "TCP segments analysed in the reading task vs shuffled (local[2])",
                 "unit": "segments",
+                "competitor": "none: a count (segments the reading tasks analysed themselves against those "
+                "the shuffle moved), the ideal being no shuffle",
+                "startup": "not applicable (a count)",
                 "read_task": summary["read_task_segments"],
                 "shuffled": summary["shuffled_segments"],
                 "shuffled_pct": 100 * summary["shuffled_segments"] / max(1, segments),
@@ -365,31 +396,40 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "first_pass_s": summary["first_pass_seconds"],
             },
             {
-                "name": "frames decoded to MSMQ packets and sessions (dpkt: per CPU-second)",
-                "unit": "frames/s",
-                "competitor": "scapy rdpcap with the project's MSMQ layers",
-                "pipeline_local2": records / spark_s[2],
-                "pipeline_local1": records / spark_s[1],
-                "one_process": records / local_s,
+                "name": "frames decoded to MSMQ packets and sessions",
+                "unit": "frames per CPU-second of the process tree",
+                "competitor": "scapy rdpcap with the project's MSMQ layers (in process)",
+                **startup_fields,
+                "pipeline_local2": records / spark_cpu[2],
+                "pipeline_local1": records / spark_cpu[1],
+                "pipeline_local2_after_startup": records / warm_cpu[2],
+                "pipeline_local1_after_startup": records / warm_cpu[1],
+                "one_process": records / local_cpu,
                 "dpkt_iteration": records / dpkt_s,
                 "scapy_rdpcap": scapy_rate,
-                "pipeline_vs_scapy": records / spark_s[2] / scapy_rate,
-                "one_process_vs_scapy": records / local_s / scapy_rate,
+                "pipeline_local2_vs_scapy": records / spark_cpu[2] / scapy_rate,
+                "one_process_vs_scapy": records / local_cpu / scapy_rate,
             },
             {
                 "name": "MSMQ packets decoded and checked",
-                "unit": "packets/s",
-                "competitor": "scapy rdpcap with the project's MSMQ layers",
-                "pipeline_local2": summary["packets"] / spark_s[2],
-                "pipeline_local1": summaries[1]["packets"] / spark_s[1],
-                "one_process": msmq_packets / local_s,
-                "scapy_rdpcap": layers / scapy_s,
+                "unit": "packets per CPU-second of the process tree",
+                "competitor": "scapy rdpcap with the project's MSMQ layers (in process)",
+                **startup_fields,
+                "pipeline_local2": summary["packets"] / spark_cpu[2],
+                "pipeline_local1": summaries[1]["packets"] / spark_cpu[1],
+                "pipeline_local2_after_startup": summary["packets"] / warm_cpu[2],
+                "pipeline_local1_after_startup": summaries[1]["packets"] / warm_cpu[1],
+                "one_process": msmq_packets / local_cpu,
+                "scapy_rdpcap": layers / scapy_cpu,
                 "msmq_packets": summary["packets"],
             },
             {
-                "name": "wall time",
+                "name": "wall time (load on the machine included)",
                 "unit": "s",
-                "competitor": "-",
+                "competitor": "the one-process path and scapy rdpcap (in process)",
+                "startup_wall_s_local2": round(spark_startup[2]["wall"], 2),
+                "startup_wall_s_local1": round(spark_startup[1]["wall"], 2),
+                "startup_one_process": IN_PROCESS,
                 "pipeline_local2": spark_s[2],
                 "pipeline_local1": spark_s[1],
                 "one_process": local_s,
@@ -403,6 +443,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "name": "packets.parse calls per MSMQ packet (one process)",
                 "unit": "calls",
                 "competitor": "one call",
+                "startup": IN_PROCESS,
                 "calls": calls_per_packet,
             }
         )
@@ -418,6 +459,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
 
 BYTES_PER_SESSION = 10_050  # synth's sessions, on average, in a classic pcap file
+TINY_BYTES = 120 * BYTES_PER_SESSION  # the start-up's capture, as the tiny capture of run()
 
 
 def _parse_calls(path: Path) -> int:
@@ -476,6 +518,9 @@ def _decode_memory(folder: Path, sessions: int) -> dict[str, Any]:
         "unit": "MiB",
         "competitor": "itself on half the capture (flat: streaming)",
     }
+    rss, wall = _peak_rss([sys.executable, "-m", "harness.cli", "decode", "--help"])
+    row["startup_peak"] = round(rss / 2**20)  # the interpreter and decode's imports, no capture
+    row["startup_wall_s"] = round(wall, 1)
     for scale in (1, 2):
         path = folder / f"decode-{scale}x.pcap"
         synthesize(path, sessions * scale, 0.02, seed=11, manifest=folder / f"decode-{scale}x.json")
@@ -548,10 +593,14 @@ def _driver_memory(folder: Path, size: int) -> dict[str, Any]:
     the JVM's own heap growth)."""
     half, driver_half, tree_half, wall_half = _driver_peak(folder, size // 2)
     full, driver, tree, wall = _driver_peak(folder, size)
+    _tiny, driver_startup, tree_startup, wall_startup = _driver_peak(folder, TINY_BYTES)
     return {
         "name": f"driver memory, {half / 1e9:.2f} GB and {full / 1e9:.2f} GB captures on local[2]",
         "unit": "MiB (limit 2048)",
         "competitor": "itself on half the capture, and the 2 GiB limit",
+        "startup_driver_peak": round(driver_startup / 2**20),
+        "startup_process_tree_peak": round(tree_startup / 2**20),
+        "startup_wall_s": round(wall_startup, 1),
         "driver_peak_half": round(driver_half / 2**20),
         "driver_peak": round(driver / 2**20),
         "driver_full_over_half": round(driver / max(1, driver_half), 2),
