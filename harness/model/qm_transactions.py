@@ -86,18 +86,27 @@ class Transactions(Timers):
         apply: Callable[[TransactionalOperation, MessagePosition, Queue], None],
     ) -> MQStatus:
         """The loop 3.1.4.4 and 3.1.4.5 share: ``apply`` each TransactionalOperation in order,
-        removing it from the collection after it, then remove the Transaction."""
+        removing it from the collection after it, then remove the Transaction.
+
+        The operations applied are removed together once the loop ends (or stops on an error), not
+        one by one from the front, which moved every later one each time: linear in the number of
+        operations, not quadratic.  Nothing reads the collection while the loop runs; one appended
+        meanwhile is applied too, as before."""
         transObj = self.TransactionCollection.get(iTransactionIdentifier)
         if transObj is None:
             return MQStatus.MQ_ERROR_TRANSACTION_SEQUENCE
         ops = transObj.TransactionalOperationCollection
-        while ops:
-            transOp = ops[0]
-            pos = transOp.MessagePositionReference
-            queue = pos.QueueReference
-            assert queue is not None
-            apply(transOp, pos, queue)
-            # Remove transOp from transObj.TransactionalOperationCollection.
-            ops.pop(0)
+        done = 0
+        try:
+            while done < len(ops):
+                transOp = ops[done]
+                pos = transOp.MessagePositionReference
+                queue = pos.QueueReference
+                assert queue is not None
+                apply(transOp, pos, queue)
+                done += 1
+        finally:
+            # Remove each transOp applied from transObj.TransactionalOperationCollection.
+            del ops[:done]
         del self.TransactionCollection[iTransactionIdentifier]
         return _OK
