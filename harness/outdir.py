@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 import socket
+import stat
 from pathlib import Path
 from types import TracebackType
 
@@ -272,11 +273,22 @@ class StagedOutput:
 
 def write_file_atomically(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to a temporary sibling of ``path``, then rename it into place: ``path``
-    is either as it was or whole, never a partial file."""
-    final = Path(path)
+    is either as it was or whole, never a partial file.  A link is followed (the file it names
+    is replaced, the link stays), an existing file keeps its permission bits, and what is no
+    regular file (a pipe, ``/dev/stdout``) is written to as it is: there is nothing to replace."""
+    final = Path(os.path.realpath(path))
+    try:
+        mode: int | None = os.stat(final).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        final.write_text(text, encoding="utf-8")
+        return
     tmp = final.parent / f".{final.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
     try:
         tmp.write_text(text, encoding="utf-8")
+        if mode is not None and stat.S_ISREG(mode):
+            os.chmod(tmp, stat.S_IMODE(mode))
         os.replace(tmp, final)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -565,9 +565,12 @@ settle, answered differently (a failure only under --strict).</p>
 
 
 def write_html(run: RunResult, path: str | os.PathLike[str], *, title: str = "MSMQ conformance report") -> Path:
-    """Write the HTML report of ``run`` to ``path``; returns the path."""
+    """Write the HTML report of ``run`` to ``path``, whole or not at all (a previous report stays
+    until the new one is complete: harness.outdir.write_file_atomically); returns the path."""
+    from harness.outdir import write_file_atomically
+
     out = Path(path)
-    out.write_text(render_html(run, title=title, base=out.parent), encoding="utf-8")
+    write_file_atomically(out, render_html(run, title=title, base=out.parent))
     return out
 
 

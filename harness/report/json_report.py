@@ -105,9 +105,12 @@ def render_json(run: RunResult, *, metadata: Mapping[str, Any] | None = None) ->
 
 
 def write_json(run: RunResult, path: str | os.PathLike[str], *, metadata: Mapping[str, Any] | None = None) -> Path:
-    """Write the JSON report of ``run`` to ``path``; returns the path."""
+    """Write the JSON report of ``run`` to ``path``, whole or not at all (a previous report stays
+    until the new one is complete: harness.outdir.write_file_atomically); returns the path."""
+    from harness.outdir import write_file_atomically
+
     out = Path(path)
-    out.write_text(render_json(run, metadata=metadata), encoding="utf-8")
+    write_file_atomically(out, render_json(run, metadata=metadata))
     return out
 
 

@@ -229,9 +229,12 @@ def render_junit(run: RunResult, *, per_document: bool = False) -> str:
 
 
 def write_junit(run: RunResult, path: str | os.PathLike[str], *, per_document: bool = False) -> Path:
-    """Write the JUnit XML of ``run`` to ``path``; returns the path."""
+    """Write the JUnit XML of ``run`` to ``path``, whole or not at all (a previous report stays
+    until the new one is complete: harness.outdir.write_file_atomically); returns the path."""
+    from harness.outdir import write_file_atomically
+
     out = Path(path)
-    out.write_text(render_junit(run, per_document=per_document), encoding="utf-8")
+    write_file_atomically(out, render_junit(run, per_document=per_document))
     return out
 
 
