@@ -30,7 +30,7 @@ tshark:
 
 run: setup
 	$(BIN)/msmq-harness run cases --junit reports/junit.xml --json reports/results.json --html reports/report.html
-	$(BIN)/msmq-harness demo --out reports
+	$(BIN)/msmq-harness demo --out reports/demo
 
 test: setup browser tshark
 	$(BIN)/python -m pytest -n 4 --dist loadgroup -q --durations=20

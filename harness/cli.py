@@ -244,23 +244,37 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    frames = sorted((FIXTURES / "mqqb-examples").glob("*.hex"))
-    text: list[str] = []
-    lines: list[str] = []
-    problems = 0
-    for frame in frames:
-        for report in decode_file(frame):
-            problems += _print_report(report, False, text)
-            _print_report(report, True, lines)
-    (out_dir / "examples.txt").write_text("\n".join(text) + "\n")
-    (out_dir / "examples.jsonl").write_text("\n".join(lines) + "\n")
-    print(f"decoded {len(frames)} example frames of [MS-MQQB] section 4, {problems} problems")
-    print(f"reports: {out_dir / 'examples.txt'}, {out_dir / 'examples.jsonl'}")
-    from harness.fuzz.demo import fuzz_demo  # the fuzzer finding a fault of the simulated peer (docs/fuzz.md)
+    """``--out DIR`` is written beside its place and put there when complete (harness.outdir)."""
+    from harness.outdir import OutputError, StagedOutput, refusal
 
-    print(fuzz_demo(out_dir / "fuzz"))
+    shown = Path(args.out)
+    why = refusal(shown, "demo", force=args.force)
+    if why:
+        print(f"msmq-harness demo: {why}", file=sys.stderr)
+        return 2
+    with StagedOutput(shown, "demo", force=args.force) as stage:
+        out_dir = stage.path
+        frames = sorted((FIXTURES / "mqqb-examples").glob("*.hex"))
+        text: list[str] = []
+        lines: list[str] = []
+        problems = 0
+        for frame in frames:
+            for report in decode_file(frame):
+                problems += _print_report(report, False, text)
+                _print_report(report, True, lines)
+        (out_dir / "examples.txt").write_text("\n".join(text) + "\n")
+        (out_dir / "examples.jsonl").write_text("\n".join(lines) + "\n")
+        print(f"decoded {len(frames)} example frames of [MS-MQQB] section 4, {problems} problems")
+        from harness.fuzz.demo import fuzz_demo  # the fuzzer finding a fault of the simulated peer (docs/fuzz.md)
+
+        found = fuzz_demo(out_dir / "fuzz", shown / "fuzz")
+        try:
+            stage.commit()
+        except OutputError as e:
+            print(f"msmq-harness demo: {e}", file=sys.stderr)
+            return 2
+    print(f"reports: {shown / 'examples.txt'}, {shown / 'examples.jsonl'}")
+    print(found)
     return 1 if problems or not frames else 0
 
 
@@ -351,7 +365,12 @@ def _add_decode_parsers(sub: Any) -> None:
     decode.set_defaults(func=cmd_decode)
 
     demo = sub.add_parser("demo", help="decode the bundled example frames and write reports")
-    demo.add_argument("--out", default="reports", metavar="DIR", help="where to write the reports (default reports/)")
+    demo.add_argument(
+        "--out", default="reports/demo", metavar="DIR", help="where to write the reports (default reports/demo/)"
+    )
+    demo.add_argument(
+        "--force", action="store_true", help="replace --out even when it holds files the demo did not write"
+    )
     demo.set_defaults(func=cmd_demo)
 
 

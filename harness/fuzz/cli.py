@@ -3,16 +3,20 @@
 ``msmq-harness fuzz --target mqqb://HOST:PORT[?ping=PORT][&scale=S][&queue=ID][&tx-queue=ID]``
 plays the initiator of [MS-MQQB] 2.1.1 sessions against the acceptor (harness.fuzz.engine) and
 writes its findings, each a minimal wire case and a pcap, with ``report.json`` and
-``report.html`` into ``--out``.  Safe by default: only a loopback address, or one named with
-``--allow``; bounded by ``--max-packets`` and ``--duration``; paced by ``--rate``; stopped by
-the first confirmed crash unless ``--continue``.  ``--replay CASE.yaml`` runs finding cases
+``report.html`` into ``--out``: a folder written beside its place and put there when the run ends
+(harness.outdir; an existing one is replaced only when it holds a previous run's output and
+nothing else, or with ``--force``; an interrupted run, Ctrl-C, still puts its reports there).
+Safe by default: only a loopback address, or one named with ``--allow``; bounded by
+``--max-packets`` and ``--duration``; paced by ``--rate``; stopped by the first confirmed crash
+unless ``--continue``.  ``--replay CASE.yaml`` runs finding cases
 against the target instead: exit 0 when they pass (the fault is gone); with ``--target cmd:...``,
 the sender's finding cases (initiator wire cases whose simulated acceptor replies with the fuzzed
 packet).
 
 Exit status: 0 nothing found (or the replayed cases pass), 1 findings (or a replayed case still
 fails), 2 a usage or set-up error (a target that is not allowed, neither ``mqqb://`` nor ``cmd:``,
-or that does not serve at all).
+or that does not serve at all; an ``--out`` that holds files no previous run wrote), 130 interrupted
+(its reports written).
 
 ``--target "cmd:ADAPTER"`` fuzzes the sender behind an adapter (docs/adapters.md, capability
 ``wire:initiator``) instead, the fuzzer acting as the acceptor it connects to (harness.fuzz.sender).
@@ -28,7 +32,10 @@ from typing import Any
 
 from harness.argtypes import count, seconds
 
-__all__ = ["add_parser", "cmd_fuzz"]
+__all__ = ["COMMAND", "add_parser", "cmd_fuzz"]
+
+COMMAND = "fuzz"  # the command an --out folder's marker names (harness.outdir)
+INTERRUPTED = 130
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -73,6 +80,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--out", default="fuzz-findings", metavar="DIR", help="cases, pcaps and reports (default fuzz-findings/)"
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an --out folder even when it holds files no previous fuzz run wrote (they are deleted)",
+    )
     p.add_argument("--state", action="append", default=[], metavar="NAME", help="fuzz only in this session state")
     p.add_argument("--kind", action="append", default=[], metavar="KIND", help="inject only this packet kind")
     p.add_argument(
@@ -107,6 +119,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     for kind in args.kind:
         if kind not in KINDS:
             return _fail(f"--kind {kind}: expected one of {', '.join(KINDS)}")
+    why = "" if args.replay else _refusal(args)
+    if why:
+        return _fail(why)
     if target.startswith("cmd:"):
         return _fuzz_sender(args)
     try:
@@ -133,10 +148,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        report = Fuzzer(options, lambda line: print(line, flush=True)).run()
+        return _fuzz_into(args, Fuzzer(options, lambda line: print(line, flush=True)))
     except TargetDown as e:
         return _fail(f"{target} does not serve: {e}")
-    return _write(report, options.out)
 
 
 def _options(args: argparse.Namespace, address: tuple[str, int], scale: float) -> Any:
@@ -187,25 +201,47 @@ def _fuzz_sender(args: argparse.Namespace) -> int:
             flush=True,
         )
         try:
-            report = fuzzer.run()
+            return _fuzz_into(args, fuzzer)
         except TargetDown as e:
             return _fail(f"{args.target} does not serve: {e}")
         finally:
             fuzzer.close()
     finally:
         target.close()
-    return _write(report, options.out)
 
 
-def _write(report: Any, out: Path) -> int:
+def _refusal(args: argparse.Namespace) -> str:
+    """ "" when the run's output may be put at ``--out`` (harness.outdir.refusal), else why not."""
+    from harness.outdir import refusal
+
+    return refusal(args.out, COMMAND, force=args.force)
+
+
+def _fuzz_into(args: argparse.Namespace, fuzzer: Any) -> int:
+    """Run ``fuzzer``, its cases, pcaps and reports written into a temporary sibling of ``--out``
+    put in place when the run ends (harness.outdir.StagedOutput); interrupted (Ctrl-C), the
+    rounds done so far are reported."""
     from harness.fuzz.findings import text_report, write_html, write_json
+    from harness.outdir import OutputError, StagedOutput
 
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(report, out / "report.json")
-    write_html(report, out / "report.html")
+    shown = Path(args.out)
+    with StagedOutput(shown, COMMAND, force=args.force) as stage:
+        fuzzer.o.out, fuzzer.o.shown = stage.path, shown
+        interrupted = False
+        try:
+            report = fuzzer.run()
+        except KeyboardInterrupt:
+            report, interrupted = fuzzer.report, True
+            report.stopped = "interrupted (Ctrl-C)"
+        write_json(report, stage.path / "report.json")
+        write_html(report, stage.path / "report.html")
+        try:
+            stage.commit()
+        except OutputError as e:
+            return _fail(str(e))
     print("\n".join(text_report(report)))
-    print(f"reports: {out / 'report.json'}, {out / 'report.html'}")
-    return 1 if report.findings else 0
+    print(f"reports: {shown / 'report.json'}, {shown / 'report.html'}")
+    return INTERRUPTED if interrupted else 1 if report.findings else 0
 
 
 def _replay(paths: list[str], target: str) -> int:

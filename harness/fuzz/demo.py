@@ -1,6 +1,7 @@
 """``msmq-harness demo``'s fuzzing part: the fuzzer finds the simulated peer's crash on an
 oversize SoapHeader length ([MS-MQMQ] 2.2.20.7; harness.peers.faults ``crash-soap-length``),
-confirms it and writes its minimal case, pcap and reports, in seconds (timers x0.05)."""
+confirms it and writes its minimal case, pcap and reports, in seconds (timers x0.05), into a
+folder of the demo's own output (the temporary sibling of ``demo --out``, harness.outdir)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ __all__ = ["fuzz_demo"]
 SEED = 7
 
 
-def fuzz_demo(out: Path) -> str:
-    """Run the demo into ``out``; one line saying what was found and where it is written."""
+def fuzz_demo(out: Path, shown: Path | None = None) -> str:
+    """Run the demo into ``out``, a folder it may fill (it replaces what is there); one line
+    saying what was found and where it is: ``shown``, where ``out`` is put when complete."""
     from harness.fuzz.engine import Fuzzer, FuzzOptions
     from harness.fuzz.findings import write_html, write_json
     from harness.fuzz.oracles import Timers
@@ -30,6 +32,7 @@ def fuzz_demo(out: Path) -> str:
             restart_wait=10.0,
             timers=Timers(0.05),
             out=out,
+            shown=shown,
         )
         report = Fuzzer(options).run()
     out.mkdir(parents=True, exist_ok=True)
@@ -41,5 +44,5 @@ def fuzz_demo(out: Path) -> str:
     return (
         f"fuzz: a crash of the crash-soap-length peer found in {report.seconds:.1f} s ({report.rounds} rounds, "
         f"--seed {SEED}): {crash.template} {crash.field} {crash.op} in {crash.state}; confirmed, minimal case "
-        f"{crash.case}, pcap {crash.pcap}, reports {out / 'report.html'}"
+        f"{crash.case}, pcap {crash.pcap}, reports {(shown or out) / 'report.html'}"
     )

@@ -90,7 +90,8 @@ class FuzzOptions:
     ping: tuple[str, int] | None = None
     queue_id: int = 1
     tx_queue_id: int = 1
-    out: Path = Path("fuzz-findings")
+    out: Path = Path("fuzz-findings")  # where the cases and pcaps are written
+    shown: Path | None = None  # the folder the findings name: where ``out`` is put when complete (None: out)
     states: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     minimise_runs: int = 24
@@ -247,10 +248,9 @@ class Fuzzer:
             after = usage(self.pid)
             if start is not None and after is not None and after.fds - start.fds >= RESOURCE_REPLAYS:
                 f.confirmed, f.packets, f.minimal = True, list(candidate), list(candidate)
-                from harness.fuzz.minimise import write_pcap
+                from harness.fuzz.casefiles import write_finding_pcap
 
-                self.o.out.mkdir(parents=True, exist_ok=True)
-                f.pcap = str(write_pcap(conn, self.o.address, self.o.out / f"{f.id}-seed{f.seed}.pcap"))
+                write_finding_pcap(self.o, f, conn, self.o.address)
                 break
         self.say(
             f"  {'confirmed' if f.confirmed else 'NOT confirmed'}"

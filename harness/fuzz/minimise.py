@@ -15,20 +15,19 @@ the state), or acknowledge a conformant UserMessage sent after it within the Ses
 Timer (3.1.2.5) -- and, for a crash, that a new connection's EstablishConnection is still
 answered (3.1.5.3.1); for a violation, ``then.peer.violations: []`` (the rule graded by its own
 requirement, harness.cases.violations).  The case passes against a conformant acceptor and fails while the fault
-is there; it is run once against the target to show it.  The pcap holds the minimal session.
+is there; it is run once against the target to show it.  The pcap holds the minimal session (both
+written by harness.fuzz.casefiles).
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 import packets
+from harness.fuzz.casefiles import write_case, write_finding_pcap
 from harness.fuzz.generate import Context, packet_kind
 from harness.fuzz.oracles import (
     GRACE,
@@ -48,7 +47,7 @@ from packets import GUID
 if TYPE_CHECKING:
     from harness.fuzz.engine import Finding, Fuzzer
 
-__all__ = ["case_of", "confirm_and_minimise", "replay", "write_pcap"]
+__all__ = ["case_of", "confirm_and_minimise", "replay"]
 
 _ANSWERED = {"EstablishConnection": "WAITING_CP_MSG", "ConnectionParameters": "OPEN"}
 CS_VALID = "MQQB-3.1.5.3.1-CS-VALID"
@@ -122,13 +121,9 @@ def confirm_and_minimise(fuzzer: Fuzzer, f: Finding) -> None:
         minimal = list(f.packets)
         fired, conn = again(minimal)
     f.minimal = minimal
-    o.out.mkdir(parents=True, exist_ok=True)
-    name = f"{f.id}-seed{f.seed}"
     case = case_of(f, minimal, _reference_reaction(minimal, o.timers, f))
-    case_path = o.out / f"{name}.yaml"
-    case_path.write_text(_header(f) + yaml.safe_dump(case, sort_keys=False, width=110), encoding="utf-8")
-    f.case = str(case_path)
-    f.pcap = str(write_pcap(conn, o.address, o.out / f"{name}.pcap"))
+    case_path = write_case(o, f, _header(f), case)
+    write_finding_pcap(o, f, conn, o.address)
     if f.oracle == "crash":
         fuzzer.wait_alive()
     f.case_outcome = _run_case(case_path, o.target)
@@ -239,22 +234,6 @@ def case_of(f: Finding, units: list[bytes], reference: str) -> dict[str, Any]:
         "when": steps,
         **then,
     }
-
-
-def write_pcap(conn: Connection, server: tuple[str, int], path: Path) -> Path:
-    """The session of ``conn`` (both directions, as sent and read) as a pcap with TCP framing."""
-    from harness.peers.recorder import PcapRecorder
-
-    recorder = PcapRecorder(path)
-    try:
-        first = conn.log[0][2] if conn.log else time.time()
-        flow = recorder.flow(conn.local, server, first)
-        for direction, data, ts in conn.log:
-            flow.data(direction, data, ts)
-        flow.fin("s2c" if conn.closed else "c2s", conn.log[-1][2] if conn.log else first)
-    finally:
-        recorder.close()
-    return path
 
 
 def _run_case(path: Path, target: str) -> str:

@@ -26,11 +26,10 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 import packets
+from harness.fuzz.casefiles import write_case, write_finding_pcap
 from harness.fuzz.generate import Mutation
-from harness.fuzz.minimise import _hex, _run_case, _section, write_pcap
+from harness.fuzz.minimise import _hex, _run_case, _section
 from harness.fuzz.oracles import requirement_level
 from harness.fuzz.shrink import shrink, without
 from harness.pipeline.minimize import ddmin
@@ -142,18 +141,18 @@ def _header(f: Finding, state: str, groups: tuple[str, ...]) -> str:
 
 
 def _write_case(
-    fuzzer: SenderFuzzer, f: Finding, state: str, injected: bytes, path: Path, groups: tuple[str, ...] = ()
-) -> str:
+    fuzzer: SenderFuzzer, f: Finding, state: str, injected: bytes, groups: tuple[str, ...] = ()
+) -> tuple[Path, str]:
     """Write the case whose reaction the reference sender gives (tried in turn: "closed",
-    "next"); the reference's outcome of the case written."""
-    outcome = ""
+    "next"): the path written and the reference's outcome of the case written."""
+    outcome, path = "", Path()
     for reaction in ("closed", "next"):
         case = sender_case(f, state, injected, reaction, fuzzer.sender_timers.scale)
-        path.write_text(_header(f, state, groups) + yaml.safe_dump(case, sort_keys=False, width=110), encoding="utf-8")
+        path = write_case(fuzzer.o, f, _header(f, state, groups), case)
         outcome = _run_case(path, "reference")
         if outcome == "passed":
             break
-    return outcome
+    return path, outcome
 
 
 class _Trials:
@@ -216,12 +215,9 @@ def confirm_and_minimise_sender(fuzzer: SenderFuzzer, f: Finding) -> None:
     best = trials.minimal()
     conn, injected, state = best["conn"], best["data"], best["state"]
     f.minimal = [p for d, p, _ in conn.log if d == "c2s"]  # what the fuzzer sent
-    o.out.mkdir(parents=True, exist_ok=True)
-    name = f"{f.id}-seed{f.seed}"
-    f.pcap = str(write_pcap(_as_sender_sees_it(conn), fuzzer.address, o.out / f"{name}.pcap"))
-    reference = _write_case(fuzzer, f, state, injected, o.out / f"{name}.yaml", best["groups"])
-    f.case = str(o.out / f"{name}.yaml")
+    write_finding_pcap(o, f, _as_sender_sees_it(conn), fuzzer.address)
+    path, reference = _write_case(fuzzer, f, state, injected, best["groups"])
     if reference != "passed":
         f.case_outcome = f"the reference sender does not pass it ({reference}); not run against the target"
         return
-    f.case_outcome = _run_case(Path(f.case), o.target)
+    f.case_outcome = _run_case(path, o.target)

@@ -1,0 +1,67 @@
+"""A finding's files: its wire case (docs/cases.md "Wire cases") and the pcap of its session.
+
+Every finding of ``msmq-harness fuzz`` (an acceptor's, harness.fuzz.minimise, or a sender's,
+harness.fuzz.sendercase) is written the same way: ``<id>-seed<N>.yaml``, the case headed by
+comments saying how it was found, and ``<id>-seed<N>.pcap``, the minimal session with TCP framing
+(both directions of the [MS-MQQB] 2.1.1 connection as sent and read).  They are written into the
+run's output folder as it is being written (``FuzzOptions.out``: the temporary sibling of
+harness.outdir.StagedOutput), each whole or not at all, and the finding names them where the
+folder is put when the run ends (``FuzzOptions.shown``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from harness.outdir import write_file_atomically
+
+if TYPE_CHECKING:
+    from harness.fuzz.engine import Finding, FuzzOptions
+    from harness.fuzz.states import Connection
+
+__all__ = ["write_case", "write_finding_pcap", "write_pcap"]
+
+
+def _name(f: Finding) -> str:
+    return f"{f.id}-seed{f.seed}"
+
+
+def _shown(o: FuzzOptions, written: Path) -> str:
+    """The path a report names for a file written at ``written`` (in ``o.out``)."""
+    return str((o.shown or o.out) / written.relative_to(o.out))
+
+
+def write_case(o: FuzzOptions, f: Finding, header: str, case: dict[str, Any]) -> Path:
+    """Write ``f``'s case, ``header`` (comment lines) then the case as YAML; ``f.case`` names it.
+    Returns the path written (to run the case)."""
+    o.out.mkdir(parents=True, exist_ok=True)
+    path = o.out / f"{_name(f)}.yaml"
+    write_file_atomically(path, header + yaml.safe_dump(case, sort_keys=False, width=110))
+    f.case = _shown(o, path)
+    return path
+
+
+def write_finding_pcap(o: FuzzOptions, f: Finding, conn: Connection, server: tuple[str, int]) -> None:
+    """Write the session of ``conn`` (:func:`write_pcap`) as ``f``'s pcap; ``f.pcap`` names it."""
+    o.out.mkdir(parents=True, exist_ok=True)
+    f.pcap = _shown(o, write_pcap(conn, server, o.out / f"{_name(f)}.pcap"))
+
+
+def write_pcap(conn: Connection, server: tuple[str, int], path: Path) -> Path:
+    """The session of ``conn`` (both directions, as sent and read) as a pcap with TCP framing."""
+    from harness.peers.recorder import PcapRecorder
+
+    recorder = PcapRecorder(path)
+    try:
+        first = conn.log[0][2] if conn.log else time.time()
+        flow = recorder.flow(conn.local, server, first)
+        for direction, data, ts in conn.log:
+            flow.data(direction, data, ts)
+        flow.fin("s2c" if conn.closed else "c2s", conn.log[-1][2] if conn.log else first)
+    finally:
+        recorder.close()
+    return path
