@@ -58,7 +58,7 @@ def test_every_error_of_the_harness_derives_from_one_root(error: type[Exception]
 #: exceptions of the harness that are not errors it reports: each says why
 NOT_ERRORS = {
     # a BaseException on purpose, so that a target's own ``except Exception`` does not swallow it
-    "harness.cases.runner.StepTimeout",
+    "harness.cases.execute.StepTimeout",
 }
 
 

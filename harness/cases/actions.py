@@ -5,7 +5,9 @@ once, by the :func:`action` decorator on the method of the wire run that execute
 (``harness.cases.wireruns``): its name, the side under test of the cases that may use it, its
 required and optional arguments, the expectations it checks when the case writes none, and
 whether its wait is bounded by the [MS-MQQB] 3.1.2 timers.  The case schema's list of actions,
-the loader's argument checks and docs/adapters.md are all read from :data:`ACTIONS`.
+the loader's argument checks and docs/adapters.md are all read from :data:`ACTIONS`, complete
+once the wire runs are imported (``harness.cases.wirecheck.load_actions``; this module imports
+none of its users).
 
 A **control operation** is what the harness asks of the sending queue manager under test in an
 initiator case (create an OutgoingQueue for a destination the harness names, enqueue, pause,
@@ -21,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-__all__ = ["ACTIONS", "CONTROL_OPS", "Action", "ControlOp", "action", "load_actions"]
+__all__ = ["ACTIONS", "CONTROL_OPS", "Action", "ControlOp", "action"]
 
 Side = Literal["initiator", "acceptor"]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -55,6 +57,11 @@ class Action:
 
 
 ACTIONS: dict[str, Action] = {}
+# Each action's declarations, by the qualified name of the method that declares it: one per side
+# it is an action of.  A module that runs again (imported anew, e.g. under pytester, which drops
+# the modules an in-process run imported) declares its actions again: the method replaces its own
+# declaration; a second method on the same side is an error.
+_DECLARED: dict[str, dict[str, Action]] = {}
 
 
 def action(
@@ -71,39 +78,51 @@ def action(
     action's documentation)."""
 
     def register(method: F) -> F:
-        sides_set: frozenset[str] = frozenset(sides)
-        known = ACTIONS.get(name)
-        optional_args = dict(optional or {})
-        doc = " ".join((method.__doc__ or "").split())
-        if known is not None:  # the same action on the other side: one action, the sides' arguments merged
-            if known.sides & sides_set or known.nothing != nothing or dict(known.required) != dict(required or {}):
-                raise ValueError(f"case action {name!r} declared twice")
-            sides_set |= known.sides
-            optional_args = {**known.optional, **optional_args}
-            doc = f"{known.doc} {doc}"
-        if nothing is not None:  # every waiting action is bounded by the timers it names
-            optional_args.setdefault("within", "[MS-MQQB] 3.1.2 timers: the wait ends when they would have run out")
-            optional_args.setdefault("before", "[MS-MQQB] 3.1.2 timers: nothing may happen before they run out")
-        ACTIONS[name] = Action(
+        declaration = Action(
             name=name,
-            sides=sides_set,
+            sides=frozenset(sides),
             required=dict(required or {}),
-            optional=optional_args,
-            doc=doc,
+            optional=dict(optional or {}),
+            doc=" ".join((method.__doc__ or "").split()),
             defaults=defaults or (lambda args, expect: {}),
             nothing=nothing,
             result=dict(result or {}),
         )
+        declared = _DECLARED.setdefault(name, {})
+        key = f"{method.__module__}.{method.__qualname__}"
+        for other_key, other in declared.items():
+            if other_key != key and (
+                other.sides & declaration.sides or other.nothing != nothing or other.required != declaration.required
+            ):
+                raise ValueError(f"case action {name!r} declared twice")
+        declared[key] = declaration
+        ACTIONS[name] = _merged(list(declared.values()))
         return method
 
     return register
 
 
-def load_actions() -> dict[str, Action]:
-    """:data:`ACTIONS`, complete (the wire runs that declare them imported)."""
-    import harness.cases.wireruns  # noqa: F401  (declares the actions)
-
-    return ACTIONS
+def _merged(declarations: list[Action]) -> Action:
+    """One action of the declarations of its sides, in the order they were made: the sides and
+    optional arguments merged, the docs joined, the last one's defaults and result; every waiting
+    action is bounded by the timers it names."""
+    first, last = declarations[0], declarations[-1]
+    optional: dict[str, str] = {}
+    for d in declarations:
+        optional.update(d.optional)
+        if first.nothing is not None:
+            optional.setdefault("within", "[MS-MQQB] 3.1.2 timers: the wait ends when they would have run out")
+            optional.setdefault("before", "[MS-MQQB] 3.1.2 timers: nothing may happen before they run out")
+    return Action(
+        name=first.name,
+        sides=frozenset().union(*(d.sides for d in declarations)),
+        required=first.required,
+        optional=optional,
+        doc=" ".join(d.doc for d in declarations),
+        defaults=last.defaults,
+        nothing=first.nothing,
+        result=last.result,
+    )
 
 
 @dataclass(frozen=True)

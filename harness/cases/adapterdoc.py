@@ -248,11 +248,12 @@ def vocabulary() -> dict[str, Any]:
 def render() -> str:
     """The text of docs/adapters.md."""
     import harness.cases.targets  # noqa: F401
-    from harness.cases.actions import CONTROL_OPS, load_actions
+    from harness.cases.actions import CONTROL_OPS
     from harness.cases.events import HARNESS_OPERATIONS, VALUE_KINDS, event_results, spec_events
     from harness.cases.target import CAPABILITIES
     from harness.cases.targets.command import MAX_LINE
     from harness.cases.targets.registry import KINDS, make_target  # noqa: F401  (imports every kind)
+    from harness.cases.wirecheck import load_actions
     from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, DEFAULT_WINDOW
     from harness.model.enums import EnqueueStatus, MQStatus
 
@@ -530,8 +531,8 @@ def schema_text() -> str:
     """harness/cases/case.schema.json with its list of wire actions from the action registry."""
     import json
 
-    from harness.cases.actions import load_actions
     from harness.cases.schema import SCHEMA_PATH
+    from harness.cases.wirecheck import load_actions
 
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     schema["$defs"]["wireStep"]["properties"]["action"]["enum"] = sorted(load_actions())

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.cases.schema import Lines, PathT
+from harness.cases.lines import Lines, PathT
 
 __all__ = ["PLACEHOLDER", "check_placeholders", "expand", "substitute"]
 

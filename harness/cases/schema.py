@@ -27,10 +27,11 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
-from harness.cases.actions import load_actions
 from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, RESULT_KINDS
 from harness.cases.events import spec_events as model_spec_events
-from harness.errors import HarnessError
+from harness.cases.lines import CaseError, Lines, PathT, format_path
+from harness.cases.matrix import PLACEHOLDER
+from harness.cases.wirecheck import check_wire_case, is_wire_doc, load_actions
 
 __all__ = [
     "SCHEMA_PATH",
@@ -52,74 +53,8 @@ __all__ = [
 
 SCHEMA_PATH = Path(__file__).with_name("case.schema.json")
 
-PathT = tuple[str | int, ...]
-
 # Names a target may add to the spec events (register_events); loaders accept them too.
 _EXTRA_EVENTS: set[str] = set()
-
-
-class CaseError(HarnessError):
-    """A case file that cannot be loaded: ``str(e) == f"{file}:{line}: {key}: {message}"``.
-
-    ``key`` is the path of the offending key in the document (``when[1].event``; "" when none
-    applies, e.g. a YAML syntax error); ``line`` is 1-based.
-    """
-
-    def __init__(self, file: str, line: int, key: str, message: str) -> None:
-        self.file = file
-        self.line = line
-        self.key = key
-        self.message = message
-        super().__init__(f"{file}:{line}: {key}: {message}")
-
-    def __reduce__(self) -> tuple[Any, ...]:  # picklable across xdist / process workers
-        return (type(self), (self.file, self.line, self.key, self.message))
-
-
-def format_path(path: Iterable[str | int]) -> str:
-    """("when", 0, "args", "iQueue") -> "when[0].args.iQueue"."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
-class Lines:
-    """Line numbers (1-based) of a document's keys and list items, by path.
-
-    A mapping entry's line is its key's line; a list item's line is where the item starts; the
-    empty path is the document's first line.  Lookups fall back to the nearest enclosing path.
-    """
-
-    def __init__(self, file: str, lines: dict[PathT, int] | None = None) -> None:
-        self.file = file
-        self.lines: dict[PathT, int] = lines if lines is not None else {}
-        self._templated: bool | None = None  # does a path hold "${"? (mapped)
-
-    def line(self, path: Iterable[str | int]) -> int:
-        p = tuple(path)
-        while p and p not in self.lines:
-            p = p[:-1]
-        return self.lines.get(p, 1)
-
-    def error(self, path: Iterable[str | int], message: str) -> CaseError:
-        p = tuple(path)
-        return CaseError(self.file, self.line(p), format_path(p), message)
-
-    def mapped(self, fn: Callable[[str], str]) -> Lines:
-        """The same lines with every string path element passed through ``fn`` (matrix keys:
-        ``fn`` changes only elements that hold ``${``, so lines without one are copied as they are)."""
-        if self._templated is None:  # asked once per document, not once per variant
-            self._templated = any("${" in x for p in self.lines for x in p if isinstance(x, str))
-        if not self._templated:
-            return Lines(self.file, dict(self.lines))
-        return Lines(
-            self.file,
-            {tuple(fn(x) if isinstance(x, str) else x for x in p): n for p, n in self.lines.items()},
-        )
 
 
 # ------------------------------------------------------------------------------- the events
@@ -404,8 +339,6 @@ class VariantCheck:
     through :func:`validate`, for the very message a full check gives."""
 
     def __init__(self, doc: dict[str, Any]) -> None:
-        from harness.cases.matrix import PLACEHOLDER  # matrix imports this module
-
         self.units = substitution_units(doc)
         self.cited: dict[PathT, list[str]] = {}
         for unit in self.units:
@@ -697,8 +630,6 @@ def check_case(doc: dict[str, Any], lines: Lines, events: Iterable[str] = ()) ->
     """The checks the schema cannot express, on a schema-valid document (one matrix variant):
     every object a case names is defined (by ``given`` or by a step), every step raises a known
     event with its arguments, each of the type the protocol carries it as."""
-    from harness.cases.wire import check_wire_case, is_wire_doc  # wire imports this module
-
     if is_wire_doc(doc):  # [MS-MQQB] wire cases: harness.cases.wire
         check_wire_case(doc, lines)
         return

@@ -3,7 +3,7 @@ them (:class:`WorkerCorpus`).  The parent lists the files and shares them out by
 forks the workers; each worker loads its share (through the case cache: read back, or loaded and
 stored) and sends back what the parent needs of each case (:func:`_identity`), all at once; the
 parent then checks ids, hands out chunks of cases and puts the results back in case order.  The
-parent reads no case file.  The workers run cases as :mod:`harness.cases.runner`'s pool does
+parent reads no case file.  The workers run cases as :mod:`harness.cases.pool`'s do
 (``_worker_init`` / ``_worker_run``: one target per worker)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.cases.caseresult import case_result_since
 from harness.cases.model import Case, SpecRef
-from harness.cases.runner import _WORKER, _chunks, _longest_first, _worker_init, _worker_run
+from harness.cases.pool import _WORKER, _chunks, _longest_first, _worker_init, _worker_run
 from harness.results import CaseResult, Outcome
 
 if TYPE_CHECKING:

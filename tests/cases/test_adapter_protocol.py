@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cases.actions import CONTROL_OPS, load_actions
+from harness.cases.actions import CONTROL_OPS
 from harness.cases.adapterdoc import EXAMPLE, PATH, render
 from harness.cases.schema import SCHEMA_PATH
 from harness.cases.targets import make_target
 from harness.cases.targets.command import CommandTarget
 from harness.cases.targets.registry import KINDS, target_help
+from harness.cases.wirecheck import load_actions
 from harness.peers import SimulatedPeer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,7 +18,8 @@ from harness.cases.cache import ENV, CaseCache
 from harness.cases.loader import CaseError, load_file, load_paths, load_text
 from harness.cases.matrix import check_placeholders, expand
 from harness.cases.model import Case, Requirement
-from harness.cases.runner import _chunks, run
+from harness.cases.pool import _chunks
+from harness.cases.runner import run
 from harness.cases.schema import WHOLE_DOCUMENT, VariantCheck, substitution_units
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,8 @@ from harness.cases import loader
 from harness.cases.cache import CaseCache
 from harness.cases.loader import CaseError, load_paths
 from harness.cases.model import Case
-from harness.cases.runner import ConfigurationError, _chunks, _longest_first, run, select
+from harness.cases.pool import _chunks, _longest_first
+from harness.cases.runner import ConfigurationError, run, select
 from harness.cases.workers import WorkerCorpus, _shares
 from harness.cli import main
 from harness.model import QueueManager

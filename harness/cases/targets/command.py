@@ -47,7 +47,7 @@ from harness.cases.target import (
     hello_events,
     target_error,
 )
-from harness.cases.targets.registry import target_kind
+from harness.cases.targets.kind import target_kind
 from harness.results import clean, printable
 
 __all__ = ["CommandTarget", "split_command"]

@@ -22,7 +22,7 @@ from harness.cases.target import (
     TargetInfo,
     TargetUnsupported,
 )
-from harness.cases.targets.registry import parse_scale, spec_query, target_kind
+from harness.cases.targets.kind import parse_scale, spec_query, target_kind
 
 __all__ = ["LiveAcceptor", "LiveWireTarget", "parse_mqqb_address"]
 

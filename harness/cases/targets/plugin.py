@@ -16,8 +16,8 @@ import importlib
 from typing import Any, cast
 
 from harness.cases.target import Target, TargetInfo
+from harness.cases.targets.kind import target_kind
 from harness.cases.targets.reference import ReferenceTarget
-from harness.cases.targets.registry import target_kind
 from harness.model import QueueManager
 
 __all__ = ["PluginTarget", "load_plugin_class"]

@@ -37,7 +37,7 @@ from harness.cases.target import (
     TargetUndefinedBehaviour,
     TargetUnsupported,
 )
-from harness.cases.targets.registry import parse_scale, spec_query, target_kind
+from harness.cases.targets.kind import parse_scale, spec_query, target_kind
 from harness.model import (
     INFINITE,
     Cursor,

@@ -1,22 +1,27 @@
-"""The registry of target kinds: each kind registers the ``--target`` scheme it answers.
+"""The registry of target kinds: every kind a module of this package declares
+(harness.cases.targets.kind), and what is read from them.
 
-A target module declares its kind once (:func:`target_kind`: scheme, syntax, one line of help,
-the factory); :func:`make_target` finds the kind of a ``--target`` value by its scheme and
-:func:`target_help` writes the ``--target`` help of the CLI and the pytest plugin from the
-registry.  ``harness.cases.targets`` imports every module of its package, so a new kind is one
-new module.
+:func:`make_target` finds the kind of a ``--target`` value by its scheme and :func:`target_help`
+writes the ``--target`` help of the CLI and the pytest plugin from the registry.  The kinds are
+found by listing the modules of the package (:func:`load_kinds`), so a new kind is one new module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import difflib
+import functools
+import importlib
+import pkgutil
+from pathlib import Path
 from typing import Any
+
+from harness.cases.targets.kind import KINDS, TargetKind, parse_scale, spec_query, target_kind
 
 __all__ = [
     "KINDS",
     "TargetKind",
     "did_you_mean",
+    "load_kinds",
     "make_target",
     "parse_scale",
     "spec_query",
@@ -25,40 +30,18 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class TargetKind:
-    scheme: str  # "reference" (the whole value, or before "?"), "plugin:", "cmd:", "mqqb://"
-    syntax: str
-    summary: str
-    make: Callable[[str, float], Any]
-
-    def claims(self, spec: str) -> bool:
-        if self.scheme.endswith((":", "//")):
-            return spec.startswith(self.scheme)
-        return spec == self.scheme or spec.startswith(self.scheme + "?")
-
-
-KINDS: dict[str, TargetKind] = {}
-
-
-def target_kind(
-    scheme: str, syntax: str, summary: str
-) -> Callable[[Callable[[str, float], Any]], Callable[[str, float], Any]]:
-    """Register the decorated factory ``(spec, timeout) -> Target`` for ``scheme``."""
-
-    def register(make: Callable[[str, float], Any]) -> Callable[[str, float], Any]:
-        if scheme in KINDS:
-            raise ValueError(f"target kind {scheme!r} registered twice")
-        KINDS[scheme] = TargetKind(scheme, syntax, summary, make)
-        return make
-
-    return register
+@functools.cache
+def load_kinds() -> None:
+    """Import every module of harness.cases.targets: each declares its kind (:data:`KINDS`)."""
+    package = __name__.rpartition(".")[0]
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        importlib.import_module(f"{package}.{module.name}")
 
 
 def make_target(spec: str, *, timeout: float = 10.0) -> Any:
     """The target a ``--target`` value names; ``timeout`` is a subprocess target's per-request
     timeout (in-process targets are timed by the runner).  ValueError lists the kinds."""
-    import harness.cases.targets  # noqa: F401  (registers every kind)
+    load_kinds()
 
     for kind in KINDS.values():
         if kind.claims(spec):
@@ -74,9 +57,7 @@ def did_you_mean(spec: str) -> str:
     """The ``--target`` value ``spec`` probably meant, its kind's scheme corrected ("refrence" ->
     "reference", "cmd ./a" or "command:./a" -> "cmd:./a", "mqqb:host" -> "mqqb://host", a bare
     command line -> "cmd:<it>"); "" when no registered kind is close."""
-    import difflib
-
-    import harness.cases.targets  # noqa: F401
+    load_kinds()
 
     best, best_score, best_rest = "", 0.0, ""
     for kind in KINDS.values():
@@ -113,29 +94,6 @@ def _splits(spec: str, kind: TargetKind) -> list[tuple[str, str]]:
 
 def target_help() -> str:
     """The ``--target`` help: every registered kind, its syntax and what it is."""
-    import harness.cases.targets  # noqa: F401
+    load_kinds()
 
     return "; ".join(f"{k.syntax}: {k.summary}" for k in KINDS.values())
-
-
-def spec_query(spec: str, known: tuple[str, ...]) -> dict[str, str]:
-    """The ``?key=value&...`` query of a target value; ValueError names an unknown key."""
-    query = spec.partition("?")[2]
-    out: dict[str, str] = {}
-    for item in query.split("&") if query else []:
-        key, _, value = item.partition("=")
-        if key not in known:
-            raise ValueError(f"{spec!r}: unknown query {key!r} (expected {' or '.join(k + '=...' for k in known)})")
-        out[key] = value
-    return out
-
-
-def parse_scale(spec: str, value: str) -> float:
-    """A time scale in (0, 1] of a target value's ``scale=S``."""
-    try:
-        scale = float(value)
-    except ValueError:
-        scale = 0.0
-    if not 0 < scale <= 1:
-        raise ValueError(f"{spec!r}: scale=S takes a time scale in (0, 1]")
-    return scale

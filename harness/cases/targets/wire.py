@@ -186,9 +186,6 @@ def run_wire_case(
     ``step_timeout`` (the runner's) bounds no wire wait: those are bounded by the [MS-MQQB]
     3.1.2 timers the steps name.  ``record_dir``: write the case's transcript there, a pcap and
     an HTML page (harness.cases.transcripts), and name the page in the result's ``transcript``."""
-    from harness.cases.actions import load_actions
-
-    load_actions()
     start = time.perf_counter()
     info = info if info is not None else target.hello()
     why = wire_applicability(case, info)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.cases.schema import Lines
+    from harness.cases.lines import Lines
 
 __all__ = ["ECHOED", "PeerReply", "SilentListener", "check_replies", "close_peer", "peer_replies", "simulated_peer"]
 
