@@ -43,7 +43,7 @@ from harness.session.core import (
     tx_sequence_id,
 )
 from harness.session.messages import delivery_of
-from harness.session.msgids import MAX_REMOTE_QUEUE_MANAGERS, Recent, SentIds
+from harness.session.msgids import MAX_REMOTE_QUEUE_MANAGERS, Latest, Recent, SentIds
 from harness.session.rules import RuleId
 from harness.session.transitions import Role
 from packets import GUID, NULL_GUID, Packet, PacketKind
@@ -460,7 +460,8 @@ class Acceptor(SessionEngine):
         self.incoming_tx: dict[bytes, list[int]] = Recent(MAX_REMOTE_QUEUE_MANAGERS)
         self.TxMessageRejectCount = 0
         self.LastOrderAckSendTime = 0.0
-        self.delivered: MutableSequence[Packet] = [] if keep is None else deque(maxlen=keep)
+        # python-only: the latest delivered packets (each was handed out as a Deliver action)
+        self.delivered: MutableSequence[Packet] = Latest() if keep is None else deque(maxlen=keep)
         self.duplicates_discarded = 0
         self.time_to_be_received_elapsed = 0  # accepted, but removed from the queue at once (2.2.19.2)
         self.connections = 0

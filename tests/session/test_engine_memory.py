@@ -145,6 +145,19 @@ def test_the_initiator_keeps_its_transactional_sequences_as_ranges() -> None:
     assert deep_size(i.used_tx_sequence_ids) < 1024  # before: a set of 2,000 TxSequenceIDs, ~100 KB
 
 
+def test_the_acceptor_keeps_the_latest_packets_it_delivered() -> None:
+    a = Acceptor(ACC)  # keep left out: the violations all kept, the delivered packets the latest
+    a.connection_made()
+    a.receive_data(ec())
+    a.receive_data(cp())
+    template = _template()
+    for first in range(1, 3 * PACKETS_KEPT, 500):
+        a.receive_data(b"".join(template.build(n, b"m") for n in range(first, first + 500)))
+    assert a.counters.MessageReceivedCount > 2 * PACKETS_KEPT and not a.violations
+    assert len(a.delivered) == PACKETS_KEPT  # before: every UserMessage delivered
+    assert int(a.delivered[-1].UserHeader.MessageID) == first + 499
+
+
 def test_the_initiator_keeps_the_latest_packets_it_received() -> None:
     w = Wire(Initiator(INI, ACC), Acceptor(ACC, keep=0))
     w.start()
