@@ -60,7 +60,6 @@ KNOWN_CYCLES = {
     ("harness.peers.faults", "harness.peers.reactor"),
     ("harness.fuzz.engine", "harness.fuzz.minimise"),
     ("harness.fuzz.sender", "harness.fuzz.sendercase"),
-    ("harness.pipeline.cluster", "harness.pipeline.job"),
 }
 
 

@@ -122,11 +122,18 @@ def list_behaviours() -> list[str]:
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``peer`` on the ``msmq-harness`` subcommand parser."""
-    from harness.peers.server import HISTORY, HISTORY_BYTES
-
     p: argparse.ArgumentParser = sub.add_parser(
         "peer", help="run a simulated remote queue manager (acceptor) that checks whoever connects"
     )
+    _add_serving(p)
+    _add_limits(p)
+    _add_queue_manager(p)
+    p.set_defaults(func=cmd_peer)
+    return p
+
+
+def _add_serving(p: argparse.ArgumentParser) -> None:
+    """Where the peer listens, how it behaves, and where its outputs go."""
     p.add_argument("--listen", type=_listen_address, metavar="HOST:PORT", help="e.g. 127.0.0.1:1801")
     p.add_argument("--behaviour", default="normal", metavar="NAME", help="acceptor behaviour (see --list-behaviours)")
     p.add_argument(
@@ -141,6 +148,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="write each initiator violation as a JSON line (a write that fails ends the report only: named "
         "on stderr, exit status 4)",
     )
+
+
+def _add_limits(p: argparse.ArgumentParser) -> None:
+    """How long the peer runs and what it keeps."""
+    from harness.peers.server import HISTORY, HISTORY_BYTES
+
     p.add_argument(
         "--duration",
         type=seconds(allow_zero=True),
@@ -177,6 +190,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="MB",
         help=f"keep no more than MB mebibytes of packet details (default {HISTORY_BYTES >> 20})",
     )
+
+
+def _add_queue_manager(p: argparse.ArgumentParser) -> None:
+    """The simulated queue manager's Ping port, identifier and timers, and the options that stop
+    before serving."""
     p.add_argument(
         "--ping-port",
         type=int,
@@ -195,8 +213,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--allow-non-loopback", action="store_true", help="listen on an address that is not loopback")
     p.add_argument("--list-behaviours", action="store_true", help="print the behaviours (fault and boundary) and stop")
-    p.set_defaults(func=cmd_peer)
-    return p
 
 
 def cmd_peer(args: argparse.Namespace) -> int:

@@ -14,6 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.argtypes import count, port_list, seconds
+from harness.cases.schema import case_id
+from harness.pipeline.cluster import DEFAULT_EXECUTOR_TIMEOUT
+
 __all__ = ["add_subcommands", "cmd_capture_to_case", "cmd_pipeline", "cmd_synth"]
 
 
@@ -244,10 +248,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 def add_subcommands(sub: Any) -> None:
     """Register the subcommands on the ``msmq-harness`` sub-parser collection."""
-    from harness.argtypes import count, port_list, seconds
-    from harness.cases.schema import case_id
-    from harness.pipeline.cluster import DEFAULT_EXECUTOR_TIMEOUT
+    _add_synth(sub)
+    pipe = sub.add_parser("pipeline", help="decode and check captures with Spark, write Parquet tables")
+    _add_pipeline_io(pipe)
+    _add_pipeline_cluster(pipe)
+    _add_pipeline_reading(pipe)
+    pipe.set_defaults(func=cmd_pipeline)
+    _add_capture_to_case(sub)
 
+
+def _add_synth(sub: Any) -> None:
     synth = sub.add_parser("synth", help="write a synthetic MSMQ capture with injected anomalies")
     synth.add_argument("--sessions", type=int, required=True, metavar="N", help="MSMQ sessions to write")
     synth.add_argument("--anomalies", type=float, default=0.1, metavar="RATE", help="fraction of sessions (0..1)")
@@ -263,7 +273,9 @@ def add_subcommands(sub: Any) -> None:
     )
     synth.set_defaults(func=cmd_synth)
 
-    pipe = sub.add_parser("pipeline", help="decode and check captures with Spark, write Parquet tables")
+
+def _add_pipeline_io(pipe: argparse.ArgumentParser) -> None:
+    """The pipeline's inputs and its output folder."""
     pipe.add_argument(
         "inputs", nargs="+", metavar="INPUT", help="pcap/pcapng files, folders or globs (paths, file:, hdfs://, s3a://...)"
     )
@@ -278,6 +290,10 @@ def add_subcommands(sub: Any) -> None:
     pipe.add_argument(
         "--force", action="store_true", help="replace --out DIR even when it holds files the pipeline did not write"
     )
+
+
+def _add_pipeline_cluster(pipe: argparse.ArgumentParser) -> None:
+    """Where and how the Spark job runs."""
     pipe.add_argument(
         "--master",
         metavar="URL",
@@ -305,6 +321,10 @@ def add_subcommands(sub: Any) -> None:
         help="on a cluster: do not send the driver's construct and pyarrow to the workers (they have them, or "
         "get an archive built for their platform: docs/pipeline.md)",
     )
+
+
+def _add_pipeline_reading(pipe: argparse.ArgumentParser) -> None:
+    """How the captures are cut and read, and what the command shows and returns."""
     pipe.add_argument(
         "--partitions",
         type=count(0, meaning="0: two per core"),
@@ -333,8 +353,9 @@ def add_subcommands(sub: Any) -> None:
         "inputs always are)",
     )
     pipe.add_argument("--fail-on-violation", action="store_true", help="exit 1 when any rule is broken")
-    pipe.set_defaults(func=cmd_pipeline)
 
+
+def _add_capture_to_case(sub: Any) -> None:
     to_case = sub.add_parser("capture-to-case", help="write a wire case replaying the initiator's side of a flow")
     to_case.add_argument("capture", metavar="CAPTURE", help="a pcap or pcapng file")
     to_case.add_argument(

@@ -86,7 +86,7 @@ def spark_session(
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - pyspark is an optional dependency
-        from harness.pipeline.job import PipelineError
+        from harness.pipeline.errors import PipelineError
 
         raise PipelineError("pyspark is not installed (pip install 'msmq-harness[spark]')") from e
     user = dict(conf or {})

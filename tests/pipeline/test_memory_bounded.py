@@ -17,7 +17,7 @@ import pytest
 from pipeline_helpers import capture, table
 
 from harness.decoding import decode_file
-from harness.pipeline import job
+from harness.pipeline import tasks as job
 from harness.pipeline.flows import iter_local, process_local
 from harness.pipeline.splits import Split, describe, plan_tasks
 from harness.pipeline.synth import single_connection
