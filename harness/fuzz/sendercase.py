@@ -17,6 +17,14 @@ when its Session Retry Connect Timer expires (3.1.6.1); or it goes on with its n
 (3.1.5.3.2, 3.1.5.4.2, 3.1.7.12) -- each within the timers that bound it.  Which of the two is
 decided by running the case against the embedded reference sender (target ``reference``): the
 case passes there and fails while the fault is there.
+
+A crash is the sender's adapter gone (harness.fuzz.sender), and the case of one ends in ``error``,
+its detail the adapter's exit status, however the crash and the case's steps interleave: the
+sender may crash before its adapter replies to the ``enqueue`` that made it connect (that step
+sees it), or after (then a wait would see it on the wire, and fail).  So that it is always a
+control operation that sees it, a crash case waits for the reaction first whatever comes (a sync,
+``satisfied: {any_of: [true, false]}``), then asks the sender for one (``create_outgoing_queue``
+of a queue that holds no message: nothing is sent), and only then checks the reaction.
 """
 
 from __future__ import annotations
@@ -62,6 +70,7 @@ ECHO = {  # the fields a response echoes from its request (3.1.5.3.1, 3.1.5.4.1)
     ),
 }
 RETRY = "MQQB-3.1.6.1-RETRY"
+ALIVE = "fuzz-alive"  # the queue a crash case creates to see the sender still running
 INIT = "SessionInitialization"
 
 
@@ -88,6 +97,25 @@ def _message(n: int) -> dict[str, Any]:
     return {"id": f"m{n}", "delivery": "express", "Body": "fuzz"}
 
 
+def _reaction(state: str, injected: bytes, reaction: str) -> tuple[dict[str, Any], str]:
+    """The wait for what the reference sender does with ``injected`` in ``state`` ("closed": it
+    closes the session; "next": it goes on with its next packet), and the requirement it checks."""
+    if reaction == "closed":
+        judged = close_requirement(injected, state)
+        return _step("wait_for", judged, closed=1, by="initiator", within=INIT), judged
+    kind, count, judged = NEXT[state]
+    return _step("wait_for", judged, packet=kind, count=count, within=INIT), judged
+
+
+def _still_running(wait: dict[str, Any]) -> list[dict[str, Any]]:
+    """A crash case's look at the sender once it has taken in the fuzzed packet: ``wait``, the wait
+    for its reaction, passing whatever came (a sync only: the reaction is checked next), then a
+    control operation (a queue of no message: nothing is sent) that a crashed sender's adapter
+    cannot answer.  A crash is so always seen by a control operation, the case's outcome an
+    ``error`` naming the adapter's exit status, whichever comes first (see the module docstring)."""
+    return [{**wait, "expect": {"satisfied": {"any_of": [True, False]}}}, _step("create_outgoing_queue", name=ALIVE)]
+
+
 def sender_case(f: Finding, state: str, injected: bytes, reaction: str, scale: float) -> dict[str, Any]:
     """The initiator wire case of a sender's finding, the packet injected in ``state`` (see the
     module docstring); ``reaction``: "closed" or "next", what the reference sender does with it."""
@@ -101,14 +129,12 @@ def sender_case(f: Finding, state: str, injected: bytes, reaction: str, scale: f
     ]
     if state == "OPEN":  # the fuzzer makes a second message available after the injected packet
         steps.append(_step("enqueue", queue="fuzz", message=_message(2)))
-    if reaction == "closed":
-        judged = close_requirement(injected, state)
-        steps.append(_step("wait_for", judged, closed=1, by="initiator", within=INIT))
-        if f.oracle == "crash":  # a sender still running connects again (3.1.6.1)
-            steps.append(_step("wait_for", RETRY, connections=2, within=f"SessionRetryConnect + {INIT}"))
-    else:
-        kind, count, judged = NEXT[state]
-        steps.append(_step("wait_for", judged, packet=kind, count=count, within=INIT))
+    wait, judged = _reaction(state, injected, reaction)
+    if f.oracle == "crash":
+        steps += _still_running(wait)
+    steps.append(wait)
+    if reaction == "closed" and f.oracle == "crash":  # a sender still running connects again (3.1.6.1)
+        steps.append(_step("wait_for", RETRY, connections=2, within=f"SessionRetryConnect + {INIT}"))
     cited = [str(r) for r in dict.fromkeys(s["requirement"] for s in steps if "requirement" in s)]
     f.requirement = judged
     f.level, f.section = requirement_level(judged), _section(judged)
