@@ -10,14 +10,13 @@ from collections.abc import Iterator
 
 from construct import Container
 
-from packets.fields import BitFlags, FlagsField, Header, Hex8ul, Hex32ul, Int32ul, header_parser
+from packets.fields import MAX_PACKET_SIZE, BitFlags, FlagsField, Header, Hex8ul, Hex32ul, Int32ul, header_parser
 from packets.layout import fast_form_of
 
 SECTION = "MS-MQMQ 2.2.19.1"
 
 VERSION_NUMBER = 0x10
 SIGNATURE = 0x524F494C  # wire bytes 4C 49 4F 52 ("LIOR"): the value read as a little-endian u32
-MAX_PACKET_SIZE = 0x00400000
 BASE_HEADER_SIZE = 16
 INFINITE = 0xFFFFFFFF
 

@@ -461,7 +461,10 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
 
     Headers are written in the layout's order, those absent skipped; flags are written as
     given (so malformed packets can be built on purpose).  BaseHeader.PacketSize, length
-    fields and padding are computed when left out (None or missing).
+    fields and padding are computed when left out (None or missing).  Nothing is made from a
+    number past what a packet can carry ([MS-MQMQ] 2.2.19.1, 0x00400000 bytes): a length field
+    that asks for a longer padding, or an integer given for bytes that large, raises PacketError
+    naming the field and its byte offset in the packet, before anything of that size is made.
 
     Each header is built by its generated builder (packets.generate); a header it leaves out
     (a computed default, a value it cannot write) is built by construct with the packet's
@@ -494,7 +497,7 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
         present.sort(key=lambda item: item[0])
     context: Container | None = None
     parts: list[bytes] = []
-    counted = base.BASE_HEADER_SIZE
+    counted = at = base.BASE_HEADER_SIZE
     for _, (_, name, parser, builder, is_counted), value in present:
         try:
             if builder is None:
@@ -504,8 +507,14 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
             if context is None:
                 context = Container(headers)
                 context.BaseHeader = Container(base_header)
-            data = parser.build(value, context)
+            try:
+                data = parser.build(value, context)
+            except PacketError as e:  # an offset in the header: made one in the packet
+                if e.offset < 0:
+                    raise
+                raise PacketError(e.field_path, at + e.offset, e.reason, e.section) from None
         parts.append(data)
+        at += len(data)
         if is_counted:
             counted += len(data)
     if base_header["PacketSize"] is None:

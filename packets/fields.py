@@ -9,6 +9,14 @@ emitter, so a header written with them is both readable (one line per spec field
 (``Header.compile()``).  Compiled code does not check lengths; the pieces below emit exact reads
 so a short input fails loudly, and :class:`Header` records field offsets on the slow,
 diagnostic path so a :class:`~packets.errors.PacketError` can name the field and its byte.
+
+Nothing is allocated from a number before it is checked against what a packet can carry
+([MS-MQMQ] 2.2.19.1: BaseHeader.PacketSize, the size of the whole packet, is at most
+:data:`MAX_PACKET_SIZE`; the length fields range up to "the size limit imposed by the value of
+BaseHeader.PacketSize", 2.2.19.3, 2.2.20.2, 2.2.20.3): reading never takes more bytes than the input
+holds (:func:`read_exact`), and building refuses, with a PacketError naming the length field and
+its offset, a padding a length field makes longer than that (:class:`Pad`), or an integer given
+for bytes (:class:`Data`) or a GUID whose zero bytes would be more than that.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from packets.errors import PacketError
 
 __all__ = [
     "GUID",
+    "MAX_PACKET_SIZE",
     "NULL_GUID",
     "BitFlags",
     "Data",
@@ -53,6 +62,10 @@ __all__ = [
     "pad4",
     "read_exact",
 ]
+
+#: [MS-MQMQ] 2.2.19.1: "This field has a maximum value of 0x00400000" (BaseHeader.PacketSize)
+MAX_PACKET_SIZE = 0x00400000
+PACKET_SIZE_SECTION = "MS-MQMQ 2.2.19.1"
 
 Int8ul = c.Int8ul
 Int16ul = c.Int16ul
@@ -101,6 +114,8 @@ class GUID(bytes):
     def __new__(cls, value: bytes | str | uuid.UUID | GUID = b"\0" * 16) -> GUID:
         if isinstance(value, GUID):
             return value
+        if isinstance(value, int):  # bytes(n) would be n zero bytes, made before any check
+            raise TypeError(f"a GUID is 16 bytes, a string or a UUID, not the integer {value}")
         if isinstance(value, uuid.UUID):
             value = value.bytes_le
         elif isinstance(value, str):
@@ -137,6 +152,8 @@ class _GuidField(c.Construct):
         return GUID(c.stream_read(stream, 16, path))
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> GUID:
+        if isinstance(obj, int):
+            raise Refused(f"a GUID is 16 bytes, not the integer {obj}", path, stream.tell(), "MS-MQMQ 2.2.18.1.1")
         guid = GUID(obj if obj is not None else NULL_GUID)
         if len(guid) != 16:
             raise PacketError(path_of(path), -1, f"a GUID is 16 bytes, got {len(guid)}")
@@ -158,8 +175,23 @@ Guid = _GuidField()
 # Byte strings, padding and UTF-16 strings whose length comes from another field
 
 
+class Refused(ConstructError):
+    """A value building refuses before it makes anything of it (more bytes than a packet can
+    carry, [MS-MQMQ] 2.2.19.1; an integer for a GUID): names the field (construct's ``path``) and
+    its offset in the header being built (``msmq_offset``, as the diagnostic parse records it)."""
+
+    def __init__(self, message: str, path: str, offset: int, section: str = PACKET_SIZE_SECTION) -> None:
+        super().__init__(message, path=path)
+        self.msmq_offset = offset
+        self.msmq_section = section
+
+
+_OVER_LIMIT = f"no packet carries more than 0x{MAX_PACKET_SIZE:08X} bytes (BaseHeader.PacketSize)"
+
+
 class Data(c.Construct):
-    """Exactly ``length`` raw bytes (``length`` may be a ``this`` expression)."""
+    """Exactly ``length`` raw bytes (``length`` may be a ``this`` expression).  Built from the bytes
+    given; an integer given instead is that many zero bytes, refused past :data:`MAX_PACKET_SIZE`."""
 
     def __init__(self, length: Any) -> None:
         super().__init__()
@@ -169,6 +201,8 @@ class Data(c.Construct):
         return bytes(c.stream_read(stream, c.evaluate(self.length, context), path))
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> bytes:
+        if isinstance(obj, int) and obj > MAX_PACKET_SIZE:
+            raise Refused(f"the integer {obj} given for bytes is {obj} zero bytes; {_OVER_LIMIT}", path, stream.tell())
         data = bytes(obj or b"")
         c.stream_write(stream, data, len(data), path)
         return data
@@ -186,12 +220,16 @@ class Pad(c.Construct):
 
     Parsed bytes are kept (under a ``_``-prefixed key, which Container equality ignores) so a
     packet whose padding is not zero still builds back byte-identical; building without them
-    writes zeros.
+    writes zeros.  ``field``: the length field ``length`` is computed from (a HeaderSize that
+    counts the padding), at offset ``at`` (an expression) of the header; a padding longer than a
+    packet can carry (:data:`MAX_PACKET_SIZE`) is refused before it is made, naming that field.
     """
 
-    def __init__(self, length: Any) -> None:
+    def __init__(self, length: Any, field: str = "", at: Any = None) -> None:
         super().__init__()
         self.length = length
+        self.field = field
+        self.at = at
         self.flagbuildnone = True
 
     def _parse(self, stream: Any, context: Any, path: str) -> bytes:
@@ -199,9 +237,21 @@ class Pad(c.Construct):
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> bytes:
         n = c.evaluate(self.length, context)
+        if n > MAX_PACKET_SIZE:
+            raise self._too_long(n, stream, context, path)
         data = bytes(obj) if isinstance(obj, bytes | bytearray) and len(obj) == n else b"\0" * n
         c.stream_write(stream, data, n, path)
         return data
+
+    def _too_long(self, n: int, stream: Any, context: Any, path: str) -> Refused:
+        if not self.field:
+            return Refused(f"{n} bytes of padding; {_OVER_LIMIT}", path, stream.tell())
+        parent = path.rpartition("->")[0]
+        where = f"{parent}-> {self.field}" if parent else self.field
+        value = context.get(self.field)
+        offset = int(c.evaluate(self.at, context)) if self.at is not None else stream.tell()
+        shown = f"0x{value:08X}" if isinstance(value, int) else repr(value)
+        return Refused(f"{shown} makes {n} bytes of padding; {_OVER_LIMIT}", where, offset)
 
     def _sizeof(self, context: Any, path: str) -> int:
         return int(c.evaluate(self.length, context))
@@ -630,7 +680,8 @@ class HeaderParser:
         try:
             self.header._build(obj, stream, ctx, self.name)
         except ConstructError as e:
-            raise PacketError(path_of(e.path or self.name), -1, str(e).split("\n", 1)[-1]) from None
+            offset, section = getattr(e, "msmq_offset", -1), getattr(e, "msmq_section", "")
+            raise PacketError(path_of(e.path or self.name), offset, str(e).split("\n", 1)[-1], section) from None
         except (TypeError, ValueError, KeyError, AttributeError) as e:
             if isinstance(e, PacketError):
                 raise

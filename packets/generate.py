@@ -38,6 +38,7 @@ from construct import expr as cexpr
 
 from packets.fields import (
     GUID,
+    MAX_PACKET_SIZE,
     NULL_GUID,
     Data,
     ElementList,
@@ -652,14 +653,16 @@ class _BuildSource(_Source):
             obj = self.var("obj")
             self.add(indent, f"{obj} = {{}} if {value} is None else {value}")
             self.build_struct(sc, obj, scope, value, indent)
-        elif isinstance(sc, Data):
+        elif isinstance(sc, Data):  # an integer past what a packet carries: construct's builder refuses it
+            self.add(indent, f"if isinstance({value}, int) and {value} > {MAX_PACKET_SIZE}: raise ShortInput({value})")
             self.add(indent, f"{value} = bytes({value} or b'')")
             self.add(indent, f"parts.append({value})")
             self.advance(indent, f"len({value})")
         elif isinstance(sc, Pad):
             n = self.var("n")
             self.add(indent, f"{n} = {self.expr(sc.length, scope)}")
-            self.add(indent, f"if {n} < 0: raise ShortInput({n})")
+            # past what a packet carries: construct's builder refuses it, naming the length field
+            self.add(indent, f"if {n} < 0 or {n} > {MAX_PACKET_SIZE}: raise ShortInput({n})")
             self.add(
                 indent,
                 f"{value} = bytes({value}) if isinstance({value}, (bytes, bytearray)) and len({value}) == {n}"

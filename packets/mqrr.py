@@ -19,6 +19,7 @@ from typing import Any
 import construct as c
 from construct import Computed, Container, Default, If, Rebuild, Tell, this
 
+from packets.errors import PacketError
 from packets.fields import (
     BitFlags,
     Data,
@@ -206,7 +207,12 @@ def _remaining_headers_size(ctx: Any) -> int:
     total = 0
     for name, parser in zip(TRAILER_NAMES, (SUBQUEUE_HEADER, DEAD_LETTER_HEADER, EXTENDED_ADDRESS_HEADER), strict=True):
         if packet.get(name) is not None:
-            total += len(parser.build(packet[name]))
+            try:
+                total += len(parser.build(packet[name]))
+            except PacketError as e:  # its offset, from the ExtensionHeader's first byte
+                if e.offset < 0:
+                    raise
+                raise PacketError(e.field_path, EXTENSION_HEADER_SIZE + total + e.offset, e.reason, e.section) from None
     return total
 
 
@@ -315,7 +321,7 @@ DeadLetterHeader = Header(
     "DeadLetterPathName" / Utf16Terminated(),
     "_end" / Tell,
     # "aligned up to the next 4-byte boundary by adding padding zeros"; HeaderSize is the total.
-    "_pad" / Pad(this.HeaderSize - (this._end - this._start)),
+    "_pad" / Pad(this.HeaderSize - (this._end - this._start), "HeaderSize", this._start),
 )
 DEAD_LETTER_HEADER = header_parser("DeadLetterHeader", DeadLetterHeader)
 

@@ -409,7 +409,7 @@ MQFAddressHeader = Header(
     "FormatNameList" / FORMAT_NAME_LIST,
     "_end" / Tell,
     # "The end of this field is rounded up to the next 4-byte boundary"; HeaderSize counts it.
-    "_pad" / Pad(this.HeaderSize - (this._end - this._start)),
+    "_pad" / Pad(this.HeaderSize - (this._end - this._start), "HeaderSize", this._start),
 )
 MQF_ADDRESS_HEADER = header_parser("MQFAddressHeader", MQFAddressHeader)
 
