@@ -17,13 +17,20 @@ harness uses.
 
 A direction whose stream cannot be framed (a BaseHeader without the Signature or with an
 impossible PacketSize: the spec closes such a session) yields nothing more; its error is kept in
-``MSMQReassembler.errors``.  Held early segments are bounded (``max_gap`` bytes per direction).
+``MSMQReassembler.errors`` (the latest :data:`MAX_ERRORS`).  What the reassembler holds is bounded
+whatever the capture holds: early segments (``max_gap`` bytes per direction, ``max_held`` over
+all), and the directions followed at once (``max_flows``, each holding at most one packet being
+framed, [MS-MQMQ] 2.2.19.1 at most 0x00400000 bytes): beyond it the least recently active one is
+dropped, and its later segments are skipped until a SYN opens it again -- never framed from the
+middle of a packet into an error it does not have (of the last ``4 * max_flows`` dropped; one
+dropped before those is met again as a direction the capture started in the middle of).
 
 Imported on demand only: ``import packets`` does not import scapy.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +43,12 @@ from packets.errors import PacketError
 from packets.scapy_layers import MSMQ, MSMQ_PORT
 from packets.stream import StreamSplitter
 
-__all__ = ["MSMQReassembler", "MSMQSession", "msmq_layers"]
+__all__ = ["MAX_ERRORS", "MAX_FLOWS", "MSMQReassembler", "MSMQSession", "msmq_layers"]
+
+#: TCP directions (of MSMQ connections) followed at once
+MAX_FLOWS = 1024
+#: errors kept (the latest), one per direction that could not be framed
+MAX_ERRORS = 1024
 
 _MOD = 1 << 32
 _SYN, _FIN, _RST = 0x02, 0x01, 0x04
@@ -58,11 +70,21 @@ class _Direction:
 class MSMQReassembler:
     """Feed captured frames in capture order; take whole MSMQ layers out (see the module docstring)."""
 
-    def __init__(self, ports: Iterable[int] = (MSMQ_PORT,), max_gap: int = 1 << 24) -> None:
+    def __init__(
+        self,
+        ports: Iterable[int] = (MSMQ_PORT,),
+        max_gap: int = 1 << 24,
+        max_held: int = 1 << 26,
+        max_flows: int = MAX_FLOWS,
+    ) -> None:
         self.ports = frozenset(ports)
         self.max_gap = max_gap
+        self.max_held = max_held
+        self.max_flows = max_flows
         self.errors: list[tuple[Flow, PacketError]] = []
-        self._flows: dict[Flow, _Direction] = {}
+        self.held = 0  # early bytes held, over every direction
+        self._flows: OrderedDict[Flow, _Direction] = OrderedDict()  # least recently active first
+        self._dropped: OrderedDict[Flow, None] = OrderedDict()  # skipped until a SYN (bounded too)
 
     def feed(self, frame: ScapyPacket) -> list[MSMQ]:
         """The packets this frame completes (none for a frame of no MSMQ connection)."""
@@ -74,17 +96,41 @@ class MSMQReassembler:
         flags = int(tcp.flags)
         state = self._flows.get(flow)
         if flags & _SYN:
-            state = self._flows[flow] = _Direction(next_seq=(int(tcp.seq) + 1) % _MOD)
+            self._forget(flow)
+            self._dropped.pop(flow, None)
+            state = self._follow(flow, _Direction(next_seq=(int(tcp.seq) + 1) % _MOD))
         elif state is None:
-            state = self._flows[flow] = _Direction()
+            if flow in self._dropped:  # dropped mid-stream: its bytes cannot be framed any more
+                if flags & (_FIN | _RST):
+                    del self._dropped[flow]
+                return []
+            state = self._follow(flow, _Direction())
+        else:
+            self._flows.move_to_end(flow)
         payload = bytes(tcp.payload)
         out: list[MSMQ] = []
         if payload and not state.broken:
             for data in self._in_order(state, int(tcp.seq), payload):
                 out.extend(self._frame(flow, state, data, float(frame.time)))
         if flags & (_FIN | _RST):
-            self._flows.pop(flow, None)
+            self._forget(flow)
         return out
+
+    def _follow(self, flow: Flow, state: _Direction) -> _Direction:
+        """Follow a new direction; beyond ``max_flows`` drop the least recently active one."""
+        self._flows[flow] = state
+        if len(self._flows) > self.max_flows:
+            old = next(iter(self._flows))
+            self._forget(old)
+            self._dropped[old] = None
+            if len(self._dropped) > 4 * self.max_flows:  # a key each: met again, as mid-connection
+                self._dropped.popitem(last=False)
+        return state
+
+    def _forget(self, flow: Flow) -> None:
+        state = self._flows.pop(flow, None)
+        if state is not None:
+            self.held -= state.early_bytes
 
     def _in_order(self, state: _Direction, seq: int, payload: bytes) -> list[bytes]:
         """The stream bytes this segment makes contiguous (retransmitted bytes dropped)."""
@@ -97,9 +143,11 @@ class MSMQReassembler:
                 return []
             payload, seq = payload[seen:], state.next_seq
         elif ahead:
-            if seq not in state.early and state.early_bytes + len(payload) <= self.max_gap:
+            fits = state.early_bytes + len(payload) <= self.max_gap and self.held + len(payload) <= self.max_held
+            if seq not in state.early and fits:
                 state.early[seq] = payload
                 state.early_bytes += len(payload)
+                self.held += len(payload)
             return []
         ready = [payload]
         state.next_seq = (seq + len(payload)) % _MOD
@@ -114,6 +162,7 @@ class MSMQReassembler:
                 break
             data = state.early.pop(held)
             state.early_bytes -= len(data)
+            self.held -= len(data)
             skip = (state.next_seq - held) % _MOD
             if skip < len(data):
                 ready.append(data[skip:])
@@ -126,6 +175,8 @@ class MSMQReassembler:
         except PacketError as e:
             state.broken = True
             self.errors.append((flow, e))
+            if len(self.errors) > MAX_ERRORS:
+                del self.errors[0]
             return []
         out = []
         for piece in pieces:
