@@ -56,7 +56,7 @@ class Connections(Reactor):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self._lock:
             behaviour = self._queued.popleft() if self._queued else self._behaviour
-            conn = PeerConnection(self.totals.connections, behaviour.name, client)
+            conn = PeerConnection(self.totals.connections, behaviour.name, client, opened=time.time())
             self._connections[conn.index] = conn
             self.totals.connections += 1
         if behaviour.receive_buffer is not None:
@@ -128,9 +128,9 @@ class Connections(Reactor):
     def _finish(self, slot: Slot, by: str, reason: str, closer: str) -> None:
         """Close the connection and its record; never raises (it is the last resort of ``_guard``)."""
         conn = slot.conn
-        if conn.closed:
+        if conn.closed or slot.finished:
             return
-        conn.closed = True
+        slot.finished = True
         self._slots.pop(conn.index, None)
         slot.timers.clear()
         leftover = bytes(slot.unframed) or slot.splitter.remainder()
@@ -141,6 +141,8 @@ class Connections(Reactor):
             conn.stopped_mid_packet = slot.splitter.buffered
             reason = f"{reason} with {slot.splitter.buffered} bytes of an unfinished packet"
         conn.closed_by, conn.close_reason = by, conn.close_reason or reason
+        conn.ended = time.time()
+        conn.closed = True  # last: a record read closed says who closed it, why and when
         with self._lock:  # the history keeps the last closed connections
             self._closed.append(conn.index)
             while len(self._closed) > self.history:

@@ -58,6 +58,8 @@ class PeerConnection:
     close_reason: str = ""
     stopped_mid_packet: int = 0  # bytes of an unfinished packet when the peer stopped
     processing: bool = False  # c2s packets recorded, what the Acceptor made of them not yet
+    opened: float = 0.0  # wall-clock time the connection was accepted
+    ended: float = 0.0  # ... and the time it closed (with ``closed``)
 
 
 @dataclass

@@ -73,6 +73,7 @@ class Slot:
         self.mask = 0
         self.read_resume = 0.0  # a slow reader reads again at this time (0: not paused)
         self.fault: faults.FaultWatch | None = None  # an input-triggered fault's watch (harness.peers.faults)
+        self.finished = False  # _finish began: the connection is being closed
 
 
 class Reactor(PeerRecords):
@@ -92,7 +93,7 @@ class Reactor(PeerRecords):
     _slots: dict[int, Slot]
     _workers: ThreadPoolExecutor | None
     _done: deque[Slot]
-    _lock: threading.Lock
+    _lock: threading.RLock  # held by the loop while it handles an event (see _round)
     _cond: threading.Condition
     _stop: threading.Event
     _sel: selectors.BaseSelector | None
@@ -105,6 +106,7 @@ class Reactor(PeerRecords):
     _ping_address: tuple[str, int] | None
     _pings: deque[PingExchange]
     _queue_manager: Acceptor
+    rounds: int  # rounds of the loop done (see SimulatedPeer.sync)
 
     # -- the session's side (harness.peers.connections) ---------------------------------------------
     def _open(self, sock: socket.socket, client: tuple[str, int]) -> None:
@@ -144,33 +146,42 @@ class Reactor(PeerRecords):
                     time.sleep(0.01)
                 self._notify()
         finally:
-            self._shutdown()
+            with self._lock:
+                self._shutdown()
             self._notify()
 
     def _round(self) -> None:
+        """One round: wait for the sockets or the next deadline (the records free to read), then
+        handle what came with ``_lock`` held: a reader holding it (:meth:`snapshot`) sees the
+        records between two events, never half of one (a packet without what the Acceptor made
+        of it, a connection closed without who closed it)."""
         sel = self._sel
         assert sel is not None
-        faults.tick(self)
-        timeout = max(0.0, min(TICK, self._next_deadline() - time.monotonic()))
-        for key, mask in sel.select(timeout):
-            if key.data == "listen":
-                self._accept()
-            elif key.data == "ping":
-                self._answer_pings()
-            elif key.data == "wake":
-                self._drain_wake()
-            else:
-                slot: Slot = key.data
-                if mask & selectors.EVENT_WRITE:
-                    self._guard(slot, self._flush)
-                if mask & selectors.EVENT_READ and slot.sock.fileno() != -1:
-                    self._guard(slot, self._readable)
-        while self._done:
-            self._resume(self._done.popleft())
-        self._due()
+        with self._lock:
+            faults.tick(self)
+            timeout = max(0.0, min(TICK, self._next_deadline() - time.monotonic()))
+        events = sel.select(timeout)
+        with self._lock:
+            for key, mask in events:
+                if key.data == "listen":
+                    self._accept()
+                elif key.data == "ping":
+                    self._answer_pings()
+                elif key.data == "wake":
+                    self._drain_wake()
+                else:
+                    slot: Slot = key.data
+                    if mask & selectors.EVENT_WRITE:
+                        self._guard(slot, self._flush)
+                    if mask & selectors.EVENT_READ and slot.sock.fileno() != -1:
+                        self._guard(slot, self._readable)
+            while self._done:
+                self._resume(self._done.popleft())
+            self._due()
 
     def _notify(self) -> None:
         with self._cond:
+            self.rounds += 1
             self._cond.notify_all()
 
     def _drain_wake(self) -> None:
@@ -238,8 +249,10 @@ class Reactor(PeerRecords):
         if slot.flow is not None:
             slot.flow.data("c2s", data, ts)
         # A reader sees the packets these bytes complete and what processing them did (messages
-        # delivered, rules broken) together: ``processing`` holds until both are recorded.
-        slot.conn.processing = True
+        # delivered, rules broken) together: within this event (``_lock`` held), and across a
+        # worker's parse by ``processing``, which holds until both are recorded.  A packet a fault
+        # hangs on is never processed: nothing more will be recorded for it.
+        submitted = False
         try:
             completed = self._keep_packets(slot, data, ts, now)
             if slot.closing:
@@ -253,11 +266,12 @@ class Reactor(PeerRecords):
             # Megabytes of whole packets: a worker parses them; this connection waits (not read,
             # not timed) while the loop serves the others; it stays ``processing`` until resumed.
             assert self._workers is not None
+            slot.conn.processing = submitted = True
             slot.busy = self._workers.submit(slot.acceptor.receive_data, data)
             slot.busy.add_done_callback(functools.partial(self._worker_done, slot))
             self._set_mask(slot)
         finally:
-            slot.conn.processing = slot.busy is not None
+            slot.conn.processing = submitted
 
     def _worker_done(self, slot: Slot, _: Future[list[Any]]) -> None:
         """In the worker: hand the slot back to the loop."""

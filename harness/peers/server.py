@@ -42,6 +42,7 @@ Ping responder :mod:`harness.peers.ping`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import selectors
 import socket
@@ -51,6 +52,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -62,12 +64,16 @@ from harness.peers.recorder import PcapRecorder
 from harness.session import Acceptor, AcceptorBehaviour, RuleViolation, SessionConfig, named_behaviour
 from packets import GUID, Packet
 
-__all__ = ["PeerConnection", "PeerError", "PingExchange", "SimulatedPeer", "SinkFailure"]
+__all__ = ["PeerConnection", "PeerError", "PeerSnapshot", "PingExchange", "SimulatedPeer", "SinkFailure"]
 
 log = logging.getLogger(__name__)
 
 HISTORY = 10_000  # default: packets, delivered messages and violations kept in detail (all connections)
 HISTORY_BYTES = 256 << 20  # default: packet bytes kept in detail
+# rounds of the loop a sync waits for: the one under way (it may have looked at the sockets before
+# the sync), one that looks after it (accepts, reads), one that reads what a connection it
+# accepted sent
+SYNC_ROUNDS = 3
 
 
 class PeerError(HarnessError):
@@ -94,6 +100,25 @@ def _behaviour(b: Behaviour) -> AcceptorBehaviour:
         return named_behaviour(b)
     except KeyError as e:
         raise PeerError(str(e.args[0])) from None
+
+
+@dataclass(frozen=True)
+class PeerSnapshot:
+    """What the peer had recorded at one moment (:meth:`SimulatedPeer.snapshot`): copies of its
+    connections (the open ones and the last closed ones, in the order accepted) and its Ping
+    exchanges."""
+
+    connections: list[PeerConnection]
+    pings: list[PingExchange]
+
+    @property
+    def settled(self) -> bool:
+        """Every packet read is recorded with what the Acceptor made of it."""
+        return not any(c.processing for c in self.connections)
+
+    @property
+    def delivered(self) -> list[Packet]:
+        return [p for c in self.connections for p in c.delivered]
 
 
 class SimulatedPeer(Connections):
@@ -152,7 +177,7 @@ class SimulatedPeer(Connections):
         self._slots: dict[int, Slot] = {}
         self._workers: ThreadPoolExecutor | None = None
         self._done: deque[Slot] = deque()  # slots whose worker finished, for the loop to pick up
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the records; the loop holds it while it handles an event
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -168,6 +193,7 @@ class SimulatedPeer(Connections):
         self._ping_sock: socket.socket | None = None
         self._ping_address: tuple[str, int] | None = None
         self._pings: deque[PingExchange] = deque(maxlen=history)
+        self.rounds = 0
         # Holds the queue manager state every session shares ([MS-MQQB] 3.1.1.3, [MS-MQDMPR] 3.1.1.5).
         self._queue_manager = Acceptor(self.identifier, config=config)
 
@@ -236,8 +262,31 @@ class SimulatedPeer(Connections):
     @property
     def settled(self) -> bool:
         """Every packet read so far is recorded with what the Acceptor made of it (delivered,
-        rule broken, answer sent): ``connections`` read now is one consistent state."""
+        rule broken, answer sent): no worker is parsing one."""
         return not any(c.processing for c in self.connections)
+
+    def snapshot(self) -> PeerSnapshot:
+        """Copies of the connections' records and of the Ping exchanges, all read at one moment
+        between two events of the loop (see harness.peers.reactor): packets, deliveries,
+        violations and closes that one event records are all in it or none is."""
+        with self._lock:
+            conns = [
+                dataclasses.replace(
+                    c, packets=deque(c.packets), delivered=deque(c.delivered), violations=deque(c.violations)
+                )
+                for c in self._connections.values()
+            ]
+            return PeerSnapshot(conns, list(self._pings))
+
+    def settled_snapshot(self, timeout: float) -> PeerSnapshot:
+        """A :meth:`snapshot` taken once the peer is settled (no packet read whose processing a
+        worker has not finished); after ``timeout`` seconds, the last one (``settled`` False)."""
+        end = time.monotonic() + timeout
+        while True:
+            snap = self.snapshot()
+            if snap.settled or time.monotonic() >= end:
+                return snap
+            self.wait_for(lambda: self.settled, max(0.0, end - time.monotonic()))
 
     @property
     def delivered(self) -> list[Packet]:
@@ -253,6 +302,24 @@ class SimulatedPeer(Connections):
         """Wait until ``predicate()`` holds (checked whenever the peer did something); its last value."""
         with self._cond:
             return bool(self._cond.wait_for(predicate, timeout))
+
+    def sync(self, timeout: float) -> bool:
+        """Wait until the loop has handled everything that reached the peer's sockets before this
+        call (connections to accept, bytes to read, Ping Requests): :data:`SYNC_ROUNDS` rounds
+        of the loop end, each begun after the last (a round waits on the sockets, then handles
+        every one that is ready; a connection accepted in one round is read in the next).  A
+        reader that synced reads what the client sent by then, however late the loop ran.
+        False when ``timeout`` seconds pass first, or the peer is not serving."""
+        end = time.monotonic() + timeout
+        for _ in range(SYNC_ROUNDS):
+            if self._thread is None or not self._thread.is_alive():
+                return False
+            with self._cond:
+                begun = self.rounds
+            self._wake()
+            if not self.wait_for(lambda b=begun: self.rounds > b, max(0.0, end - time.monotonic())):  # type: ignore[misc]
+                return False
+        return True
 
     def start(self) -> SimulatedPeer:
         if self._thread is not None:

@@ -23,11 +23,11 @@ COMMAND = [sys.executable, "-c", "import sys; from harness.cli import main; sys.
 def test_peer_serves_a_session_and_stops_after_duration(tmp_path: Path) -> None:
     report, record = tmp_path / "report.jsonl", tmp_path / "peer.pcap"
     args = ["peer", "--listen", "127.0.0.1:0", "--duration", "4", "--report", str(report), "--record", str(record)]
-    started = time.monotonic()
     proc = subprocess.Popen([*COMMAND, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
+        started = time.monotonic()  # --duration runs from here: the start-up of Python is not the peer's
         m = re.match(r"listening on 127\.0\.0\.1:(\d+) as (\{[0-9A-F-]+\}), behaviour normal", first)
         assert m, first
         port, identifier = int(m.group(1)), GUID(m.group(2))
@@ -42,7 +42,7 @@ def test_peer_serves_a_session_and_stops_after_duration(tmp_path: Path) -> None:
         proc.wait()
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, err
-    assert 3.5 < elapsed < 15
+    assert elapsed > 3.5  # it served its duration out (and stopped by itself: communicate's timeout)
     assert "connection 0 from 127.0.0.1:" in out and "10 delivered, 0 violations" in out
     assert re.search(r"^1 connections, \d+ packets, 10 delivered, 0 violations$", out, re.M), out
     assert report.read_text() == ""

@@ -79,9 +79,10 @@ class _OpenGatedAcceptor(peer_connections.Acceptor):
 def test_a_packet_read_is_never_seen_without_what_the_acceptor_made_of_it(
     monkeypatch: pytest.MonkeyPatch, size: int
 ) -> None:
-    """``settled`` is False from the moment a packet is recorded until its delivery is: a run
-    reading ``delivered`` after the packet showed on the wire reads both or waits (a UserMessage
-    seen on the wire but not yet in ``delivered`` once failed a conformant sender)."""
+    """A snapshot shows a packet read with its delivery, or neither (a UserMessage seen on the wire
+    but not yet in ``delivered`` once failed a conformant sender).  On the loop, a snapshot taken
+    while the Acceptor handles the packet waits for the end of that event; on a worker, ``settled``
+    is False from the moment the packet is recorded until its delivery is."""
     monkeypatch.setattr(peer_connections, "Acceptor", _OpenGatedAcceptor)
     monkeypatch.setattr(_OpenGatedAcceptor, "worker", size > reactor.INLINE_BYTES)
     _OpenGatedAcceptor.gate.clear()
@@ -93,13 +94,23 @@ def test_a_packet_read_is_never_seen_without_what_the_acceptor_made_of_it(
             assert peer.wait_for(lambda: peer.settled, 5)
             client.send(user_message_bytes(peer.identifier, 1, b"\0" * size))
             assert _OpenGatedAcceptor.entered.wait(10)
-            directions = [d for c in peer.connections for d, _, _ in list(c.packets)]
-            assert directions == ["c2s", "s2c", "c2s", "s2c", "c2s"] and peer.delivered == []
-            assert not peer.settled
+            if size > reactor.INLINE_BYTES:  # read while the worker parses: unsettled, nothing delivered
+                snap = peer.snapshot()
+                directions = [d for c in snap.connections for d, _, _ in c.packets]
+                assert directions == ["c2s", "s2c", "c2s", "s2c", "c2s"] and snap.delivered == []
+                assert not snap.settled
+            else:  # the snapshot waits for the end of the event: the packet and its delivery
+                opens = threading.Timer(0.5, _OpenGatedAcceptor.gate.set)
+                opens.start()
+                snap = peer.snapshot()
+                opens.join()
+                directions = [d for c in snap.connections for d, _, _ in c.packets]
+                assert directions.count("c2s") == 3 and len(snap.delivered) == 1 and snap.settled
         finally:
             _OpenGatedAcceptor.gate.set()
-        assert peer.wait_for(lambda: peer.settled, 10)
-        assert [len(p.MessagePropertiesHeader.MessageBody) for p in peer.delivered] == [size]
+        snap = peer.settled_snapshot(10)
+        assert snap.settled
+        assert [len(p.MessagePropertiesHeader.MessageBody) for p in snap.delivered] == [size]
         client.close()
 
 
