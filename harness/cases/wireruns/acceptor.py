@@ -50,6 +50,7 @@ CONNECT_TIMEOUT = 2.0
 CLIENT_RECOVERABLE_ACK_TIMEOUT = 0x2710
 CLIENT_ACK_TIMEOUT = 0x4E20
 CLIENT_WINDOW = 64
+DRAIN_PACKETS = 1000  # packets read past a bound that ran out (what had arrived by then)
 TIME_TO_REACH_QUEUE = 0x54600  # seconds (4 days): what the model gives a message ([MS-MQDMPR] 3.1.1.12)
 _PACKETS = " | ".join(PACKET_KINDS)
 # TxSequenceID of the case's transactional messages ([MS-MQMQ] 2.2.18.1.2: Ordinal 1 in the low
@@ -333,15 +334,17 @@ class AcceptorRun(WireRun):
         return self.inbox.pop(0), False
 
     def _fill(self, timeout: float) -> bool:
-        """Read what the acceptor sent into the inbox (at most ``timeout`` seconds); False when
-        nothing came (the time ran out or the connection closed)."""
-        if self.client_closed or timeout <= 0:
+        """Read what the acceptor sent into the inbox (waiting at most ``timeout`` seconds); False
+        when nothing came (the time ran out or the connection closed).  A time already run out
+        still reads what had arrived: the bound is on the acceptor, not on how soon this thread
+        ran again."""
+        if self.client_closed:
             return False
         sock = self._connect()
-        sock.settimeout(timeout)
+        sock.settimeout(max(0.0, timeout))  # 0: what is there, without waiting
         try:
             data = sock.recv(65536)
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):
             return False
         except OSError:
             data = b""
@@ -382,11 +385,16 @@ class AcceptorRun(WireRun):
         return True
 
     def _client_wait_closed(self, timeout: float) -> bool:
+        """Read until the acceptor closes the connection or ``timeout`` runs out; once it has,
+        what had arrived still counts (at most :data:`DRAIN_PACKETS` more packets: an acceptor
+        that keeps sending never closes)."""
         end = time.monotonic() + timeout
-        while not self.client_closed and time.monotonic() < end:
-            data, closed = self._read_packet(end - time.monotonic())
+        late = 0
+        while not self.client_closed and late <= DRAIN_PACKETS:
+            data, closed = self._read_packet(max(0.0, end - time.monotonic()))
             if data is None and not closed:
                 break
+            late += time.monotonic() >= end
         return self.client_closed
 
     @action(
@@ -406,17 +414,27 @@ class AcceptorRun(WireRun):
         timeout, self.waited = self.bound(args)
         skip = set(args.get("skip") or [])
         end = time.monotonic() + timeout
+        late: bytes | None = None  # read after the bound ran out, and ``until`` did not match it
+        drained = 0
         while True:
-            data, closed = self._read_packet(max(0.0, end - time.monotonic()))
-            if data is None:
-                self.last_packet = None
-                return {"closed": closed, "timed_out": not closed}
+            read, closed = self._read_packet(max(0.0, end - time.monotonic()))
+            if read is None:
+                if late is None:
+                    self.last_packet = None
+                    return {"closed": closed, "timed_out": not closed}
+                data = late  # nothing more had arrived: the last one read is the one the expectations show
+            else:
+                data = read
+                if kind_of(data) in skip:
+                    continue
+                until = args.get("until")
+                if until and not self._satisfies(data, until):
+                    if time.monotonic() < end:
+                        continue
+                    if drained < DRAIN_PACKETS:  # a packet that had arrived when the bound ran out still counts
+                        late, drained = data, drained + 1
+                        continue
             kind = kind_of(data)
-            if kind in skip:
-                continue
-            until = args.get("until")
-            if until and not self._satisfies(data, until) and time.monotonic() < end:
-                continue
             self.last_packet = data
             self.received[kind] = data
             if kind in USER_MESSAGE_KINDS:  # counted alike ([MS-MQQB] 3.1.1.4)
@@ -451,11 +469,11 @@ class AcceptorRun(WireRun):
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM) as udp:
             udp.sendto(data, self.ping_address)
             end = time.monotonic() + timeout
-            while (left := end - time.monotonic()) > 0:
-                udp.settimeout(left)
+            while True:  # a response that had come when the bound ran out still counts
+                udp.settimeout(max(0.0, end - time.monotonic()))
                 try:
                     reply = udp.recv(2048)
-                except TimeoutError:
+                except (TimeoutError, BlockingIOError):
                     break
                 except OSError:  # e.g. ICMP port unreachable: no response
                     break

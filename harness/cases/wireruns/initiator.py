@@ -46,7 +46,14 @@ from harness.cases.wireruns.base import (
     max_in_flight,
     violation_failures,
 )
-from harness.cases.wireruns.peer import SilentListener, close_peer, peer_replies, simulated_peer
+from harness.cases.wireruns.peer import (
+    SilentListener,
+    WireConnection,
+    close_peer,
+    peer_replies,
+    peer_state,
+    simulated_peer,
+)
 from harness.errors import HarnessError
 from harness.peers.recording import RecordedConnection
 from harness.session import SessionConfig
@@ -61,6 +68,9 @@ ADM_KEYS = ("connection_requested", "OutgoingMessagePosition", "State", "Connect
 _NO_ADM = f"the target reports no ADM state (capability {ADM})"
 POLL = 0.01  # real seconds between two looks at what the harness's acceptor saw
 SETTLE = 0.5  # real seconds the reported ADM state may take to show what crossed the wire
+# real seconds the harness's own acceptor may take to take in what reached its sockets (a bound on
+# the harness, not on the sender: only a machine too loaded to run the case exceeds it)
+SYNC = 10.0
 
 
 class NotApplicable(HarnessError):
@@ -78,42 +88,39 @@ class _ClosedPort:
         host, port = self._sock.getsockname()[:2]
         self.address = (str(host), int(port))
 
-    def connections(self) -> list[list[tuple[str, bytes]]]:
+    def state(self) -> list[WireConnection]:
         return []
 
-    opened = closed = 0
-
-    def closed_by(self, side: str) -> int:
-        return 0
+    def connections(self) -> list[list[tuple[str, bytes]]]:
+        return []
 
     def close(self) -> None:
         self._sock.close()
 
 
 class _PeerView:
-    """What the simulated peer saw, in the shape the run reads."""
+    """What the simulated peer saw, in the shape the run reads: each reading one snapshot of the
+    peer's records (harness.peers.server.SimulatedPeer.snapshot), never pieces of two moments."""
 
     def __init__(self, peer: Any) -> None:
         self.peer = peer
         self.address = tuple(peer.address[:2])
 
+    def state(self) -> list[WireConnection]:
+        return peer_state(self.peer)
+
     def connections(self) -> list[list[tuple[str, bytes]]]:
-        return [[(d, data) for d, data, _ in list(c.packets)] for c in self.peer.connections]
+        return _packets_of(self.state())
 
-    @property
-    def opened(self) -> int:
-        return len(self.peer.connections)
-
-    @property
-    def closed(self) -> int:
-        return sum(bool(c.closed) for c in self.peer.connections)
-
-    def closed_by(self, side: str) -> int:
-        """The connections ``side`` closed: the sender ("initiator"), or the simulated peer."""
-        return sum(bool(c.closed) and (c.closed_by == "client") == (side == "initiator") for c in self.peer.connections)
+    def sync(self, timeout: float) -> bool:
+        return bool(self.peer.sync(timeout))
 
     def close(self) -> None:
         close_peer(self.peer)
+
+
+def _packets_of(state: list[WireConnection]) -> list[list[tuple[str, bytes]]]:
+    return [[(d, data) for d, data, _ in c.packets] for c in state]
 
 
 def _address_host(format_name: str, peer_host: str) -> str:
@@ -147,6 +154,9 @@ class InitiatorRun(WireRun):
         self._parsed: dict[bytes, Any] = {}
         self.available_at: float | None = None  # when a message was last made available (3.1.7.12)
         self.never_connected = ""  # a wait ended because the sender never connected: how long it waited
+        # the wall-clock time a quiet wait's bound ran out: its last look counts what the harness's
+        # acceptor recorded by then, not what came later (None: everything recorded)
+        self.until: float | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -445,12 +455,13 @@ class InitiatorRun(WireRun):
             n = int(args["connections"])
 
             def pred() -> bool:
-                return bool(view.opened >= n)
+                return len(self.state()) >= n
         else:
             n, by = int(args["closed"]), args.get("by")
 
             def pred() -> bool:
-                return bool((view.closed_by(by) if by else view.closed) >= n)
+                ended = [c for c in self.state() if c.ended is not None]
+                return len([c for c in ended if not by or c.by_initiator == (by == "initiator")]) >= n
 
         needs = "packet" in args or "acked" in args or int(args.get("connections", args.get("closed", 0)) or 0) > 0
         ok = self._run_within(pred, args, needs_connection=needs)
@@ -466,24 +477,51 @@ class InitiatorRun(WireRun):
         """Poll ``pred()`` until it holds or the step's bound runs out (recomputed as the session
         shows the values it depends on: the ConnectionParameters sent); ``needs_connection``: a
         condition only a connection can meet ends as soon as :meth:`_never_connected` proves none
-        will come."""
+        will come.  Load cannot change the verdict: the last look follows a :meth:`_sync`, so what
+        the sender had sent when the bound ran out is judged however late the harness's acceptor
+        (or this thread) ran; and a step that expects that nothing happens (:attr:`quiet`) judges
+        only what the acceptor had recorded when its bound ran out (:attr:`until`), never what came
+        after it, however late it looks."""
         start = time.monotonic()
-        while True:
-            seconds, self.waited = self.bound(args)
-            if pred():
-                return True
-            if time.monotonic() - start >= seconds:
-                return bool(pred())
-            if needs_connection and not self.quiet and self._never_connected():
-                return bool(pred())
-            time.sleep(POLL)
+        try:
+            while True:
+                seconds, self.waited = self.bound(args)
+                deadline = start + seconds
+                if self.quiet:
+                    self.until = time.time() - (time.monotonic() - deadline)
+                if time.monotonic() >= deadline:
+                    self._sync()
+                    return bool(pred())
+                if pred():
+                    return True
+                if needs_connection and not self.quiet and self._never_connected():
+                    return bool(pred())
+                time.sleep(POLL)
+        finally:
+            self.until = None
+
+    def state(self) -> list[WireConnection]:
+        """The connections the harness's acceptor recorded, read at one moment (as of
+        :attr:`until` when set)."""
+        state = self.view.state()
+        if self.until is None:
+            return state
+        until = self.until
+        return [c.as_of(until) for c in state if c.opened <= until]
+
+    def _sync(self) -> None:
+        """Have the harness's acceptor take in everything that reached its sockets by now
+        (harness.peers.server.SimulatedPeer.sync, SilentListener.sync)."""
+        sync = getattr(self.view, "sync", None)
+        if sync is not None and not sync(SYNC):
+            raise WireCaseError(f"the harness's acceptor did not take in what reached it within {SYNC:g} s")
 
     def _never_connected(self) -> bool:
         """The sender opened no connection (nor sent a Ping Request) although a message was made
         available longer ago than the Ping Response Timer ([MS-MQQB] 3.1.2.9) at its scale, with
         the ``within`` margin: 3.1.7.12 connects at once (3.1.5.2), so none will come."""
         view = self.view
-        if self.available_at is None or not isinstance(view, _PeerView | SilentListener) or view.opened:
+        if self.available_at is None or not isinstance(view, _PeerView | SilentListener) or self.state():
             return False
         if isinstance(view, _PeerView) and view.peer.pings:
             return False
@@ -491,20 +529,23 @@ class InitiatorRun(WireRun):
         waited = time.monotonic() - self.available_at
         if waited < bound:
             return False
+        self._sync()  # a connection (or a Ping Request) that reached the acceptor by now counts
+        if self.state() or (isinstance(view, _PeerView) and view.peer.pings):
+            return False
         self.never_connected = (
             f"no connection {waited:.2f} s after the message was made available (the Ping Response Timer: {how})"
         )
         return True
 
     def _packets(self, kind: str, direction: str) -> list[bytes]:
-        return [d for conn in self.view.connections() for (dr, d) in conn if dr == direction and self._kind(d) == kind]
+        return [d for c in self.state() for (dr, d, _) in c.packets if dr == direction and self._kind(d) == kind]
 
     def _acked(self, message_id: str) -> bool:
         """The harness's acceptor acknowledged the message ([MS-MQQB] 3.1.5.5.1): a SessionHeader it
         sent on the connection counts the UserMessage that carried the message's Label; for a
         transactional message ([MS-MQQB] 3.1.5.6), an OrderAck it sent numbers its TxSequenceNumber."""
         label = str(self.messages.get(message_id, {}).get("Label", message_id))
-        for conn in self.view.connections():
+        for conn in _packets_of(self.state()):
             number, acked, mine, tx, ordered = 0, 0, 0, None, -1
             for direction, data in conn:
                 p = self._parse(data)
@@ -581,22 +622,23 @@ class InitiatorRun(WireRun):
 
     def _peer(self, tp: Mapping[str, Any]) -> list[Failure]:
         view = self.view
-        if isinstance(view, _PeerView):  # what the acceptor read, read with what it made of it
-            end = time.monotonic() + SETTLE
-            while not view.peer.settled and time.monotonic() < end:
-                time.sleep(POLL)
-        connections = view.connections()
-        observed: dict[str, Any] = {"connections": view.opened, "max_in_flight": max_in_flight(connections)}
-        if isinstance(view, _PeerView):
-            pings = view.peer.pings
-            observed["pings"] = len(pings)
-            observed["ping_responses"] = sum(p.response is not None for p in pings)
-            conns = list(view.peer.connections)
-            observed["delivered"] = [str(p.MessagePropertiesHeader.Label) for c in conns for p in c.delivered]
-            seen = [v for c in conns for v in c.violations]
+        self._sync()
+        if isinstance(view, _PeerView):  # one state: what the acceptor read, with what it made of it
+            snap = view.peer.settled_snapshot(SYNC)
+            if not snap.settled:
+                raise WireCaseError(f"the harness's acceptor had not processed the packets it read {SYNC:g} s later")
+            connections = [[(d, data) for d, data, _ in c.packets] for c in snap.connections]
+            observed: dict[str, Any] = {"connections": len(snap.connections)}
+            observed["pings"] = len(snap.pings)
+            observed["ping_responses"] = sum(p.response is not None for p in snap.pings)
+            observed["delivered"] = [str(p.MessagePropertiesHeader.Label) for p in snap.delivered]
+            seen = [v for c in snap.connections for v in c.violations]
         else:
+            connections = view.connections()
+            observed = {"connections": len(connections)}
             observed.update(pings=0, ping_responses=0, delivered=[])
             seen = []
+        observed["max_in_flight"] = max_in_flight(connections)
         failures = []
         if "violations" in tp:  # each rule the sender broke: a difference graded by the rule's requirement
             failures.extend(violation_failures(tp["violations"], seen))

@@ -32,7 +32,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness.cases.lines import Lines
 
-__all__ = ["ECHOED", "PeerReply", "SilentListener", "check_replies", "close_peer", "peer_replies", "simulated_peer"]
+__all__ = [
+    "ECHOED",
+    "PeerReply",
+    "SilentListener",
+    "WireConnection",
+    "check_replies",
+    "close_peer",
+    "peer_replies",
+    "peer_state",
+    "simulated_peer",
+]
 
 # The fields a response copies from the request it answers: name -> the section that says so.
 ECHOED = {
@@ -163,6 +173,31 @@ def _replying_peer() -> type:
     return ReplyingPeer
 
 
+@dataclass(frozen=True)
+class WireConnection:
+    """One connection as the harness's acceptor recorded it: when it was accepted, its whole
+    packets (direction, bytes, the wall-clock time each was read or written), when it ended
+    (None while open) and whether the sender (the initiator) closed it."""
+
+    opened: float
+    packets: list[tuple[str, bytes, float]]
+    ended: float | None
+    by_initiator: bool
+
+    def as_of(self, until: float) -> WireConnection:
+        """The connection as recorded by the wall-clock time ``until``."""
+        ended = self.ended if self.ended is not None and self.ended <= until else None
+        return WireConnection(self.opened, [p for p in self.packets if p[2] <= until], ended, self.by_initiator)
+
+
+def peer_state(peer: Any) -> list[WireConnection]:
+    """The connections of a :class:`harness.peers.SimulatedPeer`, from one snapshot of its records."""
+    return [
+        WireConnection(c.opened, list(c.packets), c.ended if c.closed else None, c.closed_by == "client")
+        for c in peer.snapshot().connections
+    ]
+
+
 def close_peer(peer: Any) -> None:
     exit_ = getattr(peer, "__exit__", None)
     if exit_ is not None:
@@ -185,6 +220,8 @@ class SilentListener:
         host, port = self._sock.getsockname()[:2]
         self.address = (str(host), int(port))
         self.records: list[_Record] = []
+        self.rounds = 0  # rounds of the loop done (see sync)
+        self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"SilentListener:{port}", daemon=True)
         self._thread.start()
@@ -193,24 +230,54 @@ class SilentListener:
         with selectors.DefaultSelector() as sel:
             sel.register(self._sock, selectors.EVENT_READ)
             while not self._stop.is_set():
-                for key, _ in sel.select(0.02):
-                    if key.fileobj is self._sock:
-                        if len(self.records) >= self.MAX_CONNECTIONS:
-                            continue
-                        try:
-                            conn, client = self._sock.accept()
-                        except OSError:
-                            continue
-                        conn.setblocking(False)
-                        record = _Record(conn, (str(client[0]), int(client[1])))
-                        self.records.append(record)
-                        sel.register(conn, selectors.EVENT_READ, record)
-                        continue
-                    record = key.data
-                    if not record.read():
-                        sel.unregister(record.sock)
+                self._round(sel)
+                with self._cond:
+                    self.rounds += 1
+                    self._cond.notify_all()
+
+    def sync(self, timeout: float) -> bool:
+        """Wait until the listener has taken in what reached it before this call: three rounds of
+        its loop end, each begun after the last (as harness.peers.server.SimulatedPeer.sync).
+        False when ``timeout`` seconds pass first, or the listener is closed."""
+        end = time.monotonic() + timeout
+        for _ in range(3):
+            with self._cond:
+                begun = self.rounds
+                if not self._thread.is_alive() or not self._cond.wait_for(
+                    lambda b=begun: self.rounds > b or self._stop.is_set(),  # type: ignore[misc]
+                    max(0.0, end - time.monotonic()),
+                ):
+                    return False
+        return not self._stop.is_set()
+
+    def _round(self, sel: selectors.BaseSelector) -> None:
+        for key, _ in sel.select(0.02):
+            if key.fileobj is self._sock:
+                if len(self.records) >= self.MAX_CONNECTIONS:
+                    sel.unregister(self._sock)  # no more: left unaccepted (not a ready socket each round)
+                    continue
+                try:
+                    conn, client = self._sock.accept()
+                except OSError:
+                    continue
+                conn.setblocking(False)
+                record = _Record(conn, (str(client[0]), int(client[1])))
+                self.records.append(record)
+                sel.register(conn, selectors.EVENT_READ, record)
+                continue
+            record = key.data
+            if not record.read():
+                sel.unregister(record.sock)
 
     # -- the peer view ----------------------------------------------------------------------
+    def state(self) -> list[WireConnection]:
+        """Each connection as the listener recorded it (every one closed by the sender)."""
+        out = []
+        for r in list(self.records):
+            packets = [("c2s", d, t) for d, t in zip(list(r.packets), list(r.times), strict=False)]
+            out.append(WireConnection(r.opened, packets, r.ended if r.closed else None, True))
+        return out
+
     def connections(self) -> list[list[tuple[str, bytes]]]:
         return [[("c2s", data) for data in r.packets] for r in list(self.records)]
 
@@ -247,6 +314,7 @@ class _Record:
         self.packets: list[bytes] = []
         self.times: list[float] = []  # wall-clock time each packet was read
         self.size = 0
+        self.ended = 0.0  # wall-clock time the connection ended (with ``closed``)
         self.closed = False
 
     def read(self) -> bool:
@@ -260,6 +328,7 @@ class _Record:
         except OSError:
             data = b""
         if not data or self.size + len(data) > SilentListener.MAX_BYTES:
+            self.ended = time.time()
             self.closed = True
             return False
         self.size += len(data)
