@@ -240,6 +240,15 @@ class Recent(OrderedDict[Any, Any]):
         self[key] = default
         return default
 
+    def copy(self) -> Recent:
+        new = type(self)(self.limit)
+        new.update(self)
+        new.forgot = self.forgot
+        return new
+
+    def __reduce__(self) -> Any:  # the limit before the items (OrderedDict's gives the items first)
+        return (type(self), (self.limit,), {"forgot": self.forgot}, None, iter(self.items()))
+
 
 class Latest(list[Any]):
     """A list that keeps only the ``limit`` items appended last (a list still: it compares equal to

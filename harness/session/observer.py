@@ -26,7 +26,10 @@ Per session the state is bounded by a constant, not by the number of packets: co
 transactional sequence its highest numbers, and the MessageIDs sent as ranges per source queue
 manager (:class:`harness.session.msgids.SentIds`; an identifier it can no longer tell sent or
 unsent is judged by neither 3.1.5.8.1 nor 3.1.5.7), the highest numbers of at most a bounded
-number of transactional sequences (:class:`harness.session.msgids.Highest`).
+number of transactional sequences (:class:`harness.session.msgids.Highest`), and what
+``TxSequenceChecker`` learnt of at most a bounded number of sending queue managers
+(:class:`harness.session.msgids.Recent`; one forgotten is met again as never seen, and 3.1.1.5 is
+not judged on its past).  The violations found are the Observer's output and are all kept.
 """
 
 from __future__ import annotations
@@ -249,7 +252,7 @@ class Observer:
     def _report(self, side: _Side, findings: list[Finding], index: int = -1) -> list[RuleViolation]:
         found = [RuleViolation.of(rule_id, index, evidence, side.direction) for rule_id, evidence in findings]
         self.violations += found
-        if self.closing is None:
+        if found and self.closing is None:
             self.closing = next((v for v in found if rule(v.rule_id).closes_session), None)
         return found
 

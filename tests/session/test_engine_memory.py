@@ -13,6 +13,9 @@ verdict is given on an identifier the bound forgot."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 from brokenstreams import ACC, INI, cp, ec, um
 from construct import Container
 from sessionloop import Wire
@@ -174,3 +177,13 @@ def test_the_initiator_keeps_the_latest_packets_it_received() -> None:
     for _ in range(2 * PACKETS_KEPT):
         i.receive_data(fa)
     assert len(i.final_acks) == PACKETS_KEPT
+
+
+def test_the_bounded_state_is_the_same_after_pickling() -> None:
+    """Spark ships engines and observers pickled: a bound holds the same keys on the other side."""
+    a = Acceptor(ACC)
+    for n in range(MAX_SOURCES + 44):  # more than the default bound of a Recent, fewer than this one's
+        a.incoming_tx[n.to_bytes(16, "big")] = [1, n]
+    again = pickle.loads(pickle.dumps(a.incoming_tx))
+    assert list(again.items()) == list(a.incoming_tx.items()) and again.limit == MAX_REMOTE_QUEUE_MANAGERS
+    assert copy.deepcopy(a.incoming_tx) == a.incoming_tx and a.incoming_tx.copy() == a.incoming_tx
