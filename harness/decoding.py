@@ -160,6 +160,8 @@ class Event(NamedTuple):
     chunk: int
 
 
+_new_event = tuple.__new__  # an Event of all its fields without NamedTuple's Python-level __new__
+
 _FRAME, _RESYNC, _DEAD = 0, 1, 2
 _NO_EVENTS: list[Event] = []  # returned when there is none (never changed)
 _HOLD = -1  # a UserMessage whose following bytes do not yet say whether an ExtensionHeader follows
@@ -404,7 +406,8 @@ class StreamDecoder:
             if n - pos < length:
                 self._want = at + length
                 break
-            if not flags & 0x8:  # not internal: an ExtensionHeader may follow
+            # not internal: an ExtensionHeader may follow (not if the next 4 bytes are no HeaderSize 12)
+            if not flags & 0x8 and (n - pos - length < 4 or _U32.unpack_from(buf, pos + length)[0] == 12):
                 extra = self._trailer(pos, length, final)
                 if extra is None:
                     break
@@ -427,7 +430,7 @@ class StreamDecoder:
             if first:
                 if out is _NO_EVENTS:
                     out = []
-                out.append(Event(key, at, raw, packet, None, chunk))
+                out.append(_new_event(Event, (key, at, raw, packet, None, chunk)))
             pos += length
         if pos:
             del buf[:pos]

@@ -187,10 +187,81 @@ def _field(header: Any, name: str) -> Any:
     return _get(header, name)
 
 
+def _plain(header: Any) -> dict[str, Any] | None:
+    """``header`` when it is a dictionary (a ``Fields``, a ``Container``), an empty one when it is
+    absent, None when it is something else (read through :func:`_get`)."""
+    if header is None:
+        return _NO_HEADER
+    return header if isinstance(header, dict) else None
+
+
+def _int_of(header: dict[str, Any], name: str) -> int | None:
+    value = header.get(name)
+    return value if type(value) is int else _int(value)
+
+
 def key_fields(packet: Any) -> dict[str, Any]:
     """The fields a support engineer looks for first, by spec name (None when absent)."""
+    return _key_fields(packet, _kind_name(packet.kind))
+
+
+#: PacketKind -> its name (an enum member's ``name`` is a descriptor call; this, a lookup)
+_KIND_NAMES: dict[Any, str] = {}
+
+
+def _kind_name(kind: Any) -> str:
+    name = _KIND_NAMES.get(kind)
+    if name is None:
+        name = _KIND_NAMES[kind] = kind.name
+    return name
+
+
+def _key_fields(packet: Any, kind: str) -> dict[str, Any]:
     h = packet.headers
-    kind = packet.kind.name
+    if isinstance(h, dict):  # the parser's headers: plain lookups
+        session, tx = _plain(h.get("SessionHeader")), _plain(h.get("TransactionHeader"))
+        if session is not None and tx is not None:
+            return _key_fields_of(h, kind, session, tx)
+    return _key_fields_any(h, kind)
+
+
+def _key_fields_of(h: dict[str, Any], kind: str, session: dict[str, Any], tx: dict[str, Any]) -> dict[str, Any]:
+    """:func:`key_fields` of headers that are dictionaries (as :func:`_key_fields_any` reads them)."""
+    message_id = source = destination = delivery = cs = None
+    if kind == "UserMessage":
+        user = _plain(h.get("UserHeader"))
+        if user is None:
+            return _key_fields_any(h, kind)
+        message_id = _int_of(user, "MessageID")
+        source = _guid(user.get("SourceQueueManager"))
+        destination = _guid(user.get("QueueManagerAddress"))
+        if h.get("TransactionHeader") is not None:
+            delivery = "transactional"
+        else:
+            dm = user.get("Flags")
+            delivery = "recoverable" if dm is not None and getattr(dm, "DM", 0) == 1 else "express"
+    elif kind == "EstablishConnection":
+        ec = _plain(h.get("EstablishConnectionHeader"))
+        if ec is None:
+            return _key_fields_any(h, kind)
+        source, destination = _guid(ec.get("ClientGuid")), _guid(ec.get("ServerGuid"))
+    if kind == "EstablishConnection" or kind == "ConnectionParameters":
+        flags = _get(h, "InternalHeader", "Flags")
+        cs = _int(getattr(flags, "CS", None)) if flags is not None else None
+    return {
+        "message_id": message_id,
+        "source_qm": source,
+        "destination_qm": destination,
+        "delivery": delivery,
+        "ack_sequence_number": _int_of(session, "AckSequenceNumber"),
+        "user_msg_sequence_number": _int_of(session, "UserMsgSequenceNumber"),
+        "tx_sequence_number": _int_of(tx, "TxSequenceNumber"),
+        "cs": cs,
+    }
+
+
+def _key_fields_any(h: Any, kind: str) -> dict[str, Any]:
+    """:func:`key_fields` of headers of any shape."""
     session = _header(h, "SessionHeader")
     tx = _header(h, "TransactionHeader")
     out: dict[str, Any] = {
@@ -260,7 +331,8 @@ class FlowRows:
 
     def _packet(self, direction: str, item: DecodedPacket, key: tuple[float, int]) -> None:
         packet = item.packet
-        kind = packet.kind.name
+        kind = _kind_name(packet.kind)
+        violations = packet.violations
         row = {
             "input": self.input,
             "flow": self.conn.id,
@@ -270,9 +342,9 @@ class FlowRows:
             "timestamp": key[0],
             "kind": kind,
             "size": len(item.data),
-            "problems": [str(v) for v in packet.violations],
+            "problems": [str(v) for v in violations] if violations else [],
         }
-        row.update(key_fields(packet))
+        row.update(_key_fields(packet, kind))
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
         self.sent[direction] += 1
         if kind == "EstablishConnection":
