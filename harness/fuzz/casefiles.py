@@ -5,8 +5,9 @@ harness.fuzz.sendercase) is written the same way: ``<id>-seed<N>.yaml``, the cas
 comments saying how it was found, and ``<id>-seed<N>.pcap``, the minimal session with TCP framing
 (both directions of the [MS-MQQB] 2.1.1 connection as sent and read).  They are written into the
 run's output folder as it is being written (``FuzzOptions.out``: the temporary sibling of
-harness.outdir.StagedOutput), each whole or not at all, and the finding names them where the
-folder is put when the run ends (``FuzzOptions.shown``).
+harness.outdir.StagedOutput, put in place only when the run ends), and the finding names them
+where the folder is put (``FuzzOptions.shown``); so does the outcome of the case run once
+against the target (:func:`run_case`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from harness.fuzz.engine import Finding, FuzzOptions
     from harness.fuzz.states import Connection
 
-__all__ = ["write_case", "write_finding_pcap", "write_pcap"]
+__all__ = ["run_case", "write_case", "write_finding_pcap", "write_pcap"]
 
 
 def _name(f: Finding) -> str:
@@ -65,3 +66,23 @@ def write_pcap(conn: Connection, server: tuple[str, int], path: Path) -> Path:
     finally:
         recorder.close()
     return path
+
+
+def run_case(o: FuzzOptions, path: Path, target: str) -> str:
+    """The outcome of the case written at ``path`` run against ``target`` (as ``msmq-harness run``
+    runs it), an error with its detail; a path it names, where the output folder is put."""
+    from harness.cases.loader import load_paths
+    from harness.cases.runner import open_target, run_case
+
+    try:
+        (case,) = load_paths([str(path)])
+        opened, info = open_target(target, 10.0)
+        try:
+            result = run_case(case, opened, step_timeout=10.0, info=info)
+            outcome = str(result.outcome.value)
+            text = f"{outcome}: {result.detail}" if outcome == "error" and result.detail else outcome
+        finally:
+            opened.close()
+    except Exception as e:  # the report says it; the finding stands
+        text = f"error: {type(e).__name__}: {e}"
+    return text.replace(str(o.out), str(o.shown)) if o.shown is not None else text

@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import packets
-from harness.fuzz.casefiles import write_case, write_finding_pcap
+from harness.fuzz.casefiles import run_case, write_case, write_finding_pcap
 from harness.fuzz.generate import Context, packet_kind
 from harness.fuzz.oracles import (
     GRACE,
@@ -126,7 +125,7 @@ def confirm_and_minimise(fuzzer: Fuzzer, f: Finding) -> None:
     write_finding_pcap(o, f, conn, o.address)
     if f.oracle == "crash":
         fuzzer.wait_alive()
-    f.case_outcome = _run_case(case_path, o.target)
+    f.case_outcome = run_case(o, case_path, o.target)
     if f.oracle == "crash":
         fuzzer.wait_alive()
 
@@ -234,21 +233,3 @@ def case_of(f: Finding, units: list[bytes], reference: str) -> dict[str, Any]:
         "when": steps,
         **then,
     }
-
-
-def _run_case(path: Path, target: str) -> str:
-    """The outcome of the case run against the target (``msmq-harness run`` does the same)."""
-    from harness.cases.loader import load_paths
-    from harness.cases.runner import open_target, run_case
-
-    try:
-        (case,) = load_paths([str(path)])
-        opened, info = open_target(target, 10.0)
-        try:
-            result = run_case(case, opened, step_timeout=10.0, info=info)
-            outcome = str(result.outcome.value)
-            return f"{outcome}: {result.detail}" if outcome == "error" and result.detail else outcome
-        finally:
-            opened.close()
-    except Exception as e:  # the report says it; the finding stands
-        return f"error: {type(e).__name__}: {e}"

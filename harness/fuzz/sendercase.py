@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import packets
-from harness.fuzz.casefiles import write_case, write_finding_pcap
+from harness.fuzz.casefiles import run_case, write_case, write_finding_pcap
 from harness.fuzz.generate import Mutation
-from harness.fuzz.minimise import _hex, _run_case, _section
+from harness.fuzz.minimise import _hex, _section
 from harness.fuzz.oracles import requirement_level
 from harness.fuzz.shrink import shrink, without
 from harness.pipeline.minimize import ddmin
@@ -175,7 +175,7 @@ def _write_case(
     for reaction in ("closed", "next"):
         case = sender_case(f, state, injected, reaction, fuzzer.sender_timers.scale)
         path = write_case(fuzzer.o, f, _header(f, state, groups), case)
-        outcome = _run_case(path, "reference")
+        outcome = run_case(fuzzer.o, path, "reference")
         if outcome == "passed":
             break
     return path, outcome
@@ -246,4 +246,4 @@ def confirm_and_minimise_sender(fuzzer: SenderFuzzer, f: Finding) -> None:
     if reference != "passed":
         f.case_outcome = f"the reference sender does not pass it ({reference}); not run against the target"
         return
-    f.case_outcome = _run_case(path, o.target)
+    f.case_outcome = run_case(o, path, o.target)

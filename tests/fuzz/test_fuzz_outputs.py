@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.fuzz.casefiles import write_case
+from harness.fuzz.casefiles import run_case, write_case
 from harness.fuzz.engine import Finding, FuzzOptions
 from harness.outdir import MARKER
 from harness.peers import SimulatedPeer
@@ -92,3 +92,5 @@ def test_a_findings_case_is_written_whole_and_named_where_the_output_goes(tmp_pa
     assert written == stage / "fuzz-crash-1-seed5.yaml" and f.case == str(final / "fuzz-crash-1-seed5.yaml")
     assert written.read_text() == "# found\nid: fuzz.crash.seed5.round3\ntitle: a title\n"
     assert [p.name for p in stage.iterdir()] == [written.name]
+    outcome = run_case(options, written, "reference")  # no case: refused by the loader, naming it
+    assert outcome.startswith("error: ") and f"{final}/{written.name}" in outcome and str(stage) not in outcome
