@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from harness.cases import runner
+from harness.cases.loader import load_paths
 from harness.outdir import write_file_atomically
 
 if TYPE_CHECKING:
@@ -71,14 +73,11 @@ def write_pcap(conn: Connection, server: tuple[str, int], path: Path) -> Path:
 def run_case(o: FuzzOptions, path: Path, target: str) -> str:
     """The outcome of the case written at ``path`` run against ``target`` (as ``msmq-harness run``
     runs it), an error with its detail; a path it names, where the output folder is put."""
-    from harness.cases.loader import load_paths
-    from harness.cases.runner import open_target, run_case
-
     try:
         (case,) = load_paths([str(path)])
-        opened, info = open_target(target, 10.0)
+        opened, info = runner.open_target(target, 10.0)
         try:
-            result = run_case(case, opened, step_timeout=10.0, info=info)
+            result = runner.run_case(case, opened, step_timeout=10.0, info=info)
             outcome = str(result.outcome.value)
             text = f"{outcome}: {result.detail}" if outcome == "error" and result.detail else outcome
         finally:
