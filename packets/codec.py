@@ -476,29 +476,10 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
     layout = layout_for(base_header)
     if "ExtensionHeader" in headers and layout is _spec().user:  # [MS-MQRR] 2.2.5: after the UserMessage
         layout = _spec().message_packet
-    steps = _build_steps(layout)
-    present: list[tuple[int, _BuildStep, Any]] = []
-    ordered = True
-    last = -1
-    for name, value in headers.items():
-        step = steps.get(name)
-        if step is None:
-            if name != "BaseHeader" and not name.startswith("_"):
-                raise PacketError(name, -1, "not a header of this packet layout")
-            continue
-        if value is None:
-            continue
-        index = step[0]
-        if index < last:
-            ordered = False
-        last = index
-        present.append((index, step, value))
-    if not ordered:
-        present.sort(key=lambda item: item[0])
     context: Container | None = None
     parts: list[bytes] = []
     counted = at = base.BASE_HEADER_SIZE
-    for _, (_, name, parser, builder, is_counted), value in present:
+    for _, (_, name, parser, builder, is_counted), value in _headers_given(headers, _build_steps(layout)):
         try:
             if builder is None:
                 raise NeedsContext(name)
@@ -525,6 +506,30 @@ def build(packet: Packet | Mapping[str, Any]) -> bytes:
         data = base.BASE_HEADER.build(Container(base_header))
     parts.insert(0, data)
     return b"".join(parts)
+
+
+def _headers_given(headers: Mapping[str, Any], steps: dict[str, _BuildStep]) -> list[tuple[int, _BuildStep, Any]]:
+    """The headers given (not None) with their build steps, in the layout's order; a name that is
+    no header of the layout is an error (the BaseHeader and ``_``-prefixed names aside)."""
+    present: list[tuple[int, _BuildStep, Any]] = []
+    ordered = True
+    last = -1
+    for name, value in headers.items():
+        step = steps.get(name)
+        if step is None:
+            if name != "BaseHeader" and not name.startswith("_"):
+                raise PacketError(name, -1, "not a header of this packet layout")
+            continue
+        if value is None:
+            continue
+        index = step[0]
+        if index < last:
+            ordered = False
+        last = index
+        present.append((index, step, value))
+    if not ordered:
+        present.sort(key=lambda item: item[0])
+    return present
 
 
 def _build_base_header(base_header: Mapping[str, Any]) -> bytes:
