@@ -119,9 +119,14 @@ def test_the_initiator_bound_uses_the_connection_parameters_the_reference_sent()
     finally:
         run.close()
     # once sent: 8 x the round trip of the EstablishConnection Packet, clamped to 0x1F4-0x1D4C0 ms
-    # (3.1.5.3.2): on loopback 500 ms, less than AckTimeout / 2, which then bounds the wait
+    # (3.1.5.3.2): on an idle loopback 500 ms, less than AckTimeout / 2, which then bounds the wait;
+    # a round trip past 1.25 s (a loaded machine) makes it the longer of the two, and the bound
     assert said == "sent" and recoverable is not None and 0x1F4 <= recoverable < 0x1D4C0
-    assert (seconds, how) == (10.0, "AckTimeout 20000 ms sent / 2")
+    if recoverable <= 10_000:
+        assert (seconds, how) == (10.0, "AckTimeout 20000 ms sent / 2")
+    else:
+        said_how = f"RecoverableAckTimeout {recoverable} ms sent (recoverable messages)"
+        assert (seconds, how) == (recoverable / 1000, said_how)
     assert run.waited.startswith("within SessionInitialization + SessionAckSend: ")
 
 
