@@ -38,6 +38,10 @@ themselves and how many went through the shuffle (``summary.json``'s ``read_task
 Sizes: ``BENCH_PIPELINE_FRAMES`` (default 1,600,000 frames, which carry more than 1,000,000 MSMQ
 packets; 20,000 with --quick) and ``BENCH_PIPELINE_SCAPY_FRAMES`` (default 20,000; 5,000 with --quick).
 
+Stages: the one-process chain's stages each alone (:mod:`benchmarks.pipeline_stages`) on the first
+``BENCH_PIPELINE_STAGE_FRAMES`` frames (default 100,000; 20,000 with --quick), beside the whole
+chain on them, and the rate the stages alone allow.
+
 Parse calls per packet: ``packets.parse`` calls counted through the one-process chain (every
 packet parsed once, for its row and for the observer).
 
@@ -447,6 +451,11 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "calls": calls_per_packet,
             }
         )
+        from benchmarks.pipeline_stages import stage_row
+
+        head = folder / "stages.pcap"
+        _head(path, head, int(os.environ.get("BENCH_PIPELINE_STAGE_FRAMES", 20_000 if quick else 100_000)))
+        rows.append(stage_row(head, folder))
         sessions = int(os.environ.get("BENCH_PIPELINE_DECODE_SESSIONS", 1_000 if quick else 13_000))
         if sessions:
             rows.append(_decode_memory(folder, sessions))
