@@ -40,6 +40,7 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m tools.function_size
+	$(BIN)/python -m tools.inline_imports
 
 bench: setup
 	$(BIN)/python -m benchmarks

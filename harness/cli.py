@@ -20,15 +20,40 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import packets
-from harness.capture.pcapfile import CaptureProblem, read_header
+from harness.argtypes import port_list
+from harness.capture.frames import ACK, SYN, TcpSegment, decode_tcp
+from harness.capture.pcapfile import CaptureProblem, Record, iter_records, read_header
+from harness.cases.baseline import render_baseline
+from harness.cases.coverage import coverage, render_coverage
+from harness.cases.loader import CaseError, load_paths, load_requirements
 from harness.cli_run import CASES, EXIT_OK, EXIT_USAGE
 from harness.cli_run import add_parser as add_run_parser
-from harness.decoding import ORDERS, PCAP_MAGICS, DecodedPacket, StreamReport, decode_file, read_hex
+from harness.decoding import (
+    INPUT_PREFIX,
+    ORDERS,
+    PCAP_MAGICS,
+    DecodedPacket,
+    StreamReport,
+    decode_file,
+    hex_text,
+    read_hex,
+)
+from harness.dissector_cli import add_parser as add_dissector_parser
+from harness.files import open_regular
+from harness.fuzz.cli import add_parser as add_fuzz_parser
+from harness.fuzz.demo import fuzz_demo
+from harness.outdir import OutputError, StagedOutput, refusal
+from harness.peers.cli import add_parser as add_peer_parser
+from harness.pipeline.cli import add_subcommands
+from harness.report.compare import add_parser as add_compare_parser
+from harness.report.compare import read_report
 from packets import PacketError, wire_length
 from packets.render import render_tree, to_jsonable
 
@@ -123,9 +148,6 @@ def _decode_input_problem(name: str) -> str:
     """ "" when ``name`` holds something decode reads (a capture whose file header can be read, a
     hex dump, or a raw stream that starts with an MSMQ packet), else why not, in a few words.
     A device or a FIFO is never read; of a file, the first bytes only (harness.files)."""
-    from harness.decoding import INPUT_PREFIX, hex_text
-    from harness.files import open_regular
-
     try:
         with open_regular(name) as f:
             head = f.read(4)
@@ -168,11 +190,6 @@ def _no_traffic_note(name: str, ports: frozenset[int]) -> str:
     """Why an input held no MSMQ traffic, for the note ``decode`` prints: for a capture, how many
     frames it holds and which TCP ports its connections are made to (the port its SYN or SYN+ACK
     names as the acceptor's; the lower port of a connection whose start was not captured)."""
-    from collections import Counter
-
-    from harness.capture.frames import ACK, SYN, TcpSegment, decode_tcp
-    from harness.capture.pcapfile import Record, iter_records
-
     wanted = ", ".join(str(p) for p in sorted(ports))
     said = f"no MSMQ traffic found on TCP port{'s' if len(ports) > 1 else ''} {wanted}"
     try:
@@ -245,8 +262,6 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """``--out DIR`` is written beside its place and put there when complete (harness.outdir)."""
-    from harness.outdir import OutputError, StagedOutput, refusal
-
     shown = Path(args.out)
     why = refusal(shown, "demo", force=args.force)
     if why:
@@ -265,8 +280,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         (out_dir / "examples.txt").write_text("\n".join(text) + "\n")
         (out_dir / "examples.jsonl").write_text("\n".join(lines) + "\n")
         print(f"decoded {len(frames)} example frames of [MS-MQQB] section 4, {problems} problems")
-        from harness.fuzz.demo import fuzz_demo  # the fuzzer finding a fault of the simulated peer (docs/fuzz.md)
-
+        # the fuzzer finding a fault of the simulated peer (docs/fuzz.md)
         found = fuzz_demo(out_dir / "fuzz", shown / "fuzz")
         try:
             stage.commit()
@@ -280,9 +294,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_baseline(args: argparse.Namespace) -> int:
     """``msmq-harness baseline REPORT.json > known.yaml`` (harness.cases.baseline)."""
-    from harness.cases.baseline import render_baseline
-    from harness.report.compare import read_report
-
     try:
         run = read_report(args.report)
     except OSError as e:
@@ -296,9 +307,6 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    from harness.cases.coverage import coverage, render_coverage
-    from harness.cases.loader import CaseError, load_paths, load_requirements
-
     try:
         report = coverage(load_requirements(args.requirements), load_paths(args.paths or [CASES]))
     except CaseError as e:
@@ -332,8 +340,6 @@ def _add_report_parsers(sub: Any) -> None:
 
 def _add_decode_parsers(sub: Any) -> None:
     """``decode`` and ``demo``."""
-    from harness.argtypes import port_list
-
     decode = sub.add_parser(
         "decode",
         help="decode hex, raw streams or pcap/pcapng captures",
@@ -383,31 +389,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report_parsers(sub)
     _add_decode_parsers(sub)
 
-    from harness.pipeline.cli import add_subcommands
-
     add_subcommands(sub)
-
-    from harness.peers.cli import add_parser as add_peer_parser
 
     add_peer_parser(sub)
 
-    from harness.report.compare import add_parser as add_compare_parser
-
     add_compare_parser(sub)
 
-    from harness.dissector_cli import add_parser as add_dissector_parser
-
     add_dissector_parser(sub)
-
-    from harness.fuzz.cli import add_parser as add_fuzz_parser
 
     add_fuzz_parser(sub)
     return parser
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("msmq-harness")
     except PackageNotFoundError:

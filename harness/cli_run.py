@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import os
 import signal
 import sys
@@ -20,10 +21,21 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.argtypes import count, seconds
-from harness.cases.profiles import PROFILES
+from harness.cases.baseline import BaselineError, load_baseline
+from harness.cases.cache import CaseCache
+from harness.cases.loader import CaseError, load_paths
+from harness.cases.profiles import PROFILES, plan, profile_cases, render_plan
+from harness.cases.runner import ConfigurationError, open_target, run, select
 from harness.cases.targets.registry import target_help
+from harness.cases.workers import WorkerCorpus
 from harness.errors import HarnessError
+from harness.files import NotRegularFile, regular_file
+from harness.outdir import OutputError, StagedOutput, refusal
+from harness.report import terminal
+from harness.report.compare import read_report
 from harness.report.formats import ReportFormat, formats
+from harness.report.identity import now, run_info
+from harness.results import RunResult, printable
 
 __all__ = [
     "CASES",
@@ -67,8 +79,6 @@ def _path_hint(path: str) -> str:
     """What a missing case path probably meant: `` (use / between folders: X)`` for Windows
     separators, else `` (did you mean X?)`` where X corrects each missing part of the path to the
     closest name beside it and exists; "" when nothing is close."""
-    import difflib
-
     if "\\" in path:
         fixed = path.replace("\\", "/")
         if Path(fixed).exists():
@@ -94,8 +104,6 @@ def _path_hint(path: str) -> str:
 def _special_files(paths: Sequence[str], known_failures: str | None) -> str:
     """ "" unless a case path or the --known-failures file names a device, a FIFO or a socket
     (read, it would never end): then what it names (harness.files)."""
-    from harness.files import NotRegularFile, regular_file
-
     named = [(p, True) for p in paths] + ([(known_failures, False)] if known_failures else [])
     for path, folders in named:
         try:
@@ -108,8 +116,7 @@ def _special_files(paths: Sequence[str], known_failures: str | None) -> str:
 
 
 def _usage_error(message: str) -> int:
-    from harness.results import printable  # a target's error text is data: shown, never acted on
-
+    # a target's error text is data: shown, never acted on
     print(f"msmq-harness run: {printable(message)}", file=sys.stderr)
     return EXIT_USAGE
 
@@ -123,8 +130,6 @@ def _place_record(staged: list[Any], shown: str, result: Any) -> str:
     DIR put in place (harness.outdir), each result's ``transcript`` then naming its page under
     DIR as the user spelt it; "" or why the folder could not be put in place (the transcripts
     are then left where they were written, and the results name them there)."""
-    from harness.outdir import OutputError
-
     if not staged:
         return ""
     stage = staged[0]
@@ -141,8 +146,6 @@ def _place_record(staged: list[Any], shown: str, result: Any) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.cases.workers import WorkerCorpus
-
     corpus: list[WorkerCorpus] = []  # the workers that load and run the cases (-n N)
     staged: list[Any] = []  # --record DIR as it is written (harness.outdir.StagedOutput)
     try:
@@ -158,7 +161,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace, corpus: list[Any], staged: list[Any]) -> int:
     _check_paths(args)
-    from harness.report.identity import now
 
     started = now()
     cases, known, baseline = _load(args, corpus)
@@ -194,13 +196,6 @@ def _check_paths(args: argparse.Namespace) -> None:
 def _load(args: argparse.Namespace, corpus: list[Any]) -> tuple[list[Any], Any, Any]:
     """The selected cases, the known failures and the baseline; :class:`_Refused` for a case file,
     a -k expression or a known-failures file that cannot be read."""
-    from harness.cases.baseline import BaselineError, load_baseline
-    from harness.cases.cache import CaseCache
-    from harness.cases.loader import CaseError, load_paths
-    from harness.cases.runner import select
-    from harness.cases.workers import WorkerCorpus
-    from harness.report.compare import read_report
-
     option, judged_by = ("--baseline", args.baseline) if args.baseline else ("--known-failures", args.known_failures)
     try:
         if args.n > 1 and not args.dry_run:  # the workers load the files (through the cache), then run them
@@ -210,7 +205,6 @@ def _load(args: argparse.Namespace, corpus: list[Any]) -> tuple[list[Any], Any, 
             cases = load_paths(args.paths or [CASES], cache=CaseCache.default())  # files seen before: read back
         cases = select(cases, keyword=args.k, sections=args.spec or ())
         if args.profile:  # harness.cases.profiles: the cases citing one focus section of the seeds
-            from harness.cases.profiles import profile_cases
 
             cases = profile_cases(cases, args.profile)
         if args.known_failures:
@@ -263,7 +257,6 @@ def _stage_record(args: argparse.Namespace, staged: list[Any]) -> None:
     """``--record DIR``: written beside DIR, put in place when the run ends (harness.outdir)."""
     if not args.record:
         return
-    from harness.outdir import StagedOutput, refusal
 
     why = refusal(args.record, RECORD_COMMAND, force=args.force, option="--record")
     if why:
@@ -285,10 +278,6 @@ def _execute(
 ) -> tuple[Any, str]:
     """The run's result, and "" or how it was interrupted (Ctrl-C or SIGTERM: the cases that ran
     are reported all the same); :class:`_Refused` for a target that cannot be configured."""
-    from harness.cases.runner import ConfigurationError, run
-    from harness.report import terminal
-    from harness.results import RunResult
-
     done: list[Any] = []  # the results so far: what an interrupted run reports
     began = time.perf_counter()
     try:
@@ -326,8 +315,6 @@ def _execute(
 
 def _run_info(args: argparse.Namespace, started: Any) -> dict[str, Any]:
     """What the reports say of the run: its command line, selection and options (harness.report.identity)."""
-    from harness.report.identity import run_info
-
     return run_info(
         argv=["msmq-harness", *(sys.argv[1:] if args.argv is None else args.argv)],
         paths=args.paths,
@@ -347,8 +334,6 @@ def _write_reports(
 ) -> list[str]:
     """Write the reports, then the summary to ``summary_out``; ``failed`` with the reports that
     could not be written."""
-    from harness.report import terminal
-
     written = []
     for path, report_format in writers:  # the reports first: a terminal that cannot print loses none of them
         if path == "-":
@@ -427,11 +412,6 @@ def _dry_run_on(args: argparse.Namespace, cases: list[Any]) -> int:
     """``run --dry-run --target SPEC``: greet the target, then print per spec section how many of
     the selected cases would run, be unsupported or not applicable, and what the target lacks
     (harness.cases.profiles.render_plan).  Exit 0 when some case would run, 5 when none would."""
-    import contextlib
-
-    from harness.cases.profiles import plan, render_plan
-    from harness.cases.runner import ConfigurationError, open_target
-
     try:
         target, info = open_target(args.target, args.step_timeout)
     except ConfigurationError as e:

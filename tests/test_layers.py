@@ -6,18 +6,26 @@ run by the suite so that CI (``make test``) enforces it too.
   results leaf imports nothing of the harness; cases import nothing of report (no cycle).
 - ``tools/function_size.py``: no function in packets/ or harness/ over 60 lines or of
   cyclomatic complexity over 15 but those listed in tools/function_size_allowlist.txt.
+- ``tools/inline_imports.py``: no import inside a function in packets/ or harness/ but those
+  listed in tools/inline_imports_allowlist.txt (optional heavy dependencies, kept on purpose, and
+  those still to be moved).
+- no test module imports another test module (shared helpers live in one helpers module per
+  test package, e.g. tests/cases/casekit.py, or in conftest fixtures) but those still listed here.
 - no import cycle among the modules of harness.cases (the ``cases-layers`` contract, with no
   exception), and no cycle in packets/ and harness/ but those still listed here.
 """
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import grimp
+
+from tools.inline_imports import inline_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,6 +58,25 @@ def test_no_unlisted_function_over_the_limits() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout[-4000:]
+
+
+def test_no_unlisted_import_inside_a_function() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.inline_imports"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:]
+
+
+def test_inline_imports_finds_an_import_inside_a_method(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import os\n\nclass C:\n    def f(self):\n        def g():\n            from a.b import c\n"
+        "        import x, y\n",
+        encoding="utf-8",
+    )
+    found = {i.key.split("::", 1)[1] for i in inline_imports([module])}
+    assert found == {"C.f.g::a.b", "C.f::x", "C.f::y"}
 
 
 # The import cycles (strongly connected modules) still to be broken, each as its sorted modules.
@@ -118,3 +145,54 @@ def test_import_cycles_finds_a_cycle() -> None:
     graph.add_import(importer="a.y", imported="a.x")
     graph.add_import(importer="a.z", imported="a.x")
     assert import_cycles(graph) == {("a.x", "a.y")}
+
+
+# Test modules that still import another test module's helpers: (importer, imported), each to
+# become an import of its package's helpers module.
+KNOWN_TEST_IMPORTS = {
+    ("tests/packets/test_build_limits.py", "test_mqrr_trailer"),
+    ("tests/packets/test_fused.py", "test_fast_rules"),
+    ("tests/packets/test_mqrr_trailer.py", "test_user_message"),
+    ("tests/packets/test_scapy_stream_bounds.py", "test_scapy_stream"),
+    ("tests/session/test_initiator_templates.py", "test_piggy_back"),
+    ("tests/session/test_piggy_back.py", "test_policy"),
+    ("tests/session/test_rule_requirements.py", "test_rules_emittable"),
+    ("tests/session/test_rules_emittable.py", "test_policy"),
+}
+
+
+def imports_of_test_modules(root: Path) -> set[tuple[str, str]]:
+    """(test file, imported test module) for every import of a ``test_*`` module under ``root``."""
+    test_modules = {f.stem for f in root.rglob("test_*.py")}
+    out = set()
+    for file in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"), str(file))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            out |= {
+                (file.relative_to(root.parent).as_posix(), last)
+                for last in (name.rsplit(".", 1)[-1] for name in names)
+                if last in test_modules
+            }
+    return out
+
+
+def test_no_test_module_imports_another() -> None:
+    found = imports_of_test_modules(ROOT / "tests")
+    assert found - KNOWN_TEST_IMPORTS == set()
+
+
+def test_a_test_module_importing_another_is_found(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    (tests / "a").mkdir(parents=True)
+    (tests / "a" / "test_one.py").write_text("def helper():\n    return 1\n", encoding="utf-8")
+    (tests / "a" / "kit.py").write_text("X = 1\n", encoding="utf-8")
+    (tests / "a" / "test_two.py").write_text(
+        "from tests.a.test_one import helper\nfrom kit import X\n\ndef test_x():\n    from test_one import helper\n",
+        encoding="utf-8",
+    )
+    assert imports_of_test_modules(tests) == {("tests/a/test_two.py", "test_one")}

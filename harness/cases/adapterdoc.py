@@ -10,10 +10,33 @@ target kinds (harness.cases.targets.registry), capabilities (harness.cases.targe
 
 from __future__ import annotations
 
+import json
 import sys
+import uuid
 from collections.abc import Sequence
+from enum import Enum
 from pathlib import Path
 from typing import Any
+
+import harness.cases.targets  # noqa: F401  (imports every target kind)
+from harness.cases.actions import CONTROL_OPS
+from harness.cases.events import HARNESS_OPERATIONS, VALUE_KINDS, argument_kind, event_results, spec_events
+from harness.cases.schema import SCHEMA_PATH
+from harness.cases.target import CAPABILITIES
+from harness.cases.targets.command import MAX_LINE
+from harness.cases.targets.registry import KINDS
+from harness.cases.wirecheck import load_actions
+from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, DEFAULT_WINDOW
+from harness.model import Message, OutgoingQueue, Queue, QueueManager
+from harness.model.enums import (
+    CursorState,
+    CursorStatus,
+    DirectoryOperationResult,
+    EnqueueStatus,
+    MessagePositionState,
+    MQStatus,
+)
+from harness.session.attributes import ACKNOWLEDGMENTS, ENCRYPTION_ALGORITHMS, HASH_ALGORITHMS, PRIVACY_LEVELS
 
 __all__ = ["EXAMPLE", "HARNESS_EXAMPLE", "PATH", "render", "vocabulary"]
 
@@ -99,10 +122,6 @@ def _enum_names(enum: Any) -> list[str]:
 def _queue_attributes() -> dict[str, str]:
     """ADM attribute name -> kind and default, of a Queue as Set Queue Defaults leaves it and of
     an OutgoingQueue (3.1.1.2, 3.1.1.3): what a queue of `given` may set."""
-    from enum import Enum
-
-    from harness.model import OutgoingQueue, Queue, QueueManager
-
     qm = QueueManager()
     out: dict[str, str] = {}
     for cls in (Queue, OutgoingQueue):
@@ -132,61 +151,12 @@ def _queue_attributes() -> dict[str, str]:
 def _message_attributes() -> dict[str, tuple[str, str]]:
     """Message ADM attribute (3.1.1.12) -> (its form in `given` and event arguments, its form in
     a control operation's `message`)."""
-    import uuid
-    from enum import Enum
-
-    from harness.model import Message
-    from harness.session.attributes import ACKNOWLEDGMENTS, ENCRYPTION_ALGORITHMS, HASH_ALGORITHMS, PRIVACY_LEVELS
-
     m = Message()
     names = [n for n in dir(m) if n[:1].isupper() and not callable(getattr(m, n))]
     skip = {"Identifier", "LookupIdentifier", "MessagePositionReference", "ArrivalTime", "TransactionIdentifier"}
     out: dict[str, tuple[str, str]] = {}
     for name in sorted(set(names) - skip):
-        value = getattr(m, name)
-        if name == "Body":
-            form = (
-                "text: its UTF-8 encoding is the body (default: empty)",
-                "text: its UTF-8 encoding is the body (default: the message's id)",
-            )
-        elif name == "HashAlgorithm":
-            form = (f"text: one of {', '.join(HASH_ALGORITHMS)} (default SHA1)",) * 2
-        elif name == "EncryptionAlgorithm":
-            form = (f"text: one of {', '.join(ENCRYPTION_ALGORITHMS)} (default RC4)",) * 2
-        elif name == "PrivacyLevel":
-            form = (f"text: one of {', '.join(PRIVACY_LEVELS)} (default None)",) * 2
-        elif name == "AcknowledgementsRequested":
-            form = (f"list of text, each one of {', '.join(ACKNOWLEDGMENTS)} (default: empty)",) * 2
-        elif name == "CorrelationIdentifier":
-            form = ("[GUID text, integer]: the GUID and the sequence number (default: the null GUID, 0)",) * 2
-        elif isinstance(value, bytes):
-            form = (
-                "text: its UTF-8 encoding (default: empty)",
-                "text: hexadecimal digits, two per byte (default: empty)",
-            )
-        elif isinstance(value, uuid.UUID):
-            form = ("GUID text, braces optional (default: the null GUID)",) * 2
-        elif isinstance(value, Enum) and isinstance(value, int):
-            form = (
-                f"{type(value).__name__} name ({', '.join(_enum_names(type(value))[:4])}, ...) (default {value.name})",
-                f"integer: the {type(value).__name__} value (default {int(value)})",
-            )
-        elif isinstance(value, Enum):
-            form = (f"one of {', '.join(_enum_names(type(value)))} (default {value.name})",) * 2
-        elif isinstance(value, bool):
-            form = (f"boolean (default {str(value).lower()})",) * 2
-        elif isinstance(value, int):
-            unit = " seconds" if name in ("TimeToBeReceived", "TimeToReachQueue") else ""
-            form = (f"integer{unit} (default {value})",) * 2
-        elif isinstance(value, float):
-            form = (f"number: seconds (default {value:g})",) * 2
-        elif isinstance(value, tuple):
-            form = ("list of text (default: empty)",) * 2
-        elif isinstance(value, str):
-            form = (f"text (default {value!r})",) * 2
-        else:
-            form = ("text or null",) * 2
-        out[name] = form
+        out[name] = _named_form(name) or _typed_form(name, getattr(m, name))
     out["Label"] = (out["Label"][0], "text (default: the message's id)")
     out["DeliveryGuarantee"] = (
         out["DeliveryGuarantee"][0],
@@ -195,21 +165,54 @@ def _message_attributes() -> dict[str, tuple[str, str]]:
     return out
 
 
+def _named_form(name: str) -> tuple[str, str] | None:
+    """The forms of the attributes written otherwise than their type says (None: by their type)."""
+    one = {
+        "HashAlgorithm": f"text: one of {', '.join(HASH_ALGORITHMS)} (default SHA1)",
+        "EncryptionAlgorithm": f"text: one of {', '.join(ENCRYPTION_ALGORITHMS)} (default RC4)",
+        "PrivacyLevel": f"text: one of {', '.join(PRIVACY_LEVELS)} (default None)",
+        "AcknowledgementsRequested": f"list of text, each one of {', '.join(ACKNOWLEDGMENTS)} (default: empty)",
+        "CorrelationIdentifier": "[GUID text, integer]: the GUID and the sequence number (default: the null GUID, 0)",
+    }
+    if name == "Body":
+        return (
+            "text: its UTF-8 encoding is the body (default: empty)",
+            "text: its UTF-8 encoding is the body (default: the message's id)",
+        )
+    return (one[name],) * 2 if name in one else None
+
+
+def _typed_form(name: str, value: Any) -> tuple[str, str]:
+    """The forms of an attribute by the type of its default ``value``."""
+    if isinstance(value, bytes):
+        return "text: its UTF-8 encoding (default: empty)", "text: hexadecimal digits, two per byte (default: empty)"
+    if isinstance(value, uuid.UUID):
+        return ("GUID text, braces optional (default: the null GUID)",) * 2
+    if isinstance(value, Enum) and isinstance(value, int):
+        return (
+            f"{type(value).__name__} name ({', '.join(_enum_names(type(value))[:4])}, ...) (default {value.name})",
+            f"integer: the {type(value).__name__} value (default {int(value)})",
+        )
+    if isinstance(value, Enum):
+        return (f"one of {', '.join(_enum_names(type(value)))} (default {value.name})",) * 2
+    if isinstance(value, bool):
+        return (f"boolean (default {str(value).lower()})",) * 2
+    if isinstance(value, int):
+        unit = " seconds" if name in ("TimeToBeReceived", "TimeToReachQueue") else ""
+        return (f"integer{unit} (default {value})",) * 2
+    if isinstance(value, float):
+        return (f"number: seconds (default {value:g})",) * 2
+    if isinstance(value, tuple):
+        return ("list of text (default: empty)",) * 2
+    if isinstance(value, str):
+        return (f"text (default {value!r})",) * 2
+    return ("text or null",) * 2
+
+
 def vocabulary() -> dict[str, Any]:
     """What docs/adapters.md lists, as data: every event and harness operation with its arguments
     and results, the values of each enumerated kind, the keys of `given` and of `observe`, the
     queue and message attributes.  tests/cases/test_adapter_vocabulary.py walks the corpus against it."""
-    import harness.cases.targets  # noqa: F401
-    from harness.cases.events import HARNESS_OPERATIONS, argument_kind, event_results, spec_events
-    from harness.model.enums import (
-        CursorState,
-        CursorStatus,
-        DirectoryOperationResult,
-        EnqueueStatus,
-        MessagePositionState,
-        MQStatus,
-    )
-
     events = {}
     for e in spec_events().values():
         if e.name in HARNESS_OPERATIONS:
@@ -246,20 +249,30 @@ def vocabulary() -> dict[str, Any]:
 
 
 def render() -> str:
-    """The text of docs/adapters.md."""
-    import harness.cases.targets  # noqa: F401
-    from harness.cases.actions import CONTROL_OPS
-    from harness.cases.events import HARNESS_OPERATIONS, VALUE_KINDS, event_results, spec_events
-    from harness.cases.target import CAPABILITIES
-    from harness.cases.targets.command import MAX_LINE
-    from harness.cases.targets.registry import KINDS, make_target  # noqa: F401  (imports every kind)
-    from harness.cases.wirecheck import load_actions
-    from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, DEFAULT_WINDOW
-    from harness.model.enums import EnqueueStatus, MQStatus
+    """The text of docs/adapters.md: :data:`_TEMPLATE` filled with the tables of the registries."""
+    vocab = vocabulary()
+    return _TEMPLATE.format(
+        **_target_tables(),
+        **_event_tables(vocab),
+        **_value_tables(vocab),
+        **_wire_tables(),
+        EXAMPLE=EXAMPLE,
+        HARNESS_EXAMPLE=HARNESS_EXAMPLE,
+        DEFAULT_TIMER_SCALE=DEFAULT_TIMER_SCALE,
+        DEFAULT_WINDOW=DEFAULT_WINDOW,
+        max_line_mib=MAX_LINE >> 20,
+    )
 
+
+def _target_tables() -> dict[str, str]:
+    """The target kinds and capabilities."""
     kinds = _table(("`--target`", "what it is"), [(f"`{k.syntax}`", k.summary) for k in KINDS.values()])
     capabilities = _table(("capability", "what the target can do"), [(f"`{k}`", v) for k, v in CAPABILITIES.items()])
-    vocab = vocabulary()
+    return {"kinds": kinds, "capabilities": capabilities}
+
+
+def _event_tables(vocab: dict[str, Any]) -> dict[str, str]:
+    """The spec events and the harness operations."""
     events = _table(
         ("event", "section", "arguments: how each value is carried", "results: the kind of each value"),
         [
@@ -281,6 +294,11 @@ def render() -> str:
         )
         for op in HARNESS_OPERATIONS.values()
     )
+    return {"events": events, "operations": operations}
+
+
+def _value_tables(vocab: dict[str, Any]) -> dict[str, str]:
+    """The kinds of values, the statuses, the names of the other values and the ADM attributes."""
     kinds_table = _table(("kind", "values"), [(f"{k}", v) for k, v in VALUE_KINDS.items()])
     statuses = _table(("MQStatus", "code"), [(f"`{m.name}`", f"0x{int(m.value):08X}") for m in MQStatus])
     enqueue_statuses = _table(("EnqueueStatus", "value"), [(f"`{m.name}`", str(int(m.value))) for m in EnqueueStatus])
@@ -303,6 +321,18 @@ def render() -> str:
         ("Message attribute", "in `given` and event arguments", "in a control operation's `message`"),
         [(f"`{k}`", g, c) for k, (g, c) in _message_attributes().items()],
     )
+    return {
+        "kinds_table": kinds_table,
+        "statuses": statuses,
+        "enqueue_statuses": enqueue_statuses,
+        "other_values": other_values,
+        "queue_attributes": queue_attributes,
+        "message_attributes": message_attributes,
+    }
+
+
+def _wire_tables() -> dict[str, str]:
+    """The control operations and the case actions."""
     controls = _table(
         ("control", "what it does", "args", "result keys"),
         [(f"`{op.name}`", op.doc, _args(dict(op.args)), _args(dict(op.result))) for op in CONTROL_OPS.values()],
@@ -321,7 +351,11 @@ def render() -> str:
             for a in sorted(load_actions().values(), key=lambda a: a.name)
         ],
     )
-    return f"""<!-- Written by `python -m harness.cases.adapterdoc` from the registries; do not edit by hand. -->
+    return {"controls": controls, "actions": actions}
+
+
+# docs/adapters.md, its tables and values in braces (str.format: literal braces doubled)
+_TEMPLATE = """<!-- Written by `python -m harness.cases.adapterdoc` from the registries; do not edit by hand. -->
 # The adapter protocol
 
 An implementation is put behind the harness as a **target**. A Python implementation can be a
@@ -514,7 +548,7 @@ expectations on them are listed as not checked (a case with nothing else to chec
   quoted as a whole is unquoted once) and run directly, without a shell, in the harness's working
   directory with its environment. stdin carries requests, stdout is for replies only (a debug
   line there is a protocol error; write it to stderr), each reply one line of at most
-  {MAX_LINE >> 20} MiB; the last lines of stderr are shown when a case errs.
+  {max_line_mib} MiB; the last lines of stderr are shown when a case errs.
 
 ## Example session
 
@@ -529,19 +563,12 @@ peer).
 
 def schema_text() -> str:
     """harness/cases/case.schema.json with its list of wire actions from the action registry."""
-    import json
-
-    from harness.cases.schema import SCHEMA_PATH
-    from harness.cases.wirecheck import load_actions
-
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     schema["$defs"]["wireStep"]["properties"]["action"]["enum"] = sorted(load_actions())
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
 def main() -> int:
-    from harness.cases.schema import SCHEMA_PATH
-
     PATH.write_text(render(), encoding="utf-8")
     SCHEMA_PATH.write_text(schema_text(), encoding="utf-8")
     print(f"wrote {PATH} and {SCHEMA_PATH}", file=sys.stderr)

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.cases import schema
 from harness.cases.model import Case
 from harness.errors import HarnessError
 
@@ -49,8 +50,6 @@ MAX_DURATIONS = 10_000
 @functools.cache
 def fingerprint() -> str:
     """A digest of everything besides the file that the cases loaded from it depend on."""
-    from harness.cases import schema
-
     digest = hashlib.sha256()
     digest.update(sys.version.encode())
     digest.update(json.dumps(schema.schema(), sort_keys=True).encode())
@@ -67,7 +66,7 @@ def fingerprint() -> str:
 def _locked(path: Path) -> Iterator[None]:
     """An exclusive lock on ``path`` for the block (none where ``fcntl`` is missing)."""
     try:
-        import fcntl
+        import fcntl  # POSIX only: an optional platform module
     except ImportError:  # pragma: no cover - Windows
         yield
         return

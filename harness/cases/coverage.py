@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.cases.actions import ACTIONS
 from harness.cases.grading import attribute, requirement_annotations
 from harness.cases.model import Case, Requirement
 from harness.cases.violations import WATCH, watched_rules
@@ -170,8 +171,6 @@ def graded_requirements(case: Case) -> set[str]:
     harness.cases.grading.attribute gives each expectation of each step (a wire step that waits and
     names no expectation: the step's) and of ``then``, and the frame of each interpretation so
     attributed."""
-    from harness.cases.actions import ACTIONS
-
     graded: set[str] = set()
     for step in case.when:
         values: list[Any] = list((step.expect or {}).values())

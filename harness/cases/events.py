@@ -32,8 +32,11 @@ import re
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from types import SimpleNamespace
 from typing import Any
+
+from harness.model import Cursor, QueueManager
 
 __all__ = [
     "ARG_KINDS",
@@ -259,8 +262,6 @@ def spec_events(qm_class: type | None = None, cursor_class: type | None = None) 
     then the harness operations.  The base classes' events count even when a subclass overrides one
     without the docstring; a Cursor event takes ``cursor`` first.  An event's types are those
     its defining class declares (the reference model's, when the subclass overrides it)."""
-    from harness.model import Cursor, QueueManager
-
     cached = _CACHE.get((qm_class, cursor_class))
     if cached is not None:
         return cached
@@ -300,7 +301,6 @@ def event_results(event: str) -> dict[str, str]:
     event mapped)."""
     if event in HARNESS_OPERATIONS:
         return {name: kind.split(":", 1)[0] for name, kind in HARNESS_OPERATIONS[event].results}
-    from harness.model import Cursor, QueueManager
 
     owner = spec_events()[event].owner
     fn = getattr(QueueManager if owner == "QueueManager" else Cursor, event)
@@ -318,8 +318,6 @@ def second_result(event: str) -> str:
 def argument_kind(event: str, argument: str) -> str:
     """How the protocol carries an argument of a spec event: an object of the case by name
     (:data:`ARG_KINDS`), a form of its own, or its declared type (an enumeration's member names)."""
-    from enum import Enum
-
     if argument in ARG_KINDS:
         return ARG_KINDS[argument]
     if argument in _ARGUMENT_FORMS:

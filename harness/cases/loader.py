@@ -15,12 +15,14 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+import stat
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.cases.actions import ACTIONS
 from harness.cases.cache import CaseCache
 from harness.cases.grading import (
     READINGS,
@@ -291,8 +293,6 @@ def _attribute_all(case: Case, lines: Lines, known: Mapping[str, Requirement]) -
 
 def _checks_by_default(action: str) -> bool:
     """A wire action that checks an expectation the case need not write (its wait succeeding)."""
-    from harness.cases.actions import ACTIONS
-
     found = ACTIONS.get(action)
     return found is not None and found.waits
 
@@ -459,8 +459,6 @@ def _not_a_file(path: Path) -> str:
     """ "" when ``path`` is a regular file (or a link to one), else what it is: a case file is
     never read from a FIFO (which would block) or a device (``/dev/zero`` never ends), and a
     link that leads nowhere is said, not passed over."""
-    import stat
-
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -493,8 +491,6 @@ def case_files(paths: Iterable[str | Path]) -> list[Path]:
 
 def case_file_sizes(paths: Iterable[str | Path]) -> dict[Path, int]:
     """:func:`case_files` with the size of each in bytes (one ``stat`` a file, none read)."""
-    import stat
-
     files: dict[Path, int] = {}
     for path in paths:
         p = Path(path)
@@ -605,6 +601,27 @@ def load_requirements(path: str | Path) -> list[Requirement]:
 
 
 def _requirement(item: Any, i: int, lines: Lines, seen: dict[str, int]) -> Requirement:
+    _check_requirement_keys(item, i, lines)
+    level, alternatives, frame = _grading_of(item, i, lines)
+    if item["id"] in seen:
+        raise lines.error((i, "id"), f"duplicate requirement id {item['id']!r} (first at line {seen[item['id']]})")
+    seen[item["id"]] = lines.line((i,))
+    return Requirement(
+        item["id"],
+        item["section"],
+        item["quote"].strip(),
+        level,
+        (item.get("note") or "").strip(),
+        alternatives,
+        lines.line((i,)),
+        lines.file,
+        frame,
+    )
+
+
+def _check_requirement_keys(item: Any, i: int, lines: Lines) -> None:
+    """A requirement is a mapping of the known keys, the required ones non-empty strings, its id
+    and section of their patterns."""
     if not isinstance(item, dict):
         raise lines.error((i,), "wrong type: expected a mapping {id, section, level, quote}")
     for key in item:
@@ -620,6 +637,10 @@ def _requirement(item: Any, i: int, lines: Lines, seen: dict[str, int]) -> Requi
         raise lines.error((i, "id"), f"{item['id']!r} does not match the pattern {_REQ_ID.pattern!r}")
     if not _SECTION.match(item["section"]):
         raise lines.error((i, "section"), f"{item['section']!r} does not match the pattern {_SECTION.pattern!r}")
+
+
+def _grading_of(item: dict[str, Any], i: int, lines: Lines) -> tuple[Level, tuple[Alternative, ...], str]:
+    """A requirement's level, and for an interpretation (only) its alternatives and its frame."""
     try:
         level = Level(item.get("level", "MUST"))
     except ValueError:
@@ -636,20 +657,7 @@ def _requirement(item: Any, i: int, lines: Lines, seen: dict[str, int]) -> Requi
         )
     if level is not Level.interpretation and frame:
         raise lines.error((i, "frame"), f"only an interpretation has a frame; this one is {level}")
-    if item["id"] in seen:
-        raise lines.error((i, "id"), f"duplicate requirement id {item['id']!r} (first at line {seen[item['id']]})")
-    seen[item["id"]] = lines.line((i,))
-    return Requirement(
-        item["id"],
-        item["section"],
-        item["quote"].strip(),
-        level,
-        (item.get("note") or "").strip(),
-        alternatives,
-        lines.line((i,)),
-        lines.file,
-        frame,
-    )
+    return level, alternatives, frame
 
 
 def _alternatives(value: Any, i: int, lines: Lines) -> tuple[Alternative, ...]:

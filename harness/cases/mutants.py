@@ -30,11 +30,18 @@ interpretation may read ConnectionHistory).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.cases.loader import load_paths
+from harness.cases.runner import run
+from harness.cases.targets.plugin import load_plugin_class
+from harness.session import AcceptorBehaviour, OutgoingQueueProcessing
 
 __all__ = [
     "MUTANTS",
@@ -79,6 +86,7 @@ def out_of_reading_mutants(document: str = "MS-MQDMPR") -> list[tuple[str, str]]
     """(interpretation id, ``module:Name``) of each out-of-reading mutant of ``document``, generated
     from a table (interpretation -> hook -> answer): ``examples/mutants/readings.py`` for
     "MS-MQDMPR", ``examples/mutants/readings_mqqb.py`` for "MS-MQQB", both for "all"."""
+    # examples/ imports the harness: loaded when asked for, not when the harness is
     from examples.mutants.readings import MUTANTS as GENERATED
     from examples.mutants.readings_mqqb import MUTANTS as GENERATED_MQQB
 
@@ -105,8 +113,6 @@ class MutantResult:
 
 
 def _load(paths: Sequence[str]) -> list:
-    from harness.cases.loader import load_paths
-
     return load_paths(paths)
 
 
@@ -114,12 +120,6 @@ def target_of(mutant: str, adm: bool = False) -> str:
     """The target a mutant runs as: a behaviour of the simulated peer (an AcceptorBehaviour) as
     ``reference?peer=``; a sender through the adapter protocol, on the wire alone (``adm``: with
     its ADM state reported); any other class in process."""
-    import importlib
-    from pathlib import Path
-
-    from harness.cases.targets.plugin import load_plugin_class
-    from harness.session import AcceptorBehaviour, OutgoingQueueProcessing
-
     module, _, attr = mutant.partition(":")
     if isinstance(getattr(importlib.import_module(module), attr, None), AcceptorBehaviour):
         return f"reference?peer={mutant}"
@@ -134,8 +134,6 @@ def run_mutant(mutant: str, paths: Sequence[str] = ("cases",), interpretation: s
     were only non-strict (which catch nothing).  With ``interpretation`` (an out-of-reading
     mutant), a failed case catches it only when a difference is graded under that
     interpretation's frame and names it; the other failed cases are ``failed_elsewhere``."""
-    from harness.cases.runner import run
-
     corpus = _load(paths)
     result = run(corpus, target_of(mutant, adm=bool(interpretation)))
 
@@ -224,8 +222,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-n", "--workers", type=int, default=1, help="worker processes")
     args = parser.parse_args(argv)
     paths = args.cases or ["cases"]
-
-    from harness.cases.runner import run
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

@@ -26,13 +26,18 @@ those cases.  What a profile needs is computed from the corpus, case by case:
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.cases.actions import CONTROL_OPS
+from harness.cases.loader import load_paths
 from harness.cases.model import Case
+from harness.cases.runner import applicability, unsupported_by
 from harness.cases.target import (
+    CAPABILITIES,
     MODEL,
     PEER_BEHAVIOURS,
     WIRE_ACCEPTOR,
@@ -42,8 +47,10 @@ from harness.cases.target import (
     WIRE_TX_QUEUE,
     TargetInfo,
 )
+from harness.cases.targets.wire import wire_applicability
 from harness.cases.wire import needs_simulated_peer, sends_transactional
 from harness.cases.wiretimers import TIMERS, bound_timers
+from harness.results import section_key
 
 __all__ = [
     "PROFILES",
@@ -258,9 +265,6 @@ class Plan:
 def plan(cases: Iterable[Case], info: TargetInfo) -> list[Plan]:
     """Each case as the runner would take it on a target whose hello is ``info``, without
     running any: the runner's own applicability checks (capabilities and events)."""
-    from harness.cases.runner import applicability, unsupported_by
-    from harness.cases.targets.wire import wire_applicability
-
     out = []
     for case in cases:
         lacking = tuple(c for c in case_capabilities(case) if c not in info.capabilities)
@@ -287,9 +291,6 @@ def render_plan(plans: Sequence[Plan], info: TargetInfo) -> str:
     be unsupported or not applicable, and what the target lacks for them: each missing event
     (unsupported) or capability (not_applicable) with the number of the section's cases that
     need it; then what each missing capability means, and the totals."""
-    from harness.cases.target import CAPABILITIES
-    from harness.results import section_key
-
     events = "every event (its hello lists none)" if info.events is None else f"{len(info.events)} events"
     lines = [f"target {info.name}: capabilities {', '.join(info.capabilities) or 'none'}; {events}"]
     sections: dict[str, list[Plan]] = {}
@@ -322,11 +323,6 @@ def render_plan(plans: Sequence[Plan], info: TargetInfo) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m harness.cases.profiles [--write]``: print docs/profiles.md (or write it)."""
-    import sys
-    from pathlib import Path
-
-    from harness.cases.loader import load_paths
-
     root = Path(__file__).resolve().parents[2]
     text = render_profiles(load_paths([root / "cases"]))
     if "--write" in (sys.argv[1:] if argv is None else argv):

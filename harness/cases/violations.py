@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from harness.cases.grading import ANNOTATION, READINGS, graded
+from harness.cases.loader import BUNDLED_REQUIREMENTS, requirements_for
 from harness.cases.model import Level
 from harness.session.rules import RULES, Rule, initiator_rules
 
@@ -70,7 +71,6 @@ def rule_requirement(case: Case, rule_id: str) -> Requirement | None:
     found = case.requirements.get(rule_id)
     if found is not None:
         return found
-    from harness.cases.loader import BUNDLED_REQUIREMENTS, requirements_for
 
     for file in (case.source, BUNDLED_REQUIREMENTS):
         if file:

@@ -16,18 +16,18 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Collection, Generator, Sequence
+from collections.abc import Collection, Generator, Iterator, Sequence
+from multiprocessing.connection import wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from harness.cases import loader  # loader.load_file looked up when called (a test records the loads)
+from harness.cases.cache import CaseCache
 from harness.cases.caseresult import case_result_since
+from harness.cases.loader import CaseError, case_file_sizes, check_unique
 from harness.cases.model import Case, SpecRef
 from harness.cases.pool import _WORKER, _chunks, _longest_first, _worker_init, _worker_run
 from harness.results import CaseResult, Outcome
-
-if TYPE_CHECKING:
-    from harness.cases.cache import CaseCache
-    from harness.cases.loader import CaseError
 
 __all__ = ["WorkerCorpus"]
 
@@ -79,13 +79,11 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache, share: li
     ``("loaded", {...})``; ``("run", chunk, settings, segments)`` -> ``("ran", chunk, results | str)``.
     The target is opened on the first chunk (the parent greeted it before any chunk was handed
     out)."""
-    from harness.cases.loader import CaseError, load_file
-
     files: dict[int, list[Case]] = {}
 
     def cases_of(index: int, path: str) -> list[Case]:
         if index not in files:  # loaded by another worker: read back from the cache
-            files[index] = load_file(path, events=events, cache=cache)
+            files[index] = loader.load_file(path, events=events, cache=cache)
         return files[index]
 
     def load(paths: list[tuple[int, str]]) -> Loaded:
@@ -204,9 +202,6 @@ class WorkerCorpus:
         events: Collection[str] = (),
         cache: CaseCache | None = None,
     ) -> None:
-        from harness.cases.cache import CaseCache
-        from harness.cases.loader import case_file_sizes
-
         sizes = case_file_sizes(paths)
         self.files = [str(f) for f in sizes]
         self.events = tuple(events)
@@ -243,8 +238,6 @@ class WorkerCorpus:
 
     def _answers(self) -> Generator[tuple[_Worker, Any], None, None]:
         """(worker, message) as they come; a worker that died yields (worker, None) once."""
-        from multiprocessing.connection import wait
-
         while True:
             live = [w for w in self.workers if w.alive and w.busy]
             if not live:
@@ -267,8 +260,6 @@ class WorkerCorpus:
 
     def _load(self) -> None:
         """Wait for every worker's share; a dead worker's share goes to a live one."""
-        from harness.cases.loader import CaseError, check_unique, load_file
-
         got: Loaded = {}
         handed = itertools.count(1)
         for w, message in self._answers():
@@ -281,7 +272,8 @@ class WorkerCorpus:
                         continue
                     for i, path in share:  # no worker left: loaded here
                         try:
-                            got[i] = [_identity(c) for c in load_file(path, events=self.events, cache=self.cache)]
+                            loaded = loader.load_file(path, events=self.events, cache=self.cache)
+                            got[i] = [_identity(c) for c in loaded]
                         except CaseError as e:
                             got[i] = e
                 continue
@@ -335,13 +327,11 @@ class WorkerCorpus:
 
     def resolve(self, cases: Sequence[Case]) -> list[Case]:
         """The cases themselves, loaded here (read back from the cache)."""
-        from harness.cases.loader import load_file
-
         loaded: dict[int, list[Case]] = {}
         out = []
         for index, position in self.locate(cases):
             if index not in loaded:
-                loaded[index] = load_file(self.files[index], events=self.events, cache=self.cache)
+                loaded[index] = loader.load_file(self.files[index], events=self.events, cache=self.cache)
             out.append(loaded[index][position])
         return out
 
@@ -351,89 +341,111 @@ class WorkerCorpus:
         """The results of ``cases`` (shells of this corpus) in their order, run by the workers in
         chunks (:func:`_chunks`; a chunk may span files); the cases of a chunk whose worker died
         are errors."""
-        where = self.locate(cases)
-        live = [w for w in self.workers if w.alive]
-        chunks = _chunks(cases, max(1, len(live)))
-        settings = (target_spec, step_timeout, record_dir)
-
-        def segments(k: int) -> list[Segment]:
-            begin, stop = chunks[k]
-            out: list[Segment] = []
-            for index, position in where[begin:stop]:
-                if out and out[-1][0] == index:
-                    out[-1][2].append(position)
-                else:
-                    out.append((index, self.files[index], [position]))
-            return out
-
-        keys = [f"{case.source}::{case.full_id}" if case.wire else "" for case in cases]
-        last = self.cache.durations() if self._scratch is None and any(keys) else {}
-        wire = [k for k in _longest_first(cases, chunks, [last.get(key) for key in keys]) if cases[chunks[k][0]].wire]
-        own: dict[int, list[int]] = {id(w): [] for w in live}  # model chunks by the worker that loaded them
-        for k, (begin, _) in enumerate(chunks):
-            if not cases[begin].wire:
-                owner = self._owner.get(where[begin][0])
-                own[id(owner) if owner is not None and owner.alive else id(live[k % len(live)])].append(k)
-        done: dict[int, list[CaseResult] | str] = {}
-        took: dict[str, float] = {}  # seconds each wire case took
-
-        def feed(w: _Worker) -> None:
-            while w.alive and len(w.busy) < self.DEPTH:
-                if wire:
-                    k = wire.pop(0)
-                elif own.get(id(w)):
-                    k = own[id(w)].pop(0)
-                else:  # none of its own left: take from the end of the longest other list
-                    longest = max(own.values(), key=len, default=[])
-                    if not longest:
-                        return
-                    k = longest.pop()
-                if not w.send(k, ("run", k, settings, segments(k))):
-                    wire.insert(0, k)  # another worker takes it
-
+        plan = _Dispatch(self, cases, (target_spec, step_timeout, record_dir))
         answers = self._answers()
         try:
-            for w in live:
-                feed(w)
-            for k, (begin, stop) in enumerate(chunks):
-                while k not in done:
-                    try:
-                        w, message = next(answers)
-                    except StopIteration:  # no worker left
-                        died = "worker process died: no worker left to run it"
-                        done.update((j, died) for j in range(len(chunks)) if j not in done)
-                        break
-                    if message is None:
-                        code = w.process.exitcode
-                        handed = list(w.busy)  # the first was running; the others wait for a worker
-                        w.busy.clear()
-                        if handed:
-                            done[handed[0]] = f"worker process died (exit code {code}) while running these cases"
-                            wire[:0] = handed[1:]
-                        mine = own.pop(id(w), [])
-                        others = [x for x in self.workers if x.alive]
-                        if others:
-                            own[id(others[0])] = sorted(own.get(id(others[0]), []) + mine)
-                            for x in others:
-                                feed(x)
-                        else:
-                            done.update((j, "worker process died: no worker left to run it") for j in mine + wire)
-                            wire.clear()
-                        continue
-                    _, j, results = message
-                    del w.busy[j]
-                    done[j] = results
-                    feed(w)
-                got = done.pop(k)
-                if isinstance(got, str):
-                    now = time.perf_counter()
-                    yield from (case_result_since(case, Outcome.error, now, [], got) for case in cases[begin:stop])
-                else:
-                    for i, result in enumerate(got, begin):
-                        if cases[i].wire:
-                            took[keys[i]] = result.duration
-                    yield from got
+            for w in plan.live:
+                plan.feed(w)
+            for k in range(len(plan.chunks)):
+                plan.wait_for(k, answers)
+                yield from plan.results(k)
         finally:
             answers.close()
-            if took and self._scratch is None:  # for the next run's order
-                self.cache.record_durations(took)
+            if plan.took and self._scratch is None:  # for the next run's order
+                self.cache.record_durations(plan.took)
+
+
+
+class _Dispatch:
+    """The chunks of one run of a :class:`WorkerCorpus`, handed out as workers become free: the
+    wire chunks first, longest first by the durations of the last run, then each worker's own
+    model chunks (of the files it loaded), then, its own done, the end of the longest other list.
+    The chunks of a worker that dies go to the others; its running chunk is an error."""
+
+    def __init__(self, corpus: WorkerCorpus, cases: list[Case], settings: tuple[str, float, str | None]) -> None:
+        self.corpus, self.cases, self.settings = corpus, cases, settings
+        self.where = corpus.locate(cases)
+        self.live = [w for w in corpus.workers if w.alive]
+        self.chunks = _chunks(cases, max(1, len(self.live)))
+        self.keys = [f"{case.source}::{case.full_id}" if case.wire else "" for case in cases]
+        last = corpus.cache.durations() if corpus._scratch is None and any(self.keys) else {}
+        order = _longest_first(cases, self.chunks, [last.get(key) for key in self.keys])
+        self.wire = [k for k in order if cases[self.chunks[k][0]].wire]
+        self.own: dict[int, list[int]] = {id(w): [] for w in self.live}  # model chunks by the worker that loaded them
+        for k, (begin, _) in enumerate(self.chunks):
+            if not cases[begin].wire:
+                owner = corpus._owner.get(self.where[begin][0])
+                taker = owner if owner is not None and owner.alive else self.live[k % len(self.live)]
+                self.own[id(taker)].append(k)
+        self.done: dict[int, list[CaseResult] | str] = {}
+        self.took: dict[str, float] = {}  # seconds each wire case took
+
+    def segments(self, k: int) -> list[Segment]:
+        begin, stop = self.chunks[k]
+        out: list[Segment] = []
+        for index, position in self.where[begin:stop]:
+            if out and out[-1][0] == index:
+                out[-1][2].append(position)
+            else:
+                out.append((index, self.corpus.files[index], [position]))
+        return out
+
+    def feed(self, w: _Worker) -> None:
+        while w.alive and len(w.busy) < self.corpus.DEPTH:
+            if self.wire:
+                k = self.wire.pop(0)
+            elif self.own.get(id(w)):
+                k = self.own[id(w)].pop(0)
+            else:  # none of its own left: take from the end of the longest other list
+                longest = max(self.own.values(), key=len, default=[])
+                if not longest:
+                    return
+                k = longest.pop()
+            if not w.send(k, ("run", k, self.settings, self.segments(k))):
+                self.wire.insert(0, k)  # another worker takes it
+
+    def wait_for(self, k: int, answers: Iterator[tuple[_Worker, Any]]) -> None:
+        """Read the workers' answers until chunk ``k`` is done."""
+        while k not in self.done:
+            try:
+                w, message = next(answers)
+            except StopIteration:  # no worker left
+                died = "worker process died: no worker left to run it"
+                self.done.update((j, died) for j in range(len(self.chunks)) if j not in self.done)
+                return
+            if message is None:
+                self._died(w)
+                continue
+            _, j, results = message
+            del w.busy[j]
+            self.done[j] = results
+            self.feed(w)
+
+    def _died(self, w: _Worker) -> None:
+        code = w.process.exitcode
+        handed = list(w.busy)  # the first was running; the others wait for a worker
+        w.busy.clear()
+        if handed:
+            self.done[handed[0]] = f"worker process died (exit code {code}) while running these cases"
+            self.wire[:0] = handed[1:]
+        mine = self.own.pop(id(w), [])
+        others = [x for x in self.corpus.workers if x.alive]
+        if others:
+            self.own[id(others[0])] = sorted(self.own.get(id(others[0]), []) + mine)
+            for x in others:
+                self.feed(x)
+        else:
+            self.done.update((j, "worker process died: no worker left to run it") for j in mine + self.wire)
+            self.wire.clear()
+
+    def results(self, k: int) -> list[CaseResult]:
+        """Chunk ``k``'s results, in case order (errors when its worker died)."""
+        begin, stop = self.chunks[k]
+        got = self.done.pop(k)
+        if isinstance(got, str):
+            now = time.perf_counter()
+            return [case_result_since(case, Outcome.error, now, [], got) for case in self.cases[begin:stop]]
+        for i, result in enumerate(got, begin):
+            if self.cases[i].wire:
+                self.took[self.keys[i]] = result.duration
+        return got

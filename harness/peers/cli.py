@@ -26,6 +26,10 @@ import threading
 from typing import Any
 
 from harness.argtypes import count, seconds
+from harness.peers.faults import fault_lines
+from harness.peers.server import HISTORY, HISTORY_BYTES, PeerError, SimulatedPeer
+from harness.session import BEHAVIOURS
+from harness.session.acceptor import READING_BEHAVIOURS
 
 __all__ = ["add_parser", "cmd_peer", "is_loopback", "list_behaviours"]
 
@@ -98,9 +102,6 @@ def list_behaviours() -> list[str]:
     """One line per behaviour: name, family (fault, boundary or reading), what it does, the
     sections that make a boundary or reading behaviour legal (a reading behaviour also names the
     interpretation and the reading it takes); then the parametrised families."""
-    from harness.session import BEHAVIOURS
-    from harness.session.acceptor import READING_BEHAVIOURS
-
     width = max(len(n) for n in [*BEHAVIOURS, *READING_BEHAVIOURS])
     lines = []
     for name, b in [*BEHAVIOURS.items(), *READING_BEHAVIOURS.items()]:
@@ -109,7 +110,6 @@ def list_behaviours() -> list[str]:
         taken = "; ".join(f"{alternative} of {rid}" for rid, alternative in b.readings)
         takes = f" (reading {taken})" if taken else ""
         lines.append(f"{name:<{width}}  {family:<8}  {b.summary}{takes}{legal}")
-    from harness.peers.faults import fault_lines
 
     lines += fault_lines(width)  # input-triggered crashes and hangs
     lines += [
@@ -152,8 +152,6 @@ def _add_serving(p: argparse.ArgumentParser) -> None:
 
 def _add_limits(p: argparse.ArgumentParser) -> None:
     """How long the peer runs and what it keeps."""
-    from harness.peers.server import HISTORY, HISTORY_BYTES
-
     p.add_argument(
         "--duration",
         type=seconds(allow_zero=True),
@@ -216,8 +214,6 @@ def _add_queue_manager(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_peer(args: argparse.Namespace) -> int:
-    from harness.peers.server import PeerError, SimulatedPeer
-
     if args.list_behaviours:
         print("\n".join(list_behaviours()))
         return 0

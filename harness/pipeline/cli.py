@@ -15,15 +15,23 @@ from pathlib import Path
 from typing import Any
 
 from harness.argtypes import count, port_list, seconds
+from harness.cases.runner import ConfigurationError
 from harness.cases.schema import case_id
+from harness.files import regular_file
+from harness.outdir import refusal
 from harness.pipeline.cluster import DEFAULT_EXECUTOR_TIMEOUT
+from harness.pipeline.job import ClusterError, PipelineError, run_pipeline
+from harness.pipeline.minimize import NotReproduced, Reproducer, minimize
+from harness.pipeline.outputs import OutError, RemoteStagedOutput, out_target
+from harness.pipeline.splits import SplitError, expand_inputs, is_local
+from harness.pipeline.synth import ANOMALIES, SynthError, synthesize
+from harness.pipeline.tocase import CaseBuildError, capture_to_case, flow_violations, sessions_with_problems, write_case
+from harness.pipeline.tocase_targets import reproducing_target
 
 __all__ = ["add_subcommands", "cmd_capture_to_case", "cmd_pipeline", "cmd_synth"]
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
-    from harness.pipeline.synth import ANOMALIES, SynthError, synthesize
-
     kinds = tuple(args.kinds.split(",")) if args.kinds else ANOMALIES
     try:
         manifest = synthesize(
@@ -49,8 +57,6 @@ def cmd_synth(args: argparse.Namespace) -> int:
 def _unreadable_input(inputs: list[str]) -> str:
     """ "" when every local input (a path or ``file:`` URI, also under ``--via-hadoop``) names
     capture files that can be opened, else why not; other schemes are listed by Spark itself."""
-    from harness.pipeline.splits import SplitError, expand_inputs, is_local
-
     for raw in inputs:
         if not is_local(raw):
             continue
@@ -70,9 +76,6 @@ def _unusable_out(out: str, force: bool) -> str:
     empty, a previous output of the pipeline and nothing else, or ``--force``) and its parent
     takes a new folder, else why not (the parent is made here if missing, as the job would).
     A URI: a scheme the executors can write (harness.pipeline.outputs), else why not."""
-    from harness.outdir import refusal
-    from harness.pipeline.outputs import OutError, RemoteStagedOutput, out_target
-
     try:
         target = out_target(out)
         if target.local is None:
@@ -97,7 +100,6 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     if why:
         print(f"msmq-harness pipeline: {why}", file=sys.stderr)
         return 2
-    from harness.pipeline.job import ClusterError, PipelineError, run_pipeline
 
     try:
         summary = run_pipeline(
@@ -126,9 +128,6 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_capture_to_case(args: argparse.Namespace) -> int:
-    from harness.files import regular_file
-    from harness.pipeline.tocase import CaseBuildError, capture_to_case, sessions_with_problems, write_case
-
     ports = args.ports
     try:  # a device or a FIFO is never read
         regular_file(args.capture)
@@ -195,11 +194,6 @@ def _minimize(args: argparse.Namespace, case: dict[str, Any]) -> dict[str, Any] 
     """``--minimize``: the case shrunk against the target that reproduces what the session broke
     (harness.pipeline.tocase_targets) unless ``--target`` names one; the case as it is when the
     session broke no rule (there is no failure to keep); an exit status when nothing fails."""
-    from harness.cases.runner import ConfigurationError
-    from harness.pipeline.minimize import NotReproduced, Reproducer, minimize
-    from harness.pipeline.tocase import flow_violations
-    from harness.pipeline.tocase_targets import reproducing_target
-
     choice = reproducing_target(flow_violations(args.capture, args.flow, args.ports))
     if not choice.broke:
         print(f"msmq-harness capture-to-case: not minimized: {choice.reason}; nothing fails to shrink", file=sys.stderr)

@@ -40,7 +40,7 @@ from typing import Any
 import pytest
 
 from harness.pipeline.synth import synthesize
-from tests.cases.test_docs_examples import COMMANDS, NUMBERS
+from tests.cases.casekit import COMMANDS, NUMBERS
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = str(Path(sys.executable).parent / "msmq-harness")

@@ -17,28 +17,7 @@ from benchmarks.messages import typical_user_message
 from harness.cases.loader import load_requirements, load_text
 from harness.cases.runner import run
 from harness.cli import build_parser
-
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-
-
-def _blocks(path: Path, language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```", path.read_text(), flags=re.M | re.S)
-
-
-def _command_lines() -> list[tuple[str, str]]:
-    found = []
-    for path in DOCS:
-        for block in _blocks(path, "sh"):
-            for line in block.replace("\\\n", " ").splitlines():
-                line = line.split("  #", 1)[0].strip().rstrip("&").strip()
-                if re.match(r"(\.venv/bin/)?msmq-harness ", line):
-                    found.append((f"{path.name}: {line}", line))
-    return found
-
-
-COMMANDS = _command_lines()
-NUMBERS = {"N": "1", "RATE": "0.1", "S": "1", "BYTES": "1", "MB": "1", "PORT": "1801"}  # a synopsis's placeholders
+from tests.cases.casekit import COMMANDS, DOCS, NUMBERS, ROOT, doc_blocks
 
 
 def test_the_docs_hold_command_examples() -> None:
@@ -58,7 +37,7 @@ def test_command_example_parses(line: str) -> None:
 
 
 def _yaml_examples() -> list[tuple[str, str]]:
-    return [(f"{p.name}#{i}", b) for p in DOCS for i, b in enumerate(_blocks(p, "yaml"))]
+    return [(f"{p.name}#{i}", b) for p in DOCS for i, b in enumerate(doc_blocks(p, "yaml"))]
 
 
 @pytest.mark.parametrize("text", [t for _, t in _yaml_examples()], ids=[i for i, _ in _yaml_examples()])
@@ -74,7 +53,7 @@ def test_yaml_example_loads_and_a_case_passes_against_the_reference(text: str, t
 
 
 def test_the_readme_codec_walkthrough_runs() -> None:
-    (block,) = [b for b in _blocks(ROOT / "README.md", "python") if "packets.parse" in b]
+    (block,) = [b for b in doc_blocks(ROOT / "README.md", "python") if "packets.parse" in b]
     data = typical_user_message(False)
     namespace = {"data": data, "chunk": data}
     exec(compile(block, "README.md", "exec"), namespace)

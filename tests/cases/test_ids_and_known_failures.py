@@ -20,6 +20,7 @@ from harness.cases.runner import apply_known_failures, run, select, unmatched_kn
 from harness.cli import main
 from harness.report import html, json_report, junit, terminal
 from harness.results import Outcome
+from tests.cases.casekit import plugin_args
 
 pytest_plugins = ["pytester"]
 
@@ -124,8 +125,6 @@ def test_k_and_known_failures_match_the_short_id(tmp_path: Path) -> None:
 
 
 def test_the_plugin_names_items_by_the_short_id(pytester: pytest.Pytester) -> None:
-    from tests.cases.test_pytest_plugin import plugin_args
-
     write_corpus(pytester.path)
     known = pytester.path / "known.txt"
     known.write_text(LONG_IDS[1] + "\n", encoding="utf-8")

@@ -18,6 +18,7 @@ from harness.cases.runner import ConfigurationError, open_target, run
 from harness.cases.targets.registry import did_you_mean, make_target
 from harness.cli import build_parser, main
 from harness.results import Outcome
+from tests.cases.casekit import plugin_args, write_cases
 
 pytest_plugins = ["pytester"]
 
@@ -61,8 +62,6 @@ def test_run_with_a_mistyped_target_exits_2_with_the_suggestion(capsys: pytest.C
 
 
 def test_the_plugin_target_option_suggests_the_kind(pytester: pytest.Pytester) -> None:
-    from tests.cases.test_pytest_plugin import plugin_args, write_cases
-
     write_cases(pytester.path)
     result = pytester.runpytest(*plugin_args(), "--msmq-target=refrence?peer=bad-signature")
     assert result.ret == 2

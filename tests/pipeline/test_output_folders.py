@@ -106,7 +106,7 @@ def test_an_interrupted_pipeline_leaves_the_previous_output_whole(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import harness.pipeline.job as job
+    import harness.pipeline.summary as job
 
     small, other, _ = captures
     out = tmp_path / "out"

@@ -20,6 +20,7 @@ import pytest
 from harness.report.compare import MISSING, add_parser, compare, render_compare_html, render_compare_text
 from harness.report.json_report import write_json
 from harness.results import CaseResult, Outcome, RunResult
+from tests.report.reportkit import chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases" / "mqdmpr" / "seek" / "seek_forward.yaml"
@@ -137,8 +138,6 @@ def test_a_case_missing_from_a_run_is_counted_or_listed(tmp_path: Path) -> None:
 
 
 def test_the_page_searches_and_filters_by_outcome_in_a_browser(tmp_path: Path) -> None:
-    from test_report_html import chromium
-
     a = RunResult("one", [_result("dmpr.seek.fwd", Outcome.passed), _result("dmpr.purge.empty", Outcome.passed),
                           _result("mqqb.window", Outcome.passed, "MS-MQQB 3.1.7.1")])  # fmt: skip
     b = RunResult("two", [_result("dmpr.seek.fwd", Outcome.failed), _result("dmpr.purge.empty", Outcome.passed),

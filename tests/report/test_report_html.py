@@ -10,8 +10,6 @@ from __future__ import annotations
 import html as _html
 import json
 import re
-import shutil
-import subprocess
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -20,29 +18,7 @@ from typing import Any
 from harness.report.html import render_html, section_anchor, write_html
 from harness.report.terminal import OUTCOMES
 from harness.results import CaseResult, Outcome, RunResult, StepFailure
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-def chromium(report: Path, profile: Path, *mode: str) -> str:
-    """Run headless Chromium on ``report`` (``--dump-dom`` unless another mode is given); its stdout."""
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        *(mode or ("--dump-dom",)),
-        report.resolve().as_uri(),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+from tests.report.reportkit import chromium
 
 
 class _Matrix(HTMLParser):

@@ -407,6 +407,26 @@ class CommandTarget:
                 return adapter.lines.get(timeout=max(wait, 0.001))
 
     def _request(self, message: dict[str, Any], *, start: bool = False) -> dict[str, Any]:
+        adapter = self._running(message, start)
+        op = message.get("op")
+        self._next_id += 1
+        message = {**message, "id": self._next_id}
+        try:
+            line = json.dumps(message, allow_nan=False) + "\n"
+        except (TypeError, ValueError) as e:
+            raise TargetError(f"{op}: cannot encode the request as JSON: {e}") from e
+        try:
+            adapter.write(line, self._deadline)
+        except (OSError, ValueError) as e:  # TimeoutError is an OSError
+            raise self._fail(adapter, f"{op}: cannot write to the adapter: {e}") from e
+        reply = self._reply(adapter, op, message["id"])
+        if not reply["ok"]:
+            raise target_error(str(reply.get("kind", "Error")), str(reply.get("error", "")))
+        return reply
+
+    def _running(self, message: dict[str, Any], start: bool) -> _Adapter:
+        """The adapter, alive; with ``start``, a new one (greeted unless ``message`` is the hello)
+        in place of one that exited or failed."""
         adapter = self._adapter
         if adapter is not None and not adapter.alive():
             if not start:
@@ -419,17 +439,11 @@ class CommandTarget:
             adapter = self._start()
             if message.get("op") != "hello":
                 self._hello(adapter)
-        op = message.get("op")
-        self._next_id += 1
-        message = {**message, "id": self._next_id}
-        try:
-            line = json.dumps(message, allow_nan=False) + "\n"
-        except (TypeError, ValueError) as e:
-            raise TargetError(f"{op}: cannot encode the request as JSON: {e}") from e
-        try:
-            adapter.write(line, self._deadline)
-        except (OSError, ValueError) as e:  # TimeoutError is an OSError
-            raise self._fail(adapter, f"{op}: cannot write to the adapter: {e}") from e
+        return adapter
+
+    def _reply(self, adapter: _Adapter, op: Any, request_id: int) -> dict[str, Any]:
+        """The adapter's reply to request ``request_id``: one JSON object with a boolean ``ok``;
+        anything else is a protocol error that ends this adapter (:meth:`_fail`)."""
         reply_line = self._reply_line(adapter, op)
         if reply_line is None:
             raise self._fail(adapter, f"{op}: the adapter exited without a reply")
@@ -448,14 +462,12 @@ class CommandTarget:
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
             hint = "" if isinstance(reply, dict) else STDOUT_HINT  # print(42) is JSON, but no reply
             raise self._fail(adapter, f"{op}: the reply has no boolean 'ok': {reply_line.strip()[:200]!r}{hint}")
-        if reply.get("id") != message["id"]:  # one protocol error, then a fresh adapter: no cascade
+        if reply.get("id") != request_id:  # one protocol error, then a fresh adapter: no cascade
             raise self._fail(
                 adapter,
-                f"{op}: the reply answers request id {reply.get('id')!r}, not {message['id']} "
+                f"{op}: the reply answers request id {reply.get('id')!r}, not {request_id} "
                 "(an unsolicited or late reply: the adapter is out of step)",
             )
-        if not reply["ok"]:
-            raise target_error(str(reply.get("kind", "Error")), str(reply.get("error", "")))
         return reply
 
     def _hello(self, adapter: _Adapter) -> TargetInfo:

@@ -19,6 +19,7 @@ from harness.cases.target import Target, TargetInfo
 from harness.cases.targets.kind import target_kind
 from harness.cases.targets.reference import ReferenceTarget
 from harness.model import QueueManager
+from harness.session import OutgoingQueueProcessing
 
 __all__ = ["PluginTarget", "load_plugin_class"]
 
@@ -44,7 +45,6 @@ class PluginTarget:
     def __init__(self, path: str) -> None:
         self.path = path
         cls = load_plugin_class(path)
-        from harness.session import OutgoingQueueProcessing
 
         if issubclass(cls, QueueManager):
             self.inner: Target = ReferenceTarget(queue_manager_class=cls, name=f"plugin:{path}")

@@ -23,6 +23,7 @@ import typing
 import uuid
 from collections.abc import Callable
 from enum import Enum
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, event_section, second_result, spec_events
@@ -38,6 +39,8 @@ from harness.cases.target import (
     TargetUnsupported,
 )
 from harness.cases.targets.kind import parse_scale, spec_query, target_kind
+from harness.cases.targets.sender import ReferenceSender
+from harness.cases.targets.wire import WireOptions
 from harness.model import (
     INFINITE,
     Cursor,
@@ -58,6 +61,7 @@ from harness.model import (
     UndefinedBehaviour,
     WaitingMessageReadOperation,
 )
+from harness.session import named_behaviour
 from packets.formatname import FormatName
 
 __all__ = [
@@ -116,9 +120,6 @@ class ReferenceTarget:
         report_adm: bool = True,
         wire_options: Any = None,
     ) -> None:
-        from harness.cases.targets.sender import ReferenceSender
-        from harness.cases.targets.wire import WireOptions
-
         self.queue_manager_class = queue_manager_class
         # the sender of initiator wire cases (a sender plugin replaces OutgoingQueueProcessing)
         self.sender = ReferenceSender(sender_class, report_adm=report_adm)
@@ -175,6 +176,17 @@ class ReferenceTarget:
             return value.name
         if isinstance(value, float):
             return "Infinite" if value == INFINITE else value
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        if isinstance(value, list | tuple):
+            return [self.name_of(v) for v in value]
+        if isinstance(value, dict):
+            return {str(k): self.name_of(v) for k, v in value.items()}
+        return self._object_name(value)
+
+    def _object_name(self, value: Any) -> Any:
+        """An ADM object (3.1.1, 3.2.1) by the name the case gave it, or one made for it; the text
+        of anything else."""
         if isinstance(value, MessagePosition):
             if value.is_special:
                 return value._special  # "Start" or "End" (3.1.1.2)
@@ -199,12 +211,6 @@ class ReferenceTarget:
                 name = getattr(value, "DestinationFormatName", "") or value.Pathname
                 self._register("queue", name, value)
             return name
-        if isinstance(value, bytes):
-            return value.decode("utf-8", "replace")
-        if isinstance(value, list | tuple):
-            return [self.name_of(v) for v in value]
-        if isinstance(value, dict):
-            return {str(k): self.name_of(v) for k, v in value.items()}
         return str(value)
 
     # ------------------------------------------------------------------------- Target
@@ -514,13 +520,9 @@ class ReferenceTarget:
     "(peer=: the behaviour that replaces normal; scale=: the time scale of the wire sessions)",
 )
 def _make(spec: str, timeout: float) -> ReferenceTarget:
-    from harness.cases.targets.wire import WireOptions
-
     query = spec_query(spec, ("peer", "scale"))
     peer = query.get("peer")
     if peer is not None:
-        from harness.session import named_behaviour
-
         try:
             named_behaviour(peer)
         except KeyError as e:
@@ -531,8 +533,6 @@ def _make(spec: str, timeout: float) -> ReferenceTarget:
 
 def _version() -> str:
     """The reference's version: the harness's own (its hello says it, as an adapter's may)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("msmq-harness")
     except PackageNotFoundError:

@@ -26,6 +26,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.cases.target import ADM_OUTGOING, WIRE_INITIATOR, WIRE_SENDER_PING, TargetError, TargetUnsupported
+from harness.model import DeliveryGuarantee, Message, OutgoingQueue, OutgoingQueueState, Queue, QueueManager
+from harness.peers import InitiatorLink
+from harness.session import Connect, OutgoingQueueProcessing, SendPing, SessionConfig
 from packets import GUID
 
 __all__ = ["ADM_RESULT_KEYS", "ReferenceSender", "message_from_spec"]
@@ -54,8 +57,6 @@ def message_from_spec(spec: Mapping[str, Any]) -> Any:
     ADM attribute by its name, the value in the attribute's own kind (text, integer, boolean,
     GUID text, hex text for bytes, a list for a tuple).  ``Label`` defaults to the message's
     ``id``.  KeyError names an unknown attribute."""
-    from harness.model import DeliveryGuarantee, Message
-
     delivery = spec.get("delivery", "express")
     body = spec.get("Body", spec["id"])
     message = Message(
@@ -118,8 +119,6 @@ class _Driver:
         self._thread.start()
 
     def _link(self, init: Any) -> Any:
-        from harness.peers import InitiatorLink
-
         link = self.links.get(id(init))
         if link is None:
             link = InitiatorLink(
@@ -216,9 +215,6 @@ class ReferenceSender:
     # -- the operations ------------------------------------------------------------------------
     def _op_wire_setup(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """A fresh queue manager and sender whose timers run ``scale`` times their durations."""
-        from harness.model import QueueManager
-        from harness.session import OutgoingQueueProcessing, SessionConfig
-
         self._op_wire_close({})
         scale = float(args.get("scale", 1.0))
         if not 0 < scale <= 1:
@@ -265,8 +261,6 @@ class ReferenceSender:
     def _op_create_outgoing_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """An [MS-MQDMPR] 3.1.1.3 OutgoingQueue for ``DestinationFormatName``; its messages go to
         ``address`` ({host, port}: the host name is resolved as [MS-MQQB] 3.1.5.2.1 says)."""
-        from harness.model import OutgoingQueue, OutgoingQueueState
-
         q = self.qm.new_queue(OutgoingQueue)
         q.Identifier = uuid.uuid4()
         q.DestinationFormatName = str(args["DestinationFormatName"])
@@ -281,8 +275,6 @@ class ReferenceSender:
         return self._adm({"State": q.State.name})
 
     def _op_create_local_queue(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        from harness.model import Queue
-
         q = self.qm.new_queue(Queue)
         q.Transactional = bool(args.get("Transactional", False))
         self.qm.QueueCollection.append(q)
@@ -292,8 +284,6 @@ class ReferenceSender:
     def _op_enqueue(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """[MS-MQDMPR] 3.1.7.1.9 Enqueue Message (under a committed transaction for a
         transactional one), which raises Message Position Available."""
-        from harness.session import Connect, SendPing
-
         spec = args["message"]
         try:
             message = message_from_spec(spec)

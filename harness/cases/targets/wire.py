@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.cases.actions import ACTIONS
 from harness.cases.caseresult import case_result_since, graded_result
 from harness.cases.grading import graded, reconcile, unwrap
+from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_requirements
 from harness.cases.model import Case, Step
 from harness.cases.target import (
     ADM_OUTGOING,
@@ -49,6 +51,7 @@ from harness.cases.transcripts import transcript_writer
 from harness.cases.violations import graded_violation
 from harness.cases.wire import needs_simulated_peer, sends_transactional
 from harness.cases.wirematch import brief
+from harness.cases.wireruns import AcceptorRun, InitiatorRun, NotApplicable
 from harness.results import CaseResult, Outcome, StepFailure
 from packets.paths import display_value
 
@@ -144,8 +147,6 @@ def _never_connected(case: Case, index: int, where: str, why: str) -> StepFailur
 
 def _bundled(requirement_id: str) -> Any:
     """A requirement of the bundled cases/requirements.yaml (None when it cannot be read)."""
-    from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_requirements
-
     try:
         return next((r for r in load_requirements(BUNDLED_REQUIREMENTS) if r.id == requirement_id), None)
     except (CaseError, OSError):
@@ -154,8 +155,6 @@ def _bundled(requirement_id: str) -> Any:
 
 def _expects_nothing(step: Step) -> bool:
     """The step checks that nothing happens within its bound (its wait always runs out)."""
-    from harness.cases.actions import ACTIONS
-
     nothing = ACTIONS[step.action].nothing
     expect = step.expect or {}
     return nothing is not None and nothing[0] in expect and unwrap(expect[nothing[0]]) is nothing[1]
@@ -163,8 +162,6 @@ def _expects_nothing(step: Step) -> bool:
 
 
 def _run_for(case: Case, target: Any, info: TargetInfo) -> Any:
-    from harness.cases.wireruns import AcceptorRun, InitiatorRun
-
     options = getattr(target, "wire_options", None) or WireOptions()
     if case.given["peer"]["under_test"] == "initiator":
         return InitiatorRun(case, options, target.control, ADM_OUTGOING in info.capabilities)
@@ -203,8 +200,6 @@ def _run_steps(
 ) -> tuple[CaseResult, bytes | None]:
     """The case's steps and ``then`` on ``run``: its result, and the packet the failing step's
     expectations read (None when the difference read none)."""
-    from harness.cases.wireruns import NotApplicable
-
     where = "setup"
     failures: list[StepFailure] = []
     failing: bytes | None = None
