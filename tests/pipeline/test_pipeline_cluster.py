@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pipeline_helpers import ROOT, SPLIT, capture, local_run, make_inputs, table
+from pipeline_helpers import ROOT, SPLIT, capture, table
 from standalone import BASE_PYTHON, RemoteCluster, master_only, netns_cluster
 
 from harness.cli import main as cli_main
@@ -31,14 +31,17 @@ from harness.pipeline.ship import _dist_files, worker_distributions
 HARNESS = str(Path(sys.executable).parent / "msmq-harness")
 TIMEOUT = 300
 
-# One namespace cluster for the module: under pytest-xdist --dist loadgroup its tests share a worker.
-pytestmark = pytest.mark.xdist_group("spark-cluster")
+# A namespace cluster per group of tests, one group per pytest-xdist worker (--dist loadgroup): the
+# documented commands on one cluster, the other tests of a cluster on another, side by side.  The
+# tests that start no namespace cluster run wherever a worker is free.
+DOCUMENTED = pytest.mark.xdist_group("spark-cluster")
+CLUSTER = pytest.mark.xdist_group("spark-cluster-2")
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """XDG_CACHE_HOME of the commands (where the dependency archive is made once)."""
-    return tmp_path_factory.mktemp("cache")
+def cache(spark_cache: Path) -> Path:
+    """XDG_CACHE_HOME of the commands (where the dependency archive is made once per run)."""
+    return spark_cache
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +81,7 @@ def _executors(cluster: RemoteCluster, app_before: set[str]) -> list[Path]:
     return sorted(e for a in apps for e in a.iterdir() if (e / "stderr").exists())
 
 
+@CLUSTER
 def test_the_workers_python_has_neither_the_project_nor_its_packages(remote: RemoteCluster) -> None:
     for module in ("harness", "packets", "construct", "pyarrow"):
         proc = subprocess.run([remote.python, "-c", f"import {module}"], cwd="/", env=remote.env,
@@ -85,11 +89,11 @@ def test_the_workers_python_has_neither_the_project_nor_its_packages(remote: Rem
         assert proc.returncode != 0 and "No module named" in proc.stderr, module
 
 
+@CLUSTER
 def test_worker_on_another_host_without_the_project_gives_the_tables_of_local2(
-    remote: RemoteCluster, cache: Path, tmp_path: Path
+    remote: RemoteCluster, cache: Path, local2: tuple[dict[str, Any], Path], tmp_path: Path
 ) -> None:
-    inputs = make_inputs(tmp_path / "inputs")
-    local = local_run(inputs, tmp_path / "local")
+    inputs, local = local2
     out = tmp_path / "cluster"
     before = {a.name for a in remote.work.glob("app-*")}
     argv = [HARNESS, "pipeline", *inputs["paths"], "--out", f"file://{out}", "--master", remote.url,
@@ -130,6 +134,7 @@ NOT_RUN = {
 }
 
 
+@DOCUMENTED
 def test_the_documented_cluster_commands_run_as_written(remote: RemoteCluster, cache: Path, tmp_path: Path) -> None:
     lines = _cluster_section()
     assert any("spark-submit" in line for line in lines) and any("msmq-harness pipeline" in line for line in lines)
@@ -189,6 +194,7 @@ def test_a_master_with_no_worker_ends_within_the_time_given_with_the_cause(cache
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.partial")]
 
 
+@CLUSTER
 def test_executors_that_cannot_reach_the_driver_end_the_job_within_the_time_given(
     remote: RemoteCluster, cache: Path, tmp_path: Path
 ) -> None:
@@ -224,6 +230,7 @@ def _executor_pids(app: str) -> list[int]:
     return found
 
 
+@CLUSTER
 def test_an_executor_lost_mid_job_is_retried_and_counted(remote: RemoteCluster, cache: Path, tmp_path: Path) -> None:
     """The executor is killed once it runs the reading stage: Spark starts another, the task
     is retried, the tables are those of local[2], and summary.json counts the failure."""
@@ -259,6 +266,7 @@ def test_an_executor_lost_mid_job_is_retried_and_counted(remote: RemoteCluster, 
     assert summary["failed_tasks"] >= 1 and summary["lost_executors"] >= 1, summary
 
 
+@CLUSTER
 def test_without_the_shipped_dependencies_the_workers_fail_and_the_command_says_why(
     remote: RemoteCluster, cache: Path, tmp_path: Path
 ) -> None:

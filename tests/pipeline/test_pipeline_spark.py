@@ -9,7 +9,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from pipeline_helpers import CLIENT_QM, capture, local_run, make_inputs, record_offsets, records, table
+from pipeline_helpers import CLIENT_QM, capture, record_offsets, records, table
 
 from harness.cli import main as cli_main
 from harness.pipeline.flows import process_local
@@ -129,9 +129,10 @@ def check_reconciliation(inputs: dict[str, Any], local_run: Path) -> None:
     assert "violations per rule:" in report and "MQQB-3.1.5.1.2-signature" in report
 
 
-def test_pipeline_on_local2_reports_anomalies_sessions_packets_and_reconciles_every_input(tmp_path: Path) -> None:
-    inputs = make_inputs(tmp_path / "inputs")
-    out = local_run(inputs, tmp_path / "out")
+def test_pipeline_on_local2_reports_anomalies_sessions_packets_and_reconciles_every_input(
+    local2: tuple[dict[str, Any], Path]
+) -> None:
+    inputs, out = local2  # make_inputs, then local_run: made once for the tests that compare with it
     check_anomalies(inputs, out)
     check_loopback(inputs, out)
     check_packets(inputs, out)

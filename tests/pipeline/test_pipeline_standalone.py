@@ -9,14 +9,16 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from pipeline_helpers import ROOT, SPLIT, local_run, make_inputs, table
+from pipeline_helpers import ROOT, SPLIT, table
 from standalone import SPARK_HOME, spark_env, standalone_cluster
 
 
-def test_standalone_cluster_gives_identical_parquet_to_local2(tmp_path: Path) -> None:
-    inputs = make_inputs(tmp_path / "inputs")
-    local = local_run(inputs, tmp_path / "local")
+def test_standalone_cluster_gives_identical_parquet_to_local2(
+    local2: tuple[dict[str, Any], Path], tmp_path: Path
+) -> None:
+    inputs, local = local2
     out = tmp_path / "cluster"
     with standalone_cluster(tmp_path / "spark") as url:
         env = spark_env(tmp_path / "spark")

@@ -1,0 +1,77 @@
+"""Fixtures the pipeline tests share: what several tests need the same of is made once per run,
+whichever pytest-xdist worker asks first (the others wait for it and read it).
+
+- ``local2``: the inputs of :func:`pipeline_helpers.make_inputs` (a capture with anomalies, a
+  clean one, damaged files, a loopback recording) and their tables from ``local[2]``
+  (:func:`pipeline_helpers.local_run`): the reference the cluster tests compare with, and what the
+  local[2] test checks.
+- ``spark_cache``: the ``XDG_CACHE_HOME`` of the cluster commands, with the dependency archive the
+  driver ships (:func:`harness.pipeline.ship.deps_archive`) made in it once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pickle
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipeline_helpers import local_run, make_inputs
+
+
+def _run_folder(factory: pytest.TempPathFactory) -> Path:
+    """The folder of this run that every xdist worker sees (each worker's base is a child of it)."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]) -> Any:
+    """``make(folder)`` run once per test run, in ``<run>/shared-<name>/``; its result is kept
+    beside it (pickled) and returned to every later caller, on any worker."""
+    folder = _run_folder(factory) / f"shared-{name}"
+    done = folder.with_name(folder.name + ".pickle")
+    with _locked(folder.with_name(folder.name + ".lock")):
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            result = make(folder)
+            done.write_bytes(pickle.dumps(result))
+    return pickle.loads(done.read_bytes())
+
+
+def _local2(folder: Path) -> dict[str, Any]:
+    inputs = make_inputs(folder / "inputs")
+    return {"inputs": inputs, "local": str(local_run(inputs, folder / "local"))}
+
+
+@pytest.fixture(scope="session")
+def local2(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """(inputs, the folder of their local[2] tables); read only: made once for every test."""
+    made = once(tmp_path_factory, "local2", _local2)
+    return made["inputs"], Path(made["local"])
+
+
+def _deps(folder: Path) -> str:
+    from harness.pipeline.ship import deps_archive
+
+    return str(deps_archive(folder / "msmq-harness"))
+
+
+@pytest.fixture(scope="session")
+def spark_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """XDG_CACHE_HOME of the cluster commands: the dependency archive is made there once per run."""
+    once(tmp_path_factory, "cache", _deps)
+    return _run_folder(tmp_path_factory) / "shared-cache"
