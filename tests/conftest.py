@@ -4,12 +4,46 @@ pytest-xdist (3.8) groups the tests of one ``xdist_group`` by a suffix it writes
 ``item._nodeid``; pytest 9 reads the node id from ``item._id``, so the suffix never reaches the
 scheduler and a group's tests (and its module fixtures: a Spark cluster, a set of wire runs) are
 spread over every worker.  The hook below writes the suffix where pytest 9 reads it.
+
+Under ``--dist loadgroup`` the scheduler hands the tests out in collection order (a group of
+several tests before single tests): the hook puts the longest tests (:data:`LONGEST`, from
+``--durations``) first, so that none of them starts when the others are nearly done and holds
+the run up alone.
+
+The Spark drivers the tests start (in process, or as a command that inherits the environment)
+compile with the JVM's first tier only and collect with one thread (:data:`SPARK_TEST_JVM`, unless
+``SPARK_SUBMIT_OPTS`` is set): a test's job lasts seconds, where the optimising compiler costs
+more CPU than it saves (about a third of a local job's CPU on two cores).
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from _pytest.nodeid import NodeId
+
+#: JVM options of the Spark drivers the tests start (``SPARK_SUBMIT_OPTS``: spark-submit's, and PySpark's)
+SPARK_TEST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+#: node id prefixes of the longest tests, longest first (``make test``'s ``--durations``)
+LONGEST = (
+    "tests/pipeline/test_pipeline_cluster.py::test_the_documented_cluster_commands_run_as_written",
+    "tests/pipeline/test_pipeline_standalone.py::test_standalone_cluster_gives_identical_parquet_to_local2",
+    "tests/cases/test_docs_commands_run.py::test_other_command_line_runs",
+    "tests/cases/test_pytest_plugin.py::test_pytest_n2_and_runner_give_the_same_outcomes",
+    "tests/cases/test_never_connects.py::",
+    "tests/pipeline/test_output_folders.py::",
+    "tests/fuzz/test_fuzz_no_false_findings.py::",
+    "tests/pipeline/test_pipeline_cluster.py::test_a_master_with_no_worker",
+    "tests/pipeline/test_pipeline_outputs.py::",
+    "tests/pipeline/test_pipeline_sparkconf.py::",
+    "tests/cases/test_docs_commands_run.py::test_command_example_runs",
+)
+
+
+def _rank(item: pytest.Item) -> int:
+    return next((n for n, prefix in enumerate(LONGEST) if item.nodeid.startswith(prefix)), len(LONGEST))
 
 
 def _groups(item: pytest.Item) -> list[str]:
@@ -17,10 +51,15 @@ def _groups(item: pytest.Item) -> list[str]:
     return sorted(names)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", SPARK_TEST_JVM)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not getattr(config.option, "loadgroup", False):  # set on the workers of --dist loadgroup
         return
+    items.sort(key=_rank)  # stable: the other tests keep their order
     for item in items:
         groups = _groups(item)
         if groups and not item.nodeid.endswith("@" + "_".join(groups)):

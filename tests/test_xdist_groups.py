@@ -45,3 +45,30 @@ def test_a_group_runs_on_one_worker_and_the_other_tests_on_both(pytester: pytest
     loose = (pytester.path / "workers-loose.txt").read_text().split()
     assert len(grouped) == 8 and len(set(grouped)) == 1, grouped
     assert len(loose) == 8 and set(loose) == {"gw0", "gw1"}, loose
+
+
+FIRST_AND_LAST = """
+import pytest
+
+@pytest.mark.parametrize("n", range(6))
+def test_early(n):
+    with open("order.txt", "a") as f:
+        f.write(f"early{n}\\n")
+"""
+
+LONG = """
+def test_long():
+    with open("order.txt", "a") as f:
+        f.write("long\\n")
+"""
+
+
+def test_the_longest_tests_are_handed_out_first(pytester: pytest.Pytester) -> None:
+    """A test LONGEST names is collected last, yet runs before the others (one worker: in order)."""
+    conftest = CONFTEST.read_text(encoding="utf-8") + '\nLONGEST = ("test_zlast.py::test_long",)\n'
+    pytester.makeconftest(conftest)
+    pytester.makepyfile(test_afirst=FIRST_AND_LAST, test_zlast=LONG)
+    result = pytester.runpytest_subprocess("-n", "1", "--dist", "loadgroup", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=7)
+    order = (pytester.path / "order.txt").read_text().split()
+    assert order[0] == "long", order

@@ -24,6 +24,8 @@ import pyspark
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 START_TIMEOUT = 90.0
+#: the master's and the worker's JVM: the first compiler tier, one GC thread (they start, then mostly wait)
+DAEMON_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def spark_env(work: Path) -> dict[str, str]:
@@ -35,6 +37,7 @@ def spark_env(work: Path) -> dict[str, str]:
         SPARK_WORKER_DIR=str(work / "worker"),
         SPARK_LOG_DIR=str(work / "logs"),
         SPARK_DAEMON_MEMORY="384m",
+        SPARK_DAEMON_JAVA_OPTS=DAEMON_JVM,
         SPARK_NO_DAEMONIZE="1",
     )
     return env
@@ -152,6 +155,7 @@ def _worker_env(work: Path, host: str) -> dict[str, str]:
         "SPARK_WORKER_DIR": str(work / "worker"),
         "SPARK_LOG_DIR": str(work / "logs"),
         "SPARK_DAEMON_MEMORY": "384m",
+        "SPARK_DAEMON_JAVA_OPTS": DAEMON_JVM,
         "SPARK_NO_DAEMONIZE": "1",
     }
 
