@@ -24,7 +24,8 @@ import pyspark
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 START_TIMEOUT = 90.0
-#: the master's and the worker's JVM: the first compiler tier, one GC thread (they start, then mostly wait)
+#: the JVMs of the clusters (master, worker, and through the worker's JAVA_TOOL_OPTIONS its executors):
+#: the first compiler tier and one GC thread; a test's job lasts seconds, the optimising compiler costs more
 DAEMON_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
@@ -92,7 +93,8 @@ def standalone_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterat
                     [spark_class, "org.apache.spark.deploy.worker.Worker", url,
                      "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
                      "--cores", str(cores), "--memory", memory, "--work-dir", str(work / "worker")],
-                    stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                    stdout=out, stderr=subprocess.STDOUT, env={**env, "JAVA_TOOL_OPTIONS": DAEMON_JVM},
+                    start_new_session=True,
                 )
             )
         _wait_for(worker_log, r"Successfully registered with master", procs[1], deadline)
@@ -155,7 +157,7 @@ def _worker_env(work: Path, host: str) -> dict[str, str]:
         "SPARK_WORKER_DIR": str(work / "worker"),
         "SPARK_LOG_DIR": str(work / "logs"),
         "SPARK_DAEMON_MEMORY": "384m",
-        "SPARK_DAEMON_JAVA_OPTS": DAEMON_JVM,
+        "JAVA_TOOL_OPTIONS": DAEMON_JVM,
         "SPARK_NO_DAEMONIZE": "1",
     }
 
