@@ -10,8 +10,15 @@ pair in proportion to the mutations it has left.  Within a pair, every mutation 
 lengths and counts first.  A crash or a
 hang is re-run to confirm it, then minimised and written as a case and a pcap
 (:mod:`harness.fuzz.minimise`).  Bounded by ``max_packets`` and ``duration``, paced to ``rate``
-packets a second, stopped by the first confirmed crash unless ``keep_going``; the ``seed`` makes
-the same run again.
+packets a second, stopped by the first confirmed crash unless ``keep_going``.
+
+The ``seed`` makes the same run again against a target that answers the same: every draw comes
+from ``random.Random`` streams the seed starts (one for the run, one per pair's mutations), and
+the budget counts the packets each round generates (:func:`harness.fuzz.oracles.observed_packets`),
+not those the timing let out: an acceptor's close that comes before or after the probe
+UserMessage is one answer.  What the target answers -- a reply, a close, silence past a timer's
+bound (a hang), a crash -- decides the rest, and ``duration`` cuts the run by the wall clock
+(docs/fuzz.md "Seeds").
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from harness.fuzz.generate import (
     packet_kind,
     template,
 )
-from harness.fuzz.oracles import Timers, alive, observe, target_violations
+from harness.fuzz.oracles import Timers, alive, observe, observed_packets, target_violations
 from harness.fuzz.states import STATES, Connection, State, note_sent, reach
 from packets import GUID, BitFlags
 
@@ -334,10 +341,11 @@ class Fuzzer:
             try:
                 data = mutation.apply(template(mutation.template).build(ctx), self.rng)
             except ValueError:
+                r.packets += len(prefix)
                 r.skipped += 1
                 return False
             reaction = observe(conn, data, state.session_state, ctx, t)
-            r.packets += conn.sent
+            r.packets += len(prefix) + observed_packets(data, state.session_state)  # the probe even if not written
             self._covered(state, kind, mutation)
             units = [*prefix, data]
             self.last = (state, mutation, units)

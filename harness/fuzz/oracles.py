@@ -37,14 +37,24 @@ import yaml
 
 import packets
 from harness.fuzz.generate import Context
-from harness.fuzz.states import Connection, build
+from harness.fuzz.states import CONNECT_TIMEOUT, STATES, Connection, build
 from harness.session import Observer
-from packets import GUID, StreamSplitter
+from packets import GUID, NULL_GUID, StreamSplitter
 from packets import session as sp
 
-__all__ = ["Reaction", "Timers", "alive", "incomplete", "observe", "requirement_level", "target_violations"]
+__all__ = [
+    "Reaction",
+    "Timers",
+    "alive",
+    "incomplete",
+    "observe",
+    "observed_packets",
+    "requirement_level",
+    "target_violations",
+]
 
 GRACE = 0.05  # seconds the fuzzer waits for a close before it probes
+PREFIX_REPLIES = max(sum(step.reply is not None for step in s.prefix) for s in STATES)  # awaited to reach a state
 REQUIREMENTS = Path(__file__).resolve().parent.parent.parent / "cases" / "requirements.yaml"
 
 
@@ -72,6 +82,15 @@ class Timers:
 
     def ping(self) -> float:
         return self.bound(self.ping_response * self.scale)
+
+    def round(self) -> float:
+        """The longest one round of the acceptor fuzzer waits by these bounds, the duration of a run
+        being checked between rounds: its connection and the live check's made (``CONNECT_TIMEOUT``
+        each), the replies of the longest prefix (``PREFIX_REPLIES``), the reaction to the injected
+        packet and the live check's EstablishConnection each within the longest bound (before OPEN
+        or the Session Ack Send Timer's), a Ping Response."""
+        longest = max(self.initialization(), self.ack_send(Context(NULL_GUID), True))
+        return 2 * CONNECT_TIMEOUT + (PREFIX_REPLIES + 2) * longest + GRACE + self.ping()
 
 
 @dataclass
@@ -107,8 +126,17 @@ def incomplete(data: bytes) -> bool:
         return False
 
 
+def observed_packets(data: bytes, session_state: str) -> int:
+    """The packets :func:`observe` sends for ``data``: the packet, and in OPEN the probe UserMessage
+    after it unless the packet announces more bytes than were sent.  The probe is not written when
+    the acceptor's close came within :data:`GRACE`, which is a matter of timing: the budget of a
+    run counts it either way, so that what the seed generates does not depend on it."""
+    return 2 if session_state == "OPEN" and not incomplete(data) else 1
+
+
 def observe(conn: Connection, data: bytes, session_state: str, ctx: Context, timers: Timers) -> Reaction:
-    """Send ``data`` on ``conn`` (in ``session_state``) and judge what the acceptor does."""
+    """Send ``data`` on ``conn`` (in ``session_state``) and judge what the acceptor does; it sends
+    :func:`observed_packets` packets at most."""
     if not conn.send(data):
         return Reaction("refused", why="the connection was gone before the packet was written")
     waits = incomplete(data)

@@ -18,10 +18,12 @@ import yaml
 
 from harness.cli import main
 from harness.fuzz.generate import KINDS
+from harness.fuzz.oracles import Timers
 from harness.fuzz.states import STATES
 from harness.peers import SimulatedPeer
 
 SCALE = 0.05
+ROUND_PACKETS = max(len(s.prefix) for s in STATES) + 2  # the most a round sends: its prefix, the packet, a probe
 
 
 def _target(peer: SimulatedPeer) -> str:
@@ -90,11 +92,17 @@ def test_conformant_peer_bounded_run_finds_nothing_and_covers_every_pair(tmp_pat
 
 
 def test_the_same_seed_makes_the_same_run(tmp_path: Path) -> None:
+    """What the seed determines (docs/fuzz.md "Seeds"), the budget ending both runs: --duration,
+    the wall clock, does not."""
+    budget = ("--max-packets", "300", "--duration", "600")
     with SimulatedPeer(time_scale=SCALE, ping_port=None) as peer:
-        _, a = _fuzz(peer, tmp_path / "a", "--seed", "11", "--max-packets", "300")
-        _, b = _fuzz(peer, tmp_path / "b", "--seed", "11", "--max-packets", "300")
-        _, c = _fuzz(peer, tmp_path / "c", "--seed", "12", "--max-packets", "300")
-    assert a["coverage"] == b["coverage"] and a["rounds"] == b["rounds"]
+        _, a = _fuzz(peer, tmp_path / "a", "--seed", "11", *budget)
+        _, b = _fuzz(peer, tmp_path / "b", "--seed", "11", *budget)
+        _, c = _fuzz(peer, tmp_path / "c", "--seed", "12", *budget)
+    assert a["stopped"] == b["stopped"] == c["stopped"] == "--max-packets 300 sent"
+    assert a["findings"] == b["findings"] == []
+    assert (a["rounds"], a["packets"]) == (b["rounds"], b["packets"])
+    assert a["coverage"] == b["coverage"]
     assert a["coverage"] != c["coverage"]
 
 
@@ -106,9 +114,12 @@ def test_safe_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "--kind Ping" in capsys.readouterr().err
     with SimulatedPeer(time_scale=SCALE, ping_port=None) as peer:
         _, report = _fuzz(peer, tmp_path / "d", "--seed", "1", "--duration", "1")
-        assert "--duration" in report["stopped"] and report["seconds"] < 3
+        # checked between rounds: it ran 1 s, and then at most one round, whose waits are bounded
+        assert report["stopped"] == "--duration 1 s elapsed" and report["findings"] == []
+        assert 1.0 <= report["seconds"] < 1.0 + Timers(SCALE).round() + ROUND_PACKETS / 500
         _, report = _fuzz(peer, tmp_path / "r", "--seed", "1", "--max-packets", "100", "--rate", "100")
-        assert report["packets"] <= 100 + 8 and report["seconds"] >= 0.9  # paced: 100 packets a second
+        # paced: 100 packets a second, the last round's sent at most ROUND_PACKETS beyond the budget
+        assert 100 <= report["packets"] < 100 + ROUND_PACKETS and report["seconds"] >= report["packets"] / 100
     assert main(["fuzz", "--target", "mqqb://127.0.0.1:1", "--out", str(tmp_path / "x"), "--max-packets", "5"]) == 2
 
 
