@@ -15,7 +15,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from harness.cases.mutants import target_of
@@ -24,26 +23,25 @@ ROOT = Path(__file__).resolve().parents[2]
 ADAPTER = ROOT / "examples" / "reference_adapter.py"
 
 
-def _run(target: str, report: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+def _run(target: str, report: Path) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "harness.cli", "run", "cases/mqqb", "-n4", "--target", target, "--json", report]
-    start = time.monotonic()
-    done = subprocess.run(
+    return subprocess.run(
         [*map(str, command), "--heartbeat", "2"], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
     )
-    return time.monotonic() - start, done
 
 
 def test_a_never_connecting_sender_fails_at_the_first_timer_that_proves_it(tmp_path: Path) -> None:
     reference = f"cmd:{sys.executable} {ADAPTER} --no-adm"  # the same adapter, the reference sender
-    took_reference, done = _run(reference, tmp_path / "reference.json")
+    done = _run(reference, tmp_path / "reference.json")
     if done.returncode != 0:
         results = json.loads((tmp_path / "reference.json").read_text(encoding="utf-8"))["results"]
         bad = [(r["case_id"], r["detail"]) for r in results if r["outcome"] in ("failed", "error", "non_strict")]
         raise AssertionError(bad[:5])
     mutant = target_of("examples.mutants.sender:NeverConnects")
-    took_mutant, done = _run(mutant, tmp_path / "mutant.json")
+    done = _run(mutant, tmp_path / "mutant.json")
     assert done.returncode == 1, done.stderr[-2000:]
-    assert took_mutant < 2 * took_reference, (took_mutant, took_reference)
+    # How fast is read from each case (below), never from the two runs' wall times: the load of the
+    # machine changes between them (67 s against 28 s was seen on two loaded cores)
 
     # piped output: a heartbeat line every 2 s on standard error
     beats = re.findall(r"^msmq-harness: (\d+)/(\d+) cases done, (\d+) failed, \d+ s$", done.stderr, re.M)

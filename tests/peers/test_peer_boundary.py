@@ -245,7 +245,7 @@ def _start_peer(name: str, port: int, ping_port: int) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "harness.cli", "peer", "--listen", f"127.0.0.1:{port}", "--ping-port", str(ping_port)]
     cmd += ["--behaviour", name, "--time-scale", str(SCALE), "--duration", "300"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 120  # Python's start-up on a loaded machine: a bound on the machine
     while time.monotonic() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()

@@ -80,7 +80,9 @@ def test_every_truncation_of_a_valid_stream() -> None:
         head = ec_request() + cp_request()
         message_len = len(user_message_bytes(peer.identifier, 1, b"m"))
         stream_len = len(head) + 3 * message_len
-        expected: dict[int, int] = {}  # client port -> whole UserMessages in the prefix
+        # per connection, in the order opened (and accepted): its client port, the whole
+        # UserMessages in its prefix (a port may come again for a later cut: it keys nothing)
+        expected: list[tuple[int, int]] = []
         cuts = list(range(stream_len))
         for batch in range(0, len(cuts), 50):
             clients = []
@@ -88,7 +90,7 @@ def test_every_truncation_of_a_valid_stream() -> None:
                 ids = range(3 * cut + 1, 3 * cut + 4)  # fresh MessageIDs: no duplicate detection across cuts
                 stream = head + b"".join(user_message_bytes(peer.identifier, i, b"m") for i in ids)
                 c = RawClient(peer.address)
-                expected[c.sock.getsockname()[1]] = max(0, (cut - len(head)) // message_len)
+                expected.append((c.sock.getsockname()[1], max(0, (cut - len(head)) // message_len)))
                 c.send(stream[:cut])
                 c.sock.shutdown(socket.SHUT_WR)
                 clients.append(c)
@@ -97,9 +99,9 @@ def test_every_truncation_of_a_valid_stream() -> None:
                 c.close()
         wait_closed(peer, len(cuts))
         no_crash(peer)
-        got = {c.client[1]: len(c.delivered) for c in peer.connections[1:]}
+        got = [(c.client[1], len(c.delivered)) for c in peer.connections[1:]]
         assert got == expected
-        assert sum(expected.values()) == message_len * (0 + 1 + 2)  # 0, 1, 2 whole messages along the cuts
+        assert sum(n for _, n in expected) == message_len * (0 + 1 + 2)  # 0, 1, 2 whole messages along the cuts
 
 
 def test_user_message_before_establish_connection() -> None:
