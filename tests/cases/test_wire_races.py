@@ -29,7 +29,7 @@ from harness.cases.targets.wire import WireOptions
 from harness.cases.wireruns import AcceptorRun, InitiatorRun
 from harness.cases.wireruns import acceptor as acceptor_run
 from harness.cases.wireruns.initiator import _PeerView
-from harness.cases.wireruns.peer import simulated_peer
+from harness.cases.wireruns.peer import SilentListener, simulated_peer
 from harness.peers import SimulatedPeer, faults
 from harness.peers.recording import RecordedConnection
 from packets import GUID, NULL_GUID
@@ -228,3 +228,21 @@ def test_a_ping_response_that_had_arrived_is_read_however_late_the_harness_looks
         monkeypatch.setattr(acceptor_run, "socket", types.SimpleNamespace(**{**vars(socket), "socket": Answered}))
         assert run.ping({}) == {"answered": True}
     assert run.last_ping is not None
+
+
+def test_a_silent_listener_synced_has_taken_in_what_reached_it() -> None:
+    """The silent acceptor of an initiator case ([MS-MQQB] 3.1.2.1: it never answers) syncs as the
+    simulated peer does: a connection and its bytes that reached it are recorded once it returns."""
+    listener = SilentListener()
+    try:
+        with socket.create_connection(listener.address, timeout=5) as client:
+            client.sendall(_ec(1))
+            assert listener.sync(10)
+            (conn,) = listener.state()
+            assert [(d, data) for d, data, _ in conn.packets] == [("c2s", _ec(1))] and conn.ended is None
+        assert listener.sync(10)
+        (conn,) = listener.state()
+        assert conn.ended is not None and conn.by_initiator
+    finally:
+        listener.close()
+    assert not listener.sync(1)  # closed: nothing more is taken in
