@@ -48,7 +48,7 @@ def _options(address: tuple[str, int], target: str, seed: int, packets: int, out
         target=target,
         seed=seed,
         max_packets=packets,
-        duration=60.0,
+        duration=600.0,  # the budget ends the run: every class injected is what the packets buy, not the clock
         keep_going=True,
         restart_wait=10.0,
         timers=Timers(SCALE),

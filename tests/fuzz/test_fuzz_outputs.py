@@ -71,7 +71,10 @@ def test_an_interrupted_fuzz_run_ends_with_its_reports(tmp_path: Path) -> None:
         fuzz = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert fuzz.stdout is not None and fuzz.stdout.readline().startswith("fuzzing ")
-            time.sleep(1.5)  # some rounds
+            end = time.monotonic() + 30.0  # the first round began: its connection reached the peer
+            while not peer.connections() and time.monotonic() < end:
+                time.sleep(0.05)
+            assert peer.connections(), "no round began within 30 s"
             fuzz.send_signal(signal.SIGINT)
             stdout, stderr = fuzz.communicate(timeout=60)
         finally:
