@@ -72,9 +72,9 @@ def test_an_interrupted_fuzz_run_ends_with_its_reports(tmp_path: Path) -> None:
         try:
             assert fuzz.stdout is not None and fuzz.stdout.readline().startswith("fuzzing ")
             end = time.monotonic() + 30.0  # the first round began: its connection reached the peer
-            while not peer.connections() and time.monotonic() < end:
+            while not peer.connections and time.monotonic() < end:
                 time.sleep(0.05)
-            assert peer.connections(), "no round began within 30 s"
+            assert peer.connections, "no round began within 30 s"
             fuzz.send_signal(signal.SIGINT)
             stdout, stderr = fuzz.communicate(timeout=60)
         finally:
