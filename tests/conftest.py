@@ -32,13 +32,20 @@ LONGEST = (
     "tests/pipeline/test_pipeline_standalone.py::test_standalone_cluster_gives_identical_parquet_to_local2",
     "tests/cases/test_docs_commands_run.py::test_other_command_line_runs",
     "tests/cases/test_pytest_plugin.py::test_pytest_n2_and_runner_give_the_same_outcomes",
+    "tests/packets/test_large_packets.py::test_a_million_direct_elements",
     "tests/cases/test_never_connects.py::",
     "tests/pipeline/test_output_folders.py::",
+    "tests/cases/test_pytest_front_end.py::test_case_files_are_collected_where",
     "tests/fuzz/test_fuzz_no_false_findings.py::",
-    "tests/pipeline/test_pipeline_cluster.py::test_a_master_with_no_worker",
+    "tests/model/test_stateful_oracle.py::test_indexed_model_agrees_with_literal_oracle",
+    "tests/pipeline/test_parse_once.py::test_spark_analyses_connections_whole_in_a_range",
+    "tests/pipeline/test_adversarial_splits.py::test_the_spark_job_equals_the_sequential_functions",
+    "tests/pipeline/test_pipeline_hadoop.py::test_hadoop_route_gives_the_tables_of_the_local_route",
     "tests/pipeline/test_pipeline_outputs.py::",
     "tests/pipeline/test_pipeline_sparkconf.py::",
     "tests/cases/test_docs_commands_run.py::test_command_example_runs",
+    "tests/pipeline/test_memory_bounded.py::test_a_pipeline_worker_holds_the_packets_in_flight",
+    "tests/cases/test_plugin_inputs.py::test_a_fifo_or_a_device_among_the_cases",
 )
 
 
