@@ -9,22 +9,12 @@ Under ``--dist loadgroup`` the scheduler hands the tests out in collection order
 several tests before single tests): the hook puts the longest tests (:data:`LONGEST`, from
 ``--durations``) first, so that none of them starts when the others are nearly done and holds
 the run up alone.
-
-The Spark drivers the tests start (in process, or as a command that inherits the environment)
-compile with the JVM's first tier only and collect with one thread (:data:`SPARK_TEST_JVM`, unless
-``SPARK_SUBMIT_OPTS`` is set): a test's job lasts seconds, where the optimising compiler costs
-more CPU than it saves (about a third of a local job's CPU on two cores).
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from _pytest.nodeid import NodeId
-
-#: JVM options of the Spark drivers the tests start (``SPARK_SUBMIT_OPTS``: spark-submit's, and PySpark's)
-SPARK_TEST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 #: node id prefixes of the longest tests, longest first (``make test``'s ``--durations``)
 LONGEST = (
@@ -56,10 +46,6 @@ def _rank(item: pytest.Item) -> int:
 def _groups(item: pytest.Item) -> list[str]:
     names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
     return sorted(names)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    os.environ.setdefault("SPARK_SUBMIT_OPTS", SPARK_TEST_JVM)
 
 
 @pytest.hookimpl(trylast=True)
