@@ -42,6 +42,7 @@ from harness.capture.frames import ACK, FIN, RST, SYN, TcpSegment
 from harness.capture.spill import SpillFifo, SpillPool
 from harness.capture.tcp import Chunk, Direction, Flow, FlowKey, Gap, TcpReassembler, a_is_client
 from harness.decoding import DecodedPacket, Event, Key, StreamDecoder, StreamReport
+from harness.session.observer import Observer
 
 __all__ = ["INF", "Connection", "ConnectionResult", "PacketSink", "merge_key", "replay_flow"]
 
@@ -103,8 +104,6 @@ class _Judge:
     """The observer, fed the events of both directions merged by key."""
 
     def __init__(self, pool: SpillPool) -> None:
-        from harness.session import Observer
-
         self.observer = Observer()
         self.queues = {d: SpillFifo(pool, _weight, _strip, _restore) for d in DIRECTIONS}
         self.qc, self.qs = self.queues["client"], self.queues["server"]

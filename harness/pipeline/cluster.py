@@ -73,6 +73,10 @@ def _defaults_master() -> str:
     return ""
 
 
+#: the driver JVM's options for a local master (``--conf spark.driver.extraJavaOptions`` replaces them)
+LOCAL_DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
 def spark_session(
     master: str | None,
     partitions: int,
@@ -119,6 +123,10 @@ def spark_session(
             ),
             "spark.executorEnv.PYSPARK_PYTHON": python,
             "spark.pyspark.python": python,
+            # the driver JVM (the whole engine when local) compiles with C1 only: its hot code is
+            # the shuffle's, small beside the Python workers, and C2's compiling cost a third of the
+            # CPU of a local run's start-up and a fifth of a 200 MB run's (docs/performance.md)
+            "spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS,
         })
     settings = {**own, **user}
     if not local and ship_deps:  # the dependency archive's folder (in each executor's working folder)
