@@ -246,3 +246,37 @@ def test_a_silent_listener_synced_has_taken_in_what_reached_it() -> None:
     finally:
         listener.close()
     assert not listener.sync(1)  # closed: nothing more is taken in
+
+
+def test_the_simulated_acceptor_held_past_the_bound_still_answers_what_reached_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An acceptor case against the simulated peer ([MS-MQQB] 3.1.5.3.1: it answers the
+    EstablishConnection request): its loop held by the loaded machine past the step's bound, the
+    answer it owes for what reached it is still read (a conformant peer's EstablishConnection
+    response was once 'absent' under load)."""
+    run = AcceptorRun(ACCEPTOR, WireOptions())
+    run.start()
+    try:
+        run.send({"packet": "EstablishConnection"})
+        gate, held = threading.Event(), threading.Event()
+        tick = faults.tick
+
+        def stalled(p: Any) -> None:
+            held.set()
+            gate.wait(30)
+            tick(p)
+
+        monkeypatch.setattr(faults, "tick", stalled)
+        assert held.wait(10)
+        run.bound = lambda args, default="": (0.0, "no time")  # type: ignore[method-assign]
+        opens = threading.Timer(0.5, gate.set)
+        opens.start()
+        try:
+            result = run.receive({"packet": "EstablishConnection"})
+        finally:
+            gate.set()
+            opens.join()
+    finally:
+        run.close()
+    assert result == {"closed": False, "timed_out": False, "kind": "EstablishConnection"}
