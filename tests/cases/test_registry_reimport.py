@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.cases.actions import ACTIONS, Action, action
+from harness.cases.actions import _DECLARED, ACTIONS, Action, action
 from harness.cases.targets.kind import KINDS, target_kind
 from harness.cases.targets.registry import target_help
 from harness.cases.wirecheck import load_actions
@@ -29,6 +29,13 @@ def _drop(monkeypatch: pytest.MonkeyPatch, prefix: str) -> None:
     monkeypatch.setattr(sys.modules[parent], child, getattr(sys.modules[parent], child))
 
 
+def _keep(monkeypatch: pytest.MonkeyPatch, registry: dict[str, Any]) -> None:
+    """Put ``registry``'s entries back at the test's end, as ``_drop`` puts the modules back: the
+    later tests meet the classes they imported, not the ones the modules imported anew made."""
+    for key, value in list(registry.items()):
+        monkeypatch.setitem(registry, key, dict(value) if isinstance(value, dict) else value)
+
+
 def _view(actions: dict[str, Action]) -> dict[str, Any]:
     return {
         name: (a.sides, dict(a.required), list(a.optional.items()), a.doc, a.nothing, dict(a.result))
@@ -39,6 +46,8 @@ def _view(actions: dict[str, Action]) -> dict[str, Any]:
 def test_wire_runs_imported_anew_declare_the_same_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     before = _view(load_actions())
     assert "wait_for" in before and before["wait_for"][0] == frozenset({"initiator", "acceptor"})
+    _keep(monkeypatch, ACTIONS)
+    _keep(monkeypatch, _DECLARED)
     _drop(monkeypatch, "harness.cases.wireruns")
     importlib.import_module("harness.cases.wireruns")  # raised ValueError: 'wait_for' declared twice
     assert _view(ACTIONS) == before
@@ -58,6 +67,7 @@ def test_another_method_declaring_an_action_of_the_same_side_is_refused() -> Non
 def test_target_modules_imported_anew_register_the_same_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
     schemes, help_text = list(KINDS), target_help()
     assert {"reference", "cmd:", "plugin:", "mqqb://"} <= set(schemes)
+    _keep(monkeypatch, KINDS)
     for module in ("harness.cases.targets.command", "harness.cases.targets.live"):
         _drop(monkeypatch, module)
         importlib.import_module(module)  # raised ValueError: target kind ... registered twice
