@@ -13,8 +13,14 @@ the run up alone.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from _pytest.nodeid import NodeId
+
+from harness.peers import faults
 
 #: node id prefixes of the longest tests, longest first (``make test``'s ``--durations``)
 LONGEST = (
@@ -57,3 +63,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         groups = _groups(item)
         if groups and not item.nodeid.endswith("@" + "_".join(groups)):
             item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def stall_peer_loop(monkeypatch: pytest.MonkeyPatch) -> Callable[[], tuple[threading.Event, threading.Event]]:
+    """``stall()`` holds every simulated peer's loop at the start of its next round (before it
+    looks at its sockets) until the returned gate opens; the other event is set once it is held:
+    lateness made, not waited for."""
+
+    def stall() -> tuple[threading.Event, threading.Event]:
+        gate, held = threading.Event(), threading.Event()
+        tick = faults.tick
+
+        def stalled(peer: Any) -> None:
+            held.set()
+            gate.wait(30)
+            tick(peer)
+
+        monkeypatch.setattr(faults, "tick", stalled)
+        return gate, held
+
+    return stall

@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -30,7 +30,7 @@ from harness.cases.wireruns import AcceptorRun, InitiatorRun
 from harness.cases.wireruns import acceptor as acceptor_run
 from harness.cases.wireruns.initiator import _PeerView
 from harness.cases.wireruns.peer import SilentListener, simulated_peer
-from harness.peers import SimulatedPeer, faults
+from harness.peers import SimulatedPeer
 from harness.peers.recording import RecordedConnection
 from packets import GUID, NULL_GUID
 from packets import build as build_packet
@@ -72,21 +72,13 @@ def _initiator_run(peer: SimulatedPeer) -> InitiatorRun:
 
 
 def test_a_sender_that_connected_while_the_acceptor_was_held_connected(
-    monkeypatch: pytest.MonkeyPatch, peer: SimulatedPeer
+    stall_peer_loop: Callable[[], tuple[threading.Event, threading.Event]], peer: SimulatedPeer
 ) -> None:
     """The Ping Response Timer ran out long ago and the harness's acceptor has not accepted the
     connection the kernel completed: the sender connected, it is not filed as never connecting."""
     run = _initiator_run(peer)
     run.available_at = time.monotonic() - 10
-    gate, held = threading.Event(), threading.Event()
-    tick = faults.tick
-
-    def stalled(p: Any) -> None:
-        held.set()
-        gate.wait(30)
-        tick(p)
-
-    monkeypatch.setattr(faults, "tick", stalled)
+    gate, held = stall_peer_loop()
     try:
         assert held.wait(10)
         with socket.create_connection(peer.address, timeout=5):
@@ -249,7 +241,7 @@ def test_a_silent_listener_synced_has_taken_in_what_reached_it() -> None:
 
 
 def test_the_simulated_acceptor_held_past_the_bound_still_answers_what_reached_it(
-    monkeypatch: pytest.MonkeyPatch,
+    stall_peer_loop: Callable[[], tuple[threading.Event, threading.Event]],
 ) -> None:
     """An acceptor case against the simulated peer ([MS-MQQB] 3.1.5.3.1: it answers the
     EstablishConnection request): its loop held by the loaded machine past the step's bound, the
@@ -259,15 +251,7 @@ def test_the_simulated_acceptor_held_past_the_bound_still_answers_what_reached_i
     run.start()
     try:
         run.send({"packet": "EstablishConnection"})
-        gate, held = threading.Event(), threading.Event()
-        tick = faults.tick
-
-        def stalled(p: Any) -> None:
-            held.set()
-            gate.wait(30)
-            tick(p)
-
-        monkeypatch.setattr(faults, "tick", stalled)
+        gate, held = stall_peer_loop()
         assert held.wait(10)
         run.bound = lambda args, default="": (0.0, "no time")  # type: ignore[method-assign]
         opens = threading.Timer(0.5, gate.set)

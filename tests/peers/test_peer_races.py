@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 from peerkit import RawClient, cp_request
 
-from harness.peers import SimulatedPeer, faults, reactor
+from harness.peers import SimulatedPeer, reactor
 from packets import StreamSplitter
 
 
@@ -72,27 +72,14 @@ def test_a_packet_a_fault_hangs_on_leaves_the_peer_settled() -> None:
             client.close()
 
 
-def _stall(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
-    """Hold the peer's loop at the start of its next round (before it looks at its sockets) until
-    the returned gate opens; the other event is set once it is held."""
-    gate, held = threading.Event(), threading.Event()
-    tick = faults.tick
-
-    def stalled(peer: Any) -> None:
-        held.set()
-        gate.wait(30)
-        tick(peer)
-
-    monkeypatch.setattr(faults, "tick", stalled)
-    return gate, held
-
-
-def test_sync_takes_in_a_connection_the_loop_has_not_accepted_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sync_takes_in_a_connection_the_loop_has_not_accepted_yet(
+    stall_peer_loop: Callable[[], tuple[threading.Event, threading.Event]],
+) -> None:
     """A connection the kernel completed while the loop was held is the peer's once ``sync``
     returns, however long the loop was held (a sender that connected at once was once judged never
     to have connected because the loop had not accepted it yet)."""
     with SimulatedPeer() as peer:
-        gate, held = _stall(monkeypatch)
+        gate, held = stall_peer_loop()
         try:
             assert held.wait(10)
             with socket.create_connection(peer.address, timeout=5):  # the kernel completes it
