@@ -22,8 +22,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("packets", "harness")
+from tools.function_size import PACKAGES, ROOT
+from tools.function_size import allowlist as read_list
+
 ALLOWLIST = ROOT / "tools" / "inline_imports_allowlist.txt"
 
 
@@ -68,9 +69,8 @@ def inline_imports(paths: list[Path] | None = None) -> list[InlineImport]:
 
 
 def allowlist(path: Path = ALLOWLIST) -> set[str]:
-    """The listed imports: one ``path::function::module`` a line; ``#`` starts a comment."""
-    lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
-    return {line for line in lines if line}
+    """The listed imports: one ``path::function::module`` a line (read as the function-size list is)."""
+    return read_list(path)
 
 
 def main(argv: list[str] | None = None) -> int:
