@@ -720,33 +720,41 @@ class ElementList(c.Construct):
     """``count`` elements of ``subcon`` one after another (``count`` may be a ``this``
     expression), parsed into an :class:`Elements`.
 
-    Parsing walks the elements with a generated scanner (packets.generate: the element's own
-    construct definition with the value-building left out) that records where each element
-    starts, and decodes an element only when it is read; so a list of a million small elements
+    Parsing walks the elements with a generated scanner (the element's own construct
+    definition with the value-building left out) that records where each element starts, and
+    decodes an element only when it is read; so a list of a million small elements
     costs one pass and an offset per element, not a decoded object per element.  Building an
     :class:`Elements` that was not changed copies its bytes; anything else is built element by
     element (generated builders).  A scan that fails runs the interpreted parser of the failing
     element alone, which names its field and offset.  ``name`` identifies the element type (a
-    pickled :class:`Elements` finds it again by this name).
+    pickled :class:`Elements` finds it again by this name).  ``generate`` makes the (scan,
+    decode, build) functions of an element, on first use: packets.generate.element_functions,
+    given by the module that declares the list (packets.generate reads the pieces of this
+    module, so this module does not import it).
     """
 
     _REGISTRY: ClassVar[dict[str, ElementList]] = {}
 
-    def __init__(self, count: Any, subcon: c.Construct, name: str) -> None:
+    def __init__(
+        self,
+        count: Any,
+        subcon: c.Construct,
+        name: str,
+        generate: Callable[[c.Construct, str], tuple[Any, Any, Any]],
+    ) -> None:
         super().__init__()
         self.count = count
         self.subcon = subcon
         self.element_name = name
+        self._generate = generate
         self._functions: tuple[Any, Any, Any] | None = None
         ElementList._REGISTRY[name] = self
 
     @property
     def functions(self) -> tuple[Any, Any, Any]:
-        """(scan, decode, build) generated for the element (packets.generate)."""
+        """(scan, decode, build) generated for the element (``generate``)."""
         if self._functions is None:
-            from packets.generate import element_functions
-
-            self._functions = element_functions(self.subcon, self.element_name)
+            self._functions = self._generate(self.subcon, self.element_name)
         return self._functions
 
     # -- parsing ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from packets.fields import (
     pad4,
     reads_own_fields,
 )
+from packets.generate import element_functions
 from packets.layout import fast_form_of
 from packets.user import MQFFormatNameElement, TxSequenceID, flag
 
@@ -385,7 +386,7 @@ MQF_SIGNATURE_ID = 0x015E
 MQF_ADDRESS_FIXED_SIZE = 12
 
 
-FORMAT_NAME_LIST = ElementList(this.ElementCount, MQFFormatNameElement, "MQFFormatNameElement")
+FORMAT_NAME_LIST = ElementList(this.ElementCount, MQFFormatNameElement, "MQFFormatNameElement", element_functions)
 """ElementCount MQFFormatNameElement structures ([MS-MQMQ] 2.2.18.1.4), one after another."""
 
 
