@@ -9,7 +9,7 @@ from __future__ import annotations
 from scapy.compat import raw
 
 from packets.scapy_stream import MAX_ERRORS, MAX_FLOWS, MSMQReassembler
-from tests.packets.test_scapy_stream import DATA, STREAM, segment
+from tests.packets.scapykit import DATA, STREAM, segment
 
 
 def test_a_syn_flood_keeps_the_directions_followed_bounded_and_the_recent_ones_exact() -> None:
