@@ -16,6 +16,10 @@ Layer rules (the import-linter contracts of pyproject.toml):
 - Rule 3: the QueueManager's event families build one on another (``qm_core`` < ``qm_positions``
   < ``qm_timers`` < ``qm_transactions`` < ``qm_reads`` < ``qm_queues`` < ``qm_outgoing``, composed
   in ``queue_manager``); a Cursor sees its queue manager only through ``cursor.CursorHost``.
+- Rule 4: the ADM modules import one way, no cycle: ``messages`` (Message, MessagePosition, the
+  MessagePositionList interface) < ``positions`` (the indexed list) and ``adm`` (Queue, the
+  descriptors, transactions) < ``cursor`` < ``qm_core``.  A lower element keeps a reference to a
+  higher one through a Protocol (``messages.PositionQueue``, ``adm.DescriptorCursor``).
 """
 
 from harness.model.adm import (

@@ -1,11 +1,16 @@
-"""ADM elements of [MS-MQDMPR] 3.1.1 other than the QueueManager and the MessagePosition.
+"""ADM elements of [MS-MQDMPR] 3.1.1 other than the QueueManager, the Message and the MessagePosition.
 
 Renders Queue (3.1.1.2), OutgoingQueue (3.1.1.3, as data for a later session layer: State incl.
 Locked and OnHold, Multicast, DestinationFormatName, NextHops, ConnectionHistory and the
 OutgoingMessageTable the MS-MQQB session keeps per outgoing queue), WaitingMessageReadOperation
-(3.1.1.10), Message (3.1.1.12), TransactionalOperation (3.1.1.13), Transaction (3.1.1.14),
+(3.1.1.10), TransactionalOperation (3.1.1.13), Transaction (3.1.1.14),
 OpenQueueDescriptor (3.1.1.16) and DispatchEntry (3.1.1.18). Attribute names keep the spec's
 spelling; python-only helpers are snake_case.
+
+Between ``messages.py`` (Message, MessagePosition, the MessagePositionList interface), which it
+imports, and the Cursor (``cursor.py``, 3.2) and the QueueManager (``qm_core.py``), which import
+it: a descriptor and a waiting read keep their cursor as :class:`DescriptorCursor`, and a Queue
+keeps its owning QueueManager as a plain reference nothing here reads.
 """
 
 from __future__ import annotations
@@ -13,11 +18,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from harness.model.enums import (
     ConnectionStatus,
-    DeliveryGuarantee,
     MessageClass,
     MQStatus,
     OperationType,
@@ -27,144 +31,32 @@ from harness.model.enums import (
     QueueType,
     RemoteReadState,
 )
+from harness.model.messages import GUID_NULL, Message, MessagePosition, MessagePositionList
 
-if TYPE_CHECKING:
-    from harness.model.cursor import Cursor
-    from harness.model.positions import MessagePosition, MessagePositionList
-    from harness.model.qm_core import QueueManagerCore
+__all__ = [
+    "GUID_NULL",
+    "ConnectionHistoryEntry",
+    "DescriptorCursor",
+    "DispatchEntry",
+    "Message",
+    "OpenQueueDescriptor",
+    "OutgoingQueue",
+    "Queue",
+    "ReadResult",
+    "Transaction",
+    "TransactionalOperation",
+    "WaitingMessageReadOperation",
+]
 
-GUID_NULL = uuid.UUID(int=0)
 
-
-class Message:
-    """Message ADM element (3.1.1.12).
-
-    The attributes every queue operation touches live in ``__slots__``; the many attributes the
-    queue manager only carries (journaling, security, SOAP, ...) are class-level defaults that an
-    instance overrides lazily (the per-instance ``__dict__`` is only created when one is set),
-    which keeps a million queued messages well under 1 GiB.
-    """
-
-    __slots__ = (
-        "AllowPeekWhenLocked",
-        "ArrivalTime",
-        "Body",
-        "Class",
-        "DeliveryGuarantee",
-        "Extension",
-        "Identifier",
-        "Label",
-        "LookupIdentifier",
-        "MessagePositionReference",
-        "Priority",
-        "SentTime",
-        "TimeToBeReceived",
-        "TransactionIdentifier",
-        "TransactionalMessageSequenceIdentifier",
-        "__dict__",
-    )
-
-    # Cold attributes (3.1.1.12), with the spec's defaults.
-    ApplicationDeadletterQueue: str = ""
-    PrivacyLevel: str = "None"
-    AuthenticationLevel: str = "None"
-    TracingRequested: bool = False
-    TracingQueueIdentifier: uuid.UUID = GUID_NULL
-    PositiveJournalingRequested: bool = False
-    NegativeJournalingRequested: bool = False
-    ResponseQueueFormatName: str = ""
-    ResponseMultiQueueFormatName: tuple[str, ...] = ()
-    DestinationQueueFormatName: str = ""
-    DestinationMultiQueueFormatName: tuple[str, ...] | str = ()
-    AdministrationQueueFormatName: str = ""
-    AdministrationMultiQueueFormatName: tuple[str, ...] = ()
-    MultipleDestinationSignature: bytes = b""
-    ApplicationTag: int = 0
-    SourceMachineIdentifier: uuid.UUID = GUID_NULL
-    BodyType: int = 0
-    CorrelationIdentifier: tuple[uuid.UUID, int] = (GUID_NULL, 0)
-    AcknowledgementsRequested: tuple[str, ...] = ()
-    TimeToReachQueue: int = 0x54600
-    HashAlgorithm: str = "SHA1"
-    EncryptionAlgorithm: str = "RC4"
-    DestinationQueueManagerIdentifier: uuid.UUID = GUID_NULL
-    DestinationQueueType: str = "PrivateQueue"
-    AdministrationQueueType: str = "None"
-    ResponseQueueType: str = "None"
-    SenderIdentifier: bytes = b""
-    SenderCertificate: bytes = b""
-    SenderIdentifierType: str = "Sid"
-    ConnectorTypeIdentifier: uuid.UUID = GUID_NULL
-    ConnectorQueueManagerIdentifier: uuid.UUID = GUID_NULL
-    TransactionStatusQueueFormatName: str = ""
-    SymmetricKey: bytes = b""
-    Signature: bytes = b""
-    AuthenticationProviderType: int = 0
-    AuthenticationProviderName: str = ""
-    TransactionSequenceNumber: int = 0
-    TransactionPreviousSequenceNumber: int = 0
-    FinalAckRequired: bool = False
-    FirstInTransaction: bool = False
-    LastInTransaction: bool = False
-    SoapEnvelope: str = ""
-    SoapCompoundMessage: str = ""
-    SoapBody: str = ""
-    SoapHeader: str = ""
-
-    def __init__(
-        self,
-        Body: bytes = b"",
-        *,
-        Priority: int = 3,
-        AllowPeekWhenLocked: bool = False,
-        DeliveryGuarantee: DeliveryGuarantee = DeliveryGuarantee.Express,
-        Identifier: Any = None,
-        Label: str = "",
-        Class: MessageClass = MessageClass.Normal,
-        TimeToBeReceived: int = 0xFFFFFFFF,
-        SentTime: float = 0.0,
-        Extension: bytes = b"",
-        TransactionIdentifier: Any = None,
-        TransactionalMessageSequenceIdentifier: Any = None,
-        **cold: Any,
-    ) -> None:
-        self.Body = Body
-        self.Priority = Priority
-        self.AllowPeekWhenLocked = AllowPeekWhenLocked
-        self.DeliveryGuarantee = DeliveryGuarantee
-        self.Identifier = Identifier
-        self.Label = Label
-        self.Class = Class
-        self.TimeToBeReceived = TimeToBeReceived
-        self.SentTime = SentTime
-        self.Extension = Extension
-        self.TransactionIdentifier = TransactionIdentifier
-        self.TransactionalMessageSequenceIdentifier = TransactionalMessageSequenceIdentifier
-        self.LookupIdentifier = 0
-        self.ArrivalTime = 0.0
-        self.MessagePositionReference: MessagePosition | None = None
-        for name, value in cold.items():
-            if not hasattr(type(self), name):
-                raise AttributeError(f"Message has no ADM attribute {name!r} (3.1.1.12)")
-            setattr(self, name, value)
-
-    def copy(self) -> Message:
-        """Python-only: a copy (Enqueue Message To An Open Queue, 3.1.7.1.27)."""
-        new = Message.__new__(Message)
-        for name in Message.__slots__:
-            if name != "__dict__":
-                setattr(new, name, getattr(self, name))
-        new.__dict__.update(self.__dict__)
-        new.MessagePositionReference = None
-        return new
+class DescriptorCursor(Protocol):
+    """A Cursor (3.2.1.2, :class:`harness.model.cursor.Cursor`) as an OpenQueueDescriptor's
+    CursorCollection and a WaitingMessageReadOperation's CursorReference hold it: what Close
+    Cursor (3.1.7.1.2) reads of it."""
 
     @property
-    def is_persistent(self) -> bool:
-        """All attributes are Persistent when DeliveryGuarantee is Recoverable (3.1.1.12)."""
-        return self.DeliveryGuarantee is DeliveryGuarantee.Recoverable
+    def OpenQueueDescriptorReference(self) -> OpenQueueDescriptor | None: ...
 
-    def __repr__(self) -> str:
-        return f"<Message {self.LookupIdentifier:#x} p={self.Priority} {self.Body[:16]!r}>"
 
 
 class Queue:
@@ -194,7 +86,7 @@ class Queue:
         self.Scope = "Enterprise"
         # non-directory attributes
         self.TotalBytes = 0
-        self.QueueManager: QueueManagerCore | None = None
+        self.QueueManager: object | None = None  # the owning QueueManager (qm_core.py)
         self.QueueType = QueueType.Private
         self.JournalQueueReference: Queue | None = None
         self.SubqueueCollection: list[Queue] = []
@@ -315,7 +207,7 @@ class WaitingMessageReadOperation:
         self,
         DestructiveRead: bool,
         Tag: Any = None,
-        CursorReference: Cursor | None = None,
+        CursorReference: DescriptorCursor | None = None,
     ) -> None:
         self.DestructiveRead = DestructiveRead
         self.Tag = Tag
@@ -356,7 +248,7 @@ class OpenQueueDescriptor:
         self.Multiple = Multiple
         self.OpenQueueDescriptorCollection: list[OpenQueueDescriptor] = []
         self.RemoteReadState = RemoteReadState.NoneState
-        self.CursorCollection: list[Cursor] = []
+        self.CursorCollection: list[DescriptorCursor] = []
         self.WaitingMessageReadOperationCollection: list[WaitingMessageReadOperation] = []
 
     def __repr__(self) -> str:

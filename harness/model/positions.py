@@ -1,11 +1,11 @@
-"""MessagePosition and the MessagePositionList of [MS-MQDMPR] 3.1.1.11 and 3.1.1.2.
+"""The indexed MessagePositionList of [MS-MQDMPR] 3.1.1.2, and the readings of 3.1.1.11 it takes.
 
-Renders the MessagePosition ADM element (3.1.1.11: State, MessageReference, Next, Previous,
-QueueReference) and the Queue.MessagePositionList attribute (3.1.1.2: ascending order by arrival
-time within priority, the special Head, Tail, Start and End locations). Two list
-implementations share one interface: ``IndexedMessagePositionList`` here (bitset-tree indices,
-used by the reference model) and ``LinkedMessagePositionList`` in ``literal.py`` (the plain
-linked list the spec describes, used as the test oracle).
+Renders the Queue.MessagePositionList attribute (3.1.1.2: ascending order by arrival time within
+priority, the special Head, Tail, Start and End locations) with bitset-tree indices:
+``IndexedMessagePositionList``, used by the reference model.  The MessagePosition ADM element
+(3.1.1.11) and the list's interface live in ``messages.py`` (a Message and its position reference
+each other), re-exported here; ``LinkedMessagePositionList`` in ``literal.py`` is the plain linked
+list the spec describes, used as the test oracle.
 
 Readings taken where the spec is silent or contradicts itself (each an ``interpretation``
 requirement of cases/requirements.yaml, with the alternatives a conformant implementation may
@@ -28,154 +28,15 @@ take):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from harness.model.bittree import BitTree
 from harness.model.enums import MessagePositionState
+from harness.model.messages import RANKS, MessagePosition, MessagePositionList, PositionQueue, priority_rank
 
-if TYPE_CHECKING:
-    from harness.model.adm import Message, Queue
+__all__ = ["RANKS", "IndexedMessagePositionList", "MessagePosition", "MessagePositionList", "priority_rank"]
 
 _AVAILABLE = MessagePositionState.Available
 _LOCKED = MessagePositionState.Locked
-
-#: number of priority ranks (Message.Priority 0..7, 3.1.1.12)
-RANKS = 8
-
-
-class MessagePosition:
-    """MessagePosition ADM element (3.1.1.11).
-
-    ``State`` is a property so that the list's indices follow every state change the events
-    make; ``Next`` and ``Previous`` are computed by the owning list.
-    """
-
-    __slots__ = (
-        "MessageReference", "QueueReference", "_idx", "_in_list", "_list", "_lnext", "_lprev", "_rank",
-        "_special", "_state",
-    )
-
-    def __init__(
-        self,
-        message: Message | None,
-        queue: Queue | None,
-        position_list: MessagePositionList,
-        special: str = "",
-    ) -> None:
-        self.MessageReference = message
-        self.QueueReference = queue
-        self._state: MessagePositionState | None = None
-        self._list = position_list
-        self._in_list = False
-        self._special = special
-        self._rank = -1 if special == "Start" else RANKS if special == "End" else 0
-        self._idx = 0
-        self._lnext: MessagePosition | None = None
-        self._lprev: MessagePosition | None = None
-
-    @property
-    def State(self) -> MessagePositionState | None:
-        """State (3.1.1.11); None only for the special Start and End entries."""
-        return self._state
-
-    @State.setter
-    def State(self, value: MessagePositionState | None) -> None:
-        old = self._state
-        if old is value:
-            return
-        self._state = value
-        if self._in_list:
-            self._list._state_changed(self, old, value)
-
-    @property
-    def Next(self) -> MessagePosition:
-        """Next (3.1.1.11): the next position in the list, or End (End.Next is End:
-        DMPR-3.1.1.2-END-NEXT, reading end-is-end)."""
-        return self._list.next_of(self)
-
-    @property
-    def Previous(self) -> MessagePosition:
-        """Previous (3.1.1.11): the previous position in the list, or Start (3.1.1.11 says the
-        "reserved Head entry": DMPR-3.1.7.3.2-BWD-START, reading returns-start)."""
-        return self._list.previous_of(self)
-
-    @property
-    def in_list(self) -> bool:
-        """Python-only: whether the position is currently linked in its MessagePositionList."""
-        return self._in_list
-
-    @property
-    def is_special(self) -> bool:
-        """Python-only: whether this is the reserved Start or End entry."""
-        return bool(self._special)
-
-    def order_key(self) -> tuple[int, int]:
-        """Python-only: (priority rank, arrival sequence) — the list order of 3.1.1.2."""
-        return (self._rank, self._idx)
-
-    def __repr__(self) -> str:
-        if self._special:
-            return f"<{self._special}>"
-        m = self.MessageReference
-        lid = m.LookupIdentifier if m is not None else None
-        state = self._state.value if self._state is not None else None
-        return f"<MessagePosition {lid:#x} {state}>" if lid is not None else f"<MP {state}>"
-
-
-def priority_rank(message: Message) -> int:
-    """Rank of a message in the list order: higher Priority first (3.1.1.2, 3.1.1.12)."""
-    return 7 - min(max(message.Priority, 0), 7)
-
-
-class MessagePositionList:
-    """Queue.MessagePositionList (3.1.1.2): interface shared by the indexed and literal lists."""
-
-    Start: MessagePosition
-    End: MessagePosition
-
-    def __init__(self, queue: Queue | None) -> None:
-        self.Start = MessagePosition(None, queue, self, "Start")
-        self.End = MessagePosition(None, queue, self, "End")
-
-    # --- 3.1.1.2 special locations -------------------------------------------------------
-    @property
-    def Head(self) -> MessagePosition:
-        raise NotImplementedError
-
-    @property
-    def Tail(self) -> MessagePosition:
-        raise NotImplementedError
-
-    # --- structure ------------------------------------------------------------------------
-    def insert(self, position: MessagePosition) -> None:
-        """Insert by the rules of 3.1.1.2: ascending arrival within priority."""
-        raise NotImplementedError
-
-    def remove(self, position: MessagePosition) -> None:
-        raise NotImplementedError
-
-    def next_of(self, position: MessagePosition) -> MessagePosition:
-        raise NotImplementedError
-
-    def previous_of(self, position: MessagePosition) -> MessagePosition:
-        raise NotImplementedError
-
-    def _state_changed(
-        self,
-        position: MessagePosition,
-        old: MessagePositionState | None,
-        new: MessagePositionState | None,
-    ) -> None:
-        """Hook called by MessagePosition.State's setter for positions in the list."""
-
-    def find_by_lookup_identifier(self, lookup_id: int) -> MessagePosition | None:
-        raise NotImplementedError
-
-    def __iter__(self) -> Iterator[MessagePosition]:
-        raise NotImplementedError
-
-    def __len__(self) -> int:
-        raise NotImplementedError
 
 
 class _Level:
@@ -204,7 +65,7 @@ class IndexedMessagePositionList(MessagePositionList):
     Head, Tail, Next, Previous and the seeks of 3.1.7.3.2 cost O(8 * log64 n).
     """
 
-    def __init__(self, queue: Queue | None) -> None:
+    def __init__(self, queue: PositionQueue | None) -> None:
         super().__init__(queue)
         self._levels = [_Level() for _ in range(RANKS)]
         self._count = 0

@@ -72,7 +72,7 @@ class Outgoing(Queues):
         """3.1.7.1.28 Add Message To Dispatch Collection."""
         queue = iPosition.QueueReference
         message = iPosition.MessageReference
-        assert queue is not None and message is not None
+        assert isinstance(queue, Queue) and message is not None
         self.DispatchCollection.append(
             DispatchEntry(iPosition, iData, queue.BasePriority + message.Priority, False)
         )
@@ -116,7 +116,7 @@ class Outgoing(Queues):
         candidates = [
             e for e in self.DispatchCollection
             if e.MessagePositionReference.State is not _Deleted
-            and e.MessagePositionReference.QueueReference is not None
+            and isinstance(e.MessagePositionReference.QueueReference, Queue)
             and e.MessagePositionReference.QueueReference.Active
         ]
         if not candidates:

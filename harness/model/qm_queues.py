@@ -13,6 +13,7 @@ import itertools
 import uuid
 
 from harness.model.adm import OpenQueueDescriptor, OutgoingQueue, Queue
+from harness.model.cursor import Cursor
 from harness.model.enums import (
     DirectoryOperationResult,
     MessageClass,
@@ -303,6 +304,7 @@ class Queues(Reads):
                     queue, readOp.Tag, MQStatus.MQ_ERROR_OPERATION_CANCELLED
                 )
         for cursorObj in list(iQueueDesc.CursorCollection):
+            assert isinstance(cursorObj, Cursor)  # Open Cursor (3.1.7.1.1) put it there
             self.close_cursor(cursorObj)
         if iQueueDesc in queue.OpenQueueDescriptorCollection:
             queue.OpenQueueDescriptorCollection.remove(iQueueDesc)

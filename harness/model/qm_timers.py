@@ -80,7 +80,7 @@ class Timers(PositionEvents):
                 trans.TransactionalOperationCollection.append(op)
         else:
             queue = pos.QueueReference
-            assert queue is not None
+            assert isinstance(queue, Queue)
             self.message_position_deleted(queue, pos, MessageClass.NackReceiveTimeout)
     # ================================================================ 3.1.7.3 internal
     def wait_for_new_message(

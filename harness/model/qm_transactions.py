@@ -102,7 +102,7 @@ class Transactions(Timers):
                 transOp = ops[done]
                 pos = transOp.MessagePositionReference
                 queue = pos.QueueReference
-                assert queue is not None
+                assert isinstance(queue, Queue)
                 apply(transOp, pos, queue)
                 done += 1
         finally:
