@@ -175,7 +175,8 @@ class OutgoingQueueProcessing:
         """[MS-MQQB] 3.1.7.11 Construction of a UserMessage Packet: [MS-MQDMPR] 3.1.7.1.30 Construct a
         UserMessage Packet (which headers, [MS-MQMQ] 2.2.20) with the fields [MS-MQDMPR] 3.1.7.1.32
         Serialize Message to Buffer sets from the Message's attributes (its value tables:
-        harness.session.attributes).  One step per Message attribute, in the order of the table:
+        harness.session.attributes).  One helper per header, each one step per Message attribute in
+        the order of the table:
 
         - Priority -> BaseHeader.Flags.PR (0x0 with a TransactionHeader); TracingRequested ->
           BaseHeader.Flags.TR and .DH with a DebugHeader ([MS-MQMQ] 2.2.20.8), whose QT and
@@ -208,65 +209,99 @@ class OutgoingQueueProcessing:
         3.1.7.11 is added when the packet is sent (harness.session.Initiator), when the Session Ack
         Send Timer it depends on is known."""
         self._refuse_unconstructed_headers(iMessage)
-        base_flags: dict[str, int] = {}
-        user_flags: dict[str, int] = {"MP": 1}
-        base_fields: dict[str, Any] = {}
-        user_fields: dict[str, Any] = {}
-        properties: dict[str, Any] = {}
-        optional: dict[str, Container] = {}
+        base_header, debug_header = self._base_header(iMessage)
+        properties_header = self._message_properties_header(iMessage)
+        transaction_header = self._transaction_header(iMessage)
+        user_header = self._user_header(iMessage, properties_header.Flags)
+        # 3.1.7.1.30: DebugHeader when TracingQueueIdentifier is specified (or TracingRequested: DH),
+        # TransactionHeader when TransactionIdentifier is
+        optional = {"DebugHeader": debug_header, "TransactionHeader": transaction_header}
+        headers = Container(
+            BaseHeader=base_header,
+            UserHeader=user_header,
+            MessagePropertiesHeader=properties_header,
+            **{name: header for name, header in optional.items() if header is not None},
+        )
+        # UserHeader.Flags.DM := DeliveryGuarantee (with TH: prepare_message)
+        return prepare_message(headers, _delivery(iMessage))
 
+    @staticmethod
+    def _base_header(iMessage: Message) -> tuple[Container, Container | None]:
+        """The BaseHeader ([MS-MQMQ] 2.2.19.1) rows of Serialize Message to Buffer (3.1.7.1.32), and
+        the DebugHeader ([MS-MQMQ] 2.2.20.8) of 3.1.7.1.30 that BaseHeader.Flags.DH announces."""
         # BaseHeader.Flags.PR := Priority (0x0 with a TransactionHeader: prepare_message)
-        base_flags["PR"] = int(iMessage.Priority) & 0x7
+        base_flags = {"PR": int(iMessage.Priority) & 0x7}
         # BaseHeader.Flags.TR and .DH := TracingRequested; DebugHeader := TracingQueueIdentifier
         tracing_queue = _guid(iMessage.TracingQueueIdentifier)
         base_flags["TR"] = int(bool(iMessage.TracingRequested))
+        debug_header = None
         if iMessage.TracingRequested or not tracing_queue.is_null:
             base_flags["DH"] = 1
-            optional["DebugHeader"] = Container(
+            debug_header = Container(
                 Flags=DebugHeaderFlags.make(QT=0 if tracing_queue.is_null else 1),
                 Reserved=0,
                 QueueIdentifier=None if tracing_queue.is_null else tracing_queue,
             )
-        # BaseHeader.TimeToReachQueue := TimeToReachQueue
-        base_fields["TimeToReachQueue"] = int(iMessage.TimeToReachQueue) & 0xFFFFFFFF
+        base_header = base.default_base_header(
+            Flags=base.BaseHeaderFlags.make(**base_flags),
+            # BaseHeader.TimeToReachQueue := TimeToReachQueue
+            TimeToReachQueue=int(iMessage.TimeToReachQueue) & 0xFFFFFFFF,
+        )
+        return base_header, debug_header
 
-        # MessagePropertiesHeader.LabelLength, .Label := Label
-        properties["Label"] = iMessage.Label or None
-        # MessagePropertiesHeader.BodyType := BodyType
-        properties["BodyType"] = int(iMessage.BodyType)
-        # MessagePropertiesHeader.MessageSize, .MessageBody := Body
-        body = bytes(iMessage.Body)
-        # MessagePropertiesHeader.ExtensionSize, .ExtensionData := Extension
-        properties["ExtensionSize"] = len(iMessage.Extension)
-        properties["ExtensionData"] = bytes(iMessage.Extension)
-        # MessagePropertiesHeader.EncryptionAlgorithm := EncryptionAlgorithm
-        properties["EncryptionAlgorithm"] = attributes.encryption_algorithm(iMessage.EncryptionAlgorithm)
-        # MessagePropertiesHeader.HashAlgorithm := HashAlgorithm
-        properties["HashAlgorithm"] = attributes.hash_algorithm(iMessage.HashAlgorithm)
-        # MessagePropertiesHeader.ApplicationTag := ApplicationTag ("Message.AppSpecific" in the table)
-        properties["ApplicationTag"] = int(iMessage.ApplicationTag) & 0xFFFFFFFF
-        # MessagePropertiesHeader.CorrelationID := CorrelationIdentifier
-        properties["CorrelationID"] = _correlation(iMessage.CorrelationIdentifier)
-        # MessagePropertiesHeader.Flags := AcknowledgementsRequested
-        properties["Flags"] = attributes.ack_flags(iMessage.AcknowledgementsRequested)
-        # MessagePropertiesHeader.MessageClass := Class
-        properties["MessageClass"] = int(iMessage.Class) & 0xFFFF
-        # MessagePropertiesHeader.PrivacyLevel := PrivacyLevel
-        properties["PrivacyLevel"] = attributes.privacy_level(iMessage.PrivacyLevel)
+    @staticmethod
+    def _message_properties_header(iMessage: Message) -> Container:
+        """The MessagePropertiesHeader ([MS-MQMQ] 2.2.19.3) rows of Serialize Message to Buffer
+        (3.1.7.1.32); 3.1.7.1.30 always includes it (UserHeader.Flags.MP)."""
+        return default_message_properties_header(
+            # MessagePropertiesHeader.MessageSize, .MessageBody := Body
+            bytes(iMessage.Body),
+            # MessagePropertiesHeader.LabelLength, .Label := Label
+            Label=iMessage.Label or None,
+            # MessagePropertiesHeader.BodyType := BodyType
+            BodyType=int(iMessage.BodyType),
+            # MessagePropertiesHeader.ExtensionSize, .ExtensionData := Extension
+            ExtensionSize=len(iMessage.Extension),
+            ExtensionData=bytes(iMessage.Extension),
+            # MessagePropertiesHeader.EncryptionAlgorithm := EncryptionAlgorithm
+            EncryptionAlgorithm=attributes.encryption_algorithm(iMessage.EncryptionAlgorithm),
+            # MessagePropertiesHeader.HashAlgorithm := HashAlgorithm
+            HashAlgorithm=attributes.hash_algorithm(iMessage.HashAlgorithm),
+            # MessagePropertiesHeader.ApplicationTag := ApplicationTag ("Message.AppSpecific" in the table)
+            ApplicationTag=int(iMessage.ApplicationTag) & 0xFFFFFFFF,
+            # MessagePropertiesHeader.CorrelationID := CorrelationIdentifier
+            CorrelationID=_correlation(iMessage.CorrelationIdentifier),
+            # MessagePropertiesHeader.Flags := AcknowledgementsRequested
+            Flags=attributes.ack_flags(iMessage.AcknowledgementsRequested),
+            # MessagePropertiesHeader.MessageClass := Class
+            MessageClass=int(iMessage.Class) & 0xFFFF,
+            # MessagePropertiesHeader.PrivacyLevel := PrivacyLevel
+            PrivacyLevel=attributes.privacy_level(iMessage.PrivacyLevel),
+        )
 
-        # TransactionHeader (UserHeader.Flags.TH) when TransactionIdentifier is specified
-        if iMessage.TransactionIdentifier is not None:
-            connector = _guid(iMessage.ConnectorQueueManagerIdentifier)
-            optional["TransactionHeader"] = default_transaction_header(
-                Flags=TransactionHeaderFlags.make(
-                    CG=int(not connector.is_null),
-                    FA=int(bool(iMessage.FinalAckRequired)),  # := FinalAckRequired
-                    FM=int(bool(iMessage.FirstInTransaction)),  # := FirstInTransaction
-                    LM=int(bool(iMessage.LastInTransaction)),  # := LastInTransaction
-                ),
-                ConnectorQMGuid=None if connector.is_null else connector,  # := ConnectorQueueManagerIdentifier
-            )
+    @staticmethod
+    def _transaction_header(iMessage: Message) -> Container | None:
+        """The TransactionHeader ([MS-MQMQ] 2.2.20.5, UserHeader.Flags.TH) 3.1.7.1.30 includes when
+        TransactionIdentifier is specified, with its rows of 3.1.7.1.32; None otherwise."""
+        if iMessage.TransactionIdentifier is None:
+            return None
+        connector = _guid(iMessage.ConnectorQueueManagerIdentifier)
+        return default_transaction_header(
+            Flags=TransactionHeaderFlags.make(
+                CG=int(not connector.is_null),
+                FA=int(bool(iMessage.FinalAckRequired)),  # := FinalAckRequired
+                FM=int(bool(iMessage.FirstInTransaction)),  # := FirstInTransaction
+                LM=int(bool(iMessage.LastInTransaction)),  # := LastInTransaction
+            ),
+            ConnectorQMGuid=None if connector.is_null else connector,  # := ConnectorQueueManagerIdentifier
+        )
 
+    def _user_header(self, iMessage: Message, acknowledgements: int) -> Container:
+        """The UserHeader ([MS-MQMQ] 2.2.19.2) rows of Serialize Message to Buffer (3.1.7.1.32), to
+        the rules of 2.2.19.2 that 3.1.7.1.30 constructs to (``acknowledgements``: the
+        MessagePropertiesHeader.Flags, which an AdminQueue goes with)."""
+        user_flags: dict[str, int] = {"MP": 1}
+        user_fields: dict[str, Any] = {}
         # UserHeader.Flags.DQ, .DestinationQueue := DestinationQueueFormatName
         dq, destination, named_qm = _destination(iMessage.DestinationQueueFormatName)
         user_flags["DQ"] = dq
@@ -299,7 +334,7 @@ class OutgoingQueueProcessing:
         )
         # [MS-MQMQ] 2.2.19.2 (the rules 3.1.7.1.30 constructs to): an AdminQueue if and only if
         # MessagePropertiesHeader.Flags requests an administration acknowledgment
-        if bool(int(properties["Flags"]) & ACK_BITS) != bool(user_flags["AQ"]):
+        if bool(int(acknowledgements) & ACK_BITS) != bool(user_flags["AQ"]):
             raise SessionError(
                 "3.1.7.1.30, [MS-MQMQ] 2.2.19.2: UserHeader.AdminQueue is present if and only if an acknowledgment "
                 f"is requested; AcknowledgementsRequested {iMessage.AcknowledgementsRequested!r}, "
@@ -309,19 +344,10 @@ class OutgoingQueueProcessing:
         user_fields["TimeToBeReceived"] = int(iMessage.TimeToBeReceived) & 0xFFFFFFFF
         # UserHeader.MessageID := Identifier
         user_fields["MessageID"] = _uniquifier(iMessage.Identifier)
-        # UserHeader.Flags.DM := DeliveryGuarantee (with TH: prepare_message)
-        delivery = _delivery(iMessage)
         # UserHeader.Flags.JP := PositiveJournalingRequested, .JN := NegativeJournalingRequested
         user_flags["JP"] = int(bool(iMessage.PositiveJournalingRequested))
         user_flags["JN"] = int(bool(iMessage.NegativeJournalingRequested))
-
-        headers = Container(
-            BaseHeader=base.default_base_header(Flags=base.BaseHeaderFlags.make(**base_flags), **base_fields),
-            UserHeader=default_user_header(Flags=UserHeaderFlags.make(**user_flags), **user_fields),
-            MessagePropertiesHeader=default_message_properties_header(body, **properties),
-            **optional,
-        )
-        return prepare_message(headers, delivery)
+        return default_user_header(Flags=UserHeaderFlags.make(**user_flags), **user_fields)
 
     @staticmethod
     def _refuse_unconstructed_headers(iMessage: Message) -> None:
