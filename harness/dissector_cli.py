@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.argtypes import port
+from harness.outdir import write_file_atomically
 from packets.dissector import DEFAULT_TCP_PORT, DEFAULT_UDP_PORT, generate_lua
 
 __all__ = ["add_parser", "main"]
@@ -28,8 +29,6 @@ def _arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def _write(args: argparse.Namespace) -> int:
     text = generate_lua(args.tcp_port, args.udp_port)
     if args.output:
-        from harness.outdir import write_file_atomically
-
         try:
             write_file_atomically(args.output, text)
         except OSError as e:

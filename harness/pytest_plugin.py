@@ -43,11 +43,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
+from _pytest.junitxml import xml_key
+from _pytest.mark import deselect_by_keyword
 
+from harness.argtypes import seconds
+from harness.cases.baseline import BaselineError, load_baseline
+from harness.cases.cache import CaseCache
+from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_file, load_requirements
+from harness.cases.runner import ConfigurationError, apply_known_failures, keyword_matcher, open_target, run_case
+from harness.cases.targets.registry import target_help
 from harness.errors import HarnessError
+from harness.files import NotRegularFile, regular_file
+from harness.report import json_report
+from harness.report.compare import read_report
+from harness.report.explain import explain, rows
 from harness.report.formats import ReportFormat, formats
+from harness.report.identity import run_info
+from harness.report.junit import classname, xfail_message
 from harness.report.terminal import case_headline, failure_line, format_value
-from harness.results import CaseResult, Outcome, StepFailure
+from harness.results import CaseResult, Outcome, RunResult, StepFailure
 
 __all__ = ["CaseFile", "CaseItem", "NonStrictWarning", "spec_markers"]
 
@@ -78,9 +93,6 @@ _REQUIREMENTS = "requirements.yaml"
 
 # ================================================================================ options
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from harness.argtypes import seconds
-    from harness.cases.targets.registry import target_help
-
     group = parser.getgroup("msmq-harness", "MSMQ conformance cases (YAML under a 'cases' folder)")
     group.addoption(
         "--msmq-target",
@@ -155,8 +167,6 @@ def _refuse_shared_report_paths(config: pytest.Config) -> None:
 
 def _section_markers() -> dict[str, str]:
     """marker -> section, for every section of the bundled requirements and every prefix of it."""
-    from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_requirements
-
     try:
         requirements = load_requirements(BUNDLED_REQUIREMENTS)
     except (CaseError, OSError):
@@ -210,8 +220,6 @@ class _Session:
             return
         self.opened = True
 
-        from harness.cases.runner import ConfigurationError, open_target
-
         spec = target_of(self.config)
         timeout = self.config.getoption("msmq_step_timeout")
         try:
@@ -229,9 +237,6 @@ class _Session:
         if self._known is None:
             path = self.config.getoption("msmq_known_failures")
             if path:
-                from harness.cases.baseline import BaselineError, load_baseline
-                from harness.report.compare import read_report
-
                 try:
                     self._known = load_baseline(path, strict_xpass=True, read_report=read_report)
                 except (BaselineError, OSError) as e:
@@ -245,8 +250,6 @@ class _Session:
         """The cache of loaded case files (harness.cases.cache), shared by the xdist workers;
         None when disabled."""
         if self._cache is False:
-            from harness.cases.cache import CaseCache
-
             off = self.config.getoption("msmq_no_case_cache")
             self._cache = None if off else CaseCache.default()
         return self._cache
@@ -263,8 +266,6 @@ class _Session:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "")
         if count < 2 or not worker.startswith("gw") or not worker[2:].isdigit() or self.cache is None:
             return
-        from harness.cases.loader import CaseError, load_file
-
         for path in _case_files(self.config)[int(worker[2:]) % count :: count]:
             with contextlib.suppress(CaseError):
                 load_file(path, events=self.events, cache=self.cache)
@@ -363,8 +364,6 @@ def _case_files(config: pytest.Config) -> list[Path]:
 def _regular_case_file(path: Path) -> Path:
     """``path``, a regular file; a case file that is a FIFO, a device, a socket or a link to
     nothing (which pytest's collection passes over) is a usage error naming it (harness.files)."""
-    from harness.files import NotRegularFile, regular_file
-
     try:
         return regular_file(path)
     except NotRegularFile as e:
@@ -381,8 +380,6 @@ class CaseFile(pytest.File):
     """A YAML case file: one item per case variant."""
 
     def collect(self) -> Iterator[CaseItem]:
-        from harness.cases.loader import CaseError, load_file
-
         state = _state(self.config)
         state.open()  # the target's extra events are events the loader accepts
         state.prefetch()
@@ -421,8 +418,6 @@ class CaseItem(pytest.Item):
         return self.path, max(int(self.case.line) - 1, 0), f"{self.case.full_id} [{', '.join(self.case.sections)}]"
 
     def setup(self) -> None:
-        from harness.cases.runner import apply_known_failures, run_case
-
         state = _state(self.config)
         state.open()
         timeout = self.config.getoption("msmq_step_timeout")
@@ -448,8 +443,6 @@ class CaseItem(pytest.Item):
             warnings.warn(NonStrictWarning(render_failure(result, case_headline(result))), stacklevel=1)
             return
         if result.outcome is Outcome.xfail:  # why it is known (the entry's reason), and how it fails
-            from harness.report.junit import xfail_message
-
             pytest.xfail(xfail_message(result))
         if result.outcome is Outcome.xpass:
             raise CaseFailed(result, "[XPASS(strict)] known failure passed unexpectedly")
@@ -469,8 +462,6 @@ def pytest_runtest_makereport(
     a skip (not applicable) is reported at the case's line, not the plugin's."""
     report = yield
     if isinstance(item, CaseItem) and item.result is not None:
-        from harness.report.junit import classname
-
         if call.when == "setup":  # what pytest_runtest_logreport reads, once (no more to send from a worker)
             report.msmq_classname = classname(item.result)  # type: ignore[attr-defined]
         if call.when == "call" or call.excinfo is not None:
@@ -487,8 +478,6 @@ def pytest_runtest_makereport(
 def failure_repr(item: CaseItem, failed: CaseFailed) -> Any:
     """What pytest reports for a case that did not pass: its one-line headline as the crash
     message (JUnit's ``message``, the short summary) and :func:`render_failure` as the text."""
-    from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
-
     text = render_failure(failed.result, str(failed))
     headline = " ".join(str(failed).split())
     entry = ReprEntryNative([line + "\n" for line in text.splitlines()])
@@ -527,8 +516,6 @@ def _explained(result: CaseResult, failure: StepFailure) -> list[str]:
     """The rows of harness.report.explain the lines above lack, as every report shows them:
     the spec's sentence, the step's file:line and event, its inputs, an interpretation's readings,
     what the target said."""
-    from harness.report.explain import explain, rows
-
     shown = ("spec says", "at", "inputs", "readings") + (("target said",) if failure is not result.stopped else ())
     explained = explain(result)
     index = result.failures.index(failure) if failure in result.failures else 0
@@ -553,8 +540,6 @@ def pytest_collection_modifyitems(
     runs, even with ``--continue-on-collection-errors``."""
     keyword = config.option.keyword
     if keyword and any(isinstance(i, CaseItem) for i in items):
-        from harness.cases.runner import keyword_matcher
-
         try:
             wanted = keyword_matcher(keyword)
         except ValueError as e:
@@ -564,8 +549,6 @@ def pytest_collection_modifyitems(
             yield
         finally:
             config.option.keyword = keyword
-        from _pytest.mark import deselect_by_keyword
-
         others = [i for i in items if not isinstance(i, CaseItem)]
         deselect_by_keyword(others, config)
         kept = {id(i) for i in others}
@@ -597,8 +580,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _COLLECTED.setdefault(report.nodeid, found)
     name = getattr(report, "msmq_classname", None)
     if name and report.when == "setup" and _CONFIG:
-        from _pytest.junitxml import xml_key
-
         xml = _CONFIG[0].stash.get(xml_key, None)
         if xml is not None:
             xml.node_reporter(report).add_attribute("classname", name)
@@ -615,10 +596,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     paths = [(config.getoption(f"msmq_{f.name}"), f) for f in _plugin_formats()]
     if not any(path for path, _ in paths) or hasattr(config, "workerinput"):
         return
-    from harness.report import json_report
-    from harness.report.identity import run_info
-    from harness.results import RunResult
-
     results = [json_report.case_result(record) for record in _COLLECTED.values()]
     _COLLECTED.clear()
     strict = bool(config.getoption("msmq_strict"))

@@ -31,7 +31,9 @@ a regression, as ``run --baseline`` counts it), 2 a report cannot be read or is 
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -40,10 +42,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+from jsonschema.exceptions import best_match
+
 from harness.cases.baseline import signature
 from harness.report.explain import explain
 from harness.report.html import BASE_CSS, FILTER_JS, escape, options
-from harness.report.json_report import read_json
+from harness.report.json_report import FORMAT, READABLE, load_schema, read_json
 from harness.report.terminal import section_key, verdict
 from harness.results import SEVERITY, CaseResult, RunResult, printable
 
@@ -371,44 +376,9 @@ def _table(comparison: Comparison, rows: Sequence[Row], kind: str) -> str:
 
 def render_compare_html(comparison: Comparison, *, title: str = "MSMQ implementations compared") -> str:
     """The comparison as one self-contained HTML page: disagreements first (see the module docstring)."""
-    impls = comparison.implementations
-    items = []
-    for i, impl in enumerate(impls):
-        counts = impl.run.counts()
-        summary = ", ".join(f"{counts[str(o)]} {o}" for o in SEVERITY if counts[str(o)])
-        word = verdict(impl.run)
-        kind = {"PASSED": "pass", "FAILED": "fail"}.get(word, "none")
-        items.append(
-            f'<li><b>[{i + 1}] {escape(impl.name)}</b> <span class="verdict {kind}" style="font-size:1em">'
-            f"{word}</span> {escape(summary or 'no cases')} <span class=\"muted\">{escape(impl.source)}</span></li>"
-        )
     disagree, agree = comparison.disagreements, comparison.agreements
-    folded = []
-    for section, rows in Comparison.by_section(agree):
-        outcomes = sorted({r.outcomes[0] for r in rows}, key=lambda o: [str(s) for s in SEVERITY].index(o))
-        folded.append(
-            f'<details class="agree" data-section="{escape(section)}" data-group><summary>{escape(section)} '
-            f"<small>({len(rows)} case{'s' if len(rows) != 1 else ''}, all {escape(', '.join(outcomes))})"
-            f"</small></summary>{_table(comparison, rows, 'agree')}</details>"
-        )
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     word = "REGRESSED" if comparison.regressed else "NO REGRESSION"
-    groups = [(_TITLES[kind], comparison.changed(kind)) for kind in CHANGES]
-    groups.append(("In some runs only", [r for r in disagree if not r.change]))
-    disagreements = (
-        "".join(
-            f'<h3 data-change="{escape(title)}">{escape(title)} ({len(rows)})</h3>'
-            + _table(comparison, rows, "disagree")
-            for title, rows in groups
-            if rows
-        )
-        if disagree
-        else "<p>None: every case has one outcome and one failure signature.</p>"
-    )
-    counted = ", ".join(f"[{i + 1}] {n}" for i, n in enumerate(comparison.only_in) if n)
-    not_compared = (
-        f'<p id="not-compared">Not compared (not in every run): {escape(counted)}</p>' if counted else ""
-    )
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -423,24 +393,73 @@ def render_compare_html(comparison: Comparison, *, title: str = "MSMQ implementa
 <p><span class="verdict {"pass" if not comparison.regressed else "fail"}" id="verdict">{word}</span>
 <span id="summary">{_counts_text(comparison)}</span>
 <span class="muted">({escape(generated)})</span></p>
-<ol class="impls" id="implementations">{"".join(items)}</ol>
+<ol class="impls" id="implementations">{_implementations_html(comparison)}</ol>
 {_filters(comparison)}
 </header>
 <main>
 <section id="disagreements">
 <h2>What changed ({len(disagree)})</h2>
-{disagreements}
-{not_compared}
+{_disagreements_html(comparison)}
+{_not_compared_html(comparison)}
 </section>
 <section id="agreements">
 <h2>Where they agree ({len(agree)})</h2>
-{"".join(folded) or "<p>None.</p>"}
+{_agreements_html(comparison) or "<p>None.</p>"}
 </section>
 </main>
 <script>{FILTER_JS}</script>
 </body>
 </html>
 """
+
+
+def _implementations_html(comparison: Comparison) -> str:
+    """One list item per run, in column order: its verdict, its outcome counts and its source."""
+    items = []
+    for i, impl in enumerate(comparison.implementations):
+        counts = impl.run.counts()
+        summary = ", ".join(f"{counts[str(o)]} {o}" for o in SEVERITY if counts[str(o)])
+        word = verdict(impl.run)
+        kind = {"PASSED": "pass", "FAILED": "fail"}.get(word, "none")
+        items.append(
+            f'<li><b>[{i + 1}] {escape(impl.name)}</b> <span class="verdict {kind}" style="font-size:1em">'
+            f"{word}</span> {escape(summary or 'no cases')} <span class=\"muted\">{escape(impl.source)}</span></li>"
+        )
+    return "".join(items)
+
+
+def _disagreements_html(comparison: Comparison) -> str:
+    """The cases whose runs disagree: a table per kind of change (:data:`CHANGES`, in order), then
+    the cases in some runs only."""
+    disagree = comparison.disagreements
+    if not disagree:
+        return "<p>None: every case has one outcome and one failure signature.</p>"
+    groups = [(_TITLES[kind], comparison.changed(kind)) for kind in CHANGES]
+    groups.append(("In some runs only", [r for r in disagree if not r.change]))
+    return "".join(
+        f'<h3 data-change="{escape(title)}">{escape(title)} ({len(rows)})</h3>' + _table(comparison, rows, "disagree")
+        for title, rows in groups
+        if rows
+    )
+
+
+def _agreements_html(comparison: Comparison) -> str:
+    """The cases where every run agrees, folded per spec section ("" when there are none)."""
+    folded = []
+    for section, rows in Comparison.by_section(comparison.agreements):
+        outcomes = sorted({r.outcomes[0] for r in rows}, key=lambda o: [str(s) for s in SEVERITY].index(o))
+        folded.append(
+            f'<details class="agree" data-section="{escape(section)}" data-group><summary>{escape(section)} '
+            f"<small>({len(rows)} case{'s' if len(rows) != 1 else ''}, all {escape(', '.join(outcomes))})"
+            f"</small></summary>{_table(comparison, rows, 'agree')}</details>"
+        )
+    return "".join(folded)
+
+
+def _not_compared_html(comparison: Comparison) -> str:
+    """The count of cases per run left out for not being in every run ("" when none was)."""
+    counted = ", ".join(f"[{i + 1}] {n}" for i, n in enumerate(comparison.only_in) if n)
+    return f'<p id="not-compared">Not compared (not in every run): {escape(counted)}</p>' if counted else ""
 
 
 def _counts_text(comparison: Comparison) -> str:
@@ -513,12 +532,6 @@ def _validator(readable: str) -> Any:
     """The results schema (harness/report/results.schema.json) of the format ``readable``: the
     current one as it is; an earlier one (msmq-harness-results/1, which read_json reads) with the
     fields its successors added left optional."""
-    import copy
-
-    import jsonschema
-
-    from harness.report.json_report import FORMAT, load_schema
-
     schema = load_schema()
     if readable != FORMAT:
         schema = copy.deepcopy(schema)
@@ -535,10 +548,6 @@ def check_report(data: Any) -> str:
     """ "" when ``data`` (a parsed JSON document) is a report ``compare`` reads -- an object of a
     format read_json reads, valid against the results schema of that format
     (harness/report/results.schema.json) -- else why not, in a sentence naming the place."""
-    from jsonschema.exceptions import best_match
-
-    from harness.report.json_report import READABLE
-
     if not isinstance(data, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
         return f"{kind}, not a report (a JSON object, as msmq-harness run --json writes)"
@@ -555,8 +564,6 @@ def check_report(data: Any) -> str:
 def read_report(path: str | os.PathLike[str]) -> RunResult:
     """A run's JSON report, checked against the results schema first: ValueError naming what is
     wrong and where (:func:`check_report`); OSError when it cannot be read."""
-    import json
-
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
+from harness.outdir import write_file_atomically
 from harness.report.explain import Explanation, explain, rows
 from harness.report.formats import ReportFormat
 from harness.report.identity import identity_rows
@@ -472,39 +473,57 @@ def _filters(run: RunResult, sections: list[str]) -> str:
     )
 
 
-def render_html(
-    run: RunResult, *, title: str = "MSMQ conformance report", base: str | os.PathLike[str] | None = None
-) -> str:
-    """The report as one HTML document (see the module docstring); ``base``: the folder the page
-    is written to, which the links to transcripts are relative to (None: the paths as the run
-    wrote them)."""
-    counts = run.counts()
+def _cases_by_section(run: RunResult) -> dict[str, list[CaseResult]]:
+    """The cases under each section they count in (:meth:`CaseResult.counted_sections`; a case
+    citing none under "unspecified"), sections in the order the run first names them."""
     by_section: dict[str, list[CaseResult]] = {}
     for result in run.results:
         for section in result.counted_sections() or [_UNSPECIFIED]:
             by_section.setdefault(section, []).append(result)
+    return by_section
+
+
+def _section_anchors(by_section: dict[str, list[CaseResult]]) -> dict[str, str]:
+    """Each section's anchor in the page (:func:`section_anchor`), made unique."""
     anchors: dict[str, str] = {}
     for section in by_section:
         anchor = section_anchor(section)
         while anchor in anchors.values():
             anchor += "-"
         anchors[section] = anchor
-    ordered = [s for _, rows_ in sections_by_document(run) for s, _ in rows_]
-    ordered += [s for s in by_section if s not in ordered]
+    return anchors
 
-    totals = "".join(
-        f'<li class="o-{o}{"" if counts[o] else " zero"}"><span class="badge b-{o}">'
-        f"{escape(o.replace('_', ' '))}</span><b>{counts[o]}</b></li>"
-        for o in OUTCOMES
-    )
-    generated = datetime.now(UTC).isoformat(timespec="seconds")
-    word = verdict(run)
-    kind = {"PASSED": "pass", "FAILED": "fail"}.get(word, "none")
+
+def _summary(run: RunResult) -> str:
+    """The headline's sentence: how many cases fail the run, of how many."""
+    counts = run.counts()
     bad = sum(counts[str(o)] for o in BAD_OUTCOMES) + (counts[str(Outcome.non_strict)] if run.strict else 0)
     summary = f"{bad} of {len(run.results)} cases fail the run" if bad else f"{len(run.results)} cases"
     if run.strict:
         summary += " (strict: non_strict outcomes fail the run)"
-    failures_html, failure_anchors = _failures(run, base)
+    return summary
+
+
+def _totals(run: RunResult) -> str:
+    """A badge and a count per outcome (an outcome no case had marked ``zero``)."""
+    counts = run.counts()
+    return "".join(
+        f'<li class="o-{o}{"" if counts[o] else " zero"}"><span class="badge b-{o}">'
+        f"{escape(o.replace('_', ' '))}</span><b>{counts[o]}</b></li>"
+        for o in OUTCOMES
+    )
+
+
+def _sections_html(
+    run: RunResult,
+    by_section: dict[str, list[CaseResult]],
+    anchors: dict[str, str],
+    failure_anchors: dict[str, str],
+    base: str | os.PathLike[str] | None,
+) -> str:
+    """All cases, folded per section (open where one has a problem), sections in document order."""
+    ordered = [s for _, rows_ in sections_by_document(run) for s, _ in rows_]
+    ordered += [s for s in by_section if s not in ordered]
     sections_html = []
     for section in ordered:
         results = by_section[section]
@@ -516,6 +535,22 @@ def render_html(
             f"<small>({len(results)} case{'s' if len(results) != 1 else ''})</small></summary>"
             f'<ul class="cases">{items}</ul></details>'
         )
+    return "".join(sections_html)
+
+
+def render_html(
+    run: RunResult, *, title: str = "MSMQ conformance report", base: str | os.PathLike[str] | None = None
+) -> str:
+    """The report as one HTML document (see the module docstring); ``base``: the folder the page
+    is written to, which the links to transcripts are relative to (None: the paths as the run
+    wrote them)."""
+    by_section = _cases_by_section(run)
+    anchors = _section_anchors(by_section)
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
+    word = verdict(run)
+    kind = {"PASSED": "pass", "FAILED": "fail"}.get(word, "none")
+    failures_html, failure_anchors = _failures(run, base)
+    sections_html = _sections_html(run, by_section, anchors, failure_anchors, base)
     filter_sections = sorted((s for s in by_section if s != _UNSPECIFIED), key=section_key)
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -529,8 +564,8 @@ def render_html(
 <header>
 <h1>{escape(title)}</h1>
 <div class="headline"><span class="verdict {kind}" id="verdict">{word}</span>
-<span id="summary">{escape(summary)}</span></div>
-<ul class="totals" id="totals">{totals}</ul>
+<span id="summary">{escape(_summary(run))}</span></div>
+<ul class="totals" id="totals">{_totals(run)}</ul>
 <dl class="meta">
 <div><dt>target</dt><dd><code id="target">{escape(run.target)}</code></dd></div>
 <div><dt>cases</dt><dd id="total-cases">{len(run.results)}</dd></div>
@@ -555,7 +590,7 @@ settle, answered differently (a failure only under --strict).</p>
 </section>
 <section id="cases">
 <h2>All cases</h2>
-{"".join(sections_html) or "<p>No cases were run.</p>"}
+{sections_html or "<p>No cases were run.</p>"}
 </section>
 </main>
 <script>{_JS}{FILTER_JS}</script>
@@ -567,8 +602,6 @@ settle, answered differently (a failure only under --strict).</p>
 def write_html(run: RunResult, path: str | os.PathLike[str], *, title: str = "MSMQ conformance report") -> Path:
     """Write the HTML report of ``run`` to ``path``, whole or not at all (a previous report stays
     until the new one is complete: harness.outdir.write_file_atomically); returns the path."""
-    from harness.outdir import write_file_atomically
-
     out = Path(path)
     write_file_atomically(out, render_html(run, title=title, base=out.parent))
     return out

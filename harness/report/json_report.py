@@ -37,6 +37,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from harness.outdir import write_file_atomically
 from harness.report.explain import explain
 from harness.report.formats import ReportFormat
 from harness.report.terminal import section_key
@@ -107,8 +108,6 @@ def render_json(run: RunResult, *, metadata: Mapping[str, Any] | None = None) ->
 def write_json(run: RunResult, path: str | os.PathLike[str], *, metadata: Mapping[str, Any] | None = None) -> Path:
     """Write the JSON report of ``run`` to ``path``, whole or not at all (a previous report stays
     until the new one is complete: harness.outdir.write_file_atomically); returns the path."""
-    from harness.outdir import write_file_atomically
-
     out = Path(path)
     write_file_atomically(out, render_json(run, metadata=metadata))
     return out

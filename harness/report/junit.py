@@ -36,6 +36,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from harness.outdir import write_file_atomically
 from harness.report.formats import ReportFormat
 from harness.report.identity import identity_rows
 from harness.report.terminal import DOCUMENTS, case_headline, case_lines, failure_line, section_key
@@ -231,8 +232,6 @@ def render_junit(run: RunResult, *, per_document: bool = False) -> str:
 def write_junit(run: RunResult, path: str | os.PathLike[str], *, per_document: bool = False) -> Path:
     """Write the JUnit XML of ``run`` to ``path``, whole or not at all (a previous report stays
     until the new one is complete: harness.outdir.write_file_atomically); returns the path."""
-    from harness.outdir import write_file_atomically
-
     out = Path(path)
     write_file_atomically(out, render_junit(run, per_document=per_document))
     return out

@@ -170,7 +170,7 @@ def make_console(file: IO[str]) -> Any:
     """A rich Console on ``file`` following the conventions: ``NO_COLOR`` (no-color.org; it wins
     over FORCE_COLOR) writes no ANSI style at all, neither color nor bold or italic;
     ``FORCE_COLOR`` (force-color.org) styles output that is not a terminal."""
-    from rich.console import Console
+    from rich.console import Console  # rich: heavy to import, only when output goes to a terminal
 
     if _env_set("NO_COLOR"):
         return Console(file=file, highlight=False, color_system=None)
@@ -287,8 +287,8 @@ def print_summary(run: RunResult, *, file: IO[str] | None = None) -> None:
 
 
 def _print_rich(run: RunResult, out: IO[str]) -> None:
-    from rich.table import Table
-    from rich.text import Text
+    """The summary styled for a terminal: what :func:`render_summary` says, in the same order."""
+    from rich.text import Text  # rich: heavy to import, only when the summary goes to a terminal
 
     console = make_console(out)
     counts = run.counts()
@@ -307,54 +307,70 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
     for title, shown in _listed(run):
         console.rule(title)
         for r in shown:
-            head = Text(f"{str(r.outcome).upper()} ", style=_STYLES[str(r.outcome)])
-            head.append(printable(r.case_id), style="bold")
-            if r.source:
-                head.append(printable(f"  ({r.source}:{r.line})"), style="dim")
-            console.print(head)
-            if r.title:
-                console.print(Text(printable(f"      {r.title}"), style="italic"))
-            for e, f in _explained(r):
-                if f is not None:
-                    line = Text("      ")
-                    line.append(printable(requirement_tag(f)) or "-", style="cyan")
-                    line.append(printable(f"  {'then' if f.step < 0 else f'step {f.step} ({f.event})'}: {f.field} "))
-                    line.append("expected ", style="dim")
-                    line.append(printable(show_value(f.expected, field=f.field)), style="green")
-                    line.append(", observed ", style="dim")
-                    line.append(printable(show_value(f.observed, field=f.field)), style="red")
-                    console.print(line)
-                for text in map(printable, explanation_lines(e, _DETAIL_INDENT, max(60, console.width))):
-                    label, colon, rest = text.partition(":")
-                    styled = (
-                        Text(label + colon, style="dim")
-                        if colon and not label.startswith(" " * 12)
-                        else Text(label + colon)
-                    )
-                    styled.append(rest, style=_ROW_STYLES.get(label.strip(), ""))
-                    console.print(styled, no_wrap=text.startswith(_DETAIL_INDENT + "  "), crop=False)
-    table = sections_by_document(run)
-    if table:
-        longest = max(len(section) for _, rows in table for section, _ in rows)
-        labels = list(OUTCOMES)
-        if longest + sum(map(len, labels)) + 3 * len(labels) + 4 > console.width:  # keep the sections whole
-            labels = [_SHORT[o] for o in OUTCOMES]
-        grid = Table(title="Conformance by spec section", header_style="bold")
-        grid.add_column("section", no_wrap=True, min_width=longest)
-        for label in labels:
-            grid.add_column(label, justify="right")
-        for index, (_, rows) in enumerate(table):
-            if index:
-                grid.add_section()
-            for section, row in rows:
-                cells = [Text(str(row[o]), style=_STYLES[o] if row[o] else "dim") for o in OUTCOMES]
-                grid.add_row(Text(printable(section)), *cells)
-        console.print(grid)
-        if labels != list(OUTCOMES):
-            console.print(Text(", ".join(f"{_SHORT[o]} = {o}" for o in OUTCOMES), style="dim"))
+            _print_rich_case(console, r)
+    _print_rich_sections(console, run)
     word = verdict(run)
     head = Text(word, style="bold green" if word == "PASSED" else "bold red")
     console.print(Text.assemble(head, f": {_count_line(counts) or 'no cases'}" + (" (strict)" if run.strict else "")))
+
+
+def _print_rich_case(console: Any, r: CaseResult) -> None:
+    """A listed case styled: its outcome and id, its title, then each difference's headline and
+    its explanation (:func:`case_lines`)."""
+    from rich.text import Text  # rich: heavy to import, only when the summary goes to a terminal
+
+    head = Text(f"{str(r.outcome).upper()} ", style=_STYLES[str(r.outcome)])
+    head.append(printable(r.case_id), style="bold")
+    if r.source:
+        head.append(printable(f"  ({r.source}:{r.line})"), style="dim")
+    console.print(head)
+    if r.title:
+        console.print(Text(printable(f"      {r.title}"), style="italic"))
+    for e, f in _explained(r):
+        if f is not None:
+            line = Text("      ")
+            line.append(printable(requirement_tag(f)) or "-", style="cyan")
+            line.append(printable(f"  {'then' if f.step < 0 else f'step {f.step} ({f.event})'}: {f.field} "))
+            line.append("expected ", style="dim")
+            line.append(printable(show_value(f.expected, field=f.field)), style="green")
+            line.append(", observed ", style="dim")
+            line.append(printable(show_value(f.observed, field=f.field)), style="red")
+            console.print(line)
+        for text in map(printable, explanation_lines(e, _DETAIL_INDENT, max(60, console.width))):
+            label, colon, rest = text.partition(":")
+            styled = (
+                Text(label + colon, style="dim") if colon and not label.startswith(" " * 12) else Text(label + colon)
+            )
+            styled.append(rest, style=_ROW_STYLES.get(label.strip(), ""))
+            console.print(styled, no_wrap=text.startswith(_DETAIL_INDENT + "  "), crop=False)
+
+
+def _print_rich_sections(console: Any, run: RunResult) -> None:
+    """The table of outcomes by spec section, a group per document (nothing when no case ran);
+    the outcomes abbreviated (and the abbreviations said) when the whole table would not fit."""
+    from rich.table import Table  # rich: heavy to import, only when the summary goes to a terminal
+    from rich.text import Text  # rich: heavy to import, only when the summary goes to a terminal
+
+    table = sections_by_document(run)
+    if not table:
+        return
+    longest = max(len(section) for _, rows in table for section, _ in rows)
+    labels = list(OUTCOMES)
+    if longest + sum(map(len, labels)) + 3 * len(labels) + 4 > console.width:  # keep the sections whole
+        labels = [_SHORT[o] for o in OUTCOMES]
+    grid = Table(title="Conformance by spec section", header_style="bold")
+    grid.add_column("section", no_wrap=True, min_width=longest)
+    for label in labels:
+        grid.add_column(label, justify="right")
+    for index, (_, rows) in enumerate(table):
+        if index:
+            grid.add_section()
+        for section, row in rows:
+            cells = [Text(str(row[o]), style=_STYLES[o] if row[o] else "dim") for o in OUTCOMES]
+            grid.add_row(Text(printable(section)), *cells)
+    console.print(grid)
+    if labels != list(OUTCOMES):
+        console.print(Text(", ".join(f"{_SHORT[o]} = {o}" for o in OUTCOMES), style="dim"))
 
 
 # ================================================================================ progress
@@ -402,6 +418,7 @@ class Progress:
             self._beat = threading.Thread(target=self._beating, daemon=True, name="msmq-harness-heartbeat")
             self._beat.start()
         if self.enabled:
+            # rich: heavy to import, only when standard error is a terminal
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
 

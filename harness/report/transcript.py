@@ -30,14 +30,14 @@ import hashlib
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+import packets
 from harness.cases.transcripts import set_transcript_writer
 from harness.peers.recording import MSMQ_PORT, RecordedConnection, ordered_packets, write_pcap
-
-if TYPE_CHECKING:
-    from harness.results import CaseResult
+from harness.report.html import BASE_CSS, escape
+from harness.results import CaseResult, StepFailure
+from packets.render import render_tree
 
 __all__ = ["MSMQ_PORT", "RecordedConnection", "file_stem", "find_failing", "render_transcript", "write_transcript"]
 
@@ -106,9 +106,6 @@ def _hex(data: bytes) -> str:
 
 def _decoded(data: bytes) -> tuple[str, str]:
     """(kind, field tree) of a packet; ("Unknown", why) when it does not decode."""
-    import packets
-    from packets.render import render_tree
-
     try:
         packet = packets.parse(data, strict=False)
     except Exception as e:  # a packet the harness could not frame or parse: its bytes still show
@@ -142,57 +139,16 @@ def render_transcript(
     """The transcript page (see the module docstring).  ``side`` is the side under test
     (``initiator``: the implementation is the client of every connection; ``acceptor``: the
     harness is)."""
-    from harness.report.html import BASE_CSS, escape
-
     outcome = str(result.outcome)
-    target_sends = "c2s" if side == "initiator" else "s2c"
     order = ordered_packets(connections)
-    first = min((ts for ts, _, _ in order), default=0.0)
     failure = next((f for f in result.failures if f.step >= 0), None) if failing is not None else None
-    rows: list[str] = []
-    for n, (ts, ci, pi) in enumerate(order, start=1):
-        direction, data, _ = connections[ci].packets[pi]
-        kind, tree = _decoded(data)
-        by_target = direction == target_sends
-        who = "implementation \u2192 harness" if by_target else "harness \u2192 implementation"
-        is_failing = failing == (ci, pi)
-        cls = f"packet {'from-target' if by_target else 'from-harness'}{' failing' if is_failing else ''}"
-        mark = ""
-        ident = f"p{n}"
-        if is_failing:
-            ident = "failing"
-            step = f"step {failure.step} ({failure.event})" if failure is not None else "the failing step"
-            mark = f' <span class="mark">\u25c0 failing packet: the evidence of {escape(step)}</span>'
-        rows.append(
-            f'<tr class="{cls}" id="{ident}" data-index="{n}" data-connection="{ci + 1}" '
-            f'data-direction="{direction}" data-kind="{escape(kind)}">'
-            f"<td>{n}</td><td>{_time(ts)}<br><small class='muted'>+{ts - first:.3f} s</small></td>"
-            f"<td>{ci + 1}</td><td class='dir'>{direction} <small>({who})</small></td>"
-            f"<td>{len(data)} B</td><td><b>{escape(kind)}</b>{mark}</td></tr>"
-        )
-        extra = ""
-        if is_failing and failure is not None:
-            extra = f'<p class="mark">{escape(failure.message)}</p>' + (
-                f'<pre class="evidence">{escape(failure.evidence)}</pre>' if failure.evidence else ""
-            )
-        rows.append(
-            f'<tr class="detail{" failing" if is_failing else ""}"><td></td><td colspan="5">{extra}'
-            f'<details{" open" if is_failing else ""}><summary>fields</summary><pre class="tree">{escape(tree)}</pre>'
-            f'</details><details><summary>bytes</summary><pre class="hex">{escape(_hex(data))}</pre></details>'
-            "</td></tr>"
-        )
+    rows = _packet_rows(connections, order, side, failing, failure)
     conns = "".join(
         f"<li>connection {ci + 1}: {escape(c.client[0])}:{c.client[1]} \u2192 {escape(c.server[0])}:{c.server[1]} "
         f"(written as port {MSMQ_PORT} in the pcap), {len(c.packets)} packets, "
         f"{_closed_text(c.closed_by, side)}</li>"
         for ci, c in enumerate(connections)
     )
-    if failing is not None:
-        note = '<p>The packet the failing step read is marked: <a href="#failing">go to it</a>.</p>'
-    elif result.failures or result.outcome.bad():
-        note = "<p class='muted'>The case's differences read no packet of the TCP session (no packet is marked).</p>"
-    else:
-        note = ""
     under_test = "sender (initiator)" if side == "initiator" else "receiver (acceptor)"
     table = (
         '<table class="packets"><colgroup><col class="n"><col class="t"><col class="c"><col class="d">'
@@ -219,7 +175,7 @@ def render_transcript(
 end saw them. Capture: <a href="{quote(pcap_name)}" id="pcap">{escape(pcap_name)}</a>
 (<code>msmq-harness decode {escape(pcap_name)}</code>).</p>
 <ul id="connections">{conns}</ul>
-{note}
+{_marked_note(result, failing)}
 </header>
 <main>
 {table}
@@ -227,6 +183,68 @@ end saw them. Capture: <a href="{quote(pcap_name)}" id="pcap">{escape(pcap_name)
 </body>
 </html>
 """
+
+
+def _packet_rows(
+    connections: list[RecordedConnection],
+    order: list[tuple[float, int, int]],
+    side: str,
+    failing: tuple[int, int] | None,
+    failure: StepFailure | None,
+) -> list[str]:
+    """Two table rows per packet in the order they crossed the wire: its time, connection,
+    direction, size and kind, then its decoded fields and bytes; the failing one marked and
+    carrying ``failure``'s explanation and evidence."""
+    target_sends = "c2s" if side == "initiator" else "s2c"
+    first = min((ts for ts, _, _ in order), default=0.0)
+    rows: list[str] = []
+    for n, (ts, ci, pi) in enumerate(order, start=1):
+        direction, data, _ = connections[ci].packets[pi]
+        kind, tree = _decoded(data)
+        by_target = direction == target_sends
+        who = "implementation \u2192 harness" if by_target else "harness \u2192 implementation"
+        is_failing = failing == (ci, pi)
+        cls = f"packet {'from-target' if by_target else 'from-harness'}{' failing' if is_failing else ''}"
+        mark = ""
+        ident = f"p{n}"
+        if is_failing:
+            ident = "failing"
+            step = f"step {failure.step} ({failure.event})" if failure is not None else "the failing step"
+            mark = f' <span class="mark">\u25c0 failing packet: the evidence of {escape(step)}</span>'
+        rows.append(
+            f'<tr class="{cls}" id="{ident}" data-index="{n}" data-connection="{ci + 1}" '
+            f'data-direction="{direction}" data-kind="{escape(kind)}">'
+            f"<td>{n}</td><td>{_time(ts)}<br><small class='muted'>+{ts - first:.3f} s</small></td>"
+            f"<td>{ci + 1}</td><td class='dir'>{direction} <small>({who})</small></td>"
+            f"<td>{len(data)} B</td><td><b>{escape(kind)}</b>{mark}</td></tr>"
+        )
+        rows.append(_detail_row(data, tree, failure if is_failing else None, is_failing))
+    return rows
+
+
+def _detail_row(data: bytes, tree: str, failure: StepFailure | None, is_failing: bool) -> str:
+    """The row under a packet: the failure it is the evidence of (if any), its fields (open on the
+    failing packet) and its bytes."""
+    extra = ""
+    if failure is not None:
+        extra = f'<p class="mark">{escape(failure.message)}</p>' + (
+            f'<pre class="evidence">{escape(failure.evidence)}</pre>' if failure.evidence else ""
+        )
+    return (
+        f'<tr class="detail{" failing" if is_failing else ""}"><td></td><td colspan="5">{extra}'
+        f'<details{" open" if is_failing else ""}><summary>fields</summary><pre class="tree">{escape(tree)}</pre>'
+        f'</details><details><summary>bytes</summary><pre class="hex">{escape(_hex(data))}</pre></details>'
+        "</td></tr>"
+    )
+
+
+def _marked_note(result: CaseResult, failing: tuple[int, int] | None) -> str:
+    """What the page says of the failing packet: a link to it, or that no packet is marked."""
+    if failing is not None:
+        return '<p>The packet the failing step read is marked: <a href="#failing">go to it</a>.</p>'
+    if result.failures or result.outcome.bad():
+        return "<p class='muted'>The case's differences read no packet of the TCP session (no packet is marked).</p>"
+    return ""
 
 
 def _closed_text(closed_by: str, side: str) -> str:

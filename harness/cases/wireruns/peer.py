@@ -20,14 +20,19 @@ checks ClientGuid against its own QueueManager.Identifier (3.1.5.3.2).
 from __future__ import annotations
 
 import contextlib
-import functools
 import selectors
 import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+import packets
+from harness.peers import SimulatedPeer
+from harness.session import Send
+from packets import PacketKind, StreamSplitter
+from packets.paths import field_offset
 
 if TYPE_CHECKING:
     from harness.cases.lines import Lines
@@ -66,8 +71,6 @@ class PeerReply:
     def made(self, answered: bytes) -> bytes:
         """``raw`` with the ``echo`` fields copied from ``answered`` (a field whose size differs
         between the two packets, or that either lacks, is left as ``raw`` has it)."""
-        from packets.paths import field_offset
-
         out = bytearray(self.raw)
         for path in self.echo:
             kind = path.split("Header.", 1)[0]
@@ -117,60 +120,49 @@ def simulated_peer(behaviours: list[str], scale: float, replies: Sequence[PeerRe
     """A simulated acceptor on 127.0.0.1 port 0, its timers run ``scale`` times their durations;
     one behaviour per connection, the last one for every later connection; ``replies``: the
     case's own answers (see the module docstring)."""
-    from harness.peers import SimulatedPeer
-
-    cls = _replying_peer() if replies else SimulatedPeer
-    peer = cls("127.0.0.1", 0, behaviour=behaviours[-1], read_timeout=5.0, time_scale=scale)
-    if replies:
-        peer.replies = list(replies)
+    peer = (
+        _ReplyingPeer(replies, "127.0.0.1", 0, behaviour=behaviours[-1], read_timeout=5.0, time_scale=scale)
+        if replies
+        else SimulatedPeer("127.0.0.1", 0, behaviour=behaviours[-1], read_timeout=5.0, time_scale=scale)
+    )
     if len(behaviours) > 1:
         peer.queue_behaviours(behaviours[:-1])
     peer.__enter__()
     return peer
 
 
-@functools.cache
-def _replying_peer() -> type:
+class _ReplyingPeer(SimulatedPeer):
     """:class:`harness.peers.SimulatedPeer` that sends the case's replies: each whole packet the
     peer keeps from a client is counted by kind per connection; the Acceptor's actions for the
     read that completed a packet a reply answers have their Send replaced by the reply."""
-    import dataclasses
 
-    import packets
-    from harness.peers import SimulatedPeer
-    from harness.session import Send
-    from packets import PacketKind
+    def __init__(self, replies: Sequence[PeerReply], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.replies = list(replies)
+        self._replies_read: dict[int, dict[str, int]] = {}  # connection index -> packets read, by kind
+        self._replies_due: dict[int, list[bytes]] = {}  # connection index -> replies to send next
 
-    class ReplyingPeer(SimulatedPeer):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.replies: list[PeerReply] = []
-            self._replies_read: dict[int, dict[str, int]] = {}  # connection index -> packets read, by kind
-            self._replies_due: dict[int, list[bytes]] = {}  # connection index -> replies to send next
+    def _keep(self, conn: Any, direction: str, data: bytes, ts: float) -> None:
+        super()._keep(conn, direction, data, ts)
+        if direction != "c2s" or not self.replies:
+            return
+        try:
+            kind = packets.parse(data, strict=False).kind.value
+        except packets.PacketError:
+            return
+        counts = self._replies_read.setdefault(conn.index, {})
+        counts[kind] = counts.get(kind, 0) + 1
+        for r in self.replies:
+            if r.to == kind and r.count == counts[kind] and r.connection == conn.index + 1:
+                self._replies_due.setdefault(conn.index, []).append(r.made(data))
 
-        def _keep(self, conn: Any, direction: str, data: bytes, ts: float) -> None:
-            super()._keep(conn, direction, data, ts)
-            if direction != "c2s" or not self.replies:
-                return
-            try:
-                kind = packets.parse(data, strict=False).kind.value
-            except packets.PacketError:
-                return
-            counts = self._replies_read.setdefault(conn.index, {})
-            counts[kind] = counts.get(kind, 0) + 1
-            for r in self.replies:
-                if r.to == kind and r.count == counts[kind] and r.connection == conn.index + 1:
-                    self._replies_due.setdefault(conn.index, []).append(r.made(data))
-
-        def _perform(self, slot: Any, actions: list[Any]) -> None:
-            due = self._replies_due.pop(slot.conn.index, None)
-            if due:
-                sends = [a for a in actions if isinstance(a, Send)]
-                made = [dataclasses.replace(sends[0], data=d) if sends else Send(d, PacketKind.Unknown) for d in due]
-                actions = made + [a for a in actions if not isinstance(a, Send)]
-            super()._perform(slot, actions)
-
-    return ReplyingPeer
+    def _perform(self, slot: Any, actions: list[Any]) -> None:
+        due = self._replies_due.pop(slot.conn.index, None)
+        if due:
+            sends = [a for a in actions if isinstance(a, Send)]
+            made = [replace(sends[0], data=d) if sends else Send(d, PacketKind.Unknown) for d in due]
+            actions = made + [a for a in actions if not isinstance(a, Send)]
+        super()._perform(slot, actions)
 
 
 @dataclass(frozen=True)
@@ -305,8 +297,6 @@ class _Record:
     """One accepted connection of a :class:`SilentListener`: its whole packets, and whether it ended."""
 
     def __init__(self, sock: socket.socket, client: tuple[str, int] = ("", 0)) -> None:
-        from packets import StreamSplitter
-
         self.sock = sock
         self.client = client
         self.opened = time.time()
@@ -319,8 +309,6 @@ class _Record:
 
     def read(self) -> bool:
         """Read what came; False once the connection ended (or sent more than the listener keeps)."""
-        import packets
-
         try:
             data = self.sock.recv(65536)
         except BlockingIOError:
