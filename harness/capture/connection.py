@@ -5,10 +5,10 @@ connection.
 A :class:`Connection` is fed the connection's segments in capture order (frame order) with their
 capture times and frame numbers.  Each direction is reassembled by sequence number
 (:class:`harness.capture.tcp.TcpReassembler`: the order within a direction) and cut into packets
-as its bytes are delivered (:class:`harness.decoding.StreamDecoder`); each packet goes to the
+as its bytes are delivered (:class:`harness.capture.framing.StreamDecoder`); each packet goes to the
 caller's sink as soon as it is whole.  The passive observer ([MS-MQQB] 3.1,
 :class:`harness.session.Observer`) is handed the packets of both directions merged by their
-:data:`harness.decoding.Key` -- the latest capture time of the chunks up to the packet's last byte,
+:data:`harness.capture.framing.Key` -- the latest capture time of the chunks up to the packet's last byte,
 and of those the latest frame number: capture time orders the two directions and **frame order
 breaks every tie of time** (equal timestamps, a clock of one second, zero timestamps).
 
@@ -39,9 +39,9 @@ from typing import Any
 
 import packets
 from harness.capture.frames import ACK, FIN, RST, SYN, TcpSegment
+from harness.capture.framing import DecodedPacket, Event, Key, StreamDecoder, StreamReport
 from harness.capture.spill import SpillFifo, SpillPool
 from harness.capture.tcp import Chunk, Direction, Flow, FlowKey, Gap, TcpReassembler, a_is_client
-from harness.decoding import DecodedPacket, Event, Key, StreamDecoder, StreamReport
 from harness.session.observer import Observer
 
 __all__ = ["INF", "Connection", "ConnectionResult", "PacketSink", "merge_key", "replay_flow"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 from typing import NamedTuple
 
 __all__ = ["ACK", "FIN", "PSH", "RST", "SYN", "URG", "FrameProblem", "TcpSegment", "decode_tcp"]
@@ -166,59 +167,107 @@ def _ethertype(data: bytes, etype: int, p: int) -> TcpSegment | FrameProblem | N
     return None
 
 
+def _ethernet(data: bytes) -> TcpSegment | FrameProblem | None:
+    """Ethernet II (LINKTYPE_ETHERNET 1), 802.1Q / 802.1ad tags skipped."""
+    if len(data) < 14:
+        return FrameProblem("truncated Ethernet header", 0)
+    return _ethertype(data, _H.unpack_from(data, 12)[0], 14)
+
+
+def _raw_ip(data: bytes) -> TcpSegment | FrameProblem | None:
+    """Raw IP (LINKTYPE_RAW 101, and DLT 12 / 14 of some systems): the version nibble decides."""
+    return _ip(data, 0)
+
+
+def _raw_ipv4(data: bytes) -> TcpSegment | FrameProblem | None:
+    """LINKTYPE_IPV4 (228)."""
+    return _ipv4(data, 0)
+
+
+def _raw_ipv6(data: bytes) -> TcpSegment | FrameProblem | None:
+    """LINKTYPE_IPV6 (229)."""
+    return _ipv6(data, 0)
+
+
+def _linux_sll(data: bytes) -> TcpSegment | FrameProblem | None:
+    """Linux cooked capture v1 (LINKTYPE_LINUX_SLL 113): the protocol type at bytes 14-15."""
+    if len(data) < 16:
+        return FrameProblem("truncated Linux cooked (SLL) header", 0)
+    return _ethertype(data, _H.unpack_from(data, 14)[0], 16)
+
+
+def _linux_sll2(data: bytes) -> TcpSegment | FrameProblem | None:
+    """Linux cooked capture v2 (LINKTYPE_LINUX_SLL2 276): the protocol type at bytes 0-1."""
+    if len(data) < 20:
+        return FrameProblem("truncated Linux cooked v2 (SLL2) header", 0)
+    return _ethertype(data, _H.unpack_from(data, 0)[0], 20)
+
+
+def _loopback(af: int, data: bytes) -> TcpSegment | FrameProblem | None:
+    """The IP packet after a 4-byte loopback header holding the address family ``af``."""
+    if af == 2:
+        return _ipv4(data, 4)
+    if af in _AF_INET6:
+        return _ipv6(data, 4)
+    return None
+
+
+def _null(data: bytes) -> TcpSegment | FrameProblem | None:
+    """BSD loopback (LINKTYPE_NULL 0): the address family in the host byte order of the capturing
+    machine; AF values are small, so the order is picked by the value."""
+    if len(data) < 4:
+        return FrameProblem("truncated loopback header", 0)
+    af = _U32LE.unpack_from(data, 0)[0]
+    if af > 0xFFFF:
+        af = _U32BE.unpack_from(data, 0)[0]
+    return _loopback(af, data)
+
+
+def _openbsd_loop(data: bytes) -> TcpSegment | FrameProblem | None:
+    """OpenBSD loopback (LINKTYPE_LOOP 108): the address family in network byte order."""
+    if len(data) < 4:
+        return FrameProblem("truncated loopback header", 0)
+    return _loopback(_U32BE.unpack_from(data, 0)[0], data)
+
+
+#: the link layers read, by LINKTYPE_* value (the tcpdump.org registry); every other is not TCP
+_LINK_LAYERS: dict[int, Callable[[bytes], TcpSegment | FrameProblem | None]] = {
+    1: _ethernet,
+    101: _raw_ip,
+    12: _raw_ip,
+    14: _raw_ip,
+    228: _raw_ipv4,
+    229: _raw_ipv6,
+    113: _linux_sll,
+    276: _linux_sll2,
+    0: _null,
+    108: _openbsd_loop,
+}
+
+
 def decode_tcp(linktype: int, data: bytes) -> TcpSegment | FrameProblem | None:
     """Decode one captured frame down to its TCP segment.
 
     Returns None for frames that are not TCP over IPv4/IPv6 (ARP, UDP, unknown link types, ...),
-    and a :class:`FrameProblem` for frames that are (or may be) TCP but cannot be decoded.
+    and a :class:`FrameProblem` for frames that are (or may be) TCP but cannot be decoded.  The
+    common frame -- untagged Ethernet II + IPv4 + TCP, no fragments -- is read in place; every
+    other goes to its link layer's reader (:data:`_LINK_LAYERS`).
     """
-    if linktype == 1:
-        # fast path: untagged Ethernet II + IPv4 + TCP, no fragments
-        if len(data) >= 54:
-            etype, vihl, total, frag, proto, src, dst = _ETH_IPV4_TCP.unpack_from(data, 0)
-            if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and total >= 40:
-                end = 14 + total
-                sport, dport, seq, ack, offl = _TCP.unpack_from(data, 34)
-                hl = (offl >> 12) * 4
-                n = len(data)
-                if hl >= 20 and 34 + hl <= end and 34 + hl <= n:
-                    if end <= n:
-                        return _new_segment(
-                            TcpSegment,
-                            (_addr4(src), sport, _addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl : end], 0),
-                        )
-                    return TcpSegment(
-                        _addr4(src), sport, _addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl :], end - n
+    if linktype == 1 and len(data) >= 54:
+        etype, vihl, total, frag, proto, src, dst = _ETH_IPV4_TCP.unpack_from(data, 0)
+        if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and total >= 40:
+            end = 14 + total
+            sport, dport, seq, ack, offl = _TCP.unpack_from(data, 34)
+            hl = (offl >> 12) * 4
+            n = len(data)
+            if hl >= 20 and 34 + hl <= end and 34 + hl <= n:
+                if end <= n:
+                    return _new_segment(
+                        TcpSegment,
+                        (_addr4(src), sport, _addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl : end], 0),
                     )
-        if len(data) < 14:
-            return FrameProblem("truncated Ethernet header", 0)
-        return _ethertype(data, _H.unpack_from(data, 12)[0], 14)
-    if linktype in (101, 12, 14):
-        return _ip(data, 0)
-    if linktype == 228:
-        return _ipv4(data, 0)
-    if linktype == 229:
-        return _ipv6(data, 0)
-    if linktype == 113:
-        if len(data) < 16:
-            return FrameProblem("truncated Linux cooked (SLL) header", 0)
-        return _ethertype(data, _H.unpack_from(data, 14)[0], 16)
-    if linktype == 276:
-        if len(data) < 20:
-            return FrameProblem("truncated Linux cooked v2 (SLL2) header", 0)
-        return _ethertype(data, _H.unpack_from(data, 0)[0], 20)
-    if linktype in (0, 108):
-        if len(data) < 4:
-            return FrameProblem("truncated loopback header", 0)
-        if linktype == 108:
-            af = _U32BE.unpack_from(data, 0)[0]
-        else:  # host byte order of the capturing machine: AF values are small, so pick the order
-            af = _U32LE.unpack_from(data, 0)[0]
-            if af > 0xFFFF:
-                af = _U32BE.unpack_from(data, 0)[0]
-        if af == 2:
-            return _ipv4(data, 4)
-        if af in _AF_INET6:
-            return _ipv6(data, 4)
-        return None
-    return None
+                return TcpSegment(
+                    _addr4(src), sport, _addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl :], end - n
+                )
+    link_layer = _LINK_LAYERS.get(linktype)
+    return link_layer(data) if link_layer is not None else None

@@ -15,11 +15,12 @@ import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Generic, TypeVar
 
 from harness.capture.frames import _ETH_IPV4_TCP, _TCP, FrameProblem, TcpSegment, _addr4, decode_tcp
 from harness.capture.pcapfile import CaptureProblem, Record, RecordView, iter_records
 from harness.capture.tcp import Flow, Gap, StreamProblem, reassemble
+from harness.files import open_regular
 
 __all__ = [
     "CaptureStream",
@@ -27,6 +28,7 @@ __all__ = [
     "capture_flows",
     "capture_segments",
     "capture_streams",
+    "connection_ends",
     "connection_key",
     "segment_connection",
     "view_connections",
@@ -142,6 +144,64 @@ class _Spill:
             self._file.close()
 
 
+def connection_ends(
+    first: Iterable[tuple[int, float, Hashable]], ordered: bool = True
+) -> tuple[frozenset[int], dict[int, int]]:
+    """What the first, light reading of a capture (``(record offset, timestamp, connection)`` of
+    the records kept, in file order) tells the second: the offset of each connection's last
+    record and, with ``ordered``, each connection's rank by the timestamp of its first record
+    (ties: file order), keyed by that record's offset."""
+    firsts: dict[Hashable, tuple[float, int]] = {}  # only to order the connections
+    lasts: dict[Hashable, int] = {}
+    for offset, ts, key in first:
+        if ordered and key not in firsts:
+            firsts[key] = (ts, offset)
+        lasts[key] = offset
+    starts = {at[1]: n for n, at in enumerate(sorted(firsts.values()))} if ordered else {}
+    return frozenset(lasts.values()), starts
+
+
+class _Waiting(Generic[T]):
+    """Finished connections waiting for the one due, by rank: in memory up to ``hold`` bytes (by
+    ``size``), beyond that pickled to a temporary file (:class:`_Spill`)."""
+
+    def __init__(self, size: Callable[[T], int], hold: int) -> None:
+        self.size = size
+        self.hold = hold
+        self.held = 0
+        self.spill = _Spill()
+        self.by_rank: dict[int, tuple[list[T] | None, tuple[int, int], int]] = {}  # items or where, weight
+
+    def __contains__(self, rank: int) -> bool:
+        return rank in self.by_rank
+
+    def put(self, rank: int, items: list[T]) -> None:
+        weight = sum(self.size(i) for i in items)
+        if self.held + weight > self.hold:
+            self.by_rank[rank] = (None, self.spill.put(items), 0)
+        else:
+            self.by_rank[rank] = (items, (0, 0), weight)
+            self.held += weight
+
+    def park(self, rank: int, items: list[T]) -> None:
+        """Keep ``items`` in memory whatever they weigh (the reading is over)."""
+        self.by_rank[rank] = (items, (0, 0), 0)
+
+    def take(self, rank: int) -> list[T]:
+        items, where, weight = self.by_rank.pop(rank)
+        if items is None:
+            spilled: list[T] = self.spill.get(where)
+            return spilled
+        self.held -= weight
+        return items
+
+    def ranks(self) -> list[int]:
+        return sorted(self.by_rank)
+
+    def close(self) -> None:
+        self.spill.close()
+
+
 def by_connection(
     first: Iterable[tuple[int, float, Hashable]],
     second: Iterable[tuple[int, Hashable, T]],
@@ -160,21 +220,11 @@ def by_connection(
     ends before an earlier one waits, in a temporary file once more than ``hold`` bytes (by
     ``size``) wait.  Without, each comes as it ends.  Memory: the open connections, the waiting
     ones up to ``hold``, and two small numbers per connection."""
-    firsts: dict[Hashable, tuple[float, int]] = {}  # only to order the connections
-    lasts: dict[Hashable, int] = {}
-    for offset, ts, key in first:
-        if ordered and key not in firsts:
-            firsts[key] = (ts, offset)
-        lasts[key] = offset
-    ends = set(lasts.values())
-    starts = {at[1]: n for n, at in enumerate(sorted(firsts.values()))} if ordered else {}
-    del firsts, lasts
+    ends, starts = connection_ends(first, ordered)
     unknown = itertools.count(len(starts))  # connections the first reading did not see
     open_: dict[Hashable, list[T]] = {}
     rank: dict[Hashable, int] = {}
-    waiting: dict[int, list[T] | tuple[int, int]] = {}
-    held = 0
-    spill = _Spill()
+    waiting = _Waiting(size, hold)
     due = 0
     try:
         for offset, key, item in second:
@@ -190,38 +240,25 @@ def by_connection(
             n = rank.pop(key)
             if not ordered:
                 yield items
-                continue
-            if n != due:
-                weight = sum(size(i) for i in items)
-                if held + weight > hold:
-                    waiting[n] = spill.put(items)
-                else:
-                    waiting[n], held = items, held + weight
-                continue
-            yield items
-            due += 1
-            while due in waiting:
-                ready = waiting.pop(due)
-                if isinstance(ready, tuple):
-                    ready = spill.get(ready)
-                else:
-                    held -= sum(size(i) for i in ready)
-                yield ready
+            elif n != due:
+                waiting.put(n, items)
+            else:
+                yield items
                 due += 1
+                while due in waiting:
+                    yield waiting.take(due)
+                    due += 1
         # whatever the first reading did not see end (a file that changed in between)
         for key in sorted(open_, key=lambda k: rank[k]):
-            waiting[rank[key]] = open_.pop(key)
-        for n in sorted(waiting):
-            ready = waiting.pop(n)
-            yield spill.get(ready) if isinstance(ready, tuple) else ready
+            waiting.park(rank[key], open_.pop(key))
+        for n in waiting.ranks():
+            yield waiting.take(n)
     finally:
-        spill.close()
+        waiting.close()
 
 
 def _records(path: str | Path) -> Iterator[Record | CaptureProblem]:
-    from harness.files import open_regular  # a device or a FIFO is never read
-
-    with open_regular(path) as f:
+    with open_regular(path) as f:  # a device or a FIFO is never read
         yield from iter_records(f, path=str(path))
 
 

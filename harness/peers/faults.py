@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import socket
 import struct
 import time
@@ -44,14 +45,11 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import packets
 from harness.session import AcceptorBehaviour, SessionState
 from packets import StreamSplitter
-
-if TYPE_CHECKING:
-    from harness.peers.reactor import Reactor
 
 __all__ = [
     "FAULTS",
@@ -59,6 +57,7 @@ __all__ = [
     "RESTART_SECONDS",
     "Fault",
     "FaultWatch",
+    "Loop",
     "crashes",
     "fault_lines",
     "leaked",
@@ -222,6 +221,26 @@ def watch_for(name: str) -> FaultWatch | None:
 # -- the effects, on the peer's loop --------------------------------------------------------------
 
 
+class Loop(Protocol):
+    """What the effects touch of the peer's loop (:class:`harness.peers.reactor.Reactor`, which
+    calls :func:`tick` and :func:`strike`): its sockets, its connections, and how it closes one.
+    A Protocol, so that this module does not import the loop that imports it."""
+
+    time_scale: float
+    max_connections: int
+    _sel: selectors.BaseSelector | None
+    _listener: socket.socket | None
+    _ping_sock: socket.socket | None
+    _ping_address: tuple[str, int] | None
+    _address: tuple[str, int] | None
+    _slots: dict[int, Any]
+
+    def _set_mask(self, slot: Any) -> None: ...
+
+    def _finish(self, slot: Any, by: str, reason: str, closer: str) -> None: ...
+
+
+
 @dataclass
 class _Down:
     until: float
@@ -233,7 +252,7 @@ class _Down:
 _DOWN: weakref.WeakKeyDictionary[Any, _Down] = weakref.WeakKeyDictionary()
 
 
-def crashes(peer: Reactor) -> int:
+def crashes(peer: Loop) -> int:
     """How many times ``peer`` crashed."""
     down = _DOWN.get(peer)
     return down.crashes if down is not None else 0
@@ -242,12 +261,12 @@ def crashes(peer: Reactor) -> int:
 _LEAKS: weakref.WeakKeyDictionary[Any, list[int]] = weakref.WeakKeyDictionary()
 
 
-def leaked(peer: Reactor) -> int:
+def leaked(peer: Loop) -> int:
     """How many descriptors ``peer`` leaked."""
     return len(_LEAKS.get(peer, ()))
 
 
-def strike(peer: Reactor, slot: Any) -> bool:
+def strike(peer: Loop, slot: Any) -> bool:
     """The fault of ``slot``'s behaviour fired on the packet just read: crash the peer, hang the
     connection (True: the packet is not processed) or leak a descriptor (False: it is, as usual)."""
     watch: FaultWatch = slot.fault
@@ -278,7 +297,7 @@ def _close_all(fds: list[int]) -> None:
 _PENDING: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
-def tick(peer: Reactor) -> None:
+def tick(peer: Loop) -> None:
     """At the start of every round of the peer's loop: crash when a fault struck, listen again
     once the restart time of a crash has come."""
     name = _PENDING.pop(peer, None)
@@ -288,7 +307,7 @@ def tick(peer: Reactor) -> None:
         _revive(peer)
 
 
-def _crash(peer: Reactor, name: str) -> None:
+def _crash(peer: Loop, name: str) -> None:
     assert peer._sel is not None
     previous = _DOWN.get(peer)
     ping = peer._ping_address if peer._ping_sock is not None else None
@@ -308,7 +327,7 @@ def _crash(peer: Reactor, name: str) -> None:
         peer._finish(slot, "crashed", f"the peer crashed ({name})", closer="s2c")
 
 
-def _revive(peer: Reactor) -> None:
+def _revive(peer: Loop) -> None:
     down = _DOWN.get(peer)
     if down is None or peer._listener is not None or time.monotonic() < down.until:
         return
