@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from harness.cases import runner
 from harness.cases.loader import load_paths
+from harness.fuzz.runs import Finding, FuzzOptions
+from harness.fuzz.states import Connection
 from harness.outdir import write_file_atomically
+from harness.peers.recorder import PcapRecorder
 
-if TYPE_CHECKING:
-    from harness.fuzz.engine import Finding, FuzzOptions
-    from harness.fuzz.states import Connection
-
-__all__ = ["run_case", "write_case", "write_finding_pcap", "write_pcap"]
+__all__ = ["run_case", "wire_hex", "write_case", "write_finding_pcap", "write_pcap"]
 
 
 def _name(f: Finding) -> str:
@@ -36,6 +35,11 @@ def _name(f: Finding) -> str:
 def _shown(o: FuzzOptions, written: Path) -> str:
     """The path a report names for a file written at ``written`` (in ``o.out``)."""
     return str((o.shown or o.out) / written.relative_to(o.out))
+
+
+def wire_hex(data: bytes) -> str:
+    """A packet's bytes as a case's ``hex`` writes them: 32 bytes a group, the groups spaced."""
+    return " ".join(data[i : i + 32].hex() for i in range(0, len(data), 32))
 
 
 def write_case(o: FuzzOptions, f: Finding, header: str, case: dict[str, Any]) -> Path:
@@ -56,8 +60,6 @@ def write_finding_pcap(o: FuzzOptions, f: Finding, conn: Connection, server: tup
 
 def write_pcap(conn: Connection, server: tuple[str, int], path: Path) -> Path:
     """The session of ``conn`` (both directions, as sent and read) as a pcap with TCP framing."""
-    from harness.peers.recorder import PcapRecorder
-
     recorder = PcapRecorder(path)
     try:
         first = conn.log[0][2] if conn.log else time.time()

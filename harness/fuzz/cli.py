@@ -31,6 +31,21 @@ from pathlib import Path
 from typing import Any
 
 from harness.argtypes import count, seconds
+from harness.cases.loader import CaseError, load_paths
+from harness.cases.runner import open_target, run_case
+from harness.cases.target import WIRE_INITIATOR
+from harness.cases.targets.live import parse_live_queue, parse_live_scale, parse_mqqb_address, parse_ping_port
+from harness.cases.targets.registry import make_target
+from harness.fuzz.engine import Fuzzer
+from harness.fuzz.findings import text_report, write_html, write_json
+from harness.fuzz.generate import KINDS
+from harness.fuzz.oracles import Timers
+from harness.fuzz.runs import FuzzOptions, TargetDown
+from harness.fuzz.sender import SenderFuzzer
+from harness.fuzz.states import SENDER_STATES, STATES
+from harness.outdir import OutputError, StagedOutput, refusal
+from harness.peers.cli import is_loopback
+from harness.results import Outcome
 
 __all__ = ["COMMAND", "add_parser", "cmd_fuzz"]
 
@@ -104,17 +119,10 @@ def _fail(text: str) -> int:
 
 
 def _allowed(host: str, allow: list[str]) -> bool:
-    from harness.peers.cli import is_loopback
-
     return is_loopback(host) or host in {a.strip("[]") for a in allow}
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from harness.cases.targets.live import parse_live_queue, parse_live_scale, parse_mqqb_address, parse_ping_port
-    from harness.fuzz.engine import Fuzzer, TargetDown
-    from harness.fuzz.generate import KINDS
-    from harness.fuzz.states import STATES
-
     target = args.target
     for kind in args.kind:
         if kind not in KINDS:
@@ -153,10 +161,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         return _fail(f"{target} does not serve: {e}")
 
 
-def _options(args: argparse.Namespace, address: tuple[str, int], scale: float) -> Any:
-    from harness.fuzz.engine import FuzzOptions
-    from harness.fuzz.oracles import Timers
-
+def _options(args: argparse.Namespace, address: tuple[str, int], scale: float) -> FuzzOptions:
     return FuzzOptions(
         address=address,
         target=args.target,
@@ -175,11 +180,6 @@ def _options(args: argparse.Namespace, address: tuple[str, int], scale: float) -
 
 def _fuzz_sender(args: argparse.Namespace) -> int:
     """``--target cmd:...``: the sender behind the adapter connects to the fuzzer (harness.fuzz.sender)."""
-    from harness.cases.target import WIRE_INITIATOR
-    from harness.cases.targets.registry import make_target
-    from harness.fuzz.engine import TargetDown
-    from harness.fuzz.sender import SENDER_STATES, SenderFuzzer
-
     if args.replay:  # the sender's finding cases: initiator wire cases (harness.fuzz.sendercase)
         return _replay(args.replay, args.target)
     for name in args.state:
@@ -212,18 +212,13 @@ def _fuzz_sender(args: argparse.Namespace) -> int:
 
 def _refusal(args: argparse.Namespace) -> str:
     """ "" when the run's output may be put at ``--out`` (harness.outdir.refusal), else why not."""
-    from harness.outdir import refusal
-
     return refusal(args.out, COMMAND, force=args.force)
 
 
-def _fuzz_into(args: argparse.Namespace, fuzzer: Any) -> int:
+def _fuzz_into(args: argparse.Namespace, fuzzer: Fuzzer) -> int:
     """Run ``fuzzer``, its cases, pcaps and reports written into a temporary sibling of ``--out``
     put in place when the run ends (harness.outdir.StagedOutput); interrupted (Ctrl-C), the
     rounds done so far are reported."""
-    from harness.fuzz.findings import text_report, write_html, write_json
-    from harness.outdir import OutputError, StagedOutput
-
     shown = Path(args.out)
     with StagedOutput(shown, COMMAND, force=args.force) as stage:
         fuzzer.o.out, fuzzer.o.shown = stage.path, shown
@@ -246,10 +241,6 @@ def _fuzz_into(args: argparse.Namespace, fuzzer: Any) -> int:
 
 def _replay(paths: list[str], target: str) -> int:
     """Run the finding cases against the target: 0 when every one passes."""
-    from harness.cases.loader import CaseError, load_paths
-    from harness.cases.runner import open_target, run_case
-    from harness.results import Outcome
-
     try:
         cases = load_paths(paths)
     except (CaseError, OSError) as e:

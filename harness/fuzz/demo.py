@@ -7,6 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.fuzz.engine import Fuzzer
+from harness.fuzz.findings import write_html, write_json
+from harness.fuzz.oracles import Timers
+from harness.fuzz.runs import FuzzOptions
+from harness.peers.server import SimulatedPeer
+
 __all__ = ["fuzz_demo"]
 
 SEED = 7
@@ -15,11 +21,6 @@ SEED = 7
 def fuzz_demo(out: Path, shown: Path | None = None) -> str:
     """Run the demo into ``out``, a folder it may fill (it replaces what is there); one line
     saying what was found and where it is: ``shown``, where ``out`` is put when complete."""
-    from harness.fuzz.engine import Fuzzer, FuzzOptions
-    from harness.fuzz.findings import write_html, write_json
-    from harness.fuzz.oracles import Timers
-    from harness.peers.server import SimulatedPeer
-
     with SimulatedPeer(behaviour="crash-soap-length", time_scale=0.05, ping_port=None) as peer:
         host, port = peer.address
         target = f"mqqb://{host}:{port}?scale=0.05"

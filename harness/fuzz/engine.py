@@ -23,18 +23,15 @@ bound (a hang), a crash -- decides the rest, and ``duration`` cuts the run by th
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import random
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import packets
-from harness.errors import HarnessError
+from harness.fuzz.casefiles import write_finding_pcap
 from harness.fuzz.generate import (
     AS_BUILT,
     KINDS,
@@ -43,14 +40,17 @@ from harness.fuzz.generate import (
     Mutation,
     _leaves,
     mutations_for,
-    packet_kind,
     template,
 )
-from harness.fuzz.oracles import Timers, alive, observe, observed_packets, target_violations
-from harness.fuzz.states import STATES, Connection, State, note_sent, reach
+from harness.fuzz.minimise import confirm_and_minimise, replay
+from harness.fuzz.oracles import alive, observe, observed_packets, target_violations
+from harness.fuzz.resources import FD_GROWTH, listener_pid, usage
+from harness.fuzz.runs import Finding, FuzzOptions, FuzzReport, TargetDown
+from harness.fuzz.states import STATES, Connection, State, reach
+from harness.peers.cli import is_loopback
 from packets import GUID, BitFlags
 
-__all__ = ["MUTATION_CLASSES", "Finding", "FuzzOptions", "FuzzReport", "Fuzzer", "mutation_class"]
+__all__ = ["MUTATION_CLASSES", "Fuzzer", "mutation_class"]
 
 RESOURCE_EVERY = 32  # rounds between two looks at the target's descriptors
 RESOURCE_REPLAYS = 4  # times each recent session is sent again to find the one that leaks
@@ -81,88 +81,6 @@ def mutation_class(m: Mutation) -> str:
     if any(w in m.field.rpartition(".")[2] for w in LENGTH_WORDS):
         return "length"
     return "integer"
-
-
-@dataclass
-class FuzzOptions:
-    address: tuple[str, int]
-    target: str
-    seed: int
-    max_packets: int = 10_000
-    duration: float = 60.0
-    rate: float = 500.0  # packets per second, at most
-    keep_going: bool = False  # do not stop at the first confirmed crash
-    restart_wait: float = 60.0  # seconds a crashed target may take to come back
-    timers: Timers = dataclasses.field(default_factory=Timers)
-    ping: tuple[str, int] | None = None
-    queue_id: int = 1
-    tx_queue_id: int = 1
-    out: Path = Path("fuzz-findings")  # where the cases and pcaps are written
-    shown: Path | None = None  # the folder the findings name: where ``out`` is put when complete (None: out)
-    states: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = ()
-    minimise_runs: int = 24
-
-
-@dataclass
-class Finding:
-    """A crash, hang or violation, with where it happened and what reproduces it."""
-
-    id: str
-    oracle: str  # crash | hang | violation
-    why: str
-    state: str
-    kind: str
-    template: str
-    field: str
-    op: str
-    round: int
-    seed: int
-    packets: list[bytes]  # what the fuzzer sent on the session, the injected packet last
-    requirement: str = ""
-    level: str = ""
-    section: str = ""
-    confirmed: bool = False
-    minimal: list[bytes] = dataclasses.field(default_factory=list)
-    case: str = ""
-    pcap: str = ""
-    case_outcome: str = ""  # the case run against the target (it fails while the fault is there)
-    duplicates: int = 0
-
-    @property
-    def injected(self) -> bytes:
-        return self.packets[-1]
-
-    @property
-    def signature(self) -> tuple[str, str, str, str]:
-        """Findings alike are one: the same oracle on the same kind of packet (as it decodes, of the
-        same template for a UserMessage), a hang in the same SessionState, a violation of the same rule."""
-        if self.oracle == "violation":
-            return (self.oracle, "", "", self.requirement)
-        kind = packet_kind(self.injected)
-        variant = self.template if kind == self.kind == "UserMessage" else kind
-        where = self.session_state if self.oracle == "hang" else ""
-        return (self.oracle, variant, where, self.requirement if self.oracle == "violation" else "")
-
-    @property
-    def session_state(self) -> str:
-        return next((s.session_state for s in STATES if s.name == self.state), self.state)
-
-
-@dataclass
-class FuzzReport:
-    options: FuzzOptions
-    rounds: int = 0
-    packets: int = 0
-    seconds: float = 0.0
-    stopped: str = ""
-    findings: list[Finding] = dataclasses.field(default_factory=list)
-    coverage: Counter[tuple[str, str, str]] = dataclasses.field(default_factory=Counter)
-    skipped: int = 0  # mutations that did not apply to the packet built
-    classes: Counter[tuple[str, str, str]] = dataclasses.field(default_factory=Counter)  # (state, kind, class)
-
-    def pairs(self) -> set[tuple[str, str]]:
-        return {(s, k) for s, k, _ in self.coverage}
 
 
 class Fuzzer:
@@ -212,9 +130,6 @@ class Fuzzer:
 
     # -- resource growth (harness.fuzz.resources) ---------------------------------------------------------
     def _watch_resources(self) -> None:
-        from harness.fuzz.resources import listener_pid, usage
-        from harness.peers.cli import is_loopback
-
         host, port = self.o.address
         self.pid = listener_pid(port) if port and is_loopback(host) else None
         self.baseline = usage(self.pid) if self.pid is not None else None
@@ -223,8 +138,6 @@ class Fuzzer:
     def _resources(self) -> None:
         """Descriptors more than :data:`FD_GROWTH` above the run's start and still growing since the
         last look: a leak, confirmed when the last round's packets, sent again, leak again."""
-        from harness.fuzz.resources import FD_GROWTH, usage
-
         assert self.pid is not None
         now = usage(self.pid)
         if now is None or self.baseline is None or self.previous is None:
@@ -244,8 +157,6 @@ class Fuzzer:
         assert f is not None
         self.report.findings.append(f)
         self.say(f"round {f.round}: resource growth: {why}")
-        from harness.fuzz.minimise import replay
-
         after: Any = before
         for candidate in list(self.recent)[::-1]:  # the latest sessions first: which one leaks?
             start = usage(self.pid)
@@ -255,8 +166,6 @@ class Fuzzer:
             after = usage(self.pid)
             if start is not None and after is not None and after.fds - start.fds >= RESOURCE_REPLAYS:
                 f.confirmed, f.packets, f.minimal = True, list(candidate), list(candidate)
-                from harness.fuzz.casefiles import write_finding_pcap
-
                 write_finding_pcap(self.o, f, conn, self.o.address)
                 break
         self.say(
@@ -394,8 +303,6 @@ class Fuzzer:
 
     def confirm(self, f: Finding) -> None:
         """Re-run the finding, minimise it, write its case and pcap (harness.fuzz.minimise)."""
-        from harness.fuzz.minimise import confirm_and_minimise
-
         confirm_and_minimise(self, f)
 
     def _found(self, oracle: str, why: str, state: State, mutation: Mutation, units: list[bytes]) -> bool:
@@ -447,10 +354,3 @@ class Fuzzer:
 
     def note(self, conn: Connection) -> None:
         self.report.packets += conn.sent
-
-
-class TargetDown(HarnessError):
-    """The target does not serve at all (before any round could blame a packet)."""
-
-
-_ = (note_sent, Any)

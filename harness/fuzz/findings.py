@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import packets
-from harness.fuzz.engine import Finding, FuzzReport
 from harness.fuzz.generate import KINDS
+from harness.fuzz.runs import Finding, FuzzReport
 from packets.render import render_tree, to_jsonable
 
 __all__ = ["coverage_table", "decoded", "text_report", "to_json", "write_html", "write_json"]

@@ -19,6 +19,7 @@ a state where it is wrong.  Everything is drawn from a ``random.Random`` the run
 
 from __future__ import annotations
 
+import copy
 import random
 import struct
 from collections.abc import Callable, Iterator, Mapping
@@ -29,7 +30,7 @@ from construct import Container, ListContainer
 
 import packets
 from harness.session import DeliveryClass, user_message
-from packets import GUID, NULL_GUID, BitFlags, PacketKind
+from packets import GUID, NULL_GUID, BitFlags, PacketKind, mqrr
 from packets import session as sp
 from packets.base import INFINITE
 from packets.fields import encode_utf16z
@@ -212,8 +213,6 @@ def _with_srmp(ctx: Context) -> Container:
 def _with_extension(ctx: Context) -> Container:
     """A UserMessage followed by the [MS-MQRR] 2.2.5.2 ExtensionHeader and the SubqueueHeader and
     ExtendedAddressHeader its Flags announce (2.2.5.3, 2.2.5.5)."""
-    from packets import mqrr
-
     h = _user(ctx)
     h.ExtensionHeader = Container(
         HeaderSize=12, RemainingHeadersSize=None, Flags=mqrr.ExtensionHeaderFlags.make(SQ=1, EA=1), Reserved=bytes(3)
@@ -451,8 +450,6 @@ def _string_value(path: str, op: str) -> str:
 def _rebuilt(headers: Container, path: str, text: str) -> bytes:
     """The packet with the string at ``path`` replaced, every length of its header and the
     BaseHeader.PacketSize computed again by the codec."""
-    import copy
-
     h = copy.deepcopy(headers)
     parts = path.split(".")
     parent: Any = _get(h, ".".join(parts[:-1])) if len(parts) > 1 else h

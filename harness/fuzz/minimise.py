@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import packets
-from harness.fuzz.casefiles import run_case, write_case, write_finding_pcap
+from harness.fuzz.casefiles import run_case, wire_hex, write_case, write_finding_pcap
 from harness.fuzz.generate import Context, packet_kind
 from harness.fuzz.oracles import (
     GRACE,
@@ -38,15 +38,14 @@ from harness.fuzz.oracles import (
     requirement_section,
     target_violations,
 )
+from harness.fuzz.runs import Finding, FuzzOptions
 from harness.fuzz.shrink import shrink_last
 from harness.fuzz.states import Connection, note_sent
+from harness.peers.server import SimulatedPeer
 from harness.pipeline.minimize import ddmin
 from packets import GUID
 
-if TYPE_CHECKING:
-    from harness.fuzz.engine import Finding, Fuzzer
-
-__all__ = ["case_of", "confirm_and_minimise", "replay"]
+__all__ = ["Replaying", "case_of", "confirm_and_minimise", "replay"]
 
 _ANSWERED = {"EstablishConnection": "WAITING_CP_MSG", "ConnectionParameters": "OPEN"}
 CS_VALID = "MQQB-3.1.5.3.1-CS-VALID"
@@ -92,7 +91,18 @@ def replay(
     return "", "", conn, reaction
 
 
-def confirm_and_minimise(fuzzer: Fuzzer, f: Finding) -> None:
+class Replaying(Protocol):
+    """What confirming a finding needs of the fuzzer that found it (harness.fuzz.engine.Fuzzer):
+    its options, a wait for a crashed target to serve again, the count of the packets sent."""
+
+    o: FuzzOptions
+
+    def wait_alive(self) -> str: ...
+
+    def note(self, conn: Connection) -> None: ...
+
+
+def confirm_and_minimise(fuzzer: Replaying, f: Finding) -> None:
     """Re-run ``f`` (confirmed when the same oracle fires), shrink it, write its case and pcap."""
     o = fuzzer.o
     runs = 0
@@ -141,8 +151,6 @@ def _header(f: Finding) -> str:
 def _reference_reaction(units: list[bytes], timers: Timers, f: Finding) -> str:
     """What the project's conformant simulated peer does with the last of ``units``: "closed" or
     "answered" (it is the queue manager the packets were addressed to: its identifier is theirs)."""
-    from harness.peers.server import SimulatedPeer
-
     server = _server_guid(units)
     with SimulatedPeer(identifier=server, time_scale=timers.scale, ping_port=None) as peer:
         _oracle, _why, _conn, reaction = replay(units, peer.address, timers)
@@ -174,14 +182,6 @@ def _close_requirement(data: bytes, state: str) -> str:
     return "MQQB-3.1.5.1.3-DISCARD-CLOSE"
 
 
-def _section(requirement: str) -> str:
-    return requirement_section(requirement)
-
-
-def _hex(data: bytes) -> str:
-    return " ".join(data[i : i + 32].hex() for i in range(0, len(data), 32))
-
-
 def _step(action: str, requirement: str, **args: Any) -> dict[str, Any]:
     return {"action": action, "args": args, "requirement": requirement}
 
@@ -191,12 +191,12 @@ def _steps(f: Finding, units: list[bytes], reference: str) -> tuple[list[dict[st
     state, steps = "WAITING_EC_MSG", []
     for u in units[:-1]:
         kind = packet_kind(u)
-        steps.append(_step("send", CS_VALID, packet="raw", hex=_hex(u)))
+        steps.append(_step("send", CS_VALID, packet="raw", hex=wire_hex(u)))
         if kind in _ANSWERED:
             steps.append(_step("receive", CS_VALID, packet=kind, within=INIT, skip=["SessionAck"]))
             state = _ANSWERED[kind]
     close = _close_requirement(units[-1], state)
-    steps.append(_step("send", close, packet="raw", hex=_hex(units[-1])))
+    steps.append(_step("send", close, packet="raw", hex=wire_hex(units[-1])))
     if reference == "closed":
         steps.append(_step("wait_for", close, closed=1, within=INIT))
     elif state == "OPEN":
@@ -219,7 +219,7 @@ def case_of(f: Finding, units: list[bytes], reference: str) -> dict[str, Any]:
         cited.append(f.requirement)
     else:
         f.requirement = close if reference == "closed" else cited[-1]
-        f.level, f.section = requirement_level(f.requirement), _section(f.requirement)
+        f.level, f.section = requirement_level(f.requirement), requirement_section(f.requirement)
     what = {"crash": "a new connection is still served", "hang": "the acceptor still reacts"}.get(
         f.oracle, f"the replies break no rule ({f.requirement})"
     )
@@ -227,7 +227,7 @@ def case_of(f: Finding, units: list[bytes], reference: str) -> dict[str, Any]:
         "id": f"fuzz.{f.oracle}.seed{f.seed}.round{f.round}",
         "title": f"After {f.template} with {f.field or 'no field'} {f.op} in {f.state}, {what} "
         f"({'closes the session' if reference == 'closed' else 'answers'})",
-        "spec": [{"section": _section(r), "requirement": r} for r in cited],
+        "spec": [{"section": requirement_section(r), "requirement": r} for r in cited],
         "tags": ["fuzz", f.oracle],
         "given": {"peer": {"under_test": "acceptor"}},
         "when": steps,

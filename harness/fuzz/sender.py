@@ -23,30 +23,24 @@ import random
 import socket
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import packets
-from harness.errors import HarnessError
-from harness.fuzz.engine import Finding, Fuzzer, FuzzOptions
+from harness.cases.target import TargetError
+from harness.fuzz.engine import Fuzzer
 from harness.fuzz.generate import KINDS, Context, Mutation, mutations_for, packet_kind, template
 from harness.fuzz.oracles import Timers
-from harness.fuzz.states import Connection, State
+from harness.fuzz.runs import Finding, FuzzOptions, SenderDown
+from harness.fuzz.sendercase import confirm_and_minimise_sender
+from harness.fuzz.states import SENDER_STATES, Connection, State
 from packets import GUID
 
-__all__ = ["SENDER_STATES", "SenderFuzzer"]
+__all__ = ["SenderFuzzer"]
 
-SENDER_STATES: tuple[State, ...] = (
-    State("WAITING_ECR_MSG", "WAITING_ECR_MSG", (), "MS-MQQB 3.1.5.2.3"),
-    State("WAITING_CPR_MSG", "WAITING_CPR_MSG", (), "MS-MQQB 3.1.5.3.2"),
-    State("OPEN", "OPEN", (), "MS-MQQB 3.1.5.4.2"),
-)
 _NEXT = {"WAITING_ECR_MSG": "ConnectionParameters", "WAITING_CPR_MSG": "UserMessage", "OPEN": "UserMessage"}
-
-
-class SenderDown(HarnessError):
-    """The sender's adapter failed a control operation."""
 
 
 @dataclass
@@ -77,8 +71,6 @@ class SenderFuzzer(Fuzzer):
         key = (state.name, kind)
         queue = self.queues.get(key)
         if not queue:
-            from collections import deque
-
             ctx = Context(self.guid, GUID(bytes(range(16))))
             seed = f"{self.o.seed}/sender/{state.name}/{kind}"
             queue = self.queues[key] = deque(mutations_for(kind, ctx, random.Random(seed), "initiator"))
@@ -86,8 +78,6 @@ class SenderFuzzer(Fuzzer):
 
     # -- control --------------------------------------------------------------------------------------
     def _control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
-        from harness.cases.target import TargetError
-
         try:
             return dict(self.target.control(op, args))
         except TargetError as e:
@@ -236,6 +226,4 @@ class SenderFuzzer(Fuzzer):
     def confirm(self, f: Finding) -> None:
         """Play the finding's round again (the same oracle must fire), minimise it, write its case
         and pcap (harness.fuzz.sendercase)."""
-        from harness.fuzz.sendercase import confirm_and_minimise_sender
-
         confirm_and_minimise_sender(self, f)

@@ -31,23 +31,20 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import packets
-from harness.fuzz.casefiles import run_case, write_case, write_finding_pcap
+from harness.fuzz.casefiles import run_case, wire_hex, write_case, write_finding_pcap
 from harness.fuzz.generate import Mutation
-from harness.fuzz.minimise import _hex, _section
-from harness.fuzz.oracles import requirement_level
+from harness.fuzz.oracles import Timers, requirement_level, requirement_section
+from harness.fuzz.runs import Finding, FuzzOptions, SenderDown
 from harness.fuzz.shrink import shrink, without
+from harness.fuzz.states import SENDER_STATES, Connection, State
 from harness.pipeline.minimize import ddmin
 
-if TYPE_CHECKING:
-    from harness.fuzz.engine import Finding
-    from harness.fuzz.sender import SenderFuzzer
-    from harness.fuzz.states import Connection
-
-__all__ = ["confirm_and_minimise_sender", "sender_case"]
+__all__ = ["Playing", "confirm_and_minimise_sender", "sender_case"]
 
 # state -> (the sender's packet the fuzzed one answers, the requirement it is sent by)
 ANSWERS = {
@@ -72,6 +69,20 @@ ECHO = {  # the fields a response echoes from its request (3.1.5.3.1, 3.1.5.4.1)
 RETRY = "MQQB-3.1.6.1-RETRY"
 ALIVE = "fuzz-alive"  # the queue a crash case creates to see the sender still running
 INIT = "SessionInitialization"
+
+
+class Playing(Protocol):
+    """What confirming a sender's finding needs of the fuzzer that found it
+    (harness.fuzz.sender.SenderFuzzer): its options, the sender's timers as its ``wire_setup``
+    declared them, the address it listens on, and a play of one round."""
+
+    o: FuzzOptions
+    sender_timers: Timers
+    address: tuple[str, int]
+
+    def play(
+        self, state: State, mutation: Mutation, rng: random.Random, shape: Callable[[bytes], bytes | None] | None = None
+    ) -> tuple[str, str, Connection | None, bytes]: ...
 
 
 def close_requirement(data: bytes, state: str) -> str:
@@ -121,7 +132,7 @@ def sender_case(f: Finding, state: str, injected: bytes, reaction: str, scale: f
     module docstring); ``reaction``: "closed" or "next", what the reference sender does with it."""
     answered, sent_by = ANSWERS[state]
     echo = [path for path in ECHO.get(f.template, ()) if path != f.field]
-    reply: dict[str, Any] = {"to": answered, **({"echo": echo} if echo else {}), "raw": _hex(injected)}
+    reply: dict[str, Any] = {"to": answered, **({"echo": echo} if echo else {}), "raw": wire_hex(injected)}
     steps = [
         _step("create_outgoing_queue", name="fuzz"),
         _step("enqueue", queue="fuzz", message=_message(1)),
@@ -137,12 +148,12 @@ def sender_case(f: Finding, state: str, injected: bytes, reaction: str, scale: f
         steps.append(_step("wait_for", RETRY, connections=2, within=f"SessionRetryConnect + {INIT}"))
     cited = [str(r) for r in dict.fromkeys(s["requirement"] for s in steps if "requirement" in s)]
     f.requirement = judged
-    f.level, f.section = requirement_level(judged), _section(judged)
+    f.level, f.section = requirement_level(judged), requirement_section(judged)
     what = "closes the session" if reaction == "closed" else f"goes on with its {NEXT[state][0]}"
     return {
         "id": f"fuzz.sender.{f.oracle}.seed{f.seed}.round{f.round}",
         "title": f"A sender that receives {f.template} with {f.field or 'no field'} {f.op} in {state} {what}",
-        "spec": [{"section": _section(r), "requirement": r} for r in cited],
+        "spec": [{"section": requirement_section(r), "requirement": r} for r in cited],
         "tags": ["fuzz", "sender", f.oracle],
         "given": {"peer": {"under_test": "initiator", "timers": scale, "replies": [reply]}},
         "when": steps,
@@ -167,7 +178,7 @@ def _header(f: Finding, state: str, groups: tuple[str, ...]) -> str:
 
 
 def _write_case(
-    fuzzer: SenderFuzzer, f: Finding, state: str, injected: bytes, groups: tuple[str, ...] = ()
+    fuzzer: Playing, f: Finding, state: str, injected: bytes, groups: tuple[str, ...] = ()
 ) -> tuple[Path, str]:
     """Write the case whose reaction the reference sender gives (tried in turn: "closed",
     "next"): the path written and the reference's outcome of the case written."""
@@ -184,7 +195,7 @@ def _write_case(
 class _Trials:
     """Plays of a finding's round against the sender, the last one that fired kept."""
 
-    def __init__(self, fuzzer: SenderFuzzer, f: Finding) -> None:
+    def __init__(self, fuzzer: Playing, f: Finding) -> None:
         self.fuzzer, self.f = fuzzer, f
         self.mutation = Mutation(f.template, f.field, f.op)
         self.runs = 0
@@ -195,8 +206,6 @@ class _Trials:
 
     def again(self, state_name: str, groups: tuple[str, ...] = ()) -> bool:
         """Play the round injecting in ``state_name``, the packet without ``groups``: the oracle fired."""
-        from harness.fuzz.sender import SENDER_STATES, SenderDown
-
         self.runs += 1
         f = self.f
         state = next(s for s in SENDER_STATES if s.name == state_name)
@@ -230,7 +239,7 @@ class _Trials:
         return self.last
 
 
-def confirm_and_minimise_sender(fuzzer: SenderFuzzer, f: Finding) -> None:
+def confirm_and_minimise_sender(fuzzer: Playing, f: Finding) -> None:
     """Re-run ``f`` (confirmed when the same oracle fires), minimise it (:class:`_Trials`), write
     its case and pcap, and run the case against the target."""
     o = fuzzer.o

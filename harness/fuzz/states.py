@@ -21,7 +21,7 @@ import packets
 from harness.fuzz.generate import Context, packet_kind, template
 from packets import GUID, StreamSplitter
 
-__all__ = ["STATES", "Connection", "Prefix", "State", "reach"]
+__all__ = ["SENDER_STATES", "STATES", "Connection", "Prefix", "State", "reach"]
 
 CONNECT_TIMEOUT = 2.0
 
@@ -52,6 +52,14 @@ STATES: tuple[State, ...] = (
     State("OPEN+in-flight", "OPEN", (_EC, _CP, Prefix("UserMessage[express]", None)), "MS-MQQB 3.1.7.1"),
     State("OPEN+acked", "OPEN", (_EC, _CP, Prefix("UserMessage[recoverable]", "SessionAck")), "MS-MQQB 3.1.5.5"),
     State("OPEN+transaction", "OPEN", (_EC, _CP, Prefix("UserMessage[transactional]", None)), "MS-MQQB 3.1.5.8.6"),
+)
+
+# The sender's states the fuzzer injects in, as its acceptor (harness.fuzz.sender): the sender
+# reaches each by itself, the fuzzer answering conformantly.
+SENDER_STATES: tuple[State, ...] = (
+    State("WAITING_ECR_MSG", "WAITING_ECR_MSG", (), "MS-MQQB 3.1.5.2.3"),
+    State("WAITING_CPR_MSG", "WAITING_CPR_MSG", (), "MS-MQQB 3.1.5.3.2"),
+    State("OPEN", "OPEN", (), "MS-MQQB 3.1.5.4.2"),
 )
 
 

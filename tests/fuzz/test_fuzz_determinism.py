@@ -16,8 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-from harness.fuzz.engine import Fuzzer, FuzzOptions, FuzzReport
+from harness.fuzz.engine import Fuzzer
 from harness.fuzz.oracles import GRACE, Timers
+from harness.fuzz.runs import FuzzOptions, FuzzReport
 from harness.peers import SimulatedPeer
 
 SCALE = 0.05

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import packets
 from harness.cases.targets.registry import make_target
-from harness.fuzz.engine import Fuzzer, FuzzOptions, FuzzReport, mutation_class
+from harness.fuzz.engine import Fuzzer, mutation_class
 from harness.fuzz.generate import KINDS, Context, Mutation, mutations_for, template
 from harness.fuzz.oracles import Timers, incomplete, observe
-from harness.fuzz.sender import SENDER_STATES, SenderFuzzer
-from harness.fuzz.states import STATES, Connection, State, reach
+from harness.fuzz.runs import FuzzOptions, FuzzReport
+from harness.fuzz.sender import SenderFuzzer
+from harness.fuzz.states import SENDER_STATES, STATES, Connection, State, reach
 from harness.peers import SimulatedPeer
 from packets import GUID, StreamSplitter
 from packets import session as sp

@@ -17,7 +17,7 @@ import pytest
 
 from harness.cli import main
 from harness.fuzz.casefiles import run_case, write_case
-from harness.fuzz.engine import Finding, FuzzOptions
+from harness.fuzz.runs import Finding, FuzzOptions
 from harness.outdir import MARKER
 from harness.peers import SimulatedPeer
 

@@ -17,7 +17,7 @@ import yaml
 
 from harness.cli import main
 from harness.fuzz.generate import KINDS
-from harness.fuzz.sender import SENDER_STATES
+from harness.fuzz.states import SENDER_STATES
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
