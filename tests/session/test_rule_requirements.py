@@ -10,6 +10,7 @@ read the requirements file itself: it stays free of YAML and of harness.cases.
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -25,6 +26,9 @@ from harness.session import Observer
 from harness.session.rules import RULES, RuleId
 
 SESSION = Path(__file__).resolve().parents[2] / "harness" / "session"
+# The requirement of every rule as cases/requirements.yaml wrote it when the rule table came to hold
+# them: what graded a rule then grades it still.  A rule added later is not listed here.
+BEFORE = Path(__file__).with_name("rule_requirements.json")
 RULE_ID = re.compile(r"^MQ(?:QB|MQ)-[0-9.]+-[a-z0-9-]+$")  # a rule id: lower-case words after the section
 
 
@@ -45,6 +49,28 @@ def test_every_rule_is_a_requirement_of_its_own_section(rule_id: RuleId, require
         assert str(req.level) in req.quote, rule_id
     else:
         assert len(req.alternatives) >= 2, rule_id
+
+
+def test_every_rule_keeps_the_requirement_it_had() -> None:
+    """Same id, section, level, sentence, note, readings and frame as before, and the same place:
+    the rule requirements close the bundled list, in the order of the table."""
+    before = json.loads(BEFORE.read_text(encoding="utf-8"))
+    loaded = load_requirements(BUNDLED_REQUIREMENTS)
+    by_id = {r.id: r for r in loaded}
+    for entry in before:
+        req = by_id[entry["id"]]
+        now = {
+            "id": req.id,
+            "section": req.section,
+            "level": str(req.level),
+            "quote": req.quote,
+            "note": req.note,
+            "alternatives": [[a.name, a.reading] for a in req.alternatives],
+            "frame": req.frame,
+        }
+        assert now == entry
+    assert [r.id for r in loaded][-len(RuleId):] == [str(r) for r in RULES]
+    assert [e["id"] for e in before] == [str(r) for r in RULES][: len(before)]
 
 
 def test_the_rule_block_is_appended_under_its_header() -> None:
