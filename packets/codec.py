@@ -26,7 +26,7 @@ from typing import Any
 
 from construct import Container
 
-from packets import base
+from packets import base, message, session
 from packets.errors import PacketError, Violation
 from packets.fields import HeaderParser, _new_fields
 from packets.fused import FusedParsers
@@ -67,8 +67,6 @@ class _Spec:
 
 @cache
 def _spec() -> _Spec:
-    from packets import message, session
-
     user_parser = LayoutParser(tuple(message.USER_MESSAGE_LAYOUT))
     internal_parser = LayoutParser(tuple(session.INTERNAL_LAYOUT))
     return _Spec(
@@ -172,9 +170,7 @@ class _Walk:
         ExtensionHeader (packets.message.parse_trailer).  PacketSize may leave them out (the
         Message Packet Structure is the UserMessage, then them) or count them (the public
         CVE-2023-21554 scanner does): either is taken."""
-        from packets.message import parse_trailer
-
-        found = parse_trailer(self.data, self.consumed, self.headers, offsets)
+        found = message.parse_trailer(self.data, self.consumed, self.headers, offsets)
         if found is not None:
             size = found[1] - self.consumed
             if self.headers["BaseHeader"]["PacketSize"] == self.counted + size:
@@ -417,21 +413,19 @@ def _parse_diagnosed(data: bytes, strict: bool, walk: _Walk, structural_ok: bool
 
 def parse_ping(datagram: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
     """Decode a [MS-MQQB] 2.2.7 Ping Packet (a UDP datagram; no BaseHeader)."""
-    from packets.session import PING, check_ping
-
     data = bytes(datagram)
     offsets: dict[str, int] = {}
     violations: list[Violation] = []
     headers = Container()
     try:
-        headers.Ping = _diagnose_one(PING.diagnose, BytesIO(data), offsets, "Ping")
+        headers.Ping = _diagnose_one(session.PING.diagnose, BytesIO(data), offsets, "Ping")
     except PacketError as e:
         if strict:
             raise
         return Packet(PacketKind.Ping, headers, [e.violation], len(data))
-    rules = list(check_ping(headers))
-    if len(data) > PING.header.sizeof():
-        rules.append(("Ping", f"{len(data) - PING.header.sizeof()} bytes follow the packet", "MS-MQQB 2.2.7"))
+    rules = list(session.check_ping(headers))
+    if len(data) > session.PING.header.sizeof():
+        rules.append(("Ping", f"{len(data) - session.PING.header.sizeof()} bytes follow the packet", "MS-MQQB 2.2.7"))
     violations = [Violation(p, _offset_of(p, offsets), r, s) for p, r, s in rules]
     if violations and strict:
         raise violations[0].error()
@@ -555,10 +549,8 @@ def _build_steps(layout: tuple[Slot, ...]) -> dict[str, _BuildStep]:
 
 def build_ping(ping: Packet | Mapping[str, Any]) -> bytes:
     """Encode a [MS-MQQB] 2.2.7 Ping Packet from its fields (or a Packet from parse_ping)."""
-    from packets.session import PING
-
     fields = ping.headers.Ping if isinstance(ping, Packet) else ping
-    return PING.build(fields)
+    return session.PING.build(fields)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ import construct as c
 from construct import expr as cexpr
 
 from packets import base, message, session
+from packets.codec import layout_for
 from packets.fields import BitFlags, Data, ElementList, Fields, FlagsField, Pad, Utf16z, _GuidField
 from packets.generate import this_path
 from packets.layout import PacketKind, Slot, always
@@ -533,8 +534,6 @@ def _plan_layout(slots: tuple[Slot, ...], label: str) -> _LayoutPlan:
 
 def _internal_rule() -> _Rule:
     """The BaseHeader flags that choose the internal layout (``packets.codec.layout_for``)."""
-    from packets.codec import layout_for
-
     internal = tuple(session.INTERNAL_LAYOUT)
 
     def present(key: int, _first: int) -> bool:

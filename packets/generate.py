@@ -284,6 +284,7 @@ class _Source:
             self.add(indent, f"{target}[{name!r}] = {value}")
 
     def construct(self, sc: c.Construct, scope: _Scope, target: str, indent: int) -> None:
+        """Lines parsing the piece ``sc`` at ``pos`` into ``target`` (scanning it when ``skip``)."""
         sc = _unwrap(sc)
         fixed = _fixed_format(sc)
         if fixed is not None:
@@ -291,25 +292,9 @@ class _Source:
         elif isinstance(sc, c.Struct):
             self.struct_(sc, scope, target, indent)
         elif isinstance(sc, Data | Pad | Utf16z):
-            start, end = self.take(self.expr(sc.length, scope), indent)
-            raw = f"data[{start}:{end}]"
-            if self.skip:
-                if isinstance(sc, Utf16z):  # decoding rejects an odd byte count
-                    self.add(indent, f"if ({end} - {start}) % 2: raise ShortInput('odd UTF-16 length')")
-            elif isinstance(sc, Utf16z):  # decode_utf16, inline
-                self.add(indent, f"{target} = _utf_16_le_decode({raw}, 'surrogatepass', True)[0]")
-                self.add(indent, f"if {target}[-1:] == '\\0': {target} = {target}[:-1]")
-            else:
-                self.add(indent, f"{target} = {raw}")
+            self.counted_bytes(sc, scope, target, indent)
         elif type(sc).__name__ == "Utf16Terminated":
-            if self.skip:  # skip_utf16_terminated_at, inline
-                end = self.var("end")
-                self.add(indent, f"{end} = data.find(b'\\0\\0', pos)")
-                self.add(indent, f"while {end} >= 0 and ({end} - pos) % 2: {end} = data.find(b'\\0\\0', {end} + 1)")
-                self.add(indent, f"if {end} < 0: raise ShortInput('UTF-16 string without a terminating NUL')")
-                self.add(indent, f"pos = {end} + 2")
-            else:
-                self.add(indent, f"{target}, pos = read_utf16_terminated_at(data, pos)")
+            self.utf16_terminated(target, indent)
         elif isinstance(sc, ElementList) and not self.skip:
             count = self.expr(sc.count, scope)
             self.add(indent, f"{target}, pos = {self.const(sc, 'elements')}.parse_at(data, pos, {count})")
@@ -319,21 +304,7 @@ class _Source:
             self.add(indent, "else:")
             self.construct(sc.elsesubcon, scope, target, indent + 1)
         elif isinstance(sc, c.Switch):
-            key = self.var("key")
-            self.add(indent, f"{key} = {self.expr(sc.keyfunc, scope)}")
-            keyword = "if"
-            if sc.default is c.Pass:  # the common "absent" case first, with one set lookup
-                self.add(indent, f"if {key} not in {self.const(frozenset(sc.cases), 'cases')}:")
-                self.add(indent + 1, f"{target} = None")
-                keyword = "elif"
-            for case, sub in sc.cases.items():
-                if isinstance(case, bool) or not isinstance(case, int):
-                    raise _Unsupported(f"switch key {case!r}")
-                self.add(indent, f"{keyword} {key} == {case!r}:")
-                self.construct(sub, scope, target, indent + 1)
-                keyword = "elif"
-            self.add(indent, "else:")
-            self.construct(sc.default, scope, target, indent + 1)
+            self.switch(sc, scope, target, indent)
         elif sc is c.Pass:
             self.add(indent, f"{target} = None")
         elif sc is c.Tell:
@@ -341,15 +312,62 @@ class _Source:
         elif sc is c.Error:
             self.add(indent, "raise ExplicitError('parsing hit an Error construct')")
         elif isinstance(sc, c.Array) and not sc.discard and not self.skip:
-            count, item = self.var("count"), self.var("item")
-            self.add(indent, f"{count} = {self.expr(sc.count, scope)}")
-            self.add(indent, f"if {count} < 0: raise ShortInput({count})")
-            self.add(indent, f"{target} = ListContainer()")
-            self.add(indent, f"for _ in range({count}):")
-            self.construct(sc.subcon, scope, item, indent + 1)
-            self.add(indent + 1, f"{target}.append({item})")
+            self.array(sc, scope, target, indent)
         else:
             raise _Unsupported(type(sc).__name__)
+
+    def counted_bytes(self, sc: Data | Pad | Utf16z, scope: _Scope, target: str, indent: int) -> None:
+        """A piece of as many bytes as its length expression says: raw bytes, or a UTF-16 string
+        whose terminating NUL (if any) is dropped."""
+        start, end = self.take(self.expr(sc.length, scope), indent)
+        raw = f"data[{start}:{end}]"
+        if self.skip:
+            if isinstance(sc, Utf16z):  # decoding rejects an odd byte count
+                self.add(indent, f"if ({end} - {start}) % 2: raise ShortInput('odd UTF-16 length')")
+        elif isinstance(sc, Utf16z):  # decode_utf16, inline
+            self.add(indent, f"{target} = _utf_16_le_decode({raw}, 'surrogatepass', True)[0]")
+            self.add(indent, f"if {target}[-1:] == '\\0': {target} = {target}[:-1]")
+        else:
+            self.add(indent, f"{target} = {raw}")
+
+    def utf16_terminated(self, target: str, indent: int) -> None:
+        """A UTF-16 string up to its first NUL code unit (no length field)."""
+        if self.skip:  # skip_utf16_terminated_at, inline
+            end = self.var("end")
+            self.add(indent, f"{end} = data.find(b'\\0\\0', pos)")
+            self.add(indent, f"while {end} >= 0 and ({end} - pos) % 2: {end} = data.find(b'\\0\\0', {end} + 1)")
+            self.add(indent, f"if {end} < 0: raise ShortInput('UTF-16 string without a terminating NUL')")
+            self.add(indent, f"pos = {end} + 2")
+        else:
+            self.add(indent, f"{target}, pos = read_utf16_terminated_at(data, pos)")
+
+    def switch(self, sc: c.Switch, scope: _Scope, target: str, indent: int) -> None:
+        """A piece selected by a key expression (an optional header's presence, a selector)."""
+        key = self.var("key")
+        self.add(indent, f"{key} = {self.expr(sc.keyfunc, scope)}")
+        keyword = "if"
+        if sc.default is c.Pass:  # the common "absent" case first, with one set lookup
+            self.add(indent, f"if {key} not in {self.const(frozenset(sc.cases), 'cases')}:")
+            self.add(indent + 1, f"{target} = None")
+            keyword = "elif"
+        for case, sub in sc.cases.items():
+            if isinstance(case, bool) or not isinstance(case, int):
+                raise _Unsupported(f"switch key {case!r}")
+            self.add(indent, f"{keyword} {key} == {case!r}:")
+            self.construct(sub, scope, target, indent + 1)
+            keyword = "elif"
+        self.add(indent, "else:")
+        self.construct(sc.default, scope, target, indent + 1)
+
+    def array(self, sc: c.Array, scope: _Scope, target: str, indent: int) -> None:
+        """``count`` pieces of one type, decoded into a list."""
+        count, item = self.var("count"), self.var("item")
+        self.add(indent, f"{count} = {self.expr(sc.count, scope)}")
+        self.add(indent, f"if {count} < 0: raise ShortInput({count})")
+        self.add(indent, f"{target} = ListContainer()")
+        self.add(indent, f"for _ in range({count}):")
+        self.construct(sc.subcon, scope, item, indent + 1)
+        self.add(indent + 1, f"{target}.append({item})")
 
     def compile(self, label: str) -> dict[str, Any]:
         source = "\n".join(self.lines) + "\n"
@@ -653,57 +671,18 @@ class _BuildSource(_Source):
             obj = self.var("obj")
             self.add(indent, f"{obj} = {{}} if {value} is None else {value}")
             self.build_struct(sc, obj, scope, value, indent)
-        elif isinstance(sc, Data):  # an integer past what a packet carries: construct's builder refuses it
-            self.add(indent, f"if isinstance({value}, int) and {value} > {MAX_PACKET_SIZE}: raise ShortInput({value})")
-            self.add(indent, f"{value} = bytes({value} or b'')")
-            self.add(indent, f"parts.append({value})")
-            self.advance(indent, f"len({value})")
+        elif isinstance(sc, Data):
+            self.build_data(value, indent)
         elif isinstance(sc, Pad):
-            n = self.var("n")
-            self.add(indent, f"{n} = {self.expr(sc.length, scope)}")
-            # past what a packet carries: construct's builder refuses it, naming the length field
-            self.add(indent, f"if {n} < 0 or {n} > {MAX_PACKET_SIZE}: raise ShortInput({n})")
-            self.add(
-                indent,
-                f"{value} = bytes({value}) if isinstance({value}, (bytes, bytearray)) and len({value}) == {n}"
-                f" else b'\\0' * {n}",
-            )
-            self.add(indent, f"parts.append({value})")
-            self.advance(indent, n)
+            self.build_pad(sc, scope, value, indent)
         elif isinstance(sc, Utf16z) or type(sc).__name__ == "Utf16Terminated":
-            raw = self.var("raw")
-            self.add(indent, f"{raw} = encode_utf16z({value} or '')")
-            self.add(indent, f"{value} = str({value} or '')")
-            self.add(indent, f"parts.append({raw})")
-            self.advance(indent, f"len({raw})")
+            self.build_utf16(value, indent)
         elif isinstance(sc, c.IfThenElse):
-            self.add(indent, f"if {self.expr(sc.condfunc, scope)}:")
-            self.build_piece(sc.thensubcon, scope, value, indent + 1)
-            self.add(indent + 1, "pass")
-            self.add(indent, "else:")
-            self.build_piece(sc.elsesubcon, scope, value, indent + 1)
-            self.add(indent + 1, "pass")
+            self.build_if_then_else(sc, scope, value, indent)
         elif isinstance(sc, c.Switch):
-            key = self.var("key")
-            self.add(indent, f"{key} = {self.expr(sc.keyfunc, scope)}")
-            keyword = "if"
-            for case, sub in sc.cases.items():
-                if isinstance(case, bool) or not isinstance(case, int):
-                    raise _Unsupported(f"switch key {case!r}")
-                self.add(indent, f"{keyword} {key} == {case!r}:")
-                self.build_piece(sub, scope, value, indent + 1)
-                self.add(indent + 1, "pass")
-                keyword = "elif"
-            self.add(indent, "else:")
-            self.build_piece(sc.default, scope, value, indent + 1)
-            self.add(indent + 1, "pass")
+            self.build_switch(sc, scope, value, indent)
         elif isinstance(sc, ElementList):
-            # The built value stays the given list: no expression reads into the elements.
-            raw = self.var("raw")
-            count = self.expr(sc.count, scope)
-            self.add(indent, f"{raw} = {self.const(sc, 'elements')}.encode({value}, pos, {count})")
-            self.add(indent, f"parts.append({raw})")
-            self.advance(indent, f"len({raw})")
+            self.build_elements(sc, scope, value, indent)
         elif sc is c.Pass:
             pass
         elif sc is c.Tell:
@@ -712,6 +691,71 @@ class _BuildSource(_Source):
             self.add(indent, "raise ExplicitError('building hit an Error construct')")
         else:
             raise _Unsupported(type(sc).__name__)
+
+    def build_data(self, value: str, indent: int) -> None:
+        """Raw bytes, written as given (an integer past what a packet carries: construct's
+        builder refuses it)."""
+        self.add(indent, f"if isinstance({value}, int) and {value} > {MAX_PACKET_SIZE}: raise ShortInput({value})")
+        self.add(indent, f"{value} = bytes({value} or b'')")
+        self.add(indent, f"parts.append({value})")
+        self.advance(indent, f"len({value})")
+
+    def build_pad(self, sc: Pad, scope: _Scope, value: str, indent: int) -> None:
+        """Padding of as many bytes as its length expression says: the given bytes when they
+        are that many, zeros otherwise."""
+        n = self.var("n")
+        self.add(indent, f"{n} = {self.expr(sc.length, scope)}")
+        # past what a packet carries: construct's builder refuses it, naming the length field
+        self.add(indent, f"if {n} < 0 or {n} > {MAX_PACKET_SIZE}: raise ShortInput({n})")
+        self.add(
+            indent,
+            f"{value} = bytes({value}) if isinstance({value}, (bytes, bytearray)) and len({value}) == {n}"
+            f" else b'\\0' * {n}",
+        )
+        self.add(indent, f"parts.append({value})")
+        self.advance(indent, n)
+
+    def build_utf16(self, value: str, indent: int) -> None:
+        """A UTF-16LE string and its terminating NUL."""
+        raw = self.var("raw")
+        self.add(indent, f"{raw} = encode_utf16z({value} or '')")
+        self.add(indent, f"{value} = str({value} or '')")
+        self.add(indent, f"parts.append({raw})")
+        self.advance(indent, f"len({raw})")
+
+    def build_if_then_else(self, sc: c.IfThenElse, scope: _Scope, value: str, indent: int) -> None:
+        """A piece present (or of one form or the other) as its condition says."""
+        self.add(indent, f"if {self.expr(sc.condfunc, scope)}:")
+        self.build_piece(sc.thensubcon, scope, value, indent + 1)
+        self.add(indent + 1, "pass")
+        self.add(indent, "else:")
+        self.build_piece(sc.elsesubcon, scope, value, indent + 1)
+        self.add(indent + 1, "pass")
+
+    def build_switch(self, sc: c.Switch, scope: _Scope, value: str, indent: int) -> None:
+        """A piece selected by a key expression."""
+        key = self.var("key")
+        self.add(indent, f"{key} = {self.expr(sc.keyfunc, scope)}")
+        keyword = "if"
+        for case, sub in sc.cases.items():
+            if isinstance(case, bool) or not isinstance(case, int):
+                raise _Unsupported(f"switch key {case!r}")
+            self.add(indent, f"{keyword} {key} == {case!r}:")
+            self.build_piece(sub, scope, value, indent + 1)
+            self.add(indent + 1, "pass")
+            keyword = "elif"
+        self.add(indent, "else:")
+        self.build_piece(sc.default, scope, value, indent + 1)
+        self.add(indent + 1, "pass")
+
+    def build_elements(self, sc: ElementList, scope: _Scope, value: str, indent: int) -> None:
+        """The elements of an ElementList, built at the current offset.  The built value stays
+        the given list: no expression reads into the elements."""
+        raw = self.var("raw")
+        count = self.expr(sc.count, scope)
+        self.add(indent, f"{raw} = {self.const(sc, 'elements')}.encode({value}, pos, {count})")
+        self.add(indent, f"parts.append({raw})")
+        self.advance(indent, f"len({raw})")
 
 
 class _BuildScope(_Scope):

@@ -19,6 +19,7 @@ from construct import Container
 
 from packets import base, mqrr, optional, properties, user
 from packets.errors import PacketError
+from packets.generate import header_function
 from packets.layout import Slot, always
 
 __all__ = [
@@ -141,8 +142,6 @@ def parse_trailer(
             else:
                 function = _TRAILER_FUNCTIONS.get(slot.name)
                 if function is None:
-                    from packets.generate import header_function
-
                     function = _TRAILER_FUNCTIONS[slot.name] = header_function(slot.parser)
                 value, after = function(data, pos, headers)
             headers[slot.name] = value

@@ -19,7 +19,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import construct as c
+from construct import Container
 
+from packets import base, message, session
+from packets.codec import _Walk
 from packets.fields import GUID, BitFlags, Data, ElementList, FlagsField, HexField
 from packets.layout import PacketKind
 
@@ -61,8 +64,6 @@ def set_field(headers: Any, path: str, value: Any) -> None:
     """Set a field (or a flag sub-field) of headers to be built (``packets.build``) by spec path.
     A GUID field takes GUID text, a bytes field hex text; a mapping sets a whole sub-header
     (a piggy-backed SessionHeader, [MS-MQMQ] 2.2.20.5)."""
-    from construct import Container
-
     parts = path.split(".")
     if parts[0] not in headers and len(parts) > 1 and parts[1] in headers:
         parts = parts[1:]  # a leading packet kind
@@ -89,8 +90,6 @@ def field_offset(data: bytes, path: str, kind: str) -> tuple[int, int] | None:
     """Byte range [start, end) of a field in an encoded packet of ``kind`` (its enclosing field's
     when the path names a flag sub-field), from the codec's offsets; None when it has no such
     field.  A damaged packet gives the offsets up to the damage."""
-    from packets.codec import _Walk
-
     walk = _Walk(data)
     with contextlib.suppress(Exception):
         walk.diagnose()
@@ -116,8 +115,6 @@ _SMALL = 8  # a flag sub-field narrower than a byte (a bit, PR, DQ) is a small n
 @functools.cache
 def _headers() -> dict[str, c.Construct]:
     """Every header's construct definition by its spec name (the codec's layouts)."""
-    from packets import base, message, session
-
     out: dict[str, c.Construct] = {"BaseHeader": base.BaseHeader}
     for slot in (*message.MESSAGE_PACKET_LAYOUT, *session.INTERNAL_LAYOUT):
         out.setdefault(slot.name, slot.parser.header)

@@ -132,44 +132,64 @@ MessagePropertiesHeader = Header(
 MESSAGE_PROPERTIES_HEADER = header_parser("MessagePropertiesHeader", MessagePropertiesHeader)
 
 
+_PATH = "MessagePropertiesHeader"
+
+
 def check_message_properties(headers: Container) -> Iterator[tuple[str, str, str]]:
     """MUSTs of [MS-MQMQ] 2.2.19.3 (and the algorithm rules that need the SecurityHeader)."""
     mph = headers.MessagePropertiesHeader
-    path = "MessagePropertiesHeader"
+    yield from _check_label(mph)
+    if not is_valid_message_class(mph.MessageClass):
+        yield (
+            f"{_PATH}.MessageClass",
+            f"0x{mph.MessageClass:04X} is neither a MESSAGE_CLASS_VALUES value nor a custom class within mask 0xE1FF",
+            SECTION,
+        )
+    yield from _check_sizes(mph)
+    yield from _check_privacy(mph)
+    security = headers.get("SecurityHeader")
+    if security is not None:
+        yield from _check_security_algorithms(mph, security)
+
+
+def _check_label(mph: Container) -> Iterator[tuple[str, str, str]]:
+    """LabelLength (0x00-0xFA WCHARs, the terminating null included) and the Label it counts."""
     length = mph.LabelLength
     label = mph.get("Label")
     if length > MAX_LABEL_LENGTH:
-        yield (f"{path}.LabelLength", f"MUST be in 0x00-0xFA, found 0x{length:02X}", SECTION)
+        yield (f"{_PATH}.LabelLength", f"MUST be in 0x00-0xFA, found 0x{length:02X}", SECTION)
     if length == 0 and label is not None:
-        yield (f"{path}.Label", "MUST NOT be present when LabelLength is 0x00", SECTION)
+        yield (f"{_PATH}.Label", "MUST NOT be present when LabelLength is 0x00", SECTION)
     if length > 0 and label is not None:
         if len(encode_utf16z(label)) // 2 != length:
             yield (
-                f"{path}.Label",
+                f"{_PATH}.Label",
                 f"LabelLength {length} MUST count the WCHARs including the terminating null "
                 f"character; the label holds {len(encode_utf16z(label)) // 2 - 1} before a NUL "
                 "(terminating null character missing or misplaced)",
                 SECTION,
             )
         if "\0" in label:
-            yield (f"{path}.Label", "label = 0*249(%x0001-FFFF) 0x0000: NUL inside the label", SECTION)
+            yield (f"{_PATH}.Label", "label = 0*249(%x0001-FFFF) 0x0000: NUL inside the label", SECTION)
     if length > 0 and label is None:
-        yield (f"{path}.Label", f"MUST be present: LabelLength is {length}", SECTION)
-    if not is_valid_message_class(mph.MessageClass):
-        yield (
-            f"{path}.MessageClass",
-            f"0x{mph.MessageClass:04X} is neither a MESSAGE_CLASS_VALUES value nor a custom class within mask 0xE1FF",
-            SECTION,
-        )
+        yield (f"{_PATH}.Label", f"MUST be present: LabelLength is {length}", SECTION)
+
+
+def _check_sizes(mph: Container) -> Iterator[tuple[str, str, str]]:
+    """MessageSize and ExtensionSize: the bytes of MessageBody and ExtensionData."""
     body = mph.get("MessageBody") or b""
     if mph.MessageSize != len(body):
-        yield (f"{path}.MessageSize", f"{mph.MessageSize} but the body holds {len(body)} bytes", SECTION)
+        yield (f"{_PATH}.MessageSize", f"{mph.MessageSize} but the body holds {len(body)} bytes", SECTION)
     ext = mph.get("ExtensionData") or b""
     if mph.ExtensionSize != len(ext):
-        yield (f"{path}.ExtensionSize", f"{mph.ExtensionSize} but ExtensionData holds {len(ext)} bytes", SECTION)
+        yield (f"{_PATH}.ExtensionSize", f"{mph.ExtensionSize} but ExtensionData holds {len(ext)} bytes", SECTION)
+
+
+def _check_privacy(mph: Container) -> Iterator[tuple[str, str, str]]:
+    """PrivacyLevel (0, 1, 3 or 5) and the EncryptionAlgorithm values it allows."""
     if mph.PrivacyLevel not in PRIVACY_LEVELS:
         yield (
-            f"{path}.PrivacyLevel",
+            f"{_PATH}.PrivacyLevel",
             f"0x{mph.PrivacyLevel:08X} is not 0, 1, 3 or 5 (MUST be treated as an authentication failure)",
             SECTION,
         )
@@ -177,26 +197,29 @@ def check_message_properties(headers: Container) -> Iterator[tuple[str, str, str
         mph.EncryptionAlgorithm not in ALLOWED_BY_PRIVACY_LEVEL[mph.PrivacyLevel]
     ):
         yield (
-            f"{path}.EncryptionAlgorithm",
+            f"{_PATH}.EncryptionAlgorithm",
             f"0x{mph.EncryptionAlgorithm:08X} is not allowed with PrivacyLevel 0x{mph.PrivacyLevel:X}",
             SECTION,
         )
-    security = headers.get("SecurityHeader")
-    if security is not None:
-        if security.get("SignatureSize") and mph.HashAlgorithm not in HASH_ALGORITHMS:
-            yield (
-                f"{path}.HashAlgorithm",
-                f"0x{mph.HashAlgorithm:08X} is not a listed hash algorithm and a signature is present "
-                "(MUST be treated as an authentication failure)",
-                SECTION,
-            )
-        if int(security.Flags) & 0x20 and mph.EncryptionAlgorithm not in ENCRYPTION_ALGORITHMS:  # EB
-            yield (
-                f"{path}.EncryptionAlgorithm",
-                f"0x{mph.EncryptionAlgorithm:08X} is not a listed algorithm and the body is encrypted "
-                "(MUST be treated as a failed decryption)",
-                SECTION,
-            )
+
+
+def _check_security_algorithms(mph: Container, security: Container) -> Iterator[tuple[str, str, str]]:
+    """HashAlgorithm when the SecurityHeader carries a signature, EncryptionAlgorithm when it
+    says the body is encrypted (Flags.EB)."""
+    if security.get("SignatureSize") and mph.HashAlgorithm not in HASH_ALGORITHMS:
+        yield (
+            f"{_PATH}.HashAlgorithm",
+            f"0x{mph.HashAlgorithm:08X} is not a listed hash algorithm and a signature is present "
+            "(MUST be treated as an authentication failure)",
+            SECTION,
+        )
+    if int(security.Flags) & 0x20 and mph.EncryptionAlgorithm not in ENCRYPTION_ALGORITHMS:  # EB
+        yield (
+            f"{_PATH}.EncryptionAlgorithm",
+            f"0x{mph.EncryptionAlgorithm:08X} is not a listed algorithm and the body is encrypted "
+            "(MUST be treated as a failed decryption)",
+            SECTION,
+        )
 
 
 def check_admin_queue(headers: Container) -> Iterator[tuple[str, str, str]]:

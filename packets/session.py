@@ -37,6 +37,8 @@ from packets.fields import (
 )
 from packets.layout import Holds, PacketKind, Slot, always
 from packets.optional import SESSION_HEADER, check_session_header
+from packets.properties import default_message_properties_header
+from packets.user import UserHeaderFlags, default_user_header
 
 __all__ = [
     "CONNECTION_PARAMETERS_HEADER",
@@ -541,7 +543,14 @@ def check_transactional_ack(headers: Container) -> Violations:
     if kind is None:
         return
     section = S_ORDER_ACK if kind == PacketKind.OrderAck else S_FINAL_ACK
-    body_section = S_ORDER_ACK_BODY if kind == PacketKind.OrderAck else S_FINAL_ACK_BODY
+    yield from _check_ack_flags(headers, kind, section)
+    props = headers.MessagePropertiesHeader
+    yield from _check_ack_properties(props, kind, section)
+    yield from _check_ack_body(props, kind)
+
+
+def _check_ack_flags(headers: Container, kind: PacketKind, section: str) -> Violations:
+    """BaseHeader.Flags all 0; UserHeader.Flags MP (and DM for a FinalAck) and DQ only."""
     base_header = headers.BaseHeader
     if int(base_header.Flags) != 0:
         yield ("BaseHeader.Flags", f"MUST have all bits 0, found 0x{int(base_header.Flags):04X}", section)
@@ -557,7 +566,11 @@ def check_transactional_ack(headers: Container) -> Violations:
             f"found 0x{int(user_flags):08X}",
             section,
         )
-    props = headers.MessagePropertiesHeader
+
+
+def _check_ack_properties(props: Container, kind: PacketKind, section: str) -> Violations:
+    """The MessagePropertiesHeader of an acknowledgment: Flags 0, MessageSize 0x24, a FinalAck's
+    MessageClass, BodyType VT_EMPTY."""
     if int(_get(props, "Flags", 0)) != 0:
         yield ("MessagePropertiesHeader.Flags", "MUST have all bits 0", section)
     if int(_get(props, "MessageSize", 0)) != ACK_BODY_SIZE:
@@ -576,6 +589,12 @@ def check_transactional_ack(headers: Container) -> Violations:
     body_type = _get(props, "BodyType")
     if body_type is not None and int(body_type) != 0:  # VT_EMPTY
         yield ("MessagePropertiesHeader.BodyType", f"MUST be VT_EMPTY (0), found {int(body_type)}", section)
+
+
+def _check_ack_body(props: Container, kind: PacketKind) -> Violations:
+    """The OrderAck Body (2.2.4.1) or FinalAck Body (2.2.5.1): 36 bytes, the sequence numbers
+    in range (and an OrderAck's previous one its own minus one)."""
+    body_section = S_ORDER_ACK_BODY if kind == PacketKind.OrderAck else S_FINAL_ACK_BODY
     body = bytes(_get(props, "MessageBody") or b"")
     if len(body) != ACK_BODY_SIZE:
         yield ("MessagePropertiesHeader.MessageBody", f"MUST be 36 bytes, found {len(body)}", body_section)
@@ -753,9 +772,6 @@ def _ack_packet(
     [MS-MQMQ] 2.2.19.2/2.2.19.3; the UserHeader/MessagePropertiesHeader builders of
     packets.user/packets.properties compute the lengths left out.
     """
-    from packets.properties import default_message_properties_header
-    from packets.user import UserHeaderFlags, default_user_header  # the UserMessage headers live there
-
     if isinstance(destination, int):
         if destination_qm is None:
             raise PacketError(

@@ -20,6 +20,7 @@ import construct as c
 from construct import Container, Default, If, Pass, Switch, Tell, this
 
 from packets.fields import (
+    NULL_GUID,
     BitFlags,
     FlagsField,
     Guid,
@@ -494,8 +495,6 @@ def default_user_header(**fields: object) -> Container:
     queue managers, TimeToBeReceived INFINITE (0xFFFFFFFF), SentTime and MessageID 0, Flags MP
     (a MessagePropertiesHeader follows) and no queues; ``fields`` override them (the
     DestinationQueue and its Flags.DQ among them)."""
-    from packets.fields import NULL_GUID
-
     header = Container(
         SourceQueueManager=NULL_GUID,
         QueueManagerAddress=NULL_GUID,
