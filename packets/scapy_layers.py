@@ -27,12 +27,14 @@ conformant empty UserMessage.  A value given is written as given, so a malformed
 field away.
 
 Dissection goes through ``packets.parse(strict=False)`` (``layer.decoded`` keeps the codec's
-Packet and ``layer.violations`` its violations) and is lazy: a header becomes its layer, from
-the codec's decoded header, when it is first read (``pkt.UserHeader``), and within it a flag
-word, a queue, a nested structure or an element list when it is read (``pkt.UserHeader.Flags``);
-reading a layer's fields as a whole (``show``, ``==``, ``copy``) makes them all.  An unchanged
-dissected layer builds back its own bytes, and its kind, violations and bytes need no header
-made.  A TCP segment carrying several packets dissects into a chain of MSMQ layers;
+Packet and ``layer.violations`` its violations) and is lazy: a header becomes its layer, holding
+the codec's decoded header, when it is first read (``pkt.UserHeader``), and within it each
+field becomes scapy's value (a flag word, a queue, a nested structure or an element list its
+layer) when it is read (``pkt.UserHeader.Flags``); reading a layer's fields as a whole
+(``show``, ``==``, ``copy``) makes them all.  A layer made in dissection gets the attributes
+scapy's constructor gives it directly, without the constructor's walk over keyword arguments.
+An unchanged dissected layer builds back its own bytes, and its kind, violations and bytes need
+no header made.  A TCP segment carrying several packets dissects into a chain of MSMQ layers;
 ``packets.scapy_stream`` reassembles packets split across segments.
 
 Imported on demand only: ``import packets`` does not import scapy.
@@ -41,6 +43,7 @@ Imported on demand only: ``import packets`` does not import scapy.
 from __future__ import annotations
 
 import operator
+import time
 from collections.abc import Iterable, Mapping
 from io import BytesIO
 from typing import Any, ClassVar
@@ -50,8 +53,8 @@ from construct import Container
 from construct import expr as cexpr
 from scapy.fields import Field, PacketField, PacketListField, StrField
 from scapy.layers.inet import TCP, UDP
+from scapy.packet import NoPayload, Raw, bind_layers
 from scapy.packet import Packet as ScapyPacket
-from scapy.packet import Raw, bind_layers
 
 from packets import base, message, mqrr, optional, properties, session, user
 from packets.base import BASE_HEADER_SIZE
@@ -88,6 +91,7 @@ PING_PORT = 3527
 
 # scapy's own storage of a layer's field values (a slot); MSMQ reads it under its lazy ``fields``.
 _FIELDS_SLOT: Any = ScapyPacket.__dict__["fields"]
+_NO_PAYLOAD: Any = NoPayload()  # scapy's payload of a layer that has none (one object)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,9 +232,6 @@ class _Flags(ScapyPacket):
         return int(self.to_flags()).to_bytes(width, "little") + self.do_build_payload()
 
     def do_dissect(self, s: bytes) -> bytes:
-        if type(s) is _Given:
-            _fill_given(self, s)
-            return b""
         width = self.flags_cls._width_ // 8
         if len(s) < width:
             raise PacketError(str(self.name), 0, f"a flag word of {width} bytes, got {len(s)}")
@@ -256,36 +257,88 @@ def _make(cls: Any, fields: Mapping[str, Any]) -> Any:
     return cls(**dict(fields))
 
 
-class _Given(bytes):
-    """A layer's field values handed to its constructor in place of bytes (:func:`_filled`)."""
-
-    values: dict[str, Any]
-    pending: dict[str, Any] | None
-
-
-def _filled(cls: Any, values: dict[str, Any], pending: dict[str, Any] | None = None) -> Any:
-    """``cls(**values)`` for a layer made from decoded values, at a fraction of the cost: scapy
-    takes the values through the dissection path (``_Given``), which neither copies the defaults
-    the values replace nor looks every field up among the keywords.  Each value still goes
-    through its field's ``any2i``; a mutable default not given is copied, as scapy does.
-    ``pending``: decoded values of fields made into their layers when first read (:class:`_Lazy`)."""
-    given = _Given(b"\0")
-    given.values = values
-    given.pending = pending
-    return cls(given, _internal=1)
+# What scapy's constructor (``Packet.__init__``) gives a layer made in dissection
+# (``_internal=1``), per layer class: its name, the class's cached field information (scapy's
+# ``class_default_fields``, ``class_fieldtype``, ``class_packetfields``), the fields whose default
+# is a mutable value (copied into each layer that does not hold another) and ``_overload_fields``.
+_Parts = tuple[str, dict[str, Any], dict[str, Any], list[Any], tuple[str, ...], dict[Any, Any]]
+_PARTS: dict[type, _Parts] = {}
 
 
-def _fill_given(layer: Any, given: _Given) -> None:
+def _class_parts(cls: Any) -> _Parts:
+    parts = _PARTS.get(cls)
+    if parts is None:
+        if ScapyPacket.class_default_fields.get(cls) is None:
+            cls(_internal=1)  # scapy caches a class's field information when its first layer is made
+        name = cls.__name__ if cls._name is None else cls._name
+        parts = (
+            name,
+            ScapyPacket.class_default_fields[cls],
+            ScapyPacket.class_fieldtype[cls],
+            ScapyPacket.class_packetfields[cls],
+            tuple(ScapyPacket.class_default_fields_ref.get(cls, ())),
+            cls._overload_fields,
+        )
+        _PARTS[cls] = parts
+    return parts
+
+
+def _init_layer(
+    layer: Any,
+    parts: _Parts,
+    original: bytes = b"",
+    stamp: float = 0.0,
+    underlayer: Any = None,
+    parent: Any = None,
+    stop_dissection_after: Any = None,
+) -> None:
+    """Every attribute ``Packet.__init__`` sets, as it sets them before dissecting (no field
+    value yet): scapy's constructor at the cost of its assignments alone, without walking the
+    fields to look each up among keyword arguments none of which are given."""
+    put = object.__setattr__
+    put(layer, "time", stamp)
+    put(layer, "sent_time", None)
+    put(layer, "name", parts[0])
+    put(layer, "default_fields", parts[1])
+    put(layer, "overload_fields", parts[5])
+    put(layer, "overloaded_fields", {})
+    put(layer, "fields", {})
+    put(layer, "fieldtype", parts[2])
+    put(layer, "packetfields", parts[3])
+    put(layer, "payload", _NO_PAYLOAD)
+    put(layer, "underlayer", underlayer)
+    put(layer, "parent", parent)
+    put(layer, "original", original)
+    put(layer, "explicit", 0)
+    put(layer, "raw_packet_cache", None)
+    put(layer, "raw_packet_cache_fields", None)
+    put(layer, "wirelen", None)
+    put(layer, "direction", None)
+    put(layer, "sniffed_on", None)
+    put(layer, "comments", None)
+    put(layer, "process_information", None)
+    put(layer, "stop_dissection_after", stop_dissection_after)
+    put(layer, "post_transforms", [])
+
+
+def _filled(cls: Any, values: Mapping[str, Any], pending: dict[str, Any] | None = None) -> Any:
+    """``cls(**values)`` for a layer made from decoded values, at a fraction of the cost: the
+    layer gets what scapy's constructor gives it (:func:`_init_layer`), each value goes through
+    its field's ``any2i`` and a mutable default not given is copied, as scapy does.
+    ``pending``: decoded values of fields made when first read (:class:`_Lazy`)."""
+    parts = _PARTS.get(cls) or _class_parts(cls)
+    layer = object.__new__(cls)
+    _init_layer(layer, parts)
     fields = _FIELDS_SLOT.__get__(layer)
-    fieldtype = layer.fieldtype
-    for name, value in given.values.items():
+    fieldtype = parts[2]
+    for name, value in values.items():
         fields[name] = fieldtype[name].any2i(layer, value)
-    pending = given.pending or {}
-    for name in ScapyPacket.class_default_fields_ref.get(type(layer), ()):
-        if name not in fields and name not in pending:
-            fields[name] = layer.default_fields[name].copy()
+    for name in parts[4]:
+        if name not in fields and (pending is None or name not in pending):
+            fields[name] = parts[1][name].copy()
     if pending:
-        object.__setattr__(layer, "_pending", dict(pending))
+        object.__setattr__(layer, "_pending", pending)
+    return layer
 
 
 class _Lazy(ScapyPacket):
@@ -341,12 +394,14 @@ _ABSENT: Any = object()
 
 class _Header(_Lazy):
     """One structure of the spec (a header or a piece of one), fields from its construct Struct.
-    Made from decoded values (``from_value``), its fields that hold layers (flag words, queues,
-    nested structures, element lists) are made when first read."""
+    Made from given values (``from_value``), its fields that hold layers (flag words, queues,
+    nested structures, element lists) are made when first read; made from the codec's decoded
+    header (``from_decoded``), every field is."""
 
     construct: ClassVar[c.Struct]
     rules: ClassVar[tuple[_Rule, ...]] = ()
     _field_names: ClassVar[frozenset[str] | None] = None
+    _all_names: ClassVar[frozenset[str] | None] = None  # every field's name, padding's included
 
     @classmethod
     def field_names(cls) -> frozenset[str]:
@@ -370,6 +425,21 @@ class _Header(_Lazy):
         layer: _Header = _filled(cls, kwargs, pending)
         if pending:
             object.__setattr__(layer, "_decoded", value)
+        return layer
+
+    @classmethod
+    def from_decoded(cls, value: Mapping[str, Any]) -> _Header:
+        """The layer of a header as ``packets.parse`` decoded it, every field kept as decoded and
+        made (``any2i``, or its layer) when first read: what ``from_value`` gives, field by field."""
+        names = cls.__dict__.get("_all_names")
+        if names is None:
+            names = frozenset(f.name for f in cls.fields_desc)
+            cls._all_names = names
+        pending = dict(value)
+        if not pending.keys() <= names:
+            pending = {name: v for name, v in value.items() if name in names}
+        layer: _Header = _filled(cls, {}, pending)
+        object.__setattr__(layer, "_decoded", value)
         return layer
 
     def _make_pending(self, name: str, value: Any) -> Any:
@@ -431,9 +501,6 @@ class _Header(_Lazy):
         return self._parser().build(self.to_fields()) + self.do_build_payload()
 
     def do_dissect(self, s: bytes) -> bytes:
-        if type(s) is _Given:
-            _fill_given(self, s)
-            return b""
         io = BytesIO(s)
         value = self._parser().diagnose(io, {})
         self.fields.update(self.from_value(value).fields)
@@ -702,6 +769,30 @@ class _Wire(_Lazy):
     _wire: bytes | None = None
     _snapshot: dict[str, Any] | None = None
 
+    def __init__(
+        self,
+        _pkt: bytes = b"",
+        post_transform: Any = None,
+        _internal: int = 0,
+        _underlayer: Any = None,
+        _parent: Any = None,
+        stop_dissection_after: Any = None,
+        **fields: Any,
+    ) -> None:
+        """scapy's constructor; dissecting bytes (no field given) sets its attributes directly
+        (:func:`_init_layer`) and dissects as it does."""
+        if fields or post_transform is not None or not _pkt:
+            super().__init__(_pkt, post_transform, _internal, _underlayer, _parent, stop_dissection_after, **fields)
+            return
+        if isinstance(_pkt, bytearray):
+            _pkt = bytes(_pkt)
+        stamp = 0.0 if _internal else time.time()
+        parts = _PARTS.get(type(self)) or _class_parts(type(self))
+        _init_layer(self, parts, _pkt, stamp, _underlayer, _parent, stop_dissection_after)
+        self.dissect(_pkt)
+        if not _internal:
+            self.dissection_done(self)
+
     def _remember(self, data: bytes, decoded: Packet | None) -> None:
         object.__setattr__(self, "_wire", data)
         object.__setattr__(self, "decoded", decoded)
@@ -785,7 +876,7 @@ def _header_layer_of(name: str, value: Any) -> Any:
     """The layer of a decoded header, or None when it was decoded only in part (its bytes then
     stay as received)."""
     try:
-        return HEADER_LAYERS[name].from_value(value)
+        return HEADER_LAYERS[name].from_decoded(value)
     except Exception:
         return None
 

@@ -135,3 +135,29 @@ def test_a_frame_builds_and_shows_with_lazy_headers() -> None:
     assert raw(frame).endswith(data)
     assert "UserHeader" in frame.show(dump=True)
     assert msmq.decoded is not None and msmq.decoded.kind == packets.PacketKind.UserMessage
+
+
+_UNSET = object()
+
+
+def _attributes(layer: ScapyPacket) -> dict[str, Any]:
+    """Every attribute scapy keeps in a layer's slots (unset ones as _UNSET), the time apart."""
+    out = {name: getattr(layer, name, _UNSET) for name in ScapyPacket.__slots__ if name != "time"}
+    out["fields"] = dict(layer.fields)
+    return out
+
+
+def test_a_dissected_layer_has_what_scapys_constructor_gives_it() -> None:
+    data = packets.build(_MESSAGE) * 2  # a chain: the second layer made as scapy's payload
+    pkt = MSMQ(data)
+    by_scapy = MSMQ.__new__(MSMQ)
+    ScapyPacket.__init__(by_scapy, data)
+    assert _attributes(pkt) == _attributes(by_scapy)
+    assert _attributes(pkt.payload) == _attributes(by_scapy.payload)
+    assert pkt.payload.underlayer is pkt and isinstance(pkt.time, float) and pkt.payload.time == 0.0
+    for name in ("UserHeader", "MessagePropertiesHeader"):  # made from the codec's decoded header
+        layer = pkt.getfieldval(name)
+        made = type(layer)(_internal=1, **layer.fields)
+        assert _attributes(layer) == _attributes(made)
+        flags = layer.Flags
+        assert _attributes(flags) == _attributes(type(flags)(_internal=1, **flags.fields))
