@@ -11,13 +11,13 @@ import struct
 import pytest
 
 from harness.capture.pcapfile import (
-    _BLOCK_HANDLERS,
     MAX_WIRELEN,
     RESYNC_TS_WINDOW,
     PcapHeader,
     find_record_boundary,
     plausible_record_header,
 )
+from harness.capture.pcapng import BLOCK_HANDLERS
 from harness.pipeline.splits import CONFIRM, _confirm
 
 SNAPLEN = 1000
@@ -64,4 +64,4 @@ def test_a_record_far_in_time_from_the_one_before_is_not_plausible() -> None:
 def test_each_pcapng_block_type_read_has_its_handler() -> None:
     """Section Header (0x0A0D0D0A), Interface Description (1), Packet (2), Simple Packet (3) and
     Enhanced Packet (6) Blocks; any other type is skipped by its length."""
-    assert set(_BLOCK_HANDLERS) == {0x0A0D0D0A, 1, 2, 3, 6}
+    assert set(BLOCK_HANDLERS) == {0x0A0D0D0A, 1, 2, 3, 6}

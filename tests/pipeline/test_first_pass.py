@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.capture import pcapfile
+from harness.capture import pcapcommon, pcapfile
 from harness.capture.pcapfile import iter_record_views, iter_records, read_header
 from harness.capture.streams import connection_key, view_connections
 from harness.pipeline.splits import Split, describe, plan_tasks, read_split, read_split_views
@@ -92,7 +92,7 @@ def test_any_read_window_gives_the_same_records(
     for path in captures[:4]:
         with path.open("rb") as f:
             reference[path] = list(iter_records(f, path=str(path)))
-    monkeypatch.setattr(pcapfile, "_CHUNK", chunk)
+    monkeypatch.setattr(pcapcommon, "_CHUNK", chunk)  # the read window's chunk (harness.capture.pcapcommon.ReadWindow)
     for path in captures[:4]:
         with path.open("rb") as f:
             assert list(iter_records(f, path=str(path))) == reference[path], path.name
