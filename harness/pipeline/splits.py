@@ -32,16 +32,19 @@ from typing import BinaryIO
 
 from harness.capture.pcapfile import (
     MAX_BLOCK,
-    MAX_CAPLEN,
     CaptureProblem,
     PcapHeader,
     Record,
     RecordView,
+    caplen_limit,
     find_record_boundary,
+    fraction_limit,
     iter_record_views,
     iter_records,
+    plausible_block_length,
     plausible_record_header,
     read_header,
+    record_header_fault,
 )
 from harness.errors import HarnessError
 from harness.files import describe_mode
@@ -239,16 +242,15 @@ def _record_length(f: BinaryIO, header: PcapHeader, pos: int, size: int) -> int 
         if len(raw) < 16:
             return None
         _, frac, caplen, wirelen = _REC[header.byteorder].unpack(raw)
-        frac_max = 1_000_000_000 if header.ts_unit < 1e-6 else 1_000_000
-        limit = min(header.snaplen, MAX_CAPLEN) if header.snaplen else MAX_CAPLEN
-        if caplen > limit or caplen > wirelen or frac >= frac_max or pos + 16 + caplen > size:
+        fault = record_header_fault(frac, caplen, wirelen, header.snaplen, fraction_limit(header.ts_unit))
+        if fault is not None or pos + 16 + caplen > size:
             return None
         return 16 + caplen
     raw = f.read(8)
     if len(raw) < 8:
         return None
     btype, blen = _BLOCK[header.byteorder].unpack(raw)
-    if btype == _SHB or blen < 12 or blen % 4 or blen > MAX_BLOCK or pos + blen > size:
+    if btype == _SHB or not plausible_block_length(blen) or pos + blen > size:
         return None
     f.seek(pos + blen - 4)
     if _U32[header.byteorder].unpack(f.read(4))[0] != blen:
@@ -301,8 +303,8 @@ def _proven_cuts(f: InputFile, split_size: int) -> list[int] | None:
 def _confirm(buf: bytes, p: int, header: PcapHeader, at_eof: bool) -> bool:
     """Do :data:`CONFIRM` record headers chain from ``p`` (or the chain run to the end of the file)?"""
     unpack = _REC[header.byteorder].unpack_from
-    limit = min(header.snaplen, MAX_CAPLEN) if header.snaplen else MAX_CAPLEN
-    frac_max = 1_000_000_000 if header.ts_unit < 1e-6 else 1_000_000
+    limit = caplen_limit(header.snaplen)
+    frac_max = fraction_limit(header.ts_unit)
     prev: int | None = None
     q = p
     for _ in range(CONFIRM):
@@ -325,7 +327,7 @@ def _confirm_blocks(buf: bytes, p: int, header: PcapHeader, at_eof: bool) -> boo
         if q + 12 > len(buf):
             return at_eof
         blen = unpack(buf, q + 4)[0]
-        if blen < 12 or blen % 4 or blen > MAX_BLOCK:
+        if not plausible_block_length(blen):
             return False
         if q + blen > len(buf):
             return at_eof
@@ -341,7 +343,7 @@ def find_split_start(f: BinaryIO, start: int, end: int, header: PcapHeader, size
     if header.format == "pcapng":
         window, confirm = (CONFIRM + 2) * MAX_BLOCK, _confirm_blocks
     else:
-        limit = min(header.snaplen, MAX_CAPLEN) if header.snaplen else MAX_CAPLEN
+        limit = caplen_limit(header.snaplen)
         window, confirm = (CONFIRM + 2) * (16 + limit), _confirm
     pos = start
     while pos < end:
