@@ -44,6 +44,7 @@ from harness.cases.schema import (
     validate,
     validate_def,
 )
+from harness.session.rules import RULES
 
 __all__ = [
     "CaseError",
@@ -576,7 +577,9 @@ def load_requirements(path: str | Path) -> list[Requirement]:
 
     ``quote`` is the spec's own sentence; ``level`` one of MUST, SHOULD, MAY, interpretation
     (default MUST); an ``interpretation`` lists at least two ``alternatives`` ({name, reading}),
-    the readings a conformant implementation may take, and no other level has any.
+    the readings a conformant implementation may take, and no other level has any.  An entry
+    ``- include: session-rules`` stands for the requirements the session rules declare
+    (harness.session.rules: each rule's id, section, level, sentence, note and readings).
     """
     file = str(path)
     try:
@@ -589,14 +592,48 @@ def load_requirements(path: str | Path) -> list[Requirement]:
     data, lines = docs[0]
     if not isinstance(data, list):
         raise lines.error((), f"wrong type: expected a list of requirements, got {type(data).__name__}")
-    out: list[Requirement] = []
+    out: list[tuple[int, Requirement]] = []
     seen: dict[str, int] = {}
     for i, item in enumerate(data):
-        out.append(_requirement(item, i, lines, seen))
-    by_id = {r.id: r for r in out}
-    for i, r in enumerate(out):
+        if isinstance(item, dict) and "include" in item:
+            out.extend((i, r) for r in _included(item, i, lines, seen))
+        else:
+            out.append((i, _requirement(item, i, lines, seen)))
+    by_id = {r.id: r for _, r in out}
+    for i, r in out:
         if r.frame and (by_id.get(r.frame) is None or by_id[r.frame].level is not Level.MUST):
             raise lines.error((i, "frame"), f"{r.frame!r} is not a MUST requirement of this file")
+    return [r for _, r in out]
+
+
+#: What an ``- include: <name>`` entry of a requirements file stands for.
+INCLUDES = {"session-rules": "the session rules' requirements (harness.session.rules.RULES), in table order"}
+
+
+def _included(item: dict[str, Any], i: int, lines: Lines, seen: dict[str, int]) -> list[Requirement]:
+    """``- include: session-rules``: the requirement of every session rule, as its entry in
+    harness.session.rules declares it (a rule id is a requirement id), at the include's line."""
+    if set(item) != {"include"} or item["include"] not in INCLUDES:
+        raise lines.error((i, "include"), f"expected one key include, one of: {', '.join(INCLUDES)}")
+    out = []
+    for rule in RULES.values():
+        if rule.id in seen:
+            raise lines.error((i, "include"), f"duplicate requirement id {rule.id!r} (first at line {seen[rule.id]})")
+        seen[rule.id] = lines.line((i,))
+        readings = tuple(Alternative(a.name, a.reading) for a in rule.alternatives)
+        out.append(
+            Requirement(
+                str(rule.id),
+                rule.section,
+                rule.quote,
+                Level(rule.level),
+                rule.note,
+                alternatives=readings,
+                line=lines.line((i,)),
+                file=lines.file,
+                frame=rule.frame,
+            )
+        )
     return out
 
 
