@@ -1,6 +1,7 @@
 """A wire case's ``send`` builds the packet kind it names ([MS-MQQB] 2.2.2-2.2.6): an OrderAck
 (2.2.4) and a FinalAck (2.2.5) are identified as such by [MS-MQQB] 3.1.5.1.1, not as UserMessages;
-the kinds a case may name are the session's kinds of packets.layout.PacketKind, or raw bytes."""
+the kinds a case may name are the session's kinds of packets.layout.PacketKind, or raw bytes, and
+each has its one builder in the client's table (harness.cases.wireruns.acceptor.CLIENT_PACKETS)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from harness.cases.loader import load_text
 from harness.cases.targets.wire import WireOptions
 from harness.cases.wire import PACKET_KINDS
 from harness.cases.wireruns import AcceptorRun
+from harness.cases.wireruns.acceptor import CLIENT_PACKETS, client_packet
+from harness.cases.wireruns.base import WireCaseError
 from packets.layout import SESSION_KINDS, PacketKind
 
 CASE = """\
@@ -45,3 +48,21 @@ def test_send_builds_the_transactional_acknowledgment_it_names(kind: PacketKind)
     _, data = run.sent_packets()[-1]
     assert packets.parse(data, strict=False).kind is kind
     assert run.sent[str(kind)].MessagePropertiesHeader.Label == "QM Ordering Ack"
+
+
+def test_every_kind_a_case_sends_has_one_builder_of_that_kind() -> None:
+    """The client's table holds every session kind, in PacketKind's order, and each entry builds
+    a packet that [MS-MQQB] 3.1.5.1.1 identifies as its kind: a kind added to PacketKind without
+    its builder fails here, not in a case's run."""
+    assert tuple(CLIENT_PACKETS) == SESSION_KINDS
+    (case,) = load_text(CASE, "send.yaml")
+    run = AcceptorRun(case, WireOptions())
+    for kind in CLIENT_PACKETS:
+        data = packets.build(client_packet(run, kind, {}))
+        assert packets.parse(data, strict=False).kind is kind
+
+
+def test_a_kind_without_a_builder_is_refused() -> None:
+    (case,) = load_text(CASE, "send.yaml")
+    with pytest.raises(WireCaseError, match="cannot send a Ping packet"):
+        client_packet(AcceptorRun(case, WireOptions()), PacketKind.Ping, {})

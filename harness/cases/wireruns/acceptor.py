@@ -18,12 +18,12 @@ import itertools
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import packets
 from harness.cases.actions import action
-from harness.cases.wire import PACKET_KINDS, RAW
+from harness.cases.wire import RAW
 from harness.cases.wirefields import field_value
 from harness.cases.wirematch import wire_matches
 from harness.cases.wireruns.base import (
@@ -42,7 +42,7 @@ from packets import session as sp
 from packets.layout import USER_MESSAGE_KINDS, PacketKind
 from packets.paths import set_field
 
-__all__ = ["AcceptorRun"]
+__all__ = ["CLIENT_PACKETS", "AcceptorRun", "client_packet"]
 
 CONNECT_TIMEOUT = 2.0
 # What the case's own client sends in a ConnectionParameters request unless a step overrides it
@@ -53,10 +53,102 @@ CLIENT_WINDOW = 64
 SYNC = 10.0  # real seconds the simulated acceptor may take to take in what reached it (a bound on the machine)
 DRAIN_PACKETS = 1000  # packets read past a bound that ran out (what had arrived by then)
 TIME_TO_REACH_QUEUE = 0x54600  # seconds (4 days): what the model gives a message ([MS-MQDMPR] 3.1.1.12)
-_PACKETS = " | ".join(PACKET_KINDS)
 # TxSequenceID of the case's transactional messages ([MS-MQMQ] 2.2.18.1.2: Ordinal 1 in the low
 # 32 bits, TimeStamp 0x10 in the high ones), and of the OrderAck and FinalAck Packets it sends
 TX_SEQUENCE_ID = 0x10_0000_0001
+
+
+# -- the packets the case's client sends ---------------------------------------------------------
+# Each builds the headers of one kind of packet as the case's client sends it ([MS-MQQB] 2.2.2-2.2.6),
+# from what the run knows of its session, before the step's ``fields`` override any of them.
+def _establish_connection(run: AcceptorRun, args: Mapping[str, Any]) -> Any:
+    """2.2.2, as 3.1.5.2 builds it: the client's QueueManager.Identifier, no server GUID yet."""
+    return sp.establish_connection(run.client_guid, NULL_GUID, int(time.monotonic() * 1000) & 0xFFFFFFFF)
+
+
+def _connection_parameters(run: AcceptorRun, args: Mapping[str, Any]) -> Any:
+    """2.2.2.1, as 3.1.5.4 builds it: the client's timeouts and window (CLIENT_*)."""
+    return sp.connection_parameters(CLIENT_RECOVERABLE_ACK_TIMEOUT, CLIENT_ACK_TIMEOUT, CLIENT_WINDOW)
+
+
+def _session_ack(run: AcceptorRun, args: Mapping[str, Any]) -> Any:
+    """2.2.3: what the client received and sent on this session so far."""
+    return sp.session_ack(
+        ack_sequence_number=run.received_user_messages % 0x10000,
+        user_msg_sequence_number=run.user_messages_sent % 0x10000,
+    )
+
+
+def _order_ack(run: AcceptorRun, args: Mapping[str, Any]) -> Any:
+    """2.2.4, to the acceptor's order_queue$ (PrivateQueueIdentifier 4): the client's last
+    transactional message (TX_SEQUENCE_ID)."""
+    return sp.order_ack(
+        TX_SEQUENCE_ID, max(1, run.tx_number), source_qm=run.client_guid, destination_qm=run.server_guid
+    )
+
+
+def _final_ack(run: AcceptorRun, args: Mapping[str, Any]) -> Any:
+    """2.2.5: ACK_RECEIVE of the acceptor's message 1."""
+    number = max(1, run.tx_number)
+    return sp.final_ack(
+        TX_SEQUENCE_ID,
+        number,
+        number - 1,
+        run.server_guid,
+        1,
+        source_qm=run.client_guid,
+        destination_qm=run.server_guid,
+    )
+
+
+def _user_message(run: AcceptorRun, args: Mapping[str, Any]) -> Any:
+    """A UserMessage Packet ([MS-MQMQ] 2.2.19-2.2.20) of the step's ``delivery`` and ``body``;
+    a transactional one takes the client's next TxSequenceNumber."""
+    delivery = DeliveryClass(args.get("delivery", "express"))
+    body = args.get("body", "wire case")
+    # [MS-MQMQ] 2.2.19.2: SentTime is the time the packet is sent, in seconds since
+    # 1970; TimeToReachQueue (2.2.19.1) counts from it: the message is not expired
+    headers = user_message(
+        run.client_guid,
+        run.server_guid,
+        body.encode() if isinstance(body, str) else bytes(body),
+        label="wire case",
+        queue_id=run.queue_ids[delivery is DeliveryClass.transactional],
+        message_id=next(run.message_ids),
+        sent_time=int(time.time()) & 0xFFFFFFFF,
+        delivery=delivery,
+    )
+    headers.BaseHeader.TimeToReachQueue = TIME_TO_REACH_QUEUE
+    if delivery is not DeliveryClass.express:
+        run.recoverable_sent = True
+    if delivery is DeliveryClass.transactional:
+        th = headers.TransactionHeader
+        th.TxSequenceID = {"Ordinal": TX_SEQUENCE_ID & 0xFFFFFFFF, "TimeStamp": TX_SEQUENCE_ID >> 32}
+        run.tx_number += 1
+        th.TxSequenceNumber = run.tx_number
+        th.PreviousTxSequenceNumber = run.tx_number - 1
+    return headers
+
+
+#: kind -> the headers the case's client builds for a ``send`` of it: one entry a kind of
+#: packets.layout.SESSION_KINDS, in their order (the kinds ``send`` takes, with ``raw``).
+CLIENT_PACKETS: dict[PacketKind, Callable[[AcceptorRun, Mapping[str, Any]], Any]] = {
+    PacketKind.EstablishConnection: _establish_connection,
+    PacketKind.ConnectionParameters: _connection_parameters,
+    PacketKind.SessionAck: _session_ack,
+    PacketKind.OrderAck: _order_ack,
+    PacketKind.FinalAck: _final_ack,
+    PacketKind.UserMessage: _user_message,
+}
+_PACKETS = " | ".join((*(str(k) for k in CLIENT_PACKETS), RAW))
+
+
+def client_packet(run: AcceptorRun, kind: PacketKind, args: Mapping[str, Any]) -> Any:
+    """The headers of a ``kind`` packet as the case's client builds it (:data:`CLIENT_PACKETS`)."""
+    build = CLIENT_PACKETS.get(kind)
+    if build is None:
+        raise WireCaseError(f"a wire case cannot send a {kind} packet")
+    return build(run, args)
 
 
 def _receive_defaults(args: Mapping[str, Any], expect: Mapping[str, Any]) -> dict[str, Any]:
@@ -240,7 +332,7 @@ class AcceptorRun(WireRun):
             if kind == RAW:
                 data = bytes.fromhex(str(args["hex"]).replace(" ", ""))
             else:
-                headers = self._headers(PacketKind(kind), args)
+                headers = client_packet(self, PacketKind(kind), args)
                 for path, value in (args.get("fields") or {}).items():
                     if isinstance(value, Mapping) and set(value) == {"received"}:
                         value = self.received_value(str(value["received"]))
@@ -259,64 +351,6 @@ class AcceptorRun(WireRun):
                 self._closing("s2c")
                 return {"sent": False}
         return {"sent": True}
-
-    def _headers(self, kind: PacketKind, args: Mapping[str, Any]) -> Any:
-        """The headers of a ``kind`` packet as the case's client builds it before the step's
-        ``fields`` override any of them ([MS-MQQB] 2.2.2-2.2.6)."""
-        if kind == PacketKind.EstablishConnection:
-            return sp.establish_connection(self.client_guid, NULL_GUID, int(time.monotonic() * 1000) & 0xFFFFFFFF)
-        if kind == PacketKind.ConnectionParameters:
-            return sp.connection_parameters(CLIENT_RECOVERABLE_ACK_TIMEOUT, CLIENT_ACK_TIMEOUT, CLIENT_WINDOW)
-        if kind == PacketKind.SessionAck:
-            return sp.session_ack(
-                ack_sequence_number=self.received_user_messages % 0x10000,
-                user_msg_sequence_number=self.user_messages_sent % 0x10000,
-            )
-        if kind == PacketKind.OrderAck:  # 2.2.4, to the acceptor's order_queue$ (PrivateQueueIdentifier 4)
-            return sp.order_ack(
-                TX_SEQUENCE_ID, max(1, self.tx_number), source_qm=self.client_guid, destination_qm=self.server_guid
-            )
-        if kind == PacketKind.FinalAck:  # 2.2.5: ACK_RECEIVE of the acceptor's message 1
-            number = max(1, self.tx_number)
-            return sp.final_ack(
-                TX_SEQUENCE_ID,
-                number,
-                number - 1,
-                self.server_guid,
-                1,
-                source_qm=self.client_guid,
-                destination_qm=self.server_guid,
-            )
-        if kind == PacketKind.UserMessage:
-            return self._user_message(args)
-        raise WireCaseError(f"a wire case cannot send a {kind} packet")
-
-    def _user_message(self, args: Mapping[str, Any]) -> Any:
-        """A UserMessage Packet ([MS-MQMQ] 2.2.19-2.2.20) of the step's ``delivery`` and ``body``."""
-        delivery = DeliveryClass(args.get("delivery", "express"))
-        body = args.get("body", "wire case")
-        # [MS-MQMQ] 2.2.19.2: SentTime is the time the packet is sent, in seconds since
-        # 1970; TimeToReachQueue (2.2.19.1) counts from it: the message is not expired
-        headers = user_message(
-            self.client_guid,
-            self.server_guid,
-            body.encode() if isinstance(body, str) else bytes(body),
-            label="wire case",
-            queue_id=self.queue_ids[delivery is DeliveryClass.transactional],
-            message_id=next(self.message_ids),
-            sent_time=int(time.time()) & 0xFFFFFFFF,
-            delivery=delivery,
-        )
-        headers.BaseHeader.TimeToReachQueue = TIME_TO_REACH_QUEUE
-        if delivery is not DeliveryClass.express:
-            self.recoverable_sent = True
-        if delivery is DeliveryClass.transactional:
-            th = headers.TransactionHeader
-            th.TxSequenceID = {"Ordinal": TX_SEQUENCE_ID & 0xFFFFFFFF, "TimeStamp": TX_SEQUENCE_ID >> 32}
-            self.tx_number += 1
-            th.TxSequenceNumber = self.tx_number
-            th.PreviousTxSequenceNumber = self.tx_number - 1
-        return headers
 
     def _client_window(self) -> int:
         """The case's client's WindowSize: the one it sent in its ConnectionParameters request."""
