@@ -283,6 +283,16 @@ def _class_parts(cls: Any) -> _Parts:
     return parts
 
 
+# The attributes ``Packet.__init__`` sets (scapy's slots), in its order: each slot's own setter.
+_SLOTS = (
+    "time", "sent_time", "name", "default_fields", "overload_fields", "overloaded_fields", "fields",
+    "fieldtype", "packetfields", "payload", "underlayer", "parent", "original", "explicit",
+    "raw_packet_cache", "raw_packet_cache_fields", "wirelen", "direction", "sniffed_on", "comments",
+    "process_information", "stop_dissection_after", "post_transforms",
+)  # fmt: skip
+_SLOT_SETTERS = tuple(next(k.__dict__[n] for k in ScapyPacket.__mro__ if n in k.__dict__).__set__ for n in _SLOTS)
+
+
 def _init_layer(
     layer: Any,
     parts: _Parts,
@@ -295,30 +305,12 @@ def _init_layer(
     """Every attribute ``Packet.__init__`` sets, as it sets them before dissecting (no field
     value yet): scapy's constructor at the cost of its assignments alone, without walking the
     fields to look each up among keyword arguments none of which are given."""
-    put = object.__setattr__
-    put(layer, "time", stamp)
-    put(layer, "sent_time", None)
-    put(layer, "name", parts[0])
-    put(layer, "default_fields", parts[1])
-    put(layer, "overload_fields", parts[5])
-    put(layer, "overloaded_fields", {})
-    put(layer, "fields", {})
-    put(layer, "fieldtype", parts[2])
-    put(layer, "packetfields", parts[3])
-    put(layer, "payload", _NO_PAYLOAD)
-    put(layer, "underlayer", underlayer)
-    put(layer, "parent", parent)
-    put(layer, "original", original)
-    put(layer, "explicit", 0)
-    put(layer, "raw_packet_cache", None)
-    put(layer, "raw_packet_cache_fields", None)
-    put(layer, "wirelen", None)
-    put(layer, "direction", None)
-    put(layer, "sniffed_on", None)
-    put(layer, "comments", None)
-    put(layer, "process_information", None)
-    put(layer, "stop_dissection_after", stop_dissection_after)
-    put(layer, "post_transforms", [])
+    values = (
+        stamp, None, parts[0], parts[1], parts[5], {}, {}, parts[2], parts[3], _NO_PAYLOAD, underlayer,
+        parent, original, 0, None, None, None, None, None, None, None, stop_dissection_after, [],
+    )  # fmt: skip
+    for set_slot, value in zip(_SLOT_SETTERS, values, strict=True):
+        set_slot(layer, value)
 
 
 def _filled(cls: Any, values: Mapping[str, Any], pending: dict[str, Any] | None = None) -> Any:
