@@ -305,7 +305,7 @@ def _init_layer(
     """Every attribute ``Packet.__init__`` sets, as it sets them before dissecting (no field
     value yet): scapy's constructor at the cost of its assignments alone, without walking the
     fields to look each up among keyword arguments none of which are given."""
-    values = (
+    values: tuple[Any, ...] = (
         stamp, None, parts[0], parts[1], parts[5], {}, {}, parts[2], parts[3], _NO_PAYLOAD, underlayer,
         parent, original, 0, None, None, None, None, None, None, None, stop_dissection_after, [],
     )  # fmt: skip
