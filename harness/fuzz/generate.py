@@ -30,10 +30,11 @@ from construct import Container, ListContainer
 
 import packets
 from harness.session import DeliveryClass, user_message
-from packets import GUID, NULL_GUID, BitFlags, PacketKind, mqrr
+from packets import GUID, NULL_GUID, BitFlags, mqrr
 from packets import session as sp
 from packets.base import INFINITE
 from packets.fields import encode_utf16z
+from packets.layout import SESSION_KINDS
 from packets.optional import (
     MQF_ADMIN_ID,
     MQF_DESTINATION_ID,
@@ -55,8 +56,9 @@ __all__ = [
     "templates_of",
 ]
 
-#: The packet kinds of an [MS-MQQB] session (3.1.5.1.1), in the order the coverage table lists them.
-KINDS = ("EstablishConnection", "ConnectionParameters", "SessionAck", "UserMessage", "OrderAck", "FinalAck")
+#: The packet kinds of an [MS-MQQB] session (3.1.5.1.1), in the order of 2.2 (``packets.layout.SESSION_KINDS``):
+#: the pairs a run visits and the coverage table's columns.  Each has its templates below.
+KINDS: tuple[str, ...] = tuple(k.value for k in SESSION_KINDS)
 AS_BUILT = "as-built"
 LENGTH_WORDS = ("Length", "Size", "Count")
 
@@ -570,6 +572,3 @@ def packet_kind(data: bytes) -> str:
 def announced_size(data: bytes) -> int:
     """BaseHeader.PacketSize of an encoded packet (0 when it has no BaseHeader)."""
     return struct.unpack_from("<L", data, 8)[0] if len(data) >= 16 else 0
-
-
-_ = PacketKind

@@ -33,6 +33,7 @@ from harness.fuzz.oracles import (
     Reaction,
     Timers,
     alive,
+    close_requirement,
     observe,
     requirement_level,
     requirement_section,
@@ -40,14 +41,15 @@ from harness.fuzz.oracles import (
 )
 from harness.fuzz.runs import Finding, FuzzOptions
 from harness.fuzz.shrink import shrink_last
-from harness.fuzz.states import Connection, note_sent
+from harness.fuzz.states import Connection, note_sent, opening
 from harness.peers.server import SimulatedPeer
 from harness.pipeline.minimize import ddmin
 from packets import GUID
 
 __all__ = ["Replaying", "case_of", "confirm_and_minimise", "replay"]
 
-_ANSWERED = {"EstablishConnection": "WAITING_CP_MSG", "ConnectionParameters": "OPEN"}
+# The kinds of request the acceptor answers as its session opens, and the state it is in then.
+_ANSWERED = {kind.value: after.value for _, kind, after in opening("acceptor")}
 CS_VALID = "MQQB-3.1.5.3.1-CS-VALID"
 SEND_ACK = "MQQB-3.1.6.4-SEND-ACK"
 INIT = "SessionInitialization"
@@ -167,21 +169,6 @@ def _server_guid(units: list[bytes]) -> GUID | None:
     return None
 
 
-def _close_requirement(data: bytes, state: str) -> str:
-    """The requirement that makes a conformant acceptor close the session on ``data`` in ``state``."""
-    try:
-        kind = packets.parse(data, strict=True).kind.value
-    except packets.PacketError:
-        return "MQQB-3.1.5.1.3-DISCARD-CLOSE"
-    if kind == "EstablishConnection" and state != "WAITING_EC_MSG":
-        return "MQQB-3.1.5.3-WRONG-STATE"
-    if kind == "ConnectionParameters" and state != "WAITING_CP_MSG":
-        return "MQQB-3.1.5.4-WRONG-STATE"
-    if kind == "SessionAck" and state != "OPEN":
-        return "MQQB-3.1.5.5-WRONG-STATE"
-    return "MQQB-3.1.5.1.3-DISCARD-CLOSE"
-
-
 def _step(action: str, requirement: str, **args: Any) -> dict[str, Any]:
     return {"action": action, "args": args, "requirement": requirement}
 
@@ -195,7 +182,7 @@ def _steps(f: Finding, units: list[bytes], reference: str) -> tuple[list[dict[st
         if kind in _ANSWERED:
             steps.append(_step("receive", CS_VALID, packet=kind, within=INIT, skip=["SessionAck"]))
             state = _ANSWERED[kind]
-    close = _close_requirement(units[-1], state)
+    close = close_requirement("acceptor", units[-1], state)
     steps.append(_step("send", close, packet="raw", hex=wire_hex(units[-1])))
     if reference == "closed":
         steps.append(_step("wait_for", close, closed=1, within=INIT))

@@ -33,19 +33,21 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 import packets
+from harness.cases.loader import CaseError, load_requirements
+from harness.cases.model import Requirement
 from harness.fuzz.generate import Context
 from harness.fuzz.states import CONNECT_TIMEOUT, STATES, Connection, build
-from harness.session import Observer
-from packets import GUID, NULL_GUID, StreamSplitter
+from harness.session import Observer, SessionState
+from harness.session.transitions import Role, transition
+from packets import GUID, NULL_GUID, PacketKind, StreamSplitter
 from packets import session as sp
 
 __all__ = [
     "Reaction",
     "Timers",
     "alive",
+    "close_requirement",
     "incomplete",
     "observe",
     "observed_packets",
@@ -224,31 +226,25 @@ def _pinged(address: tuple[str, int], timers: Timers) -> bool:
 
 
 @functools.cache
-def _entries() -> tuple[dict[str, object], ...]:
-    """The requirements file's entries, read once."""
+def _requirements() -> dict[str, Requirement]:
+    """The requirements by id, read once as the case loader reads them (cases/requirements.yaml,
+    the session rules' entries included: harness.cases.loader.load_requirements)."""
     try:
-        entries = yaml.safe_load(REQUIREMENTS.read_text(encoding="utf-8")) or []
-    except OSError:
-        return ()
-    return tuple(e for e in entries if isinstance(e, dict) and "id" in e)
-
-
-@functools.cache
-def _levels() -> dict[str, str]:
-    return {str(e["id"]): str(e.get("level", "MUST")) for e in _entries()}
+        return {r.id: r for r in load_requirements(REQUIREMENTS)}
+    except CaseError:
+        return {}
 
 
 def requirement_section(rule_id: str, default: str = "MS-MQQB 3.1.5.1.3") -> str:
     """The section of the requirement a rule id names (``default`` when none does)."""
-    for e in _entries():
-        if e["id"] == rule_id:
-            return str(e["section"])
-    return default
+    found = _requirements().get(rule_id)
+    return found.section if found is not None else default
 
 
 def requirement_level(rule_id: str) -> str:
     """The level of the requirement a rule id names (MUST, SHOULD, MAY, interpretation; "record")."""
-    return _levels().get(rule_id, "MUST")
+    found = _requirements().get(rule_id)
+    return str(found.level.value) if found is not None else "MUST"
 
 
 def target_violations(conn: Connection) -> list[tuple[str, str, str, str]]:
@@ -265,3 +261,30 @@ def target_violations(conn: Connection) -> list[tuple[str, str, str, str]]:
         if v.direction == "s2c" and level in ("MUST", "SHOULD"):
             found.append((v.rule_id, v.section, level, v.evidence))
     return found
+
+
+DISCARD_CLOSE = "MQQB-3.1.5.1.3-DISCARD-CLOSE"
+# A packet the receiving end accepts in its state (harness.session.transitions) and closes the
+# session on all the same, by the requirement it fails: the EstablishConnection response a sender
+# finds invalid (3.1.5.3.2); any other such packet is discarded (3.1.5.1.3).
+_INVALID_CLOSE: dict[tuple[Role, PacketKind], str] = {
+    ("initiator", PacketKind.EstablishConnection): "MQQB-3.1.5.3.2-INVALID-CLOSE",
+}
+
+
+def close_requirement(role: Role, data: bytes, state: str) -> str:
+    """The requirement that makes a conformant ``role`` close the session on ``data`` received in
+    ``state`` (a SessionState): a packet that does not decode is discarded (3.1.5.1.3); one whose
+    kind the transition table does not accept in ``state`` breaks that kind's wrong-state rule, the
+    close a case checks being the requirement of the rule's id upper-cased (cases/requirements.yaml,
+    e.g. MQQB-3.1.5.3-WRONG-STATE; the discard where there is none); one it accepts, see
+    :data:`_INVALID_CLOSE`."""
+    try:
+        kind = packets.parse(data, strict=True).kind
+    except packets.PacketError:
+        return DISCARD_CLOSE
+    row = transition(role, SessionState(state), kind)
+    if row.accepted:
+        return _INVALID_CLOSE.get((role, kind), DISCARD_CLOSE)
+    checked = str(row.rule).upper()
+    return checked if checked in _requirements() else DISCARD_CLOSE

@@ -35,12 +35,25 @@ from harness.fuzz.generate import KINDS, Context, Mutation, mutations_for, packe
 from harness.fuzz.oracles import Timers
 from harness.fuzz.runs import Finding, FuzzOptions, SenderDown
 from harness.fuzz.sendercase import confirm_and_minimise_sender
-from harness.fuzz.states import SENDER_STATES, Connection, State
+from harness.fuzz.states import SENDER_STATES, Connection, State, opening
+from harness.session import SessionState
+from harness.session.transitions import SENDS
 from packets import GUID
 
 __all__ = ["SenderFuzzer"]
 
-_NEXT = {"WAITING_ECR_MSG": "ConnectionParameters", "WAITING_CPR_MSG": "UserMessage", "OPEN": "UserMessage"}
+
+def _goes_on(state: SessionState) -> frozenset[str]:
+    """The kinds of packet a sender sends next once it accepted the fuzzer's packet in ``state``:
+    those it sends in the state the packet moves it to (transitions.TRANSITIONS, SENDS), and a
+    SessionAck in any state: the sender went on (whether it may is for the Observer to say)."""
+    after = next((n for s, _, n in opening("initiator") if s == state), state)
+    return frozenset({"SessionAck", *(k.value for (r, k), s in SENDS.items() if (r, s) == ("initiator", after))})
+
+
+# state -> the kinds a sender that goes on sends: ConnectionParameters after the EstablishConnection
+# response (3.1.5.3.2), acknowledgments and messages once open (3.1.5.4.2, 3.1.7.12)
+_NEXT = {s.name: _goes_on(SessionState(s.session_state)) for s in SENDER_STATES}
 
 
 @dataclass
@@ -210,7 +223,7 @@ class SenderFuzzer(Fuzzer):
         reacted = False
         while time.monotonic() < end and not conn.closed and not reacted:
             reply = conn.read(end - time.monotonic())
-            reacted = reply is not None and packet_kind(reply) in (_NEXT[state.name], "SessionAck")
+            reacted = reply is not None and packet_kind(reply) in _NEXT[state.name]
         try:
             self._control("wire_close", {})
         except SenderDown as e:

@@ -35,10 +35,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-import packets
 from harness.fuzz.casefiles import run_case, wire_hex, write_case, write_finding_pcap
 from harness.fuzz.generate import Mutation
-from harness.fuzz.oracles import Timers, requirement_level, requirement_section
+from harness.fuzz.oracles import Timers, close_requirement, requirement_level, requirement_section
 from harness.fuzz.runs import Finding, FuzzOptions, SenderDown
 from harness.fuzz.shrink import shrink, without
 from harness.fuzz.states import SENDER_STATES, Connection, State
@@ -58,7 +57,7 @@ NEXT = {
     "WAITING_CPR_MSG": ("UserMessage", 1, "MQQB-3.1.5.4.2-ESTABLISHED"),
     "OPEN": ("UserMessage", 2, "MQQB-3.1.7.12-DISPATCH"),
 }
-ORDER = ("WAITING_ECR_MSG", "WAITING_CPR_MSG", "OPEN")  # a state's conformant answers: its index
+ORDER = tuple(s.name for s in SENDER_STATES)  # a state's conformant answers: its index
 ECHO = {  # the fields a response echoes from its request (3.1.5.3.1, 3.1.5.4.1), by the fuzzer's template
     "EstablishConnection[response]": ("EstablishConnectionHeader.ClientGuid", "EstablishConnectionHeader.TimeStamp"),
     "ConnectionParameters[response]": (
@@ -85,21 +84,6 @@ class Playing(Protocol):
     ) -> tuple[str, str, Connection | None, bytes]: ...
 
 
-def close_requirement(data: bytes, state: str) -> str:
-    """The requirement that makes a conformant sender close the session on ``data`` in ``state``."""
-    try:
-        kind = packets.parse(data, strict=True).kind.value
-    except packets.PacketError:
-        return "MQQB-3.1.5.1.3-DISCARD-CLOSE"
-    if kind == "EstablishConnection":
-        return "MQQB-3.1.5.3.2-INVALID-CLOSE" if state == "WAITING_ECR_MSG" else "MQQB-3.1.5.3-WRONG-STATE"
-    if kind == "ConnectionParameters" and state != "WAITING_CPR_MSG":
-        return "MQQB-3.1.5.4-WRONG-STATE"
-    if kind == "SessionAck" and state != "OPEN":
-        return "MQQB-3.1.5.5-WRONG-STATE"
-    return "MQQB-3.1.5.1.3-DISCARD-CLOSE"
-
-
 def _step(action: str, requirement: str = "", **args: Any) -> dict[str, Any]:
     return {"action": action, "args": args, **({"requirement": requirement} if requirement else {})}
 
@@ -112,7 +96,7 @@ def _reaction(state: str, injected: bytes, reaction: str) -> tuple[dict[str, Any
     """The wait for what the reference sender does with ``injected`` in ``state`` ("closed": it
     closes the session; "next": it goes on with its next packet), and the requirement it checks."""
     if reaction == "closed":
-        judged = close_requirement(injected, state)
+        judged = close_requirement("initiator", injected, state)
         return _step("wait_for", judged, closed=1, by="initiator", within=INIT), judged
     kind, count, judged = NEXT[state]
     return _step("wait_for", judged, packet=kind, count=count, within=INIT), judged

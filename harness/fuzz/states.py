@@ -6,6 +6,9 @@ EstablishConnection request and its response (``WAITING_CP_MSG``, 3.1.5.3.1), a
 ConnectionParameters request and its response (``OPEN``, 3.1.5.4.1), then a UserMessage whose
 acknowledgment is not read yet (``OPEN+in-flight``, 3.1.7.1), one whose SessionAck came
 (``OPEN+acked``, 3.1.5.5), or a transactional UserMessage (``OPEN+transaction``, 3.1.5.8.6).
+The first three are the acceptor's opening as the transition table has it
+(:func:`opening`, harness.session.transitions: the kind each state moves on by); the sender's
+states the fuzzer injects in as its acceptor (:data:`SENDER_STATES`) are the initiator's.
 :class:`Connection` sends packets and reads whole ones (``packets.StreamSplitter``), keeping
 both directions with their times for the oracles, the case and the pcap.
 """
@@ -19,9 +22,12 @@ from dataclasses import dataclass, field
 
 import packets
 from harness.fuzz.generate import Context, packet_kind, template
-from packets import GUID, StreamSplitter
+from harness.session import SessionState
+from harness.session.transitions import TRANSITIONS, Role
+from packets import GUID, PacketKind, StreamSplitter
+from packets.layout import USER_MESSAGE_KINDS
 
-__all__ = ["SENDER_STATES", "STATES", "Connection", "Prefix", "State", "reach"]
+__all__ = ["SENDER_STATES", "STATES", "Connection", "Prefix", "State", "opening", "reach"]
 
 CONNECT_TIMEOUT = 2.0
 
@@ -43,24 +49,53 @@ class State:
     section: str
 
 
-_EC = Prefix("EstablishConnection", "EstablishConnection")
-_CP = Prefix("ConnectionParameters", "ConnectionParameters")
+def opening(role: Role) -> tuple[tuple[SessionState, PacketKind, SessionState], ...]:
+    """How ``role``'s session opens, by the transition table (harness.session.transitions): each
+    state from the first one (WAITING_EC_MSG for the acceptor, WAITING_ECR_MSG for the initiator
+    once it sent its request, 3.1.5.2.3), the kind of the packet received there that moves it on,
+    and the state that follows, until OPEN."""
+    state = SessionState.WAITING_EC_MSG if role == "acceptor" else SessionState.WAITING_ECR_MSG
+    steps = []
+    while state is not SessionState.OPEN:
+        ((kind, after),) = [(k, n) for (r, s, k), n in TRANSITIONS.items() if (r, s) == (role, state) and n != s]
+        steps.append((state, kind, after))
+        state = after
+    return tuple(steps)
+
+
+# The section each state of the opening is entered by: the acceptor's (3.1.5.10 on a new
+# connection, 3.1.5.3.1, 3.1.5.4.1) and the initiator's (3.1.5.2.3, 3.1.5.3.2, 3.1.5.4.2).
+_ENTERED: dict[tuple[Role, SessionState], str] = {
+    ("acceptor", SessionState.WAITING_EC_MSG): "MS-MQQB 3.1.5.10",
+    ("acceptor", SessionState.WAITING_CP_MSG): "MS-MQQB 3.1.5.3.1",
+    ("acceptor", SessionState.OPEN): "MS-MQQB 3.1.5.4.1",
+    ("initiator", SessionState.WAITING_ECR_MSG): "MS-MQQB 3.1.5.2.3",
+    ("initiator", SessionState.WAITING_CPR_MSG): "MS-MQQB 3.1.5.3.2",
+    ("initiator", SessionState.OPEN): "MS-MQQB 3.1.5.4.2",
+}
+
+
+def _opening_states(role: Role) -> tuple[State, ...]:
+    """A :class:`State` for each state of ``role``'s opening and OPEN.  The fuzzer reaches the
+    acceptor's by sending the request of each kind that moves it on and reading the response of
+    that kind (3.1.5.3.1, 3.1.5.4.1); a sender reaches its own, the fuzzer answering (no prefix)."""
+    steps = opening(role)
+    names = [state for state, _, _ in steps] + [SessionState.OPEN]
+    requests = [Prefix(kind.value, kind.value) for _, kind, _ in steps] if role == "acceptor" else []
+    return tuple(State(n.value, n.value, tuple(requests[:i]), _ENTERED[role, n]) for i, n in enumerate(names))
+
+
+_OPENED = _opening_states("acceptor")[-1].prefix  # the requests that open a session, each answered
 STATES: tuple[State, ...] = (
-    State("WAITING_EC_MSG", "WAITING_EC_MSG", (), "MS-MQQB 3.1.5.10"),
-    State("WAITING_CP_MSG", "WAITING_CP_MSG", (_EC,), "MS-MQQB 3.1.5.3.1"),
-    State("OPEN", "OPEN", (_EC, _CP), "MS-MQQB 3.1.5.4.1"),
-    State("OPEN+in-flight", "OPEN", (_EC, _CP, Prefix("UserMessage[express]", None)), "MS-MQQB 3.1.7.1"),
-    State("OPEN+acked", "OPEN", (_EC, _CP, Prefix("UserMessage[recoverable]", "SessionAck")), "MS-MQQB 3.1.5.5"),
-    State("OPEN+transaction", "OPEN", (_EC, _CP, Prefix("UserMessage[transactional]", None)), "MS-MQQB 3.1.5.8.6"),
+    *_opening_states("acceptor"),
+    State("OPEN+in-flight", "OPEN", (*_OPENED, Prefix("UserMessage[express]", None)), "MS-MQQB 3.1.7.1"),
+    State("OPEN+acked", "OPEN", (*_OPENED, Prefix("UserMessage[recoverable]", "SessionAck")), "MS-MQQB 3.1.5.5"),
+    State("OPEN+transaction", "OPEN", (*_OPENED, Prefix("UserMessage[transactional]", None)), "MS-MQQB 3.1.5.8.6"),
 )
 
 # The sender's states the fuzzer injects in, as its acceptor (harness.fuzz.sender): the sender
 # reaches each by itself, the fuzzer answering conformantly.
-SENDER_STATES: tuple[State, ...] = (
-    State("WAITING_ECR_MSG", "WAITING_ECR_MSG", (), "MS-MQQB 3.1.5.2.3"),
-    State("WAITING_CPR_MSG", "WAITING_CPR_MSG", (), "MS-MQQB 3.1.5.3.2"),
-    State("OPEN", "OPEN", (), "MS-MQQB 3.1.5.4.2"),
-)
+SENDER_STATES: tuple[State, ...] = _opening_states("initiator")
 
 
 @dataclass
@@ -158,6 +193,9 @@ def note_sent(data: bytes, ctx: Context) -> None:
             ctx.recoverable_sent |= th is not None or bool(headers.UserHeader.Flags.DM)
 
 
+_USER_MESSAGES = frozenset(k.value for k in USER_MESSAGE_KINDS)  # counted alike (3.1.1.4)
+
+
 def reach(conn: Connection, state: State, ctx: Context, reply_timeout: float) -> list[bytes]:
     """Send the conformant prefix of ``state``; the packets sent.  ValueError names the reply
     that did not come (the acceptor closed or was silent)."""
@@ -178,7 +216,7 @@ def reach(conn: Connection, state: State, ctx: Context, reply_timeout: float) ->
             if kind == "EstablishConnection":
                 with contextlib.suppress(Exception):
                     ctx.server_guid = GUID(packets.parse(reply, strict=False).EstablishConnectionHeader.ServerGuid)
-            if kind in ("UserMessage", "OrderAck", "FinalAck"):
+            if kind in _USER_MESSAGES:
                 ctx.received_user += 1
             if kind == step.reply or (step.reply == "SessionAck" and _has_session_header(reply)):
                 break
