@@ -147,10 +147,6 @@ KNOWN_TEST_IMPORTS = {
     ("tests/packets/test_build_limits.py", "test_mqrr_trailer"),
     ("tests/packets/test_fused.py", "test_fast_rules"),
     ("tests/packets/test_mqrr_trailer.py", "test_user_message"),
-    ("tests/session/test_initiator_templates.py", "test_piggy_back"),
-    ("tests/session/test_piggy_back.py", "test_policy"),
-    ("tests/session/test_rule_requirements.py", "test_rules_emittable"),
-    ("tests/session/test_rules_emittable.py", "test_policy"),
 }
 
 

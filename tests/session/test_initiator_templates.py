@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 from brokenstreams import ACC, INI, NOW
+from sessionkit import open_session, receive_user_message
 from sessionloop import Wire
-from test_piggy_back import _open, _received
 
 import packets
 from harness.session import Acceptor, Initiator, Send, SessionError, user_message
@@ -71,8 +71,8 @@ def test_a_piggy_backed_session_header_is_the_same() -> None:
     sent = []
     for use_template in (True, False):
         clock = [0.0]
-        i = _open(clock)
-        clock[0] += _received(i) * 0.8
+        i = open_session(clock)
+        clock[0] += receive_user_message(i) * 0.8
         out = i.send_bodies(template, [b"piggy"]) if use_template else i.send_message(template.message(b"piggy"))
         sent.append([a.data for a in out if isinstance(a, Send)])
     assert sent[0] == sent[1]

@@ -4,31 +4,12 @@ SessionHeader, BaseHeader.Flags.SH, the counters reset and the timer restarted."
 
 from __future__ import annotations
 
-from brokenstreams import ACC, INI, NOW, um
-from test_policy import _cp_reply, _ec_reply
+from brokenstreams import um
+from sessionkit import open_session, receive_user_message
 
 import packets
-from harness.session import Initiator, Send, SessionState, StartTimer, user_message
+from harness.session import Initiator, Send, StartTimer
 from harness.session.actions import Timer
-
-
-def _open(clock: list[float]) -> Initiator:
-    i = Initiator(INI, clock=lambda: clock[0], wall_clock=lambda: NOW)
-    actions = [*i.start(), *i.connection_made()]
-    request = next(a.data for a in actions if isinstance(a, Send) and a.packet_kind.name == "EstablishConnection")
-    out = i.receive_data(_ec_reply(request))
-    cp_request = next(a.data for a in out if isinstance(a, Send) and a.packet_kind.name == "ConnectionParameters")
-    i.receive_data(_cp_reply(cp_request))
-    assert i.SessionState is SessionState.OPEN
-    return i
-
-
-def _received(i: Initiator) -> float:
-    """A UserMessage from the acceptor: the Session Ack Send Timer starts; its duration."""
-    back = packets.build(user_message(ACC, INI, b"back", message_id=1, sent_time=NOW))
-    out = i.receive_data(back)
-    (start,) = [a for a in out if isinstance(a, StartTimer) and a.name == Timer.SessionAckSend]
-    return start.seconds
 
 
 def _sent_user_message(i: Initiator) -> tuple[packets.Packet, list[object]]:
@@ -39,8 +20,8 @@ def _sent_user_message(i: Initiator) -> tuple[packets.Packet, list[object]]:
 
 def test_after_three_quarters_of_the_timer_the_user_message_carries_the_acknowledgment() -> None:
     clock = [0.0]
-    i = _open(clock)
-    seconds = _received(i)
+    i = open_session(clock)
+    seconds = receive_user_message(i)
     clock[0] += seconds * 0.8
     packet, out = _sent_user_message(i)
     assert packet.BaseHeader.Flags.SH == 1
@@ -53,12 +34,12 @@ def test_after_three_quarters_of_the_timer_the_user_message_carries_the_acknowle
 
 def test_before_three_quarters_or_with_nothing_to_acknowledge_no_session_header() -> None:
     clock = [0.0]
-    i = _open(clock)
-    seconds = _received(i)
+    i = open_session(clock)
+    seconds = receive_user_message(i)
     clock[0] += seconds * 0.7
     packet, _ = _sent_user_message(i)
     assert packet.BaseHeader.Flags.SH == 0 and packet.headers.get("SessionHeader") is None
     assert i.counters.UnackedReceivedMsgCount == 1
-    fresh = _open([0.0])
+    fresh = open_session([0.0])
     packet, _ = _sent_user_message(fresh)  # nothing received: no timer, nothing owed
     assert packet.BaseHeader.Flags.SH == 0

@@ -27,16 +27,15 @@ from brokenstreams import (
     um,
 )
 from construct import Container
+from sessionkit import cp_reply, ec_reply, open_initiator
 
 import packets
 from harness.session import (
     RULES,
     Close,
     Deliver,
-    Initiator,
     Observer,
     RuleViolation,
-    Send,
     SessionState,
     closing_rules,
     initiator_rules,
@@ -193,37 +192,8 @@ def test_no_close_without_a_rule_that_closes(rule_id: str) -> None:
 # ------------------------------------------------------------------------------------- initiator
 
 
-def _ec_reply(request: bytes, **changes: object) -> bytes:
-    req = packets.parse(request).EstablishConnectionHeader
-    headers = sp.establish_connection(req.ClientGuid, ACC, req.TimeStamp, ping_sent=not req.OperatingSystem.SE)
-    for name, value in changes.items():
-        if name == "padding":
-            headers.EstablishConnectionHeader.Padding = value
-        else:
-            headers.EstablishConnectionHeader[name] = value
-    return packets.build(headers)
-
-
-def _cp_reply(request: bytes, **changes: int) -> bytes:
-    cp_req = packets.parse(request).ConnectionParametersHeader
-    values = {"RecoverableAckTimeout": cp_req.RecoverableAckTimeout, "AckTimeout": cp_req.AckTimeout, **changes}
-    return packets.build(sp.connection_parameters(values["RecoverableAckTimeout"], values["AckTimeout"], 64))
-
-
-def _open_initiator(ec_changes: dict[str, object], cp_changes: dict[str, int]) -> tuple[Initiator, list[object]]:
-    i = Initiator(INI, wall_clock=lambda: NOW)
-    actions: list[object] = [*i.start(), *i.connection_made()]
-    request = next(a.data for a in actions if isinstance(a, Send) and a.packet_kind.name == "EstablishConnection")
-    out = i.receive_data(_ec_reply(request, **ec_changes))
-    actions += out
-    if i.SessionState is SessionState.WAITING_CPR_MSG:
-        cp_request = next(a.data for a in out if isinstance(a, Send) and a.packet_kind.name == "ConnectionParameters")
-        actions += i.receive_data(_cp_reply(cp_request, **cp_changes))
-    return i, actions
-
-
 def test_an_acceptor_breaking_rules_that_do_not_close_gets_all_reported_and_the_session_opens() -> None:
-    i, actions = _open_initiator(
+    i, actions = open_initiator(
         {"TimeStamp": 5, "padding": b"\x00" * sp.PADDING_SIZE}, {"AckTimeout": 0x4E21, "RecoverableAckTimeout": 0x1F5}
     )
     ids = [v.rule_id for v in i.violations]
@@ -245,7 +215,7 @@ def test_an_acceptor_breaking_rules_that_do_not_close_gets_all_reported_and_the_
 
 def test_an_invalid_ec_response_closes_the_initiator_with_its_section() -> None:
     other = packets.GUID("{12121212-3434-5656-7878-909090909090}")
-    i, actions = _open_initiator({"ClientGuid": other}, {})
+    i, actions = open_initiator({"ClientGuid": other}, {})
     assert [v.rule_id for v in i.violations] == ["MQQB-3.1.5.3.1-ec-echo", "MQQB-3.1.5.3.2-ec-response"]
     assert [c.section for c in _closes(actions)] == ["MS-MQQB 3.1.5.3.2"]
 
@@ -265,9 +235,9 @@ def test_the_observer_marks_the_first_violation_that_closes() -> None:
     o = Observer(ACC)
     ec_request, cp_request = ec(), cp()
     o.client_data(ec_request)
-    o.server_data(_ec_reply(ec_request))
+    o.server_data(ec_reply(ec_request))
     o.client_data(cp_request)
-    o.server_data(_cp_reply(cp_request))
+    o.server_data(cp_reply(cp_request))
     o.client_data(um(0))  # does not close
     assert o.closing is None
     o.client_data(ec())  # an EstablishConnection in an open session closes (3.1.5.3)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from brokenstreams import ACC, SCENARIOS, run
-from test_rules_emittable import ACCEPTOR_SIDE
+from sessionkit import ACCEPTOR_SIDE
 
 from harness.cases.loader import BUNDLED_REQUIREMENTS, load_requirements
 from harness.cases.model import Level, Requirement
