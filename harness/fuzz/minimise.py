@@ -10,13 +10,14 @@ minimal packets become an acceptor wire case (docs/cases.md "Wire cases"): each 
 raw bytes, each EstablishConnection and ConnectionParameters request followed by the reply
 [MS-MQQB] 3.1.5.3.1 and 3.1.5.4.1 demand, then what a conformant acceptor does with the last
 packet -- as the project's conformant simulated peer does it, replayed in process: close the
-session (3.1.5.1.3 for a malformed packet, 3.1.5.3 / 3.1.5.4 / 3.1.5.5 for a packet wrong for
-the state), or acknowledge a conformant UserMessage sent after it within the Session Ack Send
-Timer (3.1.2.5) -- and, for a crash, that a new connection's EstablishConnection is still
-answered (3.1.5.3.1); for a violation, ``then.peer.violations: []`` (the rule graded by its own
-requirement, harness.cases.violations).  The case passes against a conformant acceptor and fails while the fault
-is there; it is run once against the target to show it.  The pcap holds the minimal session (both
-written by harness.fuzz.casefiles).
+session (3.1.5.1.3 for a malformed packet, 3.1.5.3 / 3.1.5.4 / 3.1.5.5 / 3.1.5.8 for a packet
+wrong for the state: harness.fuzz.oracles.close_requirement), or acknowledge a conformant
+UserMessage sent after it within the Session Ack Send Timer (3.1.2.5) -- and, for a crash, that
+a new connection's EstablishConnection is still answered (3.1.5.3.1); for a violation,
+``then.peer.violations: []`` (the rule graded by its own requirement, harness.cases.violations).
+The case passes against a conformant acceptor and fails while the fault is there; it is run once
+against the target to show it.  The pcap holds the minimal session (both written by
+harness.fuzz.casefiles).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ does not need are removed ([MS-MQMQ] 2.2.20, harness.fuzz.shrink).  The case (do
 (``given.peer.replies``, the request's ClientGuid and TimeStamp, or RecoverableAckTimeout and
 AckTimeout, echoed unless they are the mutated field), then waits for what the reference sender
 does with them -- it closes the session (3.1.5.1.3 for a packet that does not decode, 3.1.5.3.2,
-3.1.5.3, 3.1.5.4, 3.1.5.5 for one invalid or wrong for the state) and, for a crash, connects again
+3.1.5.3, 3.1.5.4, 3.1.5.5, 3.1.5.8 for one invalid or wrong for the state) and, for a crash, connects again
 when its Session Retry Connect Timer expires (3.1.6.1); or it goes on with its next packet
 (3.1.5.3.2, 3.1.5.4.2, 3.1.7.12) -- each within the timers that bound it.  Which of the two is
 decided by running the case against the embedded reference sender (target ``reference``): the
