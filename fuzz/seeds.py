@@ -10,13 +10,12 @@ from functools import cache
 from pathlib import Path
 
 from benchmarks import messages
+from harness.decoding import read_hex
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _hex_fixtures() -> list[bytes]:
-    from harness.decoding import read_hex
-
     out = []
     for path in sorted(FIXTURES.rglob("*.hex")):
         try:

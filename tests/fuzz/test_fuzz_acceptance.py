@@ -18,6 +18,7 @@ import yaml
 
 from harness.cli import main
 from harness.fuzz.generate import KINDS
+from harness.fuzz.minimise import _server_guid
 from harness.fuzz.oracles import Timers
 from harness.fuzz.states import STATES
 from harness.peers import SimulatedPeer
@@ -72,8 +73,6 @@ def test_fuzz_finds_confirms_and_minimises_each_fault(
 
 def _server(finding: dict) -> str | None:
     """The queue manager the finding's packets were addressed to (the restarted peer keeps it)."""
-    from harness.fuzz.minimise import _server_guid
-
     guid = _server_guid([bytes.fromhex(p) for p in finding["minimal"]])
     return str(guid) if guid is not None else None
 
