@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from harness.peers.recorder import PcapRecorder
 from harness.session import Deliver, RuleViolation
 from packets import Packet
 
 __all__ = ["History", "JsonLines", "PeerConnection", "PeerRecords", "PeerTotals", "PingExchange", "SinkFailure"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -186,11 +191,51 @@ class PingExchange:
 
 
 class PeerRecords:
-    """The peer's bookkeeping of what its connections did: counts, the history, the report."""
+    """The peer's bookkeeping of what its connections did: counts, the history, the report and
+    the pcap record, and the outputs that failed."""
 
     totals: PeerTotals
     _history: History
     _report: JsonLines | None
+    _recorder: PcapRecorder | None
+    _sink_failures: list[SinkFailure]
+    _on_sink_failure: Callable[[SinkFailure], None] | None
+    _lock: threading.RLock
+
+    @property
+    def sink_failures(self) -> list[SinkFailure]:
+        """The outputs (``report``, ``record``) that could not be written, with what they hold."""
+        with self._lock:
+            failures = list(self._sink_failures)
+        if self._recorder is not None:  # frames lost after the failure go on being counted
+            for f in failures:
+                if f.sink == "record":
+                    f.lost = self._recorder.lost
+        return failures
+
+    def _close_sinks(self) -> None:
+        """Close the outputs opened (what is written is whole: each sink cuts a failed write back)."""
+        if self._recorder is not None:
+            self._recorder.close()
+        if self._report is not None:
+            self._report.close()
+
+    def _record_failed(self, e: OSError) -> None:
+        rec = self._recorder  # None while the recorder is being made (its file header failed)
+        written, lost = (rec.frames, rec.lost) if rec is not None else (0, 0)
+        self._sink_failed(SinkFailure("record", str(e.filename), e.strerror or str(e), written, lost))
+
+    def _sink_failed(self, failure: SinkFailure) -> None:
+        """An output failed (once per output): keep it and tell ``on_sink_failure``; never raises."""
+        with self._lock:
+            self._sink_failures.append(failure)
+        if self._on_sink_failure is None:
+            log.warning("%s", failure)
+        else:
+            try:
+                self._on_sink_failure(failure)
+            except Exception:
+                log.debug("on_sink_failure failed", exc_info=True)
 
     def _keep(self, conn: PeerConnection, direction: str, data: bytes, ts: float) -> None:
         conn.packet_count += 1

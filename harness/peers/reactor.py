@@ -400,7 +400,4 @@ class Reactor(PeerRecords):
                 s.close()
         if self._sel is not None:
             self._sel.close()
-        if self._recorder is not None:
-            self._recorder.close()  # a failure is the sink's (reported), never raised
-        if self._report is not None:
-            self._report.close()
+        self._close_sinks()  # a failure is the sink's (reported), never raised

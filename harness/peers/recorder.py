@@ -92,6 +92,7 @@ class PcapRecorder:
     the file holds, ``lost`` those not written since."""
 
     def __init__(self, path: str | Path, on_failure: Callable[[OSError], None] | None = None) -> None:
+        # scapy: optional heavy dependency, imported only when a recording is made
         from scapy.layers.inet import IP, TCP
         from scapy.layers.inet6 import IPv6
         from scapy.layers.l2 import Ether

@@ -146,7 +146,7 @@ class ScapySession:
     def recv(self, timeout: float | None = None) -> Any:
         """The next packet the peer sent, as an MSMQ layer (its ``decoded``/``violations`` are the
         codec's), or None when none arrives within ``timeout`` seconds or the session closed."""
-        from packets.scapy_layers import MSMQ
+        from packets.scapy_layers import MSMQ  # scapy: optional heavy dependency, only for MSMQ layers asked for
 
         def arrived() -> bool:
             return self._next_index() is not None or not self.link.connected
@@ -193,7 +193,7 @@ class ScapySession:
 
     def received(self) -> list[Any]:
         """Every packet the peer sent on this session so far, as MSMQ layers."""
-        from packets.scapy_layers import MSMQ
+        from packets.scapy_layers import MSMQ  # scapy: optional heavy dependency, only for MSMQ layers asked for
 
         return [MSMQ(data) for direction, data, _ in self.link.packets if direction == "s2c"]
 

@@ -36,14 +36,15 @@ for ``refuse`` and ``ping-refuse``, no answer for ``ping-silent``.  Every reques
 is kept in ``pings``.
 
 The loop is :mod:`harness.peers.reactor` (its slots and its fairness), each connection's session
-:mod:`harness.peers.connections`, the records and the report :mod:`harness.peers.history`, the
-Ping responder :mod:`harness.peers.ping`.
+:mod:`harness.peers.connections`, the records, the report, the pcap record and the outputs that
+failed :mod:`harness.peers.history`, the Ping responder :mod:`harness.peers.ping`; this module
+sets them up (:meth:`SimulatedPeer.start`: listen, open the outputs, listen for pings, serve) and
+answers the caller.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import selectors
 import socket
 import threading
@@ -65,8 +66,6 @@ from harness.session import Acceptor, AcceptorBehaviour, RuleViolation, SessionC
 from packets import GUID, Packet
 
 __all__ = ["PeerConnection", "PeerError", "PeerSnapshot", "PingExchange", "SimulatedPeer", "SinkFailure"]
-
-log = logging.getLogger(__name__)
 
 HISTORY = 10_000  # default: packets, delivered messages and violations kept in detail (all connections)
 HISTORY_BYTES = 256 << 20  # default: packet bytes kept in detail
@@ -224,17 +223,6 @@ class SimulatedPeer(Connections):
         return self.totals.evicted
 
     @property
-    def sink_failures(self) -> list[SinkFailure]:
-        """The outputs (``report``, ``record``) that could not be written, with what they hold."""
-        with self._lock:
-            failures = list(self._sink_failures)
-        if self._recorder is not None:  # frames lost after the failure go on being counted
-            for f in failures:
-                if f.sink == "record":
-                    f.lost = self._recorder.lost
-        return failures
-
-    @property
     def pings(self) -> list[PingExchange]:
         with self._lock:
             return list(self._pings)
@@ -322,9 +310,27 @@ class SimulatedPeer(Connections):
         return True
 
     def start(self) -> SimulatedPeer:
+        """Listen (TCP, and UDP for Ping Requests unless ``ping_port`` is None), open the outputs,
+        then serve on the loop's thread; a :class:`PeerError` names what could not be set up, and
+        nothing set up before it is left open."""
         if self._thread is not None:
             raise PeerError("the peer is already started")
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        listener = self._listen(family)
+        try:
+            self._open_sinks()
+            if self.ping_port is not None:
+                self._listen_for_pings(family)
+        except PeerError:
+            listener.close()
+            self._close_sinks()
+            raise
+        self._serve(listener)
+        return self
+
+    def _listen(self, family: socket.AddressFamily) -> socket.socket:
+        """The listening TCP socket of [MS-MQQB] 2.1.1 (connections beyond the backlog wait in the
+        kernel until the loop accepts them)."""
         listener = socket.socket(family, socket.SOCK_STREAM)
         try:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -333,6 +339,10 @@ class SimulatedPeer(Connections):
         except OSError as e:
             listener.close()
             raise PeerError(f"cannot listen on {self.host}:{self.port}: {e.strerror or e}") from e
+        return listener
+
+    def _open_sinks(self) -> None:
+        """The outputs: the pcap ``record`` and the JSON-lines ``report`` (the history's sinks)."""
         sink, path = "", None
         try:
             if self.record_path is not None:
@@ -342,27 +352,24 @@ class SimulatedPeer(Connections):
                 sink, path = "report", self.report_path
                 self._report = JsonLines(self.report_path, self._sink_failed)
         except OSError as e:
-            listener.close()
-            if self._recorder is not None:
-                self._recorder.close()
             where = e.filename if e.filename is not None else path
             raise PeerError(f"cannot write the {sink} {where}: {e.strerror or e}") from e
-        if self.ping_port is not None:
-            pinger = socket.socket(family, socket.SOCK_DGRAM)
-            try:
-                pinger.bind((self.host, self.ping_port))
-            except OSError as e:
-                pinger.close()
-                listener.close()
-                if self._recorder is not None:
-                    self._recorder.close()
-                if self._report is not None:
-                    self._report.close()
-                where = f"UDP {self.host}:{self.ping_port}"
-                raise PeerError(f"cannot listen for pings on {where}: {e.strerror or e}") from e
-            pinger.setblocking(False)
-            self._ping_sock = pinger
-            self._ping_address = pinger.getsockname()[:2]
+
+    def _listen_for_pings(self, family: socket.AddressFamily) -> None:
+        """The UDP socket the Ping responder answers on ([MS-MQQB] 2.1.2, :mod:`harness.peers.ping`)."""
+        pinger = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            pinger.bind((self.host, self.ping_port))
+        except OSError as e:
+            pinger.close()
+            where = f"UDP {self.host}:{self.ping_port}"
+            raise PeerError(f"cannot listen for pings on {where}: {e.strerror or e}") from e
+        pinger.setblocking(False)
+        self._ping_sock = pinger
+        self._ping_address = pinger.getsockname()[:2]
+
+    def _serve(self, listener: socket.socket) -> None:
+        """Hand the sockets to the loop (:mod:`harness.peers.reactor`) and start its thread."""
         listener.setblocking(False)
         self._listener = listener
         self._address = listener.getsockname()[:2]
@@ -376,7 +383,6 @@ class SimulatedPeer(Connections):
         self._workers = ThreadPoolExecutor(WORKERS, thread_name_prefix=f"SimulatedPeer:{self._address[1]}:parse")
         self._thread = threading.Thread(target=self._run, name=f"SimulatedPeer:{self._address[1]}", daemon=True)
         self._thread.start()
-        return self
 
     def close(self) -> None:
         """Stop serving: close every connection (FIN), the listening socket and the files."""
@@ -391,23 +397,6 @@ class SimulatedPeer(Connections):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _record_failed(self, e: OSError) -> None:
-        rec = self._recorder  # None while the recorder is being made (its file header failed)
-        written, lost = (rec.frames, rec.lost) if rec is not None else (0, 0)
-        self._sink_failed(SinkFailure("record", str(e.filename), e.strerror or str(e), written, lost))
-
-    def _sink_failed(self, failure: SinkFailure) -> None:
-        """An output failed (once per output): keep it and tell ``on_sink_failure``; never raises."""
-        with self._lock:
-            self._sink_failures.append(failure)
-        if self._on_sink_failure is None:
-            log.warning("%s", failure)
-        else:
-            try:
-                self._on_sink_failure(failure)
-            except Exception:
-                log.debug("on_sink_failure failed", exc_info=True)
 
     def _session_clock(self) -> float:
         """The sessions' clock: monotonic seconds divided by the time scale, so that durations the
