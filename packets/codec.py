@@ -244,7 +244,7 @@ def _rule_violations(walk: _Walk, kind: PacketKind) -> list[tuple[str, str, str]
             extend(spec.check_internal_packet(headers))
         else:
             extend(spec.check_user_message(headers, False))
-            if kind is PacketKind.OrderAck or kind is PacketKind.FinalAck:
+            if kind in session.TRANSACTIONAL_ACK_KINDS:
                 extend(spec.check_transactional_ack(headers))
     except Exception as e:  # a rule that cannot even be evaluated is itself a finding
         found.append(("BaseHeader", f"rules could not be evaluated: {e!r}", ""))
@@ -418,14 +418,15 @@ def parse_ping(datagram: bytes | bytearray | memoryview, strict: bool = True) ->
     violations: list[Violation] = []
     headers = Container()
     try:
-        headers.Ping = _diagnose_one(session.PING.diagnose, BytesIO(data), offsets, "Ping")
+        headers.Ping = _diagnose_one(session.PING.diagnose, BytesIO(data), offsets, session.PING.name)
     except PacketError as e:
         if strict:
             raise
         return Packet(PacketKind.Ping, headers, [e.violation], len(data))
     rules = list(session.check_ping(headers))
-    if len(data) > session.PING.header.sizeof():
-        rules.append(("Ping", f"{len(data) - session.PING.header.sizeof()} bytes follow the packet", "MS-MQQB 2.2.7"))
+    extra = len(data) - session.PING.header.sizeof()
+    if extra > 0:
+        rules.append((session.PING.name, f"{extra} bytes follow the packet", "MS-MQQB 2.2.7"))
     violations = [Violation(p, _offset_of(p, offsets), r, s) for p, r, s in rules]
     if violations and strict:
         raise violations[0].error()

@@ -18,7 +18,8 @@ random flag words; the same probe finds the BaseHeader flag that chooses the int
 the headers BaseHeader.PacketSize does not count (the UserMessage's SessionHeader, the framing
 rule of ``packets.stream.wire_length``), so TCP reassembly (``dissect_tcp_pdus``) cuts the
 stream as the codec's splitter does.  Packet identification ([MS-MQQB] 3.1.5.1.1) is rendered
-from ``packets.session``'s constants.
+from the table ``packets.session.identify`` reads (``INTERNAL_KINDS``, ``TRANSACTIONAL_ACKS``),
+which also names the acknowledgments whose body is dissected.
 
 Usage: ``python -m packets.dissector > msmq.lua``, then ``wireshark -X lua_script:msmq.lua`` (or
 copy the file into Wireshark's personal Lua plugins folder).
@@ -621,23 +622,17 @@ msmq.experts = {ef_malformed, ef_trailing}
 """
 
 
-def _identify_lua(internal: _Rule, plans: dict[str, _LayoutPlan]) -> str:
-    """[MS-MQQB] 3.1.5.1.1 Identifying Packet Type (``packets.session.identify``)."""
-    pt = session.InternalHeaderFlags._known_["PT"]
-    sh = base.BaseHeaderFlags._known_["SH"]
-    dq = plans["user"].first_cls._known_["DQ"]
-    k = PacketKind
-    return f"""
+_IDENTIFY_LUA = Template("""
 local function is_order_queue(user)
-  local dq = band(rshift(user.Flags, {dq[0]}), 0x{(1 << dq[1]) - 1:X})
+  local dq = band(rshift(user.Flags, $dq_shift), 0x$dq_mask)
   local queue = user.DestinationQueue
   if queue == nil then return false end
-  if dq == 0x3 then return queue.PrivateQueueIdentifier == {session.ORDER_QUEUE_PRIVATE_ID} end
+  if dq == 0x3 then return queue.PrivateQueueIdentifier == $order_queue_id end
   if dq == 0x7 and type(queue.DirectFormatName) == "string" then
-    local parts = {{}}
+    local parts = {}
     for part in (queue.DirectFormatName:gsub("/", "\\\\") .. "\\\\"):gmatch("(.-)\\\\") do parts[#parts + 1] = part end
     local head = (parts[1] or ""):upper()
-    return #parts == 3 and parts[2]:upper() == "PRIVATE$" and parts[3]:lower() == {_q(session.ORDER_QUEUE_NAME)}
+    return #parts == 3 and parts[2]:upper() == "PRIVATE$$" and parts[3]:lower() == $order_queue_name
       and (head:sub(1, 4) == "TCP:" or head:sub(1, 4) == "SPX:")
   end
   return false
@@ -645,24 +640,58 @@ end
 
 local function identify(h)
   local bflags = h.BaseHeader.Flags
-  if {internal.lua({"key": "bflags"})} then
+  if $internal_chosen then
     local ih = h.InternalHeader
-    if ih == nil then return {_q(k.Unknown)} end
-    local pt = band(rshift(ih.Flags, {pt[0]}), 0x{(1 << pt[1]) - 1:X})
-    if pt == {session.PT_ESTABLISH_CONNECTION} then return {_q(k.EstablishConnection)} end
-    if pt == {session.PT_CONNECTION_PARAMETERS} then return {_q(k.ConnectionParameters)} end
-    if pt == {session.PT_SESSION_ACK} and band(rshift(bflags, {sh[0]}), 1) == 1 then return {_q(k.SessionAck)} end
-    return {_q(k.Unknown)}
+    if ih == nil then return $unknown end
+    local pt = band(rshift(ih.Flags, $pt_shift), 0x$pt_mask)
+${internal_kinds}    return $unknown
   end
   local user, props = h.UserHeader, h.MessagePropertiesHeader
-  if user ~= nil and props ~= nil and props.Label == {_q(session.ORDER_ACK_LABEL)} and is_order_queue(user) then
-    if props.MessageClass == {session.MQMSG_CLASS_ORDER_ACK} then return {_q(k.OrderAck)} end
-    if props.MessageClass >= {session.MQMSG_CLASS_ACK_RECEIVE} then return {_q(k.FinalAck)} end
-  end
-  if user == nil then return {_q(k.Unknown)} end
-  return {_q(k.UserMessage)}
+  if user ~= nil and props ~= nil and props.Label == $order_ack_label and is_order_queue(user) then
+${transactional_acks}  end
+  if user == nil then return $unknown end
+  return $user_message
 end
-"""
+""")
+
+
+def _identify_lua(internal: _Rule, plans: dict[str, _LayoutPlan]) -> str:
+    """[MS-MQQB] 3.1.5.1.1 Identifying Packet Type, from the table ``packets.session.identify``
+    reads (``INTERNAL_KINDS``, ``TRANSACTIONAL_ACKS``)."""
+    pt = session.InternalHeaderFlags._known_["PT"]
+    dq = plans["user"].first_cls._known_["DQ"]
+    kinds = _Emitter()
+    for entry in session.INTERNAL_KINDS:
+        cond = f"pt == {entry.pt}"
+        if entry.base_flag is not None:
+            shift, width = base.BaseHeaderFlags._known_[entry.base_flag]
+            mask = (1 << width) - 1
+            cond += f" and band(rshift(bflags, {shift}), {mask}) == {mask}"
+        kinds.add(2, f"if {cond} then return {_q(entry.kind)} end")
+    acks = _Emitter()
+    for ack in session.TRANSACTIONAL_ACKS:
+        lowest, highest = ack.classes
+        if lowest == highest:
+            cond = f"props.MessageClass == {lowest}"
+        else:
+            cond = f"props.MessageClass >= {lowest}"
+            if highest is not None:
+                cond += f" and props.MessageClass <= {highest}"
+        acks.add(2, f"if {cond} then return {_q(ack.kind)} end")
+    return _IDENTIFY_LUA.substitute(
+        dq_shift=dq[0],
+        dq_mask=f"{(1 << dq[1]) - 1:X}",
+        order_queue_id=session.ORDER_QUEUE_PRIVATE_ID,
+        order_queue_name=_q(session.ORDER_QUEUE_NAME),
+        internal_chosen=internal.lua({"key": "bflags"}),
+        pt_shift=pt[0],
+        pt_mask=f"{(1 << pt[1]) - 1:X}",
+        internal_kinds="".join(line + "\n" for line in kinds.lines),
+        order_ack_label=_q(session.ORDER_ACK_LABEL),
+        transactional_acks="".join(line + "\n" for line in acks.lines),
+        unknown=_q(PacketKind.Unknown),
+        user_message=_q(PacketKind.UserMessage),
+    )
 
 
 def _walk_lua(em: _Emitter, plan: _LayoutPlan, parsers: dict[str, str], indent: int) -> None:
@@ -714,7 +743,7 @@ local function dissect_pdu(tvb, pinfo, tree)
 ${walk_internal}    else
 ${walk_user}    end
   end)
-  local kind = "Unknown"
+  local kind = $unknown
   if h.BaseHeader ~= nil then
     local ok2, k = pcall(identify, h)
     if ok2 then kind = k end
@@ -759,10 +788,6 @@ DissectorTable.get("tcp.port"):add($tcp_port, msmq)
 DissectorTable.get("udp.port"):add($udp_port, msmq)
 """)
 
-#: the packets whose MessageBody is itself a structure ([MS-MQQB] 2.2.4.1, 2.2.5.1), by kind
-_BODY_KINDS = {PacketKind.OrderAck: "OrderAckBody", PacketKind.FinalAck: "FinalAckBody"}
-
-
 def _pdu_length_lua(plans: dict[str, _LayoutPlan], internal: _Rule) -> str:
     """Framing: PacketSize plus the headers it does not count ([MS-MQMQ] 2.2.19.1)."""
     em = _Emitter()
@@ -794,11 +819,11 @@ def _dissect_lua(
         _walk_lua(em, plans[key], parsers, 3)
         walks[key] = "".join(line + "\n" for line in em.lines)
     bodies = _Emitter()
-    for kind, body in _BODY_KINDS.items():
-        bodies.add(1, f"if kind == {_q(kind)} and h.MessagePropertiesHeader.MessageBody ~= nil")
+    for ack in session.TRANSACTIONAL_ACKS:  # the packets whose MessageBody is itself a structure
+        bodies.add(1, f"if kind == {_q(ack.kind)} and h.MessagePropertiesHeader.MessageBody ~= nil")
         bodies.add(2, f"and h.MessagePropertiesHeader.MessageBody.len == {session.ACK_BODY_SIZE} then")
         bodies.add(2, "local b = h.MessagePropertiesHeader.MessageBody")
-        bodies.add(2, f"local okb, errb = pcall({parsers[body]}, tvb:range(b.offset, b.len):tvb(), root, 0, h)")
+        bodies.add(2, f"local okb, errb = pcall({parsers[ack.body]}, tvb:range(b.offset, b.len):tvb(), root, 0, h)")
         bodies.add(2, "if not okb then add_error(root, errb) end")
         bodies.add(1, "end")
     return _DISSECT_LUA.substitute(
@@ -807,8 +832,9 @@ def _dissect_lua(
         walk_internal=walks["internal"],
         walk_user=walks["user"],
         bodies="".join(line + "\n" for line in bodies.lines),
-        ping_parser=parsers["Ping"],
+        ping_parser=parsers[session.PING.name],
         ping_kind=_q(PacketKind.Ping),
+        unknown=_q(PacketKind.Unknown),
         ping=PacketKind.Ping,
         base_size=base.BASE_HEADER_SIZE,
         tcp_port=int(tcp_port),
@@ -821,7 +847,7 @@ def _generate(tcp_port: int = DEFAULT_TCP_PORT, udp_port: int = DEFAULT_UDP_PORT
     construct definition), the framing, the dissector functions (:data:`_DISSECT_LUA`) and the
     identification of 3.1.5.1.1 (:func:`_identify_lua`)."""
     plans = {
-        "user": _plan_layout(tuple(message.USER_MESSAGE_LAYOUT), "UserMessage"),
+        "user": _plan_layout(tuple(message.USER_MESSAGE_LAYOUT), PacketKind.UserMessage),
         "internal": _plan_layout(tuple(session.INTERNAL_LAYOUT), "internal"),
     }
     internal = _internal_rule()
@@ -830,11 +856,8 @@ def _generate(tcp_port: int = DEFAULT_TCP_PORT, udp_port: int = DEFAULT_UDP_PORT
     headers: list[tuple[str, c.Construct, str]] = [("BaseHeader", base.BaseHeader, base.SECTION)]
     for plan in plans.values():
         headers += [(slot.name, slot.parser.header, slot.section) for slot in plan.slots]
-    headers += [
-        ("OrderAckBody", session.OrderAckBody, session.S_ORDER_ACK_BODY),
-        ("FinalAckBody", session.FinalAckBody, session.S_FINAL_ACK_BODY),
-        ("Ping", session.PingPacket, session.S_PING),
-    ]
+    headers += [(ack.body, ack.body_parser.header, ack.body_section) for ack in session.TRANSACTIONAL_ACKS]
+    headers.append((session.PING.name, session.PingPacket, session.S_PING))
     for name, header, section in headers:
         if name not in parsers:
             parsers[name] = _header_function(em, name, header, section)

@@ -29,7 +29,7 @@ from packets.layout import PacketKind
 __all__ = ["display_value", "field_offset", "get_field", "hex_digits", "set_field"]
 
 _KINDS = frozenset(k.value for k in PacketKind)
-_BODIES = ("OrderAckBody", "FinalAckBody")
+_BODIES = tuple(ack.body for ack in session.TRANSACTIONAL_ACKS)  # the MessageBody structures
 
 
 def _strip_kind(path: str, kind: str) -> str:
@@ -118,7 +118,8 @@ def _headers() -> dict[str, c.Construct]:
     out: dict[str, c.Construct] = {"BaseHeader": base.BaseHeader}
     for slot in (*message.MESSAGE_PACKET_LAYOUT, *session.INTERNAL_LAYOUT):
         out.setdefault(slot.name, slot.parser.header)
-    out.update(OrderAckBody=session.OrderAckBody, FinalAckBody=session.FinalAckBody, Ping=session.PingPacket)
+    out.update({ack.body: ack.body_parser.header for ack in session.TRANSACTIONAL_ACKS})
+    out[session.PING.name] = session.PingPacket
     return out
 
 

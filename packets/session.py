@@ -12,6 +12,7 @@ are parsed by the UserMessage layout and only their 36-byte bodies are defined h
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
 
@@ -45,18 +46,23 @@ __all__ = [
     "ESTABLISH_CONNECTION_HEADER",
     "FINAL_ACK_BODY",
     "INTERNAL_HEADER",
+    "INTERNAL_KINDS",
     "INTERNAL_LAYOUT",
     "ORDER_ACK_BODY",
     "PING",
+    "TRANSACTIONAL_ACKS",
+    "TRANSACTIONAL_ACK_KINDS",
     "ConnectionParametersHeader",
     "EstablishConnectionHeader",
     "FinalAckBody",
     "InternalHeader",
     "InternalHeaderFlags",
+    "InternalKind",
     "OperatingSystemFlags",
     "OrderAckBody",
     "PingFlags",
     "PingPacket",
+    "TransactionalAck",
     "check_internal_packet",
     "check_ping",
     "check_transactional_ack",
@@ -235,7 +241,7 @@ PingPacket = Header(
     "Cookie" / Int32ul,
     "QMGuid" / Guid,
 )
-PING = header_parser("Ping", PingPacket)
+PING = header_parser(PacketKind.Ping.value, PingPacket)
 PING_PACKET_SIZE = 24
 
 
@@ -392,7 +398,82 @@ INTERNAL_LAYOUT: tuple[Slot, ...] = (
 
 
 # ---------------------------------------------------------------------------------------------
-# 3.1.5.1.1 Identifying Packet Type
+# 3.1.5.1.1 Identifying Packet Type: the one table of packet kinds.  identify (and pinned_kind,
+# its form for packets.fused), the codec's rules and the generated Wireshark dissector
+# (packets.dissector) all read it; a UserMessage is every IN-clear packet none of it claims.
+
+
+@dataclass(frozen=True)
+class InternalKind:
+    """An internal packet (BaseHeader.Flags.IN set) of the kind its InternalHeader.Flags.PT
+    names, when ``base_flag`` (a BaseHeader.Flags sub-field) is also set if one is named."""
+
+    kind: PacketKind
+    pt: int
+    base_flag: str | None = None
+
+    @property
+    def base_mask(self) -> int:
+        """The bit of ``base_flag`` in BaseHeader.Flags (0: none is needed)."""
+        if self.base_flag is None:
+            return 0
+        shift, width = base.BaseHeaderFlags._known_[self.base_flag]
+        return ((1 << width) - 1) << shift
+
+
+@dataclass(frozen=True)
+class TransactionalAck:
+    """A transactional acknowledgment: an IN-clear packet to order_queue$ with the label "QM
+    Ordering Ack" whose MessageClass is in ``classes`` (lowest, highest; None: no bound above),
+    with the rules of its section and its 36-byte ``body`` structure."""
+
+    kind: PacketKind
+    classes: tuple[int, int | None]
+    section: str
+    body: str  # the spec name of the MessageBody's structure
+    body_parser: HeaderParser
+    body_section: str
+    user_flags: tuple[str, ...]  # the UserHeader.Flags set besides DQ
+    allowed_classes: frozenset[int] | None  # None: every class that identifies it
+    previous_is_one_less: bool  # TxPreviousSequenceNumber MUST be TxSequenceNumber - 1
+
+    def claims(self, message_class: int) -> bool:
+        lowest, highest = self.classes
+        return lowest <= message_class and (highest is None or message_class <= highest)
+
+
+INTERNAL_KINDS: tuple[InternalKind, ...] = (
+    InternalKind(PacketKind.EstablishConnection, PT_ESTABLISH_CONNECTION),
+    InternalKind(PacketKind.ConnectionParameters, PT_CONNECTION_PARAMETERS),
+    InternalKind(PacketKind.SessionAck, PT_SESSION_ACK, base_flag="SH"),
+)
+TRANSACTIONAL_ACKS: tuple[TransactionalAck, ...] = (
+    TransactionalAck(
+        PacketKind.OrderAck,
+        (MQMSG_CLASS_ORDER_ACK, MQMSG_CLASS_ORDER_ACK),
+        S_ORDER_ACK,
+        "OrderAckBody",
+        ORDER_ACK_BODY,
+        S_ORDER_ACK_BODY,
+        user_flags=("MP",),
+        allowed_classes=None,
+        previous_is_one_less=True,
+    ),
+    TransactionalAck(
+        PacketKind.FinalAck,
+        (MQMSG_CLASS_ACK_RECEIVE, None),
+        S_FINAL_ACK,
+        "FinalAckBody",
+        FINAL_ACK_BODY,
+        S_FINAL_ACK_BODY,
+        user_flags=("MP", "DM"),
+        allowed_classes=FINAL_ACK_CLASSES,
+        previous_is_one_less=False,
+    ),
+)
+TRANSACTIONAL_ACK_KINDS: frozenset[PacketKind] = frozenset(ack.kind for ack in TRANSACTIONAL_ACKS)
+_INTERNAL_BY_PT = {entry.pt: entry for entry in INTERNAL_KINDS}
+_ACK_BY_KIND = {ack.kind: ack for ack in TRANSACTIONAL_ACKS}
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -443,7 +524,7 @@ def is_order_queue(user_header: Any) -> bool:
     return False
 
 
-def _transactional_ack_class(headers: Container) -> PacketKind | None:
+def _transactional_ack_class(headers: Container) -> TransactionalAck | None:
     """OrderAck/FinalAck by destination, label and class (3.1.5.1.1), tested before the
     UserMessage rule (a non-NORMAL class is otherwise still a UserMessage, SPEC-MAP Pitfall 10)."""
     user = headers.get("UserHeader")
@@ -453,24 +534,20 @@ def _transactional_ack_class(headers: Container) -> PacketKind | None:
     if _get(props, "Label") != ORDER_ACK_LABEL or not is_order_queue(user):  # cheap test first
         return None
     message_class = int(_get(props, "MessageClass", 0))
-    if message_class == MQMSG_CLASS_ORDER_ACK:
-        return PacketKind.OrderAck
-    if message_class >= MQMSG_CLASS_ACK_RECEIVE:
-        return PacketKind.FinalAck
-    return None
+    return next((ack for ack in TRANSACTIONAL_ACKS if ack.claims(message_class)), None)
 
 
 def decode_ack_body(kind: PacketKind, body: bytes) -> Container:
     """Decode a 36-byte OrderAck Body (2.2.4.1) or FinalAck Body (2.2.5.1)."""
-    parser = ORDER_ACK_BODY if kind == PacketKind.OrderAck else FINAL_ACK_BODY
+    ack = _ACK_BY_KIND[kind]
     if len(body) != ACK_BODY_SIZE:
         raise PacketError(
             "MessagePropertiesHeader.MessageBody",
             -1,
             f"a {kind} body is 36 bytes, found {len(body)}",
-            S_ORDER_ACK_BODY if kind == PacketKind.OrderAck else S_FINAL_ACK_BODY,
+            ack.body_section,
         )
-    return parser.parse_fast(BytesIO(body), Container(_params=Container()))
+    return ack.body_parser.parse_fast(BytesIO(body), Container(_params=Container()))
 
 
 def identify(headers: Container) -> tuple[PacketKind, Container | None]:
@@ -486,25 +563,27 @@ def identify(headers: Container) -> tuple[PacketKind, Container | None]:
     of those packets, checked by :func:`check_transactional_ack`, not identification keys.
     """
     base_header = headers["BaseHeader"]
-    if int(base_header["Flags"]) & 0x8:  # IN
+    base_flags = int(base_header["Flags"])
+    if base_flags & 0x8:  # IN
         internal = headers.get("InternalHeader")
         if internal is None:
             return PacketKind.Unknown, None
-        pt = internal.Flags.PT
-        if pt == PT_ESTABLISH_CONNECTION:
-            return PacketKind.EstablishConnection, None
-        if pt == PT_CONNECTION_PARAMETERS:
-            return PacketKind.ConnectionParameters, None
-        if pt == PT_SESSION_ACK and base_header.Flags.SH:
-            return PacketKind.SessionAck, None
-        return PacketKind.Unknown, None
-    kind = _transactional_ack_class(headers)
-    if kind is not None:
+        return _internal_kind(base_flags, int(internal.Flags.PT)), None
+    ack = _transactional_ack_class(headers)
+    if ack is not None:
         body = bytes(_get(headers.MessagePropertiesHeader, "MessageBody") or b"")
-        return kind, decode_ack_body(kind, body) if len(body) == ACK_BODY_SIZE else None
+        return ack.kind, decode_ack_body(ack.kind, body) if len(body) == ACK_BODY_SIZE else None
     if headers.get("UserHeader") is None:
         return PacketKind.Unknown, None
     return PacketKind.UserMessage, None
+
+
+def _internal_kind(base_flags: int, pt: int) -> PacketKind:
+    """The kind of an internal packet (IN set) by its InternalHeader.Flags.PT (INTERNAL_KINDS)."""
+    entry = _INTERNAL_BY_PT.get(pt)
+    if entry is None or base_flags & entry.base_mask != entry.base_mask:
+        return PacketKind.Unknown
+    return entry.kind
 
 
 def _not_a_transactional_ack(headers: Container) -> bool:
@@ -526,51 +605,43 @@ def pinned_kind(pins: Mapping[str, int]) -> tuple[PacketKind, Holds | None] | No
     internal = pins.get("InternalHeader")
     if internal is None:
         return None
-    pt = internal & 0xF
-    if pt == PT_ESTABLISH_CONNECTION:
-        return PacketKind.EstablishConnection, None
-    if pt == PT_CONNECTION_PARAMETERS:
-        return PacketKind.ConnectionParameters, None
-    if pt == PT_SESSION_ACK and base_flags & 0x10:  # SH
-        return PacketKind.SessionAck, None
-    return PacketKind.Unknown, None
+    shift, width = InternalHeaderFlags._known_["PT"]
+    return _internal_kind(base_flags, internal >> shift & ((1 << width) - 1)), None
 
 
 def check_transactional_ack(headers: Container) -> Violations:
     """The MUSTs of [MS-MQQB] 2.2.4/2.2.4.1 (OrderAck) and 2.2.5/2.2.5.1 (FinalAck) for a packet
     that :func:`identify` names so; nothing for other packets."""
-    kind = _transactional_ack_class(headers)
-    if kind is None:
+    ack = _transactional_ack_class(headers)
+    if ack is None:
         return
-    section = S_ORDER_ACK if kind == PacketKind.OrderAck else S_FINAL_ACK
-    yield from _check_ack_flags(headers, kind, section)
+    yield from _check_ack_flags(headers, ack)
     props = headers.MessagePropertiesHeader
-    yield from _check_ack_properties(props, kind, section)
-    yield from _check_ack_body(props, kind)
+    yield from _check_ack_properties(props, ack)
+    yield from _check_ack_body(props, ack)
 
 
-def _check_ack_flags(headers: Container, kind: PacketKind, section: str) -> Violations:
+def _check_ack_flags(headers: Container, ack: TransactionalAck) -> Violations:
     """BaseHeader.Flags all 0; UserHeader.Flags MP (and DM for a FinalAck) and DQ only."""
+    section = ack.section
     base_header = headers.BaseHeader
     if int(base_header.Flags) != 0:
         yield ("BaseHeader.Flags", f"MUST have all bits 0, found 0x{int(base_header.Flags):04X}", section)
     user_flags = headers.UserHeader.Flags
-    allowed = {"MP": 1, "DQ": int(user_flags.DQ)}
-    if kind == PacketKind.FinalAck:
-        allowed["DM"] = 1
+    allowed = {"MP": 1, "DQ": int(user_flags.DQ)} | dict.fromkeys(ack.user_flags, 1)
     expected = type(user_flags).make(allowed)
     if int(user_flags) != int(expected):
         yield (
             "UserHeader.Flags",
-            f"MUST be 0x{int(expected):08X} (MP{', DM' if kind == PacketKind.FinalAck else ''} and DQ only), "
-            f"found 0x{int(user_flags):08X}",
+            f"MUST be 0x{int(expected):08X} ({', '.join(ack.user_flags)} and DQ only), found 0x{int(user_flags):08X}",
             section,
         )
 
 
-def _check_ack_properties(props: Container, kind: PacketKind, section: str) -> Violations:
+def _check_ack_properties(props: Container, ack: TransactionalAck) -> Violations:
     """The MessagePropertiesHeader of an acknowledgment: Flags 0, MessageSize 0x24, a FinalAck's
     MessageClass, BodyType VT_EMPTY."""
+    section = ack.section
     if int(_get(props, "Flags", 0)) != 0:
         yield ("MessagePropertiesHeader.Flags", "MUST have all bits 0", section)
     if int(_get(props, "MessageSize", 0)) != ACK_BODY_SIZE:
@@ -580,10 +651,10 @@ def _check_ack_properties(props: Container, kind: PacketKind, section: str) -> V
             section,
         )
     message_class = int(_get(props, "MessageClass", 0))
-    if kind == PacketKind.FinalAck and message_class not in FINAL_ACK_CLASSES:
+    if ack.allowed_classes is not None and message_class not in ack.allowed_classes:
         yield (
             "MessagePropertiesHeader.MessageClass",
-            f"0x{message_class:04X} is neither MQMSG_CLASS_ACK_RECEIVE nor a NACK allowed in a FinalAck",
+            f"0x{message_class:04X} is neither MQMSG_CLASS_ACK_RECEIVE nor a NACK allowed in a {ack.kind}",
             section,
         )
     body_type = _get(props, "BodyType")
@@ -591,16 +662,16 @@ def _check_ack_properties(props: Container, kind: PacketKind, section: str) -> V
         yield ("MessagePropertiesHeader.BodyType", f"MUST be VT_EMPTY (0), found {int(body_type)}", section)
 
 
-def _check_ack_body(props: Container, kind: PacketKind) -> Violations:
+def _check_ack_body(props: Container, ack: TransactionalAck) -> Violations:
     """The OrderAck Body (2.2.4.1) or FinalAck Body (2.2.5.1): 36 bytes, the sequence numbers
     in range (and an OrderAck's previous one its own minus one)."""
-    body_section = S_ORDER_ACK_BODY if kind == PacketKind.OrderAck else S_FINAL_ACK_BODY
+    body_section = ack.body_section
     body = bytes(_get(props, "MessageBody") or b"")
     if len(body) != ACK_BODY_SIZE:
         yield ("MessagePropertiesHeader.MessageBody", f"MUST be 36 bytes, found {len(body)}", body_section)
         return
-    decoded = decode_ack_body(kind, body)
-    prefix = "OrderAckBody" if kind == PacketKind.OrderAck else "FinalAckBody"
+    decoded = decode_ack_body(ack.kind, body)
+    prefix = ack.body
     if decoded.TxSequenceNumber == 0:
         yield (f"{prefix}.TxSequenceNumber", "valid range is 0x00000001-0xFFFFFFFF, found 0", body_section)
     if decoded.TxPreviousSequenceNumber == 0xFFFFFFFF:
@@ -610,7 +681,7 @@ def _check_ack_body(props: Container, kind: PacketKind) -> Violations:
             body_section,
         )
     if (
-        kind == PacketKind.OrderAck
+        ack.previous_is_one_less
         and decoded.TxSequenceNumber != 0
         and decoded.TxPreviousSequenceNumber != decoded.TxSequenceNumber - 1
     ):

@@ -12,6 +12,7 @@ when tshark is missing outside CI.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -25,8 +26,9 @@ import pytest
 from harness.capture.tcp import FlowKey
 from harness.decoding import decode_file
 from harness.dissector_cli import main
-from packets import base
+from packets import base, session
 from packets.dissector import generate_lua, lua_fields
+from packets.layout import PacketKind
 from packets.stream import wire_length
 from tests.packets.dissector_captures import FIXTURES, fixture_capture
 
@@ -205,6 +207,16 @@ def test_generated_lua_registers_spec_paths() -> None:
     assert 'DissectorTable.get("tcp.port"):add(1801, msmq)' in text
     assert 'DissectorTable.get("udp.port"):add(3527, msmq)' in text
     assert generate_lua() == text  # deterministic
+
+
+def test_lua_identify_returns_the_kinds_of_the_one_table() -> None:
+    """The dissector's identification is written from the table packets.session.identify reads:
+    each kind of INTERNAL_KINDS and TRANSACTIONAL_ACKS, besides UserMessage and Unknown."""
+    text = generate_lua()
+    identify = text[text.index("local function identify(h)") :]
+    identify = identify[: identify.index("\nend\n")]
+    table = {entry.kind for entry in session.INTERNAL_KINDS} | {ack.kind for ack in session.TRANSACTIONAL_ACKS}
+    assert set(re.findall(r'return "(\w+)"', identify)) == {*table, PacketKind.UserMessage, PacketKind.Unknown}
 
 
 def test_cli_writes_the_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

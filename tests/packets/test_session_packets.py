@@ -337,6 +337,23 @@ def test_internal_packets_are_identified_by_pt() -> None:
         assert session.identify(headers) == (kind, None)
 
 
+@pytest.mark.parametrize("sh", [0, 1])
+@pytest.mark.parametrize("pt", range(16))
+def test_identify_and_pinned_kind_read_the_one_table(pt: int, sh: int) -> None:
+    """identify and its flag-word form for packets.fused name the same kind for every PT and SH,
+    the one INTERNAL_KINDS names (Unknown for a PT it does not list, or without its flag)."""
+    flags = base.BaseHeaderFlags.make(PR=3, IN=1, SH=sh)
+    headers = Container(
+        BaseHeader=base.default_base_header(Flags=flags),
+        InternalHeader=Container(Flags=session.InternalHeaderFlags.make(PT=pt)),
+    )
+    kind, _ = session.identify(headers)
+    pinned = session.pinned_kind({"BaseHeader": int(flags), "InternalHeader": pt})
+    assert pinned == (kind, None)
+    listed = [e.kind for e in session.INTERNAL_KINDS if e.pt == pt and (e.base_flag is None or sh)]
+    assert [kind] == (listed or [PacketKind.Unknown])
+
+
 def test_ack_constructors_build_identifiable_headers() -> None:
     oa = session.order_ack(3, 10, source_qm=SERVER, destination="TCP:192.168.0.1\\PRIVATE$\\order_queue$")
     assert session.identify(oa)[0] == PacketKind.OrderAck
