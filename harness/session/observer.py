@@ -35,7 +35,7 @@ not judged on its past).  The violations found are the Observer's output and are
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from construct import Container
 
@@ -59,7 +59,7 @@ from harness.session.core import (
 )
 from harness.session.msgids import Highest, SentIds
 from harness.session.rules import RuleId, rule
-from harness.session.transitions import SENDS, WRONG_STATE, Role, transition
+from harness.session.transitions import ESTABLISHMENT, ROLES, SENDS, START, WRONG_STATE, Role, other_role, transition
 from packets import GUID, Packet, PacketError, PacketKind, StreamSplitter
 from packets.base import SIGNATURE, VERSION_NUMBER
 
@@ -70,16 +70,31 @@ C2S, S2C = "c2s", "s2c"
 INITIATOR: Role = "initiator"
 ACCEPTOR: Role = "acceptor"
 _S = SessionState
-# The two ends' SessionState of 3.1.1.3.1 (initiator, acceptor) during the establishment, each pair
-# named in one word for the evidence: the initiator is in WAITING_ECR_MSG from its connecting on
-# (3.1.5.2.3), the acceptor in WAITING_EC_MSG (3.1.5.10); the transition table moves them.
-_PHASES: dict[tuple[SessionState, SessionState], str] = {
-    (_S.WAITING_ECR_MSG, _S.WAITING_EC_MSG): "start",
-    (_S.WAITING_ECR_MSG, _S.WAITING_CP_MSG): "ec-sent",
-    (_S.WAITING_CPR_MSG, _S.WAITING_CP_MSG): "ec-replied",
-    (_S.WAITING_CPR_MSG, _S.OPEN): "cp-sent",
-    (_S.OPEN, _S.OPEN): "open",
-}
+_WHAT: dict[Role, str] = {INITIATOR: "request", ACCEPTOR: "response"}  # an establishment packet, by its sender
+_ESTABLISHING = frozenset(kind for _, kind in ESTABLISHMENT)
+
+
+def _phase_names() -> dict[tuple[SessionState, SessionState], str]:
+    """The two ends' SessionState (initiator, acceptor) at each step of the establishment
+    (harness.session.transitions.ESTABLISHMENT, from START: the initiator in WAITING_ECR_MSG from its
+    connecting on, 3.1.5.2.3, the acceptor in WAITING_EC_MSG, 3.1.5.10), each pair named in one word
+    for the evidence: ``start``; after a packet its kind's initials and ``sent`` (the initiator's
+    request) or ``replied`` (the acceptor's response), ``ec-sent``; ``open`` once both ends are."""
+    state = dict(START)
+    names = {(state[INITIATOR], state[ACCEPTOR]): "start"}
+    for sender, kind in ESTABLISHMENT:
+        receiver = other_role(sender)
+        after = transition(receiver, state[receiver], kind).next
+        assert after is not None
+        state[receiver] = after
+        initials = "".join(c for c in kind.name if c.isupper()).lower()
+        opened = all(s is _S.OPEN for s in state.values())
+        step = f"{initials}-{'sent' if sender == INITIATOR else 'replied'}"
+        names[(state[INITIATOR], state[ACCEPTOR])] = "open" if opened else step
+    return names
+
+
+_PHASES = _phase_names()
 
 
 class _Side:
@@ -144,12 +159,12 @@ class Observer:
         self._now: float | None = None  # capture time of the bytes being checked
         self.packets = 0
         # each end's SessionState, as the transition table moves it (harness.session.transitions)
-        self.state: dict[Role, SessionState] = {INITIATOR: _S.WAITING_ECR_MSG, ACCEPTOR: _S.WAITING_EC_MSG}
+        self.state: dict[Role, SessionState] = dict(START)
         self.refused = False
         self.client = _Side(C2S)
         self.server = _Side(S2C)
-        self._ec_request: Container | None = None
-        self._cp_request: Container | None = None
+        self._ec_request_headers: Container | None = None
+        self._cp_request_headers: Container | None = None
         self._tx = TxSequenceChecker()
         self._ended = False
 
@@ -246,8 +261,7 @@ class Observer:
         packet, findings = _checked(data, parsed)
         if packet is None:
             return self._report(side, findings, index)
-        handler = self._client_packet if side is self.client else self._server_packet
-        return self._report(side, handler(packet), index)
+        return self._report(side, self._sent(side, packet), index)
 
     def _report(self, side: _Side, findings: list[Finding], index: int = -1) -> list[RuleViolation]:
         found = [RuleViolation.of(rule_id, index, evidence, side.direction) for rule_id, evidence in findings]
@@ -256,44 +270,41 @@ class Observer:
             self.closing = next((v for v in found if rule(v.rule_id).closes_session), None)
         return found
 
-    # -- the initiator's packets -----------------------------------------------------------------
+    # -- what each end sent -------------------------------------------------------------------------
 
-    def _client_packet(self, packet: Packet) -> list[Finding]:
+    def _sent(self, me: _Side, packet: Packet) -> list[Finding]:
+        """A packet ``me`` sent: sent in the state :data:`~harness.session.transitions.SENDS` names
+        and accepted by the other end's row of the transition table, which moves that end (else the
+        kind's wrong-state rule); then the checks of its kind (:data:`_CHECKS`)."""
+        sender = INITIATOR if me is self.client else ACCEPTOR
         kind = packet.kind
-        if kind is PacketKind.EstablishConnection:
-            wrong = self._establishing(INITIATOR, kind, "request")
-            if wrong:
-                return wrong
-            self._ec_request = packet.headers
-            return check_ec_request(packet, self.acceptor)
-        if kind is PacketKind.ConnectionParameters:
-            wrong = self._establishing(INITIATOR, kind, "request")
-            if wrong:
-                return wrong
-            if self.refused:
-                return [(RuleId.MQQB_3_1_5_3_2_AFTER_REFUSAL, "ConnectionParameters after a CS=1 response")]
-            self._cp_request = packet.headers
-            self.client.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
-            return check_cp_request(packet)
-        return self._session_packet(self.client, self.server, packet)
+        wrong = self._moves(sender, kind)
+        if wrong is not None:
+            what = f" {_WHAT[sender]}" if kind in _ESTABLISHING else ""
+            return [(wrong, f"{kind.name}{what} in phase {self.phase}")]
+        check = _CHECKS.get((sender, kind))
+        return check(self, me, self.server if me is self.client else self.client, packet) if check else []
 
-    # -- the acceptor's packets ------------------------------------------------------------------
+    # -- the establishment (3.1.5.2.3, 3.1.5.3, 3.1.5.4) -------------------------------------------
 
-    def _server_packet(self, packet: Packet) -> list[Finding]:
-        kind = packet.kind
-        if kind is PacketKind.EstablishConnection:
-            wrong = self._establishing(ACCEPTOR, kind, "response")
-            if wrong:
-                return wrong
-            self.refused = bool(packet.InternalHeader.Flags.CS)
-            return check_ec_response(self._ec_request, packet) + self._ec_response_validity(packet)
-        if kind is PacketKind.ConnectionParameters:
-            wrong = self._establishing(ACCEPTOR, kind, "response")
-            if wrong:
-                return wrong
-            self.server.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
-            return check_cp_response(self._cp_request, packet)
-        return self._session_packet(self.server, self.client, packet)
+    def _ec_request(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
+        self._ec_request_headers = packet.headers
+        return check_ec_request(packet, self.acceptor)
+
+    def _cp_request(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
+        if self.refused:
+            return [(RuleId.MQQB_3_1_5_3_2_AFTER_REFUSAL, "ConnectionParameters after a CS=1 response")]
+        self._cp_request_headers = packet.headers
+        me.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
+        return check_cp_request(packet)
+
+    def _ec_response(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
+        self.refused = bool(packet.InternalHeader.Flags.CS)
+        return check_ec_response(self._ec_request_headers, packet) + self._ec_response_validity(packet)
+
+    def _cp_response(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
+        me.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
+        return check_cp_response(self._cp_request_headers, packet)
 
     @property
     def phase(self) -> str:
@@ -301,13 +312,6 @@ class Observer:
         establishment went another way)."""
         pair = (self.state[INITIATOR], self.state[ACCEPTOR])
         return _PHASES.get(pair, "/".join(s.value for s in pair))
-
-    def _establishing(self, sender: Role, kind: PacketKind, what: str) -> list[Finding]:
-        """A packet of the establishment (3.1.5.3, 3.1.5.4) ``sender`` sent: sent in the state
-        :data:`~harness.session.transitions.SENDS` names and accepted by the other end's row of the
-        transition table, which moves that end; else the kind's wrong-state rule."""
-        wrong = self._moves(sender, kind)
-        return [(wrong, f"{kind.name} {what} in phase {self.phase}")] if wrong is not None else []
 
     def _moves(self, sender: Role, kind: PacketKind) -> RuleId | None:
         """Check a packet against the two ends' states and move the receiver; the rule it breaks."""
@@ -323,9 +327,9 @@ class Observer:
         """[MS-MQQB] 3.1.5.3.2 as the initiator applies it: a response that accepts (CS 0) but names
         another client, or another server than a non-null ServerGuid requested, is invalid, and the
         initiator discards it and closes (the rule closes the session)."""
-        if self._ec_request is None or self.refused:
+        if self._ec_request_headers is None or self.refused:
             return []
-        req, ec = self._ec_request.EstablishConnectionHeader, packet.EstablishConnectionHeader
+        req, ec = self._ec_request_headers.EstablishConnectionHeader, packet.EstablishConnectionHeader
         requested = GUID(req.ServerGuid)
         if GUID(ec.ClientGuid) == GUID(req.ClientGuid) and (requested.is_null or GUID(ec.ServerGuid) == requested):
             return []
@@ -339,16 +343,13 @@ class Observer:
 
     # -- packets of an open session, either direction ------------------------------------------------
 
-    def _session_packet(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
-        """A SessionAck, OrderAck, FinalAck or UserMessage Packet that ``me`` sent to ``other``."""
-        kind = packet.kind
-        # the transition table (harness.session.transitions): on an open session both ends accept
-        # these kinds; before it, or a kind the session protocol does not know, breaks its rule
-        wrong = self._moves(INITIATOR if me is self.client else ACCEPTOR, kind)
-        if wrong is not None:
-            return [(wrong, f"{kind.name} in phase {self.phase}")]
-        if kind is PacketKind.SessionAck:
-            return check_internal_reserved(packet) + self._session_header(me, other, packet.SessionHeader)
+    def _session_ack(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
+        """A SessionAck Packet (3.1.5.5): its InternalHeader and the counts its SessionHeader acknowledges."""
+        return check_internal_reserved(packet) + self._session_header(me, other, packet.SessionHeader)
+
+    def _user_message_packet(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
+        """A UserMessage Packet, OrderAck and FinalAck included (3.1.5.6-3.1.5.8): counted, held to
+        the sender's window (3.1.7.1), the checks of its kind, its piggy-backed SessionHeader."""
         found: list[Finding] = []
         me.sent += 1  # every UserMessage Packet counts, OrderAck and FinalAck included (3.1.1.4)
         if packet.UserHeader.Flags.DM == 1:
@@ -359,20 +360,19 @@ class Observer:
             found.append(
                 (RuleId.MQQB_3_1_7_1_WINDOW_EXCEEDED, f"{unacked} UserMessages unacknowledged, WindowSize {me.window}")
             )
-        if kind is PacketKind.OrderAck:
-            found += self._order_ack(me, other, packet)
-        elif kind is PacketKind.FinalAck:
-            body = packet.body
-            if body is not None and other.message_ids.sent(bytes(GUID(body.SourceGUID)), int(body.MessageID)) is False:
-                found.append((RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, f"FinalAck for MessageID {int(body.MessageID)}"))
-        else:
-            found += self._user_message(me, packet)
+        found += _USER_MESSAGE_CHECKS[packet.kind](self, me, other, packet)
         sh = packet.headers.get("SessionHeader")
         if sh is not None:
             found += self._session_header(me, other, sh)
         return found
 
-    def _user_message(self, me: _Side, packet: Packet) -> list[Finding]:
+    def _final_ack(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
+        body = packet.body
+        if body is not None and other.message_ids.sent(bytes(GUID(body.SourceGUID)), int(body.MessageID)) is False:
+            return [(RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, f"FinalAck for MessageID {int(body.MessageID)}")]
+        return []
+
+    def _user_message(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
         found = check_message_id(packet)
         if self._now is not None:  # 3.1.7.1.2 / [MS-MQMQ] 2.2.19.1 at the capture time
             expired, findings = check_expiry(packet, current_time(self._now), self.expiry_tolerance)
@@ -426,3 +426,23 @@ class Observer:
         ack = int(sh.AckSequenceNumber)
         me.acked_at = max(me.acked_at, other.sent - ((other.sent - ack) % U16))
         return found
+
+
+_Check = Callable[[Observer, _Side, _Side, Packet], list[Finding]]
+K = PacketKind
+_USER_MESSAGE_CHECKS: dict[PacketKind, _Check] = {
+    K.OrderAck: Observer._order_ack,
+    K.FinalAck: Observer._final_ack,
+    K.UserMessage: Observer._user_message,
+}
+# The checks of each kind a sender sends, after the transition table has accepted it (a kind
+# without an entry has none of its own): the establishment's requests and responses, and on an
+# open session the SessionAck and the UserMessage Packets (OrderAck and FinalAck are UserMessages).
+_CHECKS: dict[tuple[Role, PacketKind], _Check] = {
+    (INITIATOR, K.EstablishConnection): Observer._ec_request,
+    (INITIATOR, K.ConnectionParameters): Observer._cp_request,
+    (ACCEPTOR, K.EstablishConnection): Observer._ec_response,
+    (ACCEPTOR, K.ConnectionParameters): Observer._cp_response,
+    **{(role, K.SessionAck): Observer._session_ack for role in ROLES},
+    **{(role, kind): Observer._user_message_packet for role in ROLES for kind in _USER_MESSAGE_CHECKS},
+}

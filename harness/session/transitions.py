@@ -4,10 +4,11 @@ Renders the first sentence of each of [MS-MQQB] 3.1.5.3-3.1.5.8 ("If SessionStat
 the protocol MUST close the session") and the state each accepted packet leads to (3.1.5.2.3,
 3.1.5.3.1, 3.1.5.3.2, 3.1.5.4.1, 3.1.5.4.2), in the manner of h11's ``_state.py``: one table,
 ``(role, state, packet kind) -> next state``, read by the Initiator, the Acceptor and the passive
-Observer (which also holds each sender to the state it sends a packet in, :data:`SENDS`).  A
-packet kind the table does not accept in a state is a violation of that kind's wrong-state rule;
-a kind the session protocol does not know ([MS-MQQB] 3.1.5.1.1) is a violation of
-MQQB-3.1.5.1.1-unknown-packet.  :func:`transition` answers every (role, state, kind), never raising.
+Observer (which also holds each sender to the state it sends a packet in, :data:`SENDS`, and names
+the phases of the establishment after :data:`ESTABLISHMENT`, both ends' path from :data:`START` to
+OPEN).  A packet kind the table does not accept in a state is a violation of that kind's
+wrong-state rule; a kind the session protocol does not know ([MS-MQQB] 3.1.5.1.1) is a violation
+of MQQB-3.1.5.1.1-unknown-packet.  :func:`transition` answers every (role, state, kind), never raising.
 """
 
 from __future__ import annotations
@@ -19,7 +20,18 @@ from harness.session.actions import SessionState
 from harness.session.rules import RuleId
 from packets import PacketKind
 
-__all__ = ["ROLES", "SENDS", "TRANSITIONS", "WRONG_STATE", "Role", "Transition", "transition"]
+__all__ = [
+    "ESTABLISHMENT",
+    "ROLES",
+    "SENDS",
+    "START",
+    "TRANSITIONS",
+    "WRONG_STATE",
+    "Role",
+    "Transition",
+    "other_role",
+    "transition",
+]
 
 Role = Literal["initiator", "acceptor"]
 ROLES: tuple[Role, ...] = ("initiator", "acceptor")
@@ -55,6 +67,38 @@ SENDS: dict[tuple[Role, PacketKind], SessionState] = {
     ("acceptor", K.ConnectionParameters): S.OPEN,
     **{(role, kind): S.OPEN for role in ROLES for kind in _OPEN_KINDS},
 }
+
+# Each end's SessionState when the session begins: the initiator's from its connecting on
+# (3.1.5.2.3), the acceptor's once it has accepted the transport connection (3.1.5.10).
+START: dict[Role, SessionState] = {"initiator": S.WAITING_ECR_MSG, "acceptor": S.WAITING_EC_MSG}
+
+
+def other_role(role: Role) -> Role:
+    """The other end of the session."""
+    return "acceptor" if role == "initiator" else "initiator"
+
+
+def _establishment() -> tuple[tuple[Role, PacketKind], ...]:
+    """The packets that take both ends from START to OPEN, in order: each the one an end sends in
+    its state (SENDS) that moves the other end (TRANSITIONS)."""
+    state = dict(START)
+    steps: list[tuple[Role, PacketKind]] = []
+    while any(s is not S.OPEN for s in state.values()):
+        sender, kind, after = next(
+            (role, kind, after)
+            for (role, kind), sent_in in SENDS.items()
+            if sent_in is state[role]
+            and (after := TRANSITIONS.get((other_role(role), state[other_role(role)], kind))) is not None
+            and after is not state[other_role(role)]
+        )
+        state[other_role(sender)] = after
+        steps.append((sender, kind))
+    return tuple(steps)
+
+
+# The establishment (3.1.5.2.3, 3.1.5.3.1, 3.1.5.3.2, 3.1.5.4.1, 3.1.5.4.2), read off the two tables:
+# (sender, kind) in the order a session opens; a passive observer names its phases after it.
+ESTABLISHMENT: tuple[tuple[Role, PacketKind], ...] = _establishment()
 
 # The rule a packet of a kind breaks when it arrives in a state the table does not accept it in.
 WRONG_STATE: dict[PacketKind, RuleId] = {

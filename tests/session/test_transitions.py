@@ -11,8 +11,9 @@ from brokenstreams import ACC, INI, cp, ec, sa, um
 
 import packets
 from harness.session import Acceptor, Initiator, Observer, RuleViolation, SessionState
+from harness.session.observer import _PHASES
 from harness.session.rules import RuleId
-from harness.session.transitions import ROLES, TRANSITIONS, WRONG_STATE, transition
+from harness.session.transitions import ESTABLISHMENT, ROLES, START, TRANSITIONS, WRONG_STATE, transition
 from packets import PacketKind
 
 
@@ -80,3 +81,26 @@ def test_odd_input_in_every_state_is_a_violation_never_an_exception(name: str, b
     i.connection_made()
     found = [v for v in i.receive_data(ODD[name]) if isinstance(v, RuleViolation)]
     assert found
+
+
+def test_the_establishment_is_read_off_the_tables() -> None:
+    """3.1.5.2.3, 3.1.5.3.1, 3.1.5.3.2, 3.1.5.4.1, 3.1.5.4.2: request, response, request, response."""
+    assert START == {"initiator": SessionState.WAITING_ECR_MSG, "acceptor": SessionState.WAITING_EC_MSG}
+    assert (
+        ("initiator", PacketKind.EstablishConnection),
+        ("acceptor", PacketKind.EstablishConnection),
+        ("initiator", PacketKind.ConnectionParameters),
+        ("acceptor", PacketKind.ConnectionParameters),
+    ) == ESTABLISHMENT
+
+
+def test_the_observer_names_the_phases_of_the_establishment_as_it_always_has() -> None:
+    """The Observer's phase names (its evidence says them) come from the establishment, unchanged."""
+    s = SessionState
+    assert _PHASES == {
+        (s.WAITING_ECR_MSG, s.WAITING_EC_MSG): "start",
+        (s.WAITING_ECR_MSG, s.WAITING_CP_MSG): "ec-sent",
+        (s.WAITING_CPR_MSG, s.WAITING_CP_MSG): "ec-replied",
+        (s.WAITING_CPR_MSG, s.OPEN): "cp-sent",
+        (s.OPEN, s.OPEN): "open",
+    }
