@@ -436,7 +436,7 @@ def load_file(
         return load()
     try:
         found = _requirements_file(p)
-        listed = (str(found), _digest(found)) if found else None
+        listed = (str(found), _digest(found), _rules_digest()) if found else None
     except OSError:
         return load()
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -445,6 +445,17 @@ def load_file(
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
+_RULES_DIGESTS: dict[tuple[int, ...], str] = {}
+
+
+def _rules_digest() -> str:
+    """The SHA-256 of the session rules a list's ``- include: session-rules`` stands for (once per
+    version of the table): part of a cached case's key, as the list's own text is."""
+    key = tuple(map(id, RULES.values()))
+    if key not in _RULES_DIGESTS:
+        _RULES_DIGESTS.clear()
+        _RULES_DIGESTS[key] = hashlib.sha256(repr(list(RULES.values())).encode()).hexdigest()
+    return _RULES_DIGESTS[key]
 
 
 def _digest(path: Path) -> str:
@@ -542,7 +553,7 @@ def load_paths(
 
 # ----------------------------------------------------------------------------- requirements
 BUNDLED_REQUIREMENTS = Path(__file__).resolve().parents[2] / "cases" / REQUIREMENTS_FILE
-_LOADED: dict[tuple[str, int], dict[str, Requirement]] = {}
+_LOADED: dict[tuple[str, int, str], dict[str, Requirement]] = {}
 
 
 def _requirements_file(file: str | Path) -> Path | None:
@@ -560,7 +571,7 @@ def requirements_for(file: str | Path) -> dict[str, Requirement]:
     found = _requirements_file(file)
     if found is None:
         return {}
-    key = (str(found), found.stat().st_mtime_ns)
+    key = (str(found), found.stat().st_mtime_ns, _rules_digest())
     if key not in _LOADED:
         _LOADED[key] = {r.id: r for r in load_requirements(found)}
     return _LOADED[key]

@@ -10,8 +10,10 @@ read the requirements file itself: it stays free of YAML and of harness.cases.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +22,8 @@ import pytest
 from brokenstreams import ACC, SCENARIOS, run
 from sessionkit import ACCEPTOR_SIDE
 
-from harness.cases.loader import BUNDLED_REQUIREMENTS, load_requirements
+from harness.cases.cache import CaseCache
+from harness.cases.loader import BUNDLED_REQUIREMENTS, load_file, load_requirements
 from harness.cases.model import Level, Requirement
 from harness.session import Observer
 from harness.session.rules import RULES, RuleId
@@ -142,3 +145,23 @@ def test_the_session_core_reads_no_requirements() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=SESSION.parents[1])
+
+
+def test_a_cached_case_file_sees_a_rule_whose_requirement_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A case file that cites a rule, loaded through the case cache: the rule's requirement is the
+    table's as it is now, not as it was when the file was cached (the table is part of the key)."""
+    rid = RuleId.MQQB_3_1_5_8_1_DUPLICATE
+    case_file = tmp_path / "cases" / "faults.yaml"
+    case_file.parent.mkdir()
+    shutil.copy(BUNDLED_REQUIREMENTS.parent / "mqqb" / "faults.yaml", case_file)
+    (tmp_path / "cache").mkdir()
+    cache = CaseCache(tmp_path / "cache")
+
+    def quotes() -> set[str]:
+        return {c.requirements[rid].quote for c in load_file(case_file, cache=cache) if rid in c.requirements}
+
+    assert quotes() == {RULES[rid].quote}
+    monkeypatch.setitem(RULES, rid, dataclasses.replace(RULES[rid], quote="The protocol MUST change."))
+    assert quotes() == {"The protocol MUST change."}
