@@ -165,3 +165,9 @@ def test_a_cached_case_file_sees_a_rule_whose_requirement_changed(
     assert quotes() == {RULES[rid].quote}
     monkeypatch.setitem(RULES, rid, dataclasses.replace(RULES[rid], quote="The protocol MUST change."))
     assert quotes() == {"The protocol MUST change."}
+
+
+def test_a_rule_id_member_is_named_after_its_id_in_table_order() -> None:
+    """RuleId spells each id once more, as the name the engines use: its id in upper case,
+    punctuation as underscores, in the order of RULES."""
+    assert [m.name for m in RuleId] == [re.sub(r"[^A-Z0-9]", "_", str(r).upper()) for r in RULES]
