@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.pipeline.errors import PipelineError
+from harness.pipeline.ship import DEPS_FOLDER, default_cache, deps_archive, project_zip
 
 __all__ = [
     "DEFAULT_EXECUTOR_TIMEOUT",
@@ -57,7 +59,7 @@ def _defaults_master() -> str:
     )
     if not folder:
         try:
-            import pyspark
+            import pyspark  # pyspark: optional heavy dependency (the spark extra), only to find its conf folder
 
             folder = os.path.join(os.path.dirname(pyspark.__file__), "conf")
         except ImportError:  # pragma: no cover
@@ -88,52 +90,16 @@ def spark_session(
     the pipeline's own settings; ``master`` over ``spark.master`` of ``conf``, then of
     spark-submit's configuration, then ``local[*]``."""
     try:
+        # pyspark: imported only when a Spark job runs; `msmq-harness run` must not pay for the JVM bridge
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - pyspark is an optional dependency
-        from harness.pipeline.errors import PipelineError
-
         raise PipelineError("pyspark is not installed (pip install 'msmq-harness[spark]')") from e
     user = dict(conf or {})
     if master:
         user["spark.master"] = master
-    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit set the master
-    chosen: str | None = user.get("spark.master") or (None if under_submit else _defaults_master() or "local[*]")
+    chosen = _chosen_master(user)
     local = is_local_master(chosen if chosen is not None else _submitted_master())
-    own: dict[str, str] = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.parquet.compression.codec": "snappy",
-    }
-    if chosen:
-        own["spark.master"] = chosen
-    if partitions:
-        own["spark.sql.shuffle.partitions"] = str(partitions)
-    env: dict[str, str] = {}  # for the session's start only (PySpark reads them then)
-    if user.get("spark.pyspark.python"):  # PySpark starts its workers with PYSPARK_PYTHON
-        env["PYSPARK_PYTHON"] = user["spark.pyspark.python"]
-    if local:  # the workers are this machine's: loopback, this interpreter, this checkout
-        env["SPARK_LOCAL_IP"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
-        python = env["PYSPARK_PYTHON"] = env.get("PYSPARK_PYTHON") or os.environ.get("PYSPARK_PYTHON") or sys.executable
-        own.update({
-            "spark.driver.host": "127.0.0.1",
-            "spark.driver.bindAddress": "127.0.0.1",
-            "spark.executorEnv.PYTHONPATH": os.pathsep.join(
-                p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
-            ),
-            "spark.executorEnv.PYSPARK_PYTHON": python,
-            "spark.pyspark.python": python,
-            # the driver JVM (the whole engine when local) compiles with C1 only: its hot code is
-            # the shuffle's, small beside the Python workers, and C2's compiling cost a third of the
-            # CPU of a local run's start-up and a fifth of a 200 MB run's (docs/performance.md)
-            "spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS,
-        })
-    settings = {**own, **user}
-    if not local and ship_deps:  # the dependency archive's folder (in each executor's working folder)
-        from harness.pipeline.ship import DEPS_FOLDER
-
-        given = user.get("spark.executorEnv.PYTHONPATH", "")
-        settings["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(p for p in (DEPS_FOLDER, given) if p)
+    settings, env = _session_settings(user, chosen, partitions, local, ship_deps)
     if chosen:
         check_master(chosen)
     builder = SparkSession.builder.appName(app)
@@ -150,6 +116,58 @@ def spark_session(
             spark.stop()
             raise
     return spark
+
+
+def _chosen_master(user: dict[str, str]) -> str | None:
+    """``spark.master`` of the user's settings; else, under spark-submit, None (it set the master);
+    else that of spark-submit's configuration, else ``local[*]``."""
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit set the master
+    return user.get("spark.master") or (None if under_submit else _defaults_master() or "local[*]")
+
+
+def _session_settings(
+    user: dict[str, str], chosen: str | None, partitions: int, local: bool, ship_deps: bool
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The session's settings (the pipeline's own, the user's over them) and the environment for
+    the session's start only (PySpark reads it then)."""
+    own: dict[str, str] = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.parquet.compression.codec": "snappy",
+    }
+    if chosen:
+        own["spark.master"] = chosen
+    if partitions:
+        own["spark.sql.shuffle.partitions"] = str(partitions)
+    env: dict[str, str] = {}
+    if user.get("spark.pyspark.python"):  # PySpark starts its workers with PYSPARK_PYTHON
+        env["PYSPARK_PYTHON"] = user["spark.pyspark.python"]
+    if local:
+        own.update(_local_workers(env))
+    settings = {**own, **user}
+    if not local and ship_deps:  # the dependency archive's folder (in each executor's working folder)
+        given = user.get("spark.executorEnv.PYTHONPATH", "")
+        settings["spark.executorEnv.PYTHONPATH"] = os.pathsep.join(p for p in (DEPS_FOLDER, given) if p)
+    return settings, env
+
+
+def _local_workers(env: dict[str, str]) -> dict[str, str]:
+    """The settings of a local master, whose workers are this machine's: loopback, this
+    interpreter, this checkout (``SPARK_LOCAL_IP`` and ``PYSPARK_PYTHON`` set in ``env``)."""
+    env["SPARK_LOCAL_IP"] = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+    python = env["PYSPARK_PYTHON"] = env.get("PYSPARK_PYTHON") or os.environ.get("PYSPARK_PYTHON") or sys.executable
+    return {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "spark.executorEnv.PYSPARK_PYTHON": python,
+        "spark.pyspark.python": python,
+        # the driver JVM (the whole engine when local) compiles with C1 only: its hot code is
+        # the shuffle's, small beside the Python workers, and C2's compiling cost a third of the
+        # CPU of a local run's start-up and a fifth of a 200 MB run's (docs/performance.md)
+        "spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS,
+    }
 
 
 @contextlib.contextmanager
@@ -169,7 +187,7 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
 
 def _submitted_master() -> str:
     """The master spark-submit was given (its JVM is running: read from its configuration)."""
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf, SparkContext  # pyspark: optional heavy dependency, imported only under spark-submit
 
     SparkContext._ensure_initialized()
     return str(SparkConf().get("spark.master", "") or "")
@@ -178,8 +196,6 @@ def _submitted_master() -> str:
 def _ship(sc: Any, ship_deps: bool) -> None:
     """The project (and its dependencies) added to the job, from a temporary folder removed by
     :func:`stop_session`."""
-    from harness.pipeline.ship import DEPS_FOLDER, default_cache, deps_archive, project_zip
-
     folder = Path(tempfile.mkdtemp(prefix="msmq-harness-ship-"))
     _SHIPPED[id(sc)] = folder
     sc.addPyFile(str(project_zip(folder)))
@@ -359,6 +375,7 @@ class _Bars:
 
     def __enter__(self) -> _Bars:
         if self.enabled:
+            # rich.progress: only for a job's progress bars; importing it costs `msmq-harness` start-up 20 ms
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(

@@ -16,32 +16,71 @@ was captured.  Rows are plain dicts (the Parquet schemas are in :mod:`harness.pi
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
+from harness.capture.connection import Connection, ConnectionResult, replay_flow
 from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp
 from harness.capture.pcapfile import Record
+from harness.capture.spill import SpillPool
+from harness.capture.streams import segment_connection, view_connections
 from harness.capture.tcp import Flow, FlowKey
 from harness.decoding import DecodedPacket
-
-if TYPE_CHECKING:
-    from harness.capture.connection import ConnectionResult
+from harness.pipeline.splits import Split, SplitResult, read_split, read_split_views
+from packets import GUID
+from packets.layout import SESSION_KINDS, PacketKind
 
 __all__ = [
+    "KIND_COLUMNS",
+    "OPEN_SESSION_KINDS",
     "FlowRows",
     "FrameCounts",
     "analyse_flow",
+    "count_column",
     "first_reading",
     "flow_rows",
     "iter_local",
     "key_fields",
+    "open_session_kinds",
     "process_local",
     "segments_of",
     "stream_rows",
 ]
 
 DEFAULT_PORTS = frozenset({1801})
+
+#: the kinds whose fields the packets table reads (by name, as its ``kind`` column has them)
+_USER_MESSAGE = PacketKind.UserMessage.name
+_ESTABLISH_CONNECTION = PacketKind.EstablishConnection.name
+#: the establishment's kinds ([MS-MQQB] 3.1.5.2-3.1.5.4): one request and one response each per
+#: session, read for the session's queue managers and its refusal (``client_qm``, ``server_qm``,
+#: the ``refused`` outcome, InternalHeader.Flags.CS), not counted
+_ESTABLISHMENT = frozenset({PacketKind.EstablishConnection, PacketKind.ConnectionParameters})
+_ESTABLISHMENT_NAMES = frozenset(k.name for k in _ESTABLISHMENT)
+_Kind = TypeVar("_Kind", bound=StrEnum)  # PacketKind (a kind the spec adds, in the tests)
+
+
+def count_column(kind: str) -> str:
+    """The sessions table's column counting the packets of a kind (by its name): the name in
+    snake case, plural (``UserMessage`` -> ``user_messages``, ``SessionAck`` -> ``session_acks``)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower() + "s"
+
+
+def open_session_kinds(kinds: Iterable[_Kind]) -> tuple[_Kind, ...]:
+    """The kinds of an open session ([MS-MQQB] 3.1.5.5-3.1.5.8) among the session's ``kinds``:
+    all but the establishment's, the UserMessage first, then the others in their order."""
+    return tuple(sorted((k for k in kinds if k not in _ESTABLISHMENT), key=lambda k: k is not PacketKind.UserMessage))
+
+
+#: the kinds of an open session, of ``packets.layout.SESSION_KINDS``
+OPEN_SESSION_KINDS = open_session_kinds(SESSION_KINDS)
+#: packet kind (by name, as the packets table's ``kind`` column has it) -> the sessions table's
+#: column counting it, for each of :data:`OPEN_SESSION_KINDS`: a new kind gets its column here and
+#: in the Parquet schema (:data:`harness.pipeline.tasks.SCHEMAS`) with nothing else changed
+KIND_COLUMNS: dict[str, str] = {kind.name: count_column(kind.name) for kind in OPEN_SESSION_KINDS}
 
 
 @dataclass
@@ -139,8 +178,6 @@ def _guid(value: Any) -> str | None:
                 _GUID_TEXT.clear()
             _GUID_TEXT[bytes(value)] = text
         return text
-    from packets import GUID
-
     try:
         return str(GUID(value))
     except (TypeError, ValueError):
@@ -228,7 +265,7 @@ def _key_fields(packet: Any, kind: str) -> dict[str, Any]:
 def _key_fields_of(h: dict[str, Any], kind: str, session: dict[str, Any], tx: dict[str, Any]) -> dict[str, Any]:
     """:func:`key_fields` of headers that are dictionaries (as :func:`_key_fields_any` reads them)."""
     message_id = source = destination = delivery = cs = None
-    if kind == "UserMessage":
+    if kind == _USER_MESSAGE:
         user = _plain(h.get("UserHeader"))
         if user is None:
             return _key_fields_any(h, kind)
@@ -240,12 +277,12 @@ def _key_fields_of(h: dict[str, Any], kind: str, session: dict[str, Any], tx: di
         else:
             dm = user.get("Flags")
             delivery = "recoverable" if dm is not None and getattr(dm, "DM", 0) == 1 else "express"
-    elif kind == "EstablishConnection":
+    elif kind == _ESTABLISH_CONNECTION:
         ec = _plain(h.get("EstablishConnectionHeader"))
         if ec is None:
             return _key_fields_any(h, kind)
         source, destination = _guid(ec.get("ClientGuid")), _guid(ec.get("ServerGuid"))
-    if kind == "EstablishConnection" or kind == "ConnectionParameters":
+    if kind in _ESTABLISHMENT_NAMES:
         flags = _get(h, "InternalHeader", "Flags")
         cs = _int(getattr(flags, "CS", None)) if flags is not None else None
     return {
@@ -274,7 +311,7 @@ def _key_fields_any(h: Any, kind: str) -> dict[str, Any]:
         "tx_sequence_number": _int(_field(tx, "TxSequenceNumber")),
         "cs": None,
     }
-    if kind == "UserMessage":
+    if kind == _USER_MESSAGE:
         user = _header(h, "UserHeader")
         out["message_id"] = _int(_field(user, "MessageID"))
         out["source_qm"] = _guid(_field(user, "SourceQueueManager"))
@@ -284,11 +321,11 @@ def _key_fields_any(h: Any, kind: str) -> dict[str, Any]:
         else:
             dm = _field(user, "Flags")
             out["delivery"] = "recoverable" if dm is not None and getattr(dm, "DM", 0) == 1 else "express"
-    elif kind == "EstablishConnection":
+    elif kind == _ESTABLISH_CONNECTION:
         ec = _header(h, "EstablishConnectionHeader")
         out["source_qm"] = _guid(_field(ec, "ClientGuid"))
         out["destination_qm"] = _guid(_field(ec, "ServerGuid"))
-    if kind in ("EstablishConnection", "ConnectionParameters"):
+    if kind in _ESTABLISHMENT_NAMES:
         flags = _get(h, "InternalHeader", "Flags")
         out["cs"] = _int(getattr(flags, "CS", None)) if flags is not None else None
     return out
@@ -318,8 +355,6 @@ class FlowRows:
         emit: Callable[[list[dict[str, Any]]], None] | None = None,
         pool: Any = None,
     ) -> None:
-        from harness.capture.connection import Connection
-
         self.input = input_name
         self.emit = emit
         self.rows: list[dict[str, Any]] = []
@@ -347,7 +382,7 @@ class FlowRows:
         row.update(_key_fields(packet, kind))
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
         self.sent[direction] += 1
-        if kind == "EstablishConnection":
+        if kind == _ESTABLISH_CONNECTION:
             self.ec[direction] = row
         self.rows.append(row)
         if self.emit is not None and len(self.rows) >= ROW_BATCH:
@@ -398,8 +433,6 @@ def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]
     """Packets, the session and its violations for one reassembled flow
     (:func:`harness.capture.connection.replay_flow`): each packet is parsed once, for its row and
     for the observer."""
-    from harness.capture.connection import replay_flow
-
     builder = FlowRows(input_name, flow.key)
     return builder.tables(replay_flow(flow, builder._packet))
 
@@ -446,10 +479,7 @@ def _session_row(rows: FlowRows, result: ConnectionResult, violation_rows: list[
         "segments": c.segments + s.segments,
         "packets_client": sent["client"],
         "packets_server": sent["server"],
-        "user_messages": kinds.get("UserMessage", 0),
-        "session_acks": kinds.get("SessionAck", 0),
-        "order_acks": kinds.get("OrderAck", 0),
-        "final_acks": kinds.get("FinalAck", 0),
+        **{column: kinds.get(kind, 0) for kind, column in KIND_COLUMNS.items()},
         "gaps": len(c.gaps) + len(s.gaps),
         "gap_bytes": sum(g.length for g in c.gaps) + sum(g.length for g in s.gaps),
         "retransmitted_bytes": c.retransmitted + s.retransmitted,
@@ -518,8 +548,8 @@ def _failed_session(input_name: str, flow: Flow, problem: str) -> dict[str, Any]
 
 
 _SESSION_COLUMNS = (
-    "client_qm", "server_qm", "packets_client", "packets_server", "user_messages", "session_acks", "order_acks",
-    "final_acks", "gaps", "gap_bytes", "retransmitted_bytes", "closed", "violations",
+    "client_qm", "server_qm", "packets_client", "packets_server", *KIND_COLUMNS.values(), "gaps", "gap_bytes",
+    "retransmitted_bytes", "closed", "violations",
 )
 
 
@@ -527,9 +557,6 @@ def first_reading(split: Any, ports: frozenset[int]) -> Iterator[tuple[int, floa
     """(record offset, timestamp, connection) of the records of a range that :func:`segments_of`
     keeps, without building the segments or copying frames
     (:func:`harness.capture.streams.view_connections`)."""
-    from harness.capture.streams import view_connections
-    from harness.pipeline.splits import read_split_views
-
     return view_connections(read_split_views(split), ports)
 
 
@@ -541,10 +568,6 @@ def iter_local(
     handed on in batches as they are made and its session and violations as soon as its last
     segment has been read (found by a first, light pass), so neither segments nor rows pile up.
     The per-input reconciliation of each file is appended to ``counts`` once the file is read."""
-    from harness.capture.spill import SpillPool
-    from harness.capture.streams import segment_connection
-    from harness.pipeline.splits import Split, SplitResult, read_split
-
     for path in paths:
         file_counts = FrameCounts(path)
         result = SplitResult(Split(path, 0, max(1, os.path.getsize(path))))

@@ -31,6 +31,8 @@ from typing import Any
 import yaml
 
 import packets
+from harness.cases.loader import load_text
+from harness.cases.runner import open_target, run_case
 from harness.errors import HarnessError
 from harness.results import CaseResult, Outcome
 
@@ -61,16 +63,11 @@ class Reproducer:
     """Runs a case mapping against a target and says whether it fails with the signature."""
 
     def __init__(self, target_spec: str = "reference", step_timeout: float = 10.0) -> None:
-        from harness.cases.runner import open_target
-
         self.target, self.info = open_target(target_spec, step_timeout)
         self.step_timeout = step_timeout
         self.runs = 0
 
     def run(self, case: Case) -> CaseResult:
-        from harness.cases.loader import load_text
-        from harness.cases.runner import run_case
-
         self.runs += 1
         (loaded,) = load_text(yaml.safe_dump(case, sort_keys=False), f"<minimizing {case.get('id', 'case')}>")
         return run_case(loaded, self.target, step_timeout=self.step_timeout, info=self.info)
@@ -126,9 +123,10 @@ def _is_user_message(step: dict[str, Any]) -> bool:
     if step.get("action") != "send" or args.get("packet") != "raw":
         return False
     try:
-        return packets.parse(bytes.fromhex(args["hex"].replace(" ", "")), strict=False).kind.name == "UserMessage"
+        packet = packets.parse(bytes.fromhex(args["hex"].replace(" ", "")), strict=False)
     except Exception:
         return False
+    return packet.kind is packets.PacketKind.UserMessage
 
 
 def _recounted(case: Case) -> Case:

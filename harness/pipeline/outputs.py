@@ -70,6 +70,7 @@ def out_target(out: str) -> OutTarget:
         return OutTarget(out, local=Path(rest))
     if scheme in PYARROW_SCHEMES:
         try:
+            # pyarrow: optional heavy dependency (the spark extra), imported only for a remote --out
             from pyarrow.fs import FileSystem
 
             fs, path = FileSystem.from_uri(out)
@@ -94,6 +95,7 @@ def out_target(out: str) -> OutTarget:
 
 
 def _infos(fs: Any, path: str) -> list[Any]:
+    # pyarrow: optional heavy dependency (the spark extra), imported only for a remote --out
     from pyarrow.fs import FileSelector
 
     return list(fs.get_file_info(FileSelector(path, recursive=True)))
@@ -120,6 +122,7 @@ class RemoteStagedOutput:
         return f"{parent}/.{name}.{kind}-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
 
     def refusal(self) -> str:
+        # pyarrow: optional heavy dependency (the spark extra), imported only for a remote --out
         from pyarrow.fs import FileType
 
         info = self.fs.get_file_info(self.final)
@@ -164,6 +167,7 @@ class RemoteStagedOutput:
             f.write(text.encode())
 
     def commit(self) -> str:
+        # pyarrow: optional heavy dependency (the spark extra), imported only for a remote --out
         from pyarrow.fs import FileType
 
         files = sorted(e.path[len(self.path) + 1 :] for e in _infos(self.fs, self.path) if e.type == FileType.File)

@@ -69,6 +69,7 @@ def _requirement_names(dist: metadata.Distribution) -> list[str]:
 
 def _marker_holds(marker: str) -> bool:
     try:
+        # packaging: no dependency of the project (pip brings it), 11 ms to import; only for the deps archive
         from packaging.markers import Marker
     except ImportError:  # pragma: no cover - packaging comes with pip and setuptools
         return True

@@ -88,6 +88,88 @@ class SessionScript:
 Mutator = Callable[[str, int, bytes], bytes]
 
 
+class _Link:
+    """The Initiator and the Acceptor joined in memory: the actions each engine returns carried
+    out -- ``Send`` bytes travel to the other side (through ``mutate`` on the way), ``StartTimer``
+    and ``CancelTimer`` keep each side's timers on one clock, ``Close`` ends the connection,
+    ``Connect`` opens it, a ``RuleViolation`` is recorded -- and the session stepped until it
+    settles."""
+
+    def __init__(self, script: SessionScript, behaviour: str, mutate: Mutator | None) -> None:
+        self.now = 0.0
+        self.ini = Initiator(script.initiator, script.acceptor, clock=self.clock)
+        self.acc = Acceptor(script.acceptor, behaviour, clock=self.clock)
+        self.engines: dict[str, Initiator | Acceptor] = {"client": self.ini, "server": self.acc}
+        self.queues: dict[str, deque[bytes]] = {"client": deque(), "server": deque()}  # bytes travelling *to* a side
+        self.timers: dict[str, dict[str, float]] = {"client": {}, "server": {}}
+        self.script = script
+        self.mutate = mutate
+        self.counts = {"client": 0, "server": 0}
+        self.connected = self.connect = False
+
+    def clock(self) -> float:
+        return self.now
+
+    def handle(self, side: str, actions: list[Any]) -> None:
+        for act in actions:
+            if isinstance(act, Send):
+                self._send(side, act)
+            elif isinstance(act, StartTimer):
+                self.timers[side][act.name] = self.now + act.seconds
+            elif isinstance(act, CancelTimer):
+                self.timers[side].pop(act.name, None)
+            elif isinstance(act, Close):
+                if self.connected and self.script.closer is None:
+                    self.script.closer = side
+                self.connected = False
+            elif isinstance(act, Connect):
+                self.connect = True
+            elif isinstance(act, RuleViolation):
+                self.script.violations.append(act)
+
+    def _send(self, side: str, act: Send) -> None:
+        if not self.connected:
+            return
+        data = act.data
+        if self.mutate is not None:
+            data = self.mutate(side, self.counts[side], data)
+        self.counts[side] += 1
+        self.script.packets.append((side, data, str(act.packet_kind)))
+        self.queues["server" if side == "client" else "client"].append(data)
+
+    def step(self) -> bool:
+        """One step: the connection made once the initiator asked for it, else every byte in
+        flight received, else the next acknowledgment timer fired; False once the session has
+        settled (closed, or no timer due within 30 s)."""
+        if self.connect and not self.connected and self.script.closer is None:
+            self.connect, self.connected = False, True
+            self.handle("server", self.acc.connection_made())
+            self.handle("client", self.ini.connection_made())
+            return True
+        moved = False
+        for side in ("server", "client"):
+            while self.connected and self.queues[side]:
+                self.handle(side, self.engines[side].receive_data(self.queues[side].popleft()))
+                self.now += 0.001
+                moved = True
+        if not self.connected:
+            return False
+        return moved or self._fire_next_timer()
+
+    def _fire_next_timer(self) -> bool:
+        timers = self.timers
+        due = [(t, s, n) for s in timers for n, t in timers[s].items() if n != Timer.SessionCleanup]
+        if not due:
+            return False
+        t, side, timer = min(due)
+        if t > 30.0:  # only acknowledgment timers run; nothing else is due in a finished session
+            return False
+        self.now = max(self.now, t)
+        timers[side].pop(timer, None)
+        self.handle(side, self.engines[side].timer_fired(timer))
+        return True
+
+
 def run_session(
     messages: list[tuple[bytes, str]],
     *,
@@ -99,69 +181,14 @@ def run_session(
     max_steps: int = 100_000,
 ) -> SessionScript:
     """Run one session in memory; ``mutate(direction, index, data)`` may change a packet in flight."""
-    now = [0.0]
-    ini = Initiator(initiator, acceptor, clock=lambda: now[0])
-    acc = Acceptor(acceptor, behaviour, clock=lambda: now[0])
-    engines: dict[str, Initiator | Acceptor] = {"client": ini, "server": acc}
-    queues: dict[str, deque[bytes]] = {"client": deque(), "server": deque()}  # bytes travelling *to* a side
-    timers: dict[str, dict[str, float]] = {"client": {}, "server": {}}
     script = SessionScript(name, [], None, [], initiator, acceptor)
-    counts = {"client": 0, "server": 0}
-    state = {"connected": False, "connect": False}
-
-    def handle(side: str, actions: list[Any]) -> None:
-        other = "server" if side == "client" else "client"
-        for act in actions:
-            if isinstance(act, Send):
-                if not state["connected"]:
-                    continue
-                data = act.data
-                if mutate is not None:
-                    data = mutate(side, counts[side], data)
-                counts[side] += 1
-                script.packets.append((side, data, str(act.packet_kind)))
-                queues[other].append(data)
-            elif isinstance(act, StartTimer):
-                timers[side][act.name] = now[0] + act.seconds
-            elif isinstance(act, CancelTimer):
-                timers[side].pop(act.name, None)
-            elif isinstance(act, Close):
-                if state["connected"] and script.closer is None:
-                    script.closer = side
-                state["connected"] = False
-            elif isinstance(act, Connect):
-                state["connect"] = True
-            elif isinstance(act, RuleViolation):
-                script.violations.append(act)
-
-    handle("client", ini.start())
+    link = _Link(script, behaviour, mutate)
+    link.handle("client", link.ini.start())
     for body, delivery in messages:
-        handle("client", ini.send_message(user_message(initiator, acceptor, body), delivery))
+        link.handle("client", link.ini.send_message(user_message(initiator, acceptor, body), delivery))
     for _ in range(max_steps):
-        if state["connect"] and not state["connected"] and script.closer is None:
-            state["connect"], state["connected"] = False, True
-            handle("server", acc.connection_made())
-            handle("client", ini.connection_made())
-            continue
-        moved = False
-        for side in ("server", "client"):
-            while state["connected"] and queues[side]:
-                handle(side, engines[side].receive_data(queues[side].popleft()))
-                now[0] += 0.001
-                moved = True
-        if not state["connected"]:
+        if not link.step():
             break
-        if moved:
-            continue
-        due = [(t, s, n) for s in timers for n, t in timers[s].items() if n != Timer.SessionCleanup]
-        if not due:
-            break
-        t, side, timer = min(due)
-        if t > 30.0:  # only acknowledgment timers run; nothing else is due in a finished session
-            break
-        now[0] = max(now[0], t)
-        timers[side].pop(timer, None)
-        handle(side, engines[side].timer_fired(timer))
     else:
         raise SynthError(f"session {name} did not settle within {max_steps} steps")
     return script
@@ -189,7 +216,7 @@ def _mutator(kind: str) -> tuple[Mutator, dict[str, Any]]:
     hit: dict[str, Any] = {}
 
     def packet_size(side: str, index: int, data: bytes) -> bytes:
-        if side == "client" and not hit and packets.parse(data, strict=False).kind.name == "UserMessage":
+        if side == "client" and not hit and packets.parse(data, strict=False).kind is packets.PacketKind.UserMessage:
             hit.update(direction=side, packet_index=index)
             size = struct.unpack_from("<I", data, 8)[0]
             return _replace_u32(data, 8, size + 8) + b"\0" * 8  # 8 bytes beyond the headers
@@ -200,7 +227,7 @@ def _mutator(kind: str) -> tuple[Mutator, dict[str, Any]]:
             if side != "server" or hit:
                 return data
             p = packets.parse(data, strict=False)
-            if p.kind.name != "SessionAck":
+            if p.kind is not packets.PacketKind.SessionAck:
                 return data
             headers = p.headers
             headers.SessionHeader[field_name] = int(headers.SessionHeader[field_name]) + 1
@@ -400,6 +427,30 @@ def synthesize(
     rng = random.Random(seed)
     out = Path(out)
     manifest_path = Path(manifest) if manifest else out.with_suffix(out.suffix + ".json")
+    plan = _session_plan(rng, sessions, anomalies, kinds, seed, messages)
+    with out.open("wb") as f:
+        written, records, injected = _write_sessions(f, plan, rng, seed, concurrency)
+    manifest_data = {
+        "capture": str(out),
+        "seed": seed,
+        "sessions": sessions,
+        "records": written,
+        "anomaly_rate": anomalies,
+        "anomalies": injected,
+        "flows": records,
+        "server": f"10.0.0.1:{MSMQ_PORT}",
+    }
+    manifest_path.write_text(json.dumps(manifest_data, indent=1))
+    return manifest_data
+
+
+def _session_plan(
+    rng: random.Random, sessions: int, anomalies: float, kinds: tuple[str, ...], seed: int, messages: int
+) -> list[tuple[_Template, str | None]]:
+    """Per session, its script and its TCP anomaly (None for none): ``round(sessions *
+    anomalies)`` sessions drawn at random carry one anomaly each, the ``kinds`` taken in turn; a
+    session anomaly has a script of its own (made once per kind), every other session replays
+    one of four clean scripts."""
     clean_templates = [make_template(None, seed * 1000 + v, messages + v) for v in range(4)]
     session_templates: dict[str, _Template] = {}
     plan: list[tuple[_Template, str | None]] = []
@@ -417,57 +468,65 @@ def synthesize(
             plan.append((session_templates[kind], None))
         else:
             plan.append((clean_templates[s % len(clean_templates)], kind))
+    return plan
+
+
+def _write_sessions(
+    f: BinaryIO, plan: list[tuple[_Template, str | None]], rng: random.Random, seed: int, concurrency: int
+) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The capture of the planned sessions, up to ``concurrency`` of them open at a time, their
+    frames interleaved at random 20-400 microseconds apart; returns the records written, the
+    manifest's record of each flow and the anomalies injected."""
     server = _Endpoint(bytes((10, 0, 0, 1)), MSMQ_PORT, 0, bytes.fromhex("020000000001"))
     records: list[dict[str, Any]] = []
     injected: list[dict[str, Any]] = []
     ts = 1_700_000_000 * 1_000_000 + seed
-    with out.open("wb") as f:
-        writer = PcapWriter(f)
-        active: list[Iterator[bytes]] = []
-        s = 0
-        while s < len(plan) or active:
-            while s < len(plan) and len(active) < concurrency:
-                template, tcp_anomaly = plan[s]
-                client = _Endpoint(_addr(s + 1), 1024 + (s * 7919) % 60000, rng.getrandbits(32), _CLIENT_MAC)
-                srv = _Endpoint(server.addr, server.port, rng.getrandbits(32), server.mac)
-                flow = FlowKey.of(".".join(map(str, client.addr)), client.port, "10.0.0.1", MSMQ_PORT)[0].id
-                counts = {d: sum(1 for p in template.script.packets if p[0] == d) for d in ("client", "server")}
-                name = template.script.name
-                entry: dict[str, Any] = {"flow": flow, "session": s, "template": name, "packets": counts}
-                kind = template.anomaly or tcp_anomaly
-                if kind is not None:
-                    item: dict[str, Any] = {"kind": kind, "flow": flow, "session": s}
-                    if template.anomaly is not None:
-                        item.update(template.expected)
-                    else:
-                        item.update(rule=None, direction="client")
-                        if tcp_anomaly == "missing-segment":
-                            item["gap"] = True
-                    injected.append(item)
-                    entry["anomaly"] = kind
-                records.append(entry)
-                active.append(_session_frames(writer, template, client, srv, tcp_anomaly))
-                s += 1
-            i = rng.randrange(len(active))
-            try:
-                fr = next(active[i])
-            except StopIteration:
-                active.pop(i)
-                continue
-            ts += rng.randrange(20, 400)  # microseconds
-            writer.record(ts, fr)
-    manifest_data = {
-        "capture": str(out),
-        "seed": seed,
-        "sessions": sessions,
-        "records": writer.records,
-        "anomaly_rate": anomalies,
-        "anomalies": injected,
-        "flows": records,
-        "server": f"10.0.0.1:{MSMQ_PORT}",
-    }
-    manifest_path.write_text(json.dumps(manifest_data, indent=1))
-    return manifest_data
+    writer = PcapWriter(f)
+    active: list[Iterator[bytes]] = []
+    s = 0
+    while s < len(plan) or active:
+        while s < len(plan) and len(active) < concurrency:
+            template, tcp_anomaly = plan[s]
+            client = _Endpoint(_addr(s + 1), 1024 + (s * 7919) % 60000, rng.getrandbits(32), _CLIENT_MAC)
+            srv = _Endpoint(server.addr, server.port, rng.getrandbits(32), server.mac)
+            entry, item = _flow_record(s, template, tcp_anomaly, client)
+            if item is not None:
+                injected.append(item)
+            records.append(entry)
+            active.append(_session_frames(writer, template, client, srv, tcp_anomaly))
+            s += 1
+        i = rng.randrange(len(active))
+        try:
+            fr = next(active[i])
+        except StopIteration:
+            active.pop(i)
+            continue
+        ts += rng.randrange(20, 400)  # microseconds
+        writer.record(ts, fr)
+    return writer.records, records, injected
+
+
+def _flow_record(
+    s: int, template: _Template, tcp_anomaly: str | None, client: _Endpoint
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The manifest's record of session ``s`` (its flow, script and packets per direction) and
+    the anomaly injected in it (None in a clean session): the rule it breaks and where, or for a
+    TCP anomaly no rule (and a gap for a missing segment)."""
+    flow = FlowKey.of(".".join(map(str, client.addr)), client.port, "10.0.0.1", MSMQ_PORT)[0].id
+    counts = {d: sum(1 for p in template.script.packets if p[0] == d) for d in ("client", "server")}
+    entry: dict[str, Any] = {"flow": flow, "session": s, "template": template.script.name, "packets": counts}
+    kind = template.anomaly or tcp_anomaly
+    if kind is None:
+        return entry, None
+    item: dict[str, Any] = {"kind": kind, "flow": flow, "session": s}
+    if template.anomaly is not None:
+        item.update(template.expected)
+    else:
+        item.update(rule=None, direction="client")
+        if tcp_anomaly == "missing-segment":
+            item["gap"] = True
+    entry["anomaly"] = kind
+    return entry, item
 
 
 def single_connection(

@@ -24,7 +24,7 @@ from typing import Any
 from harness.capture.spill import SpillPool
 from harness.capture.streams import _Spill, segment_connection
 from harness.capture.tcp import FlowKey
-from harness.pipeline.flows import FlowRows, FrameCounts, first_reading, flow_id, flow_rows, segments_of
+from harness.pipeline.flows import KIND_COLUMNS, FlowRows, FrameCounts, first_reading, flow_id, flow_rows, segments_of
 from harness.pipeline.outputs import FsFolder
 from harness.pipeline.splits import Split, SplitResult, read_split
 
@@ -82,10 +82,7 @@ SCHEMAS: dict[str, list[tuple[str, str]]] = {
         ("segments", "long"),
         ("packets_client", "long"),
         ("packets_server", "long"),
-        ("user_messages", "long"),
-        ("session_acks", "long"),
-        ("order_acks", "long"),
-        ("final_acks", "long"),
+        *((column, "long") for column in KIND_COLUMNS.values()),  # packets per kind (flows.KIND_COLUMNS)
         ("gaps", "long"),
         ("gap_bytes", "long"),
         ("retransmitted_bytes", "long"),
@@ -375,7 +372,7 @@ class PartWriter:
 
     def _flush(self) -> None:
         import pyarrow as pa  # an optional heavy dependency (the spark extra), imported on the executors
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # (as pyarrow above)
 
         columns = {name: [row.get(name) for row in self.rows] for name in self.schema.names}
         batch = pa.table(columns, schema=self.schema)

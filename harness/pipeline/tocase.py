@@ -33,12 +33,26 @@ from typing import Any
 import yaml
 
 import packets
+from harness.capture.connection import merge_key, replay_flow
 from harness.capture.tcp import Direction, Flow, reassemble
+from harness.cases.loader import BUNDLED_REQUIREMENTS, requirements_for
+from harness.cases.model import Level
 from harness.decoding import DecodedPacket, Key
 from harness.errors import HarnessError
-from harness.pipeline.flows import DEFAULT_PORTS, FlowRows, FrameCounts, analyse_flow, flow_id, segments_of
+from harness.outdir import write_file_atomically
+from harness.pipeline.flows import (
+    DEFAULT_PORTS,
+    OPEN_SESSION_KINDS,
+    FlowRows,
+    FrameCounts,
+    analyse_flow,
+    flow_id,
+    segments_of,
+)
 from harness.pipeline.splits import Split, read_split
-from harness.session.rules import RuleId
+from harness.session.core import check_packet
+from harness.session.rules import RULES, RuleId, closing_rules
+from packets import PacketKind
 
 __all__ = [
     "CaseBuildError",
@@ -52,7 +66,14 @@ __all__ = [
 ]
 
 SESSION_ACK_RULES = frozenset({RuleId.MQQB_3_1_5_5_5_COUNT_MISMATCH, RuleId.MQQB_3_1_5_5_1_ACK_BEYOND_SENT})
-_ACKS = ["SessionAck", "OrderAck", "FinalAck"]
+_SESSION_ACK = PacketKind.SessionAck.name
+_USER_MESSAGE = PacketKind.UserMessage.name
+_ESTABLISH_CONNECTION = PacketKind.EstablishConnection.name
+#: the requests of the establishment, whose replies the spec fixes (3.1.5.3.1, 3.1.5.4.1)
+_REQUESTS = (_ESTABLISH_CONNECTION, PacketKind.ConnectionParameters.name)
+#: the acknowledgments an acceptor may send before the close it owes: every kind of an open
+#: session ([MS-MQQB] 3.1.5.5-3.1.5.8) but the UserMessage
+_ACKS = [kind.name for kind in OPEN_SESSION_KINDS if kind is not PacketKind.UserMessage]
 _WELL_FORMED = {"BaseHeader.VersionNumber": 0x10, "BaseHeader.Signature": 0x524F494C}
 
 
@@ -113,8 +134,6 @@ def replay(capture: str, flow: Flow) -> Replayed:
     order, across directions capture time with frame order breaking every tie), with the
     violations the observer found in that order; bytes of the initiator that cannot be framed are
     kept whole as one packet, where the observer met the error."""
-    from harness.capture.connection import merge_key, replay_flow
-
     builder = FlowRows(capture, flow.key)
     got: list[tuple[tuple[float, int, int], str, int, bytes, str]] = []
     ends = {d: side.pieces[0][0] + len(side.pieces[0][1]) if side.pieces else 0
@@ -156,7 +175,7 @@ def _receive_reply(kind: str) -> dict[str, Any]:
     """The reply to an EstablishConnection or ConnectionParameters request, as the spec fixes it."""
     expect: dict[str, Any] = dict(_WELL_FORMED)
     expect["InternalHeader.Flags.CS"] = 0
-    if kind == "EstablishConnection":
+    if kind == _ESTABLISH_CONNECTION:
         for name in ("ClientGuid", "TimeStamp"):
             path = f"EstablishConnectionHeader.{name}"
             expect[path] = {"sent": f"EstablishConnection.{path}"}
@@ -174,14 +193,12 @@ def _receive_session_ack(sent_user_messages: int) -> dict[str, Any]:
     expect: dict[str, Any] = dict(_WELL_FORMED)
     expect["SessionHeader.UserMsgSequenceNumber"] = 0
     expect["SessionHeader.AckSequenceNumber"] = {"range": [0, sent_user_messages]}
-    args = {"packet": "SessionAck", "within": "SessionAckSend", "skip": ["OrderAck", "FinalAck"]}
+    args = {"packet": _SESSION_ACK, "within": "SessionAckSend", "skip": [k for k in _ACKS if k != _SESSION_ACK]}
     return {"action": "receive", "args": args, "expect": expect}
 
 
 def _breaks(data: bytes, rule_id: str) -> bool:
     """Does this packet, on its own, break ``rule_id`` ([MS-MQQB] 3.1.5.1)?"""
-    from harness.session.core import check_packet
-
     _packet, findings = check_packet(data)
     return any(f[0] == rule_id for f in findings)
 
@@ -192,14 +209,12 @@ def _blame(ordered: Ordered, violations: list[dict[str, Any]]) -> dict[str, dict
     The observer numbers packets across both directions in capture order and names the sender
     of the packet that broke the rule; a rule of 3.1.5.1 is pinned on the sender's packet that
     fails it on its own, a SessionAck rule on the acceptor's SessionAck at (or after) that place."""
-    from harness.session.rules import closing_rules
-
     closing = closing_rules()
     out: dict[str, dict[int, set[str]]] = {"client": {}, "server": {}}
     for v in violations:
         rule_id, sender, position = v["rule_id"], v["direction"], v["packet_index"]
         if rule_id in SESSION_ACK_RULES:  # (3.1.5.5.5 closes too, but on the initiator's side)
-            acks = [(p, i) for p, (d, i, _data, kind) in enumerate(ordered) if d == "server" and kind == "SessionAck"]
+            acks = [(p, i) for p, (d, i, _data, kind) in enumerate(ordered) if d == "server" and kind == _SESSION_ACK]
             later = [i for p, i in acks if p >= position] or [i for _p, i in acks[-1:]]
             if later:
                 out["server"].setdefault(later[0], set()).add(rule_id)
@@ -220,9 +235,6 @@ def capture_to_case(
     case_id: str | None = None,
 ) -> dict[str, Any]:
     """The wire case (a YAML-ready mapping) replaying the initiator's side of ``flow``."""
-    from harness.session.rules import RULES, closing_rules
-
-    closing = closing_rules()
     replayed = replay(str(capture), find_flow(capture, flow, ports))
     if replayed.unordered:
         raise CaseBuildError(
@@ -232,38 +244,7 @@ def capture_to_case(
     violations, ordered = replayed.violations, replayed.ordered
     if not any(d == "client" for d, _, _, _ in ordered):
         raise CaseBuildError(f"{flow}: the initiator sent no packet to replay")
-    blame = _blame(ordered, violations)
-    steps: list[dict[str, Any]] = []
-    sent_user_messages = 0
-    for direction, index, data, kind in ordered:
-        if direction == "server":
-            if kind == "SessionAck" and blame["server"].get(index, set()) & SESSION_ACK_RULES:
-                steps.append(_receive_session_ack(sent_user_messages))
-            continue
-        bad = blame["client"].get(index, set())
-        parsed = packets.parse(data, strict=False) if kind in ("EstablishConnection", "ConnectionParameters") else None
-        if parsed is not None and not bad and kind == "EstablishConnection":
-            ec = parsed.EstablishConnectionHeader
-            fields = {
-                "EstablishConnectionHeader.ClientGuid": str(packets.GUID(ec.ClientGuid)),
-                "EstablishConnectionHeader.OperatingSystem.SE": int(ec.OperatingSystem.SE),
-            }
-            steps.append({"action": "send", "args": {"packet": kind, "fields": fields}})
-        elif parsed is not None and not bad:
-            cp = parsed.ConnectionParametersHeader
-            names = ("RecoverableAckTimeout", "AckTimeout", "WindowSize")
-            fields = {f"ConnectionParametersHeader.{n}": int(cp[n]) for n in names}
-            steps.append({"action": "send", "args": {"packet": kind, "fields": fields}})
-        else:
-            steps.append({"action": "send", "args": {"packet": "raw", "hex": _hex(data)}})
-        if bad & closing.keys():
-            close = {"within": "SessionAckSend", "skip": _ACKS}  # the close follows the discarded packet at once
-            steps.append({"action": "receive", "args": close, "expect": {"closed": True}})
-            break
-        if parsed is not None and not bad:
-            steps.append(_receive_reply(kind))
-        if kind == "UserMessage":
-            sent_user_messages += 1
+    steps = _replay_steps(ordered, _blame(ordered, violations))
     spec = _spec_refs(RULES[v["rule_id"]].section for v in violations if v["rule_id"] in RULES)
     peer: dict[str, Any] = {"under_test": "acceptor"}
     if behaviour:
@@ -281,6 +262,55 @@ def capture_to_case(
     }
 
 
+def _replay_steps(ordered: Ordered, blame: dict[str, dict[int, set[str]]]) -> list[dict[str, Any]]:
+    """The case's steps: each packet of the initiator sent (:func:`_send_step`), followed by the
+    reply the spec fixes to an EstablishConnection or ConnectionParameters request; an
+    expectation on the acceptor's SessionAck that broke a SessionAck rule; and after a packet
+    that breaks a closing rule the close the acceptor owes, which ends the case."""
+    closing = closing_rules()
+    steps: list[dict[str, Any]] = []
+    sent_user_messages = 0
+    for direction, index, data, kind in ordered:
+        if direction == "server":
+            if kind == _SESSION_ACK and blame["server"].get(index, set()) & SESSION_ACK_RULES:
+                steps.append(_receive_session_ack(sent_user_messages))
+            continue
+        bad = blame["client"].get(index, set())
+        step, request = _send_step(kind, data, bad)
+        steps.append(step)
+        if bad & closing.keys():
+            close = {"within": "SessionAckSend", "skip": _ACKS}  # the close follows the discarded packet at once
+            steps.append({"action": "receive", "args": close, "expect": {"closed": True}})
+            break
+        if request:
+            steps.append(_receive_reply(kind))
+        if kind == _USER_MESSAGE:
+            sent_user_messages += 1
+    return steps
+
+
+def _send_step(kind: str, data: bytes, bad: set[str]) -> tuple[dict[str, Any], bool]:
+    """The ``send`` of a packet of the initiator, and whether it is an establishment request whose
+    reply the spec fixes: an EstablishConnection request ([MS-MQQB] 2.2.3) with the captured
+    ClientGuid and OperatingSystem.SE, a ConnectionParameters request (2.2.2) with the captured
+    RecoverableAckTimeout, AckTimeout and WindowSize -- unless it broke a rule -- every other
+    packet byte for byte."""
+    parsed = packets.parse(data, strict=False) if kind in _REQUESTS and not bad else None
+    if parsed is None:
+        return {"action": "send", "args": {"packet": "raw", "hex": _hex(data)}}, False
+    if kind == _ESTABLISH_CONNECTION:
+        ec = parsed.EstablishConnectionHeader
+        fields = {
+            "EstablishConnectionHeader.ClientGuid": str(packets.GUID(ec.ClientGuid)),
+            "EstablishConnectionHeader.OperatingSystem.SE": int(ec.OperatingSystem.SE),
+        }
+    else:
+        cp = parsed.ConnectionParametersHeader
+        names = ("RecoverableAckTimeout", "AckTimeout", "WindowSize")
+        fields = {f"ConnectionParametersHeader.{n}": int(cp[n]) for n in names}
+    return {"action": "send", "args": {"packet": kind, "fields": fields}}, True
+
+
 _DEFAULT_SECTION = "MS-MQQB 3.1.5.3.1"  # the acceptor answers the EstablishConnection request
 
 
@@ -290,9 +320,6 @@ def _spec_refs(sections: Iterable[str]) -> list[dict[str, str]]:
     interpretation (the replay's expectations are plain values, which only an interpretation's
     readings could grade); when no rule was broken (or none maps), the acceptor's answer to the
     EstablishConnection request."""
-    from harness.cases.loader import BUNDLED_REQUIREMENTS, requirements_for
-    from harness.cases.model import Level
-
     known = [r for r in requirements_for(BUNDLED_REQUIREMENTS).values() if r.level is not Level.interpretation]
 
     def requirement_of(section: str) -> Any:
@@ -317,7 +344,5 @@ def write_case(case: dict[str, Any], out: str | Path) -> None:
     """Write the case to the file ``out``, whole or not at all: into a temporary sibling, then
     renamed into place (``capture-to-case`` checks first that ``out`` is no folder, and no
     existing file unless ``--force``)."""
-    from harness.outdir import write_file_atomically
-
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_file_atomically(out, yaml.safe_dump(case, sort_keys=False, width=110))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.session import AcceptorBehaviour, named_behaviour
+from harness.session.acceptor import Acceptor
 from harness.session.rules import RuleId
 
 __all__ = [
@@ -37,8 +38,6 @@ __all__ = [
 def _count_mismatch_encode(acceptor: Any, headers: Any) -> bytes:
     """The acceptor's encoder, with every SessionAck Packet ([MS-MQQB] 2.2.6: a SessionHeader and
     no UserHeader) counting one UserMessage more than the acceptor sent (3.1.5.5.5)."""
-    from harness.session.acceptor import Acceptor
-
     if headers.get("SessionHeader") is not None and headers.get("UserHeader") is None:
         headers.SessionHeader = dict(headers.SessionHeader)
         count = headers.SessionHeader["UserMsgSequenceNumber"]
