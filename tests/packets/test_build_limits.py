@@ -19,7 +19,7 @@ import packets
 from benchmarks.messages import sized_user_message
 from packets import mqrr
 from packets.base import MAX_PACKET_SIZE
-from tests.packets.test_mqrr_trailer import extension_header, srmp_user_message
+from tests.packets.messagekit import extension_header, srmp_user_message
 
 SECTION = "MS-MQMQ 2.2.19.1"
 MQF = "MultiQueueFormatHeader."

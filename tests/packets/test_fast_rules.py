@@ -24,6 +24,7 @@ from packets import message, session
 from packets.codec import _parse_diagnosed, _Walk
 from packets.fields import GUID, BitFlags
 from packets.layout import fast_forms
+from tests.packets.messagekit import mutated_inputs
 
 INTS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 0x10, 0x1D, 0x1E, 0x24, 0xFA, 0xFB, 0xFF, 0x4000, 0x8000, 0xFFFF, 0xFFFFFFFF)
 TEXTS = ("", "a", "a\0", "a\0b", "é", "\U0001f600", "\ud800", "TCP:1.2.3.4\\private$\\order_queue$", "QM Ordering Ack")
@@ -161,25 +162,13 @@ def _diagnosed_walk(data: bytes) -> _Walk | None:
     return walk
 
 
-def _inputs(seed: int, count: int) -> list[bytes]:
-    rng = random.Random(seed)
-    seeds = seed_corpus()
-    out = list(seeds) + [mutate(rng, seeds) for _ in range(count)]
-    # truncations and every single-byte change of the benchmark messages' headers
-    for data in seeds[:6]:
-        out.extend(data[:n] for n in range(0, min(len(data), 200)))
-        for i in range(min(len(data), 200)):
-            out.append(data[:i] + bytes([data[i] ^ (1 << rng.randrange(8))]) + data[i + 1 :])
-    return out
-
-
 @pytest.mark.parametrize("seed", range(2))
 def test_generated_parsers_decode_exactly_as_the_interpreted_ones(seed: int) -> None:
     """Where the generated pass decodes a packet, the interpreted pass decodes the same headers
     (padding included), the same slots, consumed and counted bytes; where it does not, the
     interpreted pass fails too (so the PacketError comes from there)."""
     agreed = failed = 0
-    for data in _inputs(seed, 4000):
+    for data in mutated_inputs(seed, 4000):
         fast, slow = _fast_walk(data), _diagnosed_walk(data)
         if fast is None:
             failed += 1
@@ -199,7 +188,7 @@ def test_generated_parsers_decode_exactly_as_the_interpreted_ones(seed: int) -> 
 def test_parse_gives_the_same_packet_as_the_diagnostic_path() -> None:
     """parse() through the generated pass and fast forms returns what the diagnostic path and
     the checks themselves return: kind, headers, violations (path, offset, reason), error."""
-    for data in _inputs(7, 3000):
+    for data in mutated_inputs(7, 3000):
         for strict in (False, True):
             expected: Any
             try:

@@ -23,7 +23,7 @@ from packets.codec import _parse_diagnosed, _spec, _Walk, fused_function
 from packets.layout import PacketKind
 from tests.packets import strategies_session as ss
 from tests.packets import strategies_user as su
-from tests.packets.test_fast_rules import _inputs
+from tests.packets.messagekit import mutated_inputs
 
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _SESSION_KINDS = [PacketKind.EstablishConnection, PacketKind.ConnectionParameters, PacketKind.SessionAck]
@@ -104,7 +104,7 @@ def test_other_packets_agree_or_take_the_usual_path(headers: Container, rng: ran
 
 def test_the_malformed_corpus_agrees() -> None:
     decoded = 0
-    for data in _inputs(11, 3000):
+    for data in mutated_inputs(11, 3000):
         decoded += _agrees(bytes(data))
     assert decoded > 200  # the valid seeds and the harmless mutations
 
@@ -112,7 +112,7 @@ def test_the_malformed_corpus_agrees() -> None:
 def test_parse_with_the_functions_made_words_the_same_errors() -> None:
     """Every input's function made first: parse then returns what the diagnostic path returns,
     packet or PacketError (path, offset, reason)."""
-    inputs = [bytes(d) for d in _inputs(5, 2000)] + seed_corpus()
+    inputs = [bytes(d) for d in mutated_inputs(5, 2000)] + seed_corpus()
     for data in inputs:
         _fused(data)
     for data in inputs:

@@ -20,22 +20,7 @@ from construct import Container
 import packets
 from packets import mqrr
 from packets.stream import StreamSplitter
-from tests.packets.test_user_message import AH, BSH, MP, SESSION, dq, props_bytes, user_message_bytes
-
-
-def extension_header(remaining: int = 0, flags: int = 0) -> bytes:
-    """2.2.5.2 as its diagram lays it out: HeaderSize 12, RemainingHeadersSize, Flags, Reserved."""
-    return struct.pack("<LLB", 12, remaining, flags) + bytes(3)
-
-
-def srmp_user_message(base_flags: int = 3, session: bytes = b"") -> bytes:
-    """A UserMessage carrying an SRMP envelope and a CompoundMessageHeader (UserHeader.Flags.AH,
-    [MS-MQRR] 2.2.5.1.2), as the scanner sends over the binary protocol."""
-    env = mqrr.SRMP_ENVELOPE_HEADER.build(dict(HeaderId=1, Data="<se:Envelope/>"))
-    cmh = mqrr.COMPOUND_MESSAGE_HEADER.build(
-        dict(HeaderId=2, MsgBodySize=7, MsgBodyOffset=4, Data=b"POST" + b"Message" + b"--")
-    )
-    return user_message_bytes(base_flags, MP | dq(7) | AH, props_bytes(None), env, cmh, session=session)
+from tests.packets.messagekit import BSH, SESSION, extension_header, srmp_user_message
 
 
 def fields(p: packets.Packet) -> list[str]:

@@ -22,10 +22,22 @@ from packets.errors import PacketError
 from packets.fields import GUID, HeaderParser
 from packets.message import MESSAGE_PACKET_LAYOUT, USER_MESSAGE_LAYOUT, build_headers, parse_headers
 from tests.packets import strategies_user as S
+from tests.packets.messagekit import (
+    AH,
+    BSH,
+    MP,
+    QM,
+    SESSION,
+    aq,
+    direct,
+    dq,
+    props_bytes,
+    rq,
+    user_fixed,
+    user_message_bytes,
+)
 
-QM = GUID("{c626ea11-e6b6-9749-9595-9150557358d1}")
 QM2 = GUID("{fca09e90-7890-4544-8f11-394c43cd8907}")
-SIG = 0x524F494C
 
 PARSERS: dict[str, HeaderParser] = {slot.name: slot.parser for slot in MESSAGE_PACKET_LAYOUT}
 CHECKS = {slot.name: slot.checks for slot in MESSAGE_PACKET_LAYOUT}
@@ -54,48 +66,6 @@ def violations(headers: Container, name: str) -> list[tuple[str, str, str]]:
 
 def paths(found: list[tuple[str, str, str]]) -> set[str]:
     return {p for p, _, _ in found}
-
-
-def user_fixed(flags: int, qm: bytes = bytes(16)) -> bytes:
-    return bytes(QM) + qm + struct.pack("<LLLL", 0xFFFFFFFF, 1_700_000_000, 7, flags)
-
-
-def direct(name: str) -> bytes:
-    raw = (name + "\0").encode("utf-16-le")
-    out = struct.pack("<H", len(raw)) + raw
-    return out + bytes(-len(out) % 4)
-
-
-MP = 1 << 21
-
-
-def dq(v: int) -> int:
-    return v << 10
-
-
-def aq(v: int) -> int:
-    return v << 13
-
-
-def rq(v: int) -> int:
-    return v << 16
-
-
-def props_bytes(label: str | None = None, ext: bytes = b"", body: bytes = b"", flags: int = 0) -> bytes:
-    lab = b"" if label is None else (label + "\0").encode("utf-16-le")
-    out = struct.pack("<BBH", flags, len(lab) // 2, 0) + bytes(20)
-    out += struct.pack("<LLLLLLLL", 0x11, 0, len(body), len(body), 0, 0x800E, 0x6610, len(ext))
-    out += lab + ext + body
-    return out + bytes(-len(out) % 4)
-
-
-def user_message_bytes(base_flags: int, user_flags: int, *after_user: bytes, session: bytes = b"") -> bytes:
-    body = user_fixed(user_flags) + direct("OS:host\\q") + b"".join(after_user)
-    size = 16 + len(body)
-    return struct.pack("<BBHLLL", 0x10, 0, base_flags, SIG, size, 0xFFFFFFFF) + body + session
-
-
-SESSION = struct.pack("<HHLHHHH", 1, 0, 0, 1, 0, 64, 0)
 
 
 # ============================================================================================
@@ -673,8 +643,8 @@ def test_spec_note_srmp_envelope_data_length_unit() -> None:
 # ============================================================================================
 # Presence, order and PacketSize of the whole UserMessage Packet (2.2.20)
 
-TH, USH, MQ, HH, AH = 1 << 20, 1 << 19, 1 << 23, 1 << 28, 1 << 25
-BSH, DH = 1 << 4, 1 << 5
+TH, USH, MQ, HH = 1 << 20, 1 << 19, 1 << 23, 1 << 28
+DH = 1 << 5
 
 TX = struct.pack("<LLLLL", 0, 1, 1, 1, 0)
 SEC = struct.pack("<HHHHLL", 0x80, 0, 0, 4, 0, 0) + b"sign"
