@@ -10,7 +10,9 @@ for the passive :class:`harness.session.Observer`, which reports the [MS-MQQB] 3
 (:mod:`harness.session.rules`) on both directions merged in the order the capture proves (capture
 time, frame order breaking its ties).  After a gap, or from where the capture's times contradict
 its frame order, nothing more is given to the observer: the session cannot be judged beyond what
-was captured.  Rows are plain dicts (the Parquet schemas are in :mod:`harness.pipeline.job`);
+was captured.  Rows are plain dicts (the Parquet schemas are :data:`harness.pipeline.tasks.SCHEMAS`);
+the sessions table counts each kind of an open session ([MS-MQQB] 3.1.5.5-3.1.5.8) in a column
+named after it (:data:`KIND_COLUMNS`, derived from ``packets.layout.PacketKind``).
 :func:`iter_local` runs the whole chain in one process, :func:`process_local` collects it.
 """
 from __future__ import annotations
