@@ -62,7 +62,7 @@ def watched_rules(case: Case) -> list[str]:
     """The rule ids a case's ``then.peer.violations`` can report and grade (none without one)."""
     if not watches(case):
         return []
-    return [r.id.value for r in _side_rules(str(case.given["peer"].get("under_test", "")))]
+    return [str(r.id) for r in _side_rules(str(case.given["peer"].get("under_test", "")))]
 
 
 def rule_requirement(case: Case, rule_id: str) -> Requirement | None:

@@ -14,8 +14,9 @@ readings and the ``frame`` of an interpretation) and a ``note``, by which a wire
 rule a peer broke (docs/cases.md, "Rules the peer reports").  cases/requirements.yaml does not
 write them again: its ``- include: session-rules`` entry stands for them, and harness.cases.loader
 lists them there (this module reads no file: the session core is free of YAML and of
-harness.cases).  A new rule is one ``Rule(...)`` entry here (and its ``RuleId`` member) plus the
-engine that detects it.
+harness.cases).  A new rule is one ``Rule(...)`` entry here, a member of :class:`RuleId` (whose
+members are the entries: RuleId and :data:`RULES` are derived from them), plus the engine that
+detects it.
 
 ``Rule.side`` names whose behaviour the rule constrains: "initiator" (the Acceptor checks it of
 whoever connects), "acceptor" (the Initiator checks it of the remote queue manager), "both"
@@ -39,7 +40,7 @@ the Acceptor and the Observer read ``closes_session``; no handler decides it on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Literal
 
@@ -79,7 +80,7 @@ class Rule:
     marks text left out), the ``note`` (what the engines report it of, in the harness's words) and,
     for an interpretation, the readings it allows and the MUST requirement that frames the choice."""
 
-    id: RuleId
+    id: str  # the rule's id; in RULES (RuleId.X.rule) the RuleId member itself
     section: str
     side: Side
     text: str
@@ -109,64 +110,22 @@ class Rule:
 
 
 class RuleId(StrEnum):
-    """Every rule id: the member's name is its id in upper case, punctuation as underscores."""
+    """Every rule, declared once by keyword: each member is a ``Rule(...)`` entry, its value the rule's
+    id and its name that id in upper case, punctuation as underscores (the name the engines use);
+    :attr:`rule` is its :class:`Rule`, whose ``id`` is the member.  :data:`RULES` lists them by id."""
 
-    MQQB_3_1_5_1_2_SIGNATURE = "MQQB-3.1.5.1.2-signature"
-    MQQB_3_1_5_1_3_MALFORMED = "MQQB-3.1.5.1.3-malformed"
-    MQQB_3_1_5_1_3_TRUNCATED = "MQQB-3.1.5.1.3-truncated"
-    MQQB_3_1_5_1_1_UNKNOWN_PACKET = "MQQB-3.1.5.1.1-unknown-packet"
-    MQQB_2_2_1_RESERVED = "MQQB-2.2.1-reserved"
-    MQQB_2_2_1_CS_FLAG = "MQQB-2.2.1-cs-flag"
-    MQMQ_2_2_19_1_TIME_TO_REACH_QUEUE = "MQMQ-2.2.19.1-time-to-reach-queue"
-    MQQB_2_2_2_1_RECOVERABLE_ACK_TIMEOUT = "MQQB-2.2.2.1-recoverable-ack-timeout"
-    MQQB_2_2_2_1_ACK_TIMEOUT = "MQQB-2.2.2.1-ack-timeout"
-    MQQB_2_2_2_1_RESERVED = "MQQB-2.2.2.1-reserved"
-    MQQB_2_2_3_1_CLIENT_GUID = "MQQB-2.2.3.1-client-guid"
-    MQQB_2_2_3_1_SERVER_GUID = "MQQB-2.2.3.1-server-guid"
-    MQQB_2_2_3_1_OPERATING_SYSTEM = "MQQB-2.2.3.1-operating-system"
-    MQQB_2_2_3_1_RESERVED = "MQQB-2.2.3.1-reserved"
-    MQQB_3_1_5_3_WRONG_STATE = "MQQB-3.1.5.3-wrong-state"
-    MQQB_3_1_5_4_WRONG_STATE = "MQQB-3.1.5.4-wrong-state"
-    MQQB_3_1_5_5_WRONG_STATE = "MQQB-3.1.5.5-wrong-state"
-    MQQB_3_1_5_6_WRONG_STATE = "MQQB-3.1.5.6-wrong-state"
-    MQQB_3_1_5_7_WRONG_STATE = "MQQB-3.1.5.7-wrong-state"
-    MQQB_3_1_5_8_WRONG_STATE = "MQQB-3.1.5.8-wrong-state"
-    MQQB_3_1_5_2_3_EC_REQUEST = "MQQB-3.1.5.2.3-ec-request"
-    MQQB_3_1_5_3_1_REFUSAL = "MQQB-3.1.5.3.1-refusal"
-    MQQB_3_1_5_3_1_EC_ECHO = "MQQB-3.1.5.3.1-ec-echo"
-    MQQB_2_2_3_1_RESPONSE_PADDING = "MQQB-2.2.3.1-response-padding"
-    MQQB_3_1_5_3_2_EC_RESPONSE = "MQQB-3.1.5.3.2-ec-response"
-    MQQB_3_1_5_3_2_AFTER_REFUSAL = "MQQB-3.1.5.3.2-after-refusal"
-    MQQB_3_1_5_4_1_CP_ECHO = "MQQB-3.1.5.4.1-cp-echo"
-    MQQB_3_1_5_3_2_CP_REQUEST = "MQQB-3.1.5.3.2-cp-request"
-    MQQB_3_1_5_5_5_COUNT_MISMATCH = "MQQB-3.1.5.5.5-count-mismatch"
-    MQQB_3_1_5_5_1_ACK_BEYOND_SENT = "MQQB-3.1.5.5.1-ack-beyond-sent"
-    MQQB_3_1_5_5_1_ACK_REGRESSED = "MQQB-3.1.5.5.1-ack-regressed"
-    MQQB_3_1_5_5_3_ACK_UNSENT_RECOVERABLE = "MQQB-3.1.5.5.3-ack-unsent-recoverable"
-    MQQB_3_1_1_6_1_SENDER_ACK_FIELDS = "MQQB-3.1.1.6.1-sender-ack-fields"
-    MQQB_3_1_5_6_ORDER_ACK_UNSENT = "MQQB-3.1.5.6-order-ack-unsent"
-    MQQB_3_1_1_6_2_ORDER_ACK_ORDER = "MQQB-3.1.1.6.2-order-ack-order"
-    MQQB_3_1_5_7_FINAL_ACK_UNKNOWN = "MQQB-3.1.5.7-final-ack-unknown"
-    MQQB_3_1_7_1_WINDOW_EXCEEDED = "MQQB-3.1.7.1-window-exceeded"
-    MQQB_3_1_7_1_2_EXPIRED = "MQQB-3.1.7.1.2-expired"
-    MQQB_3_1_7_1_1_MESSAGE_ID = "MQQB-3.1.7.1.1-message-id"
-    MQQB_3_1_1_5_TX_SEQUENCE = "MQQB-3.1.1.5-tx-sequence"
-    MQMQ_2_2_20_5_TX_NUMBER = "MQMQ-2.2.20.5-tx-number"
-    MQQB_3_1_7_1_3_TX_PREVIOUS = "MQQB-3.1.7.1.3-tx-previous"
-    MQQB_3_1_1_5_PRIOR_SEQUENCE = "MQQB-3.1.1.5-prior-sequence"
-    MQQB_3_1_1_5_NEW_SEQUENCE = "MQQB-3.1.1.5-new-sequence"
-    MQQB_3_1_5_8_1_DUPLICATE = "MQQB-3.1.5.8.1-duplicate"
-    MQQB_3_1_6_3_ACK_TIMEOUT = "MQQB-3.1.6.3-ack-timeout"
-    MQQB_3_1_6_6_INIT_TIMEOUT = "MQQB-3.1.6.6-init-timeout"
-    MQQB_3_1_5_9_CLOSED_EARLY = "MQQB-3.1.5.9-closed-early"
+    rule: Rule
 
+    def __new__(cls, rule: Rule) -> RuleId:
+        member = str.__new__(cls, rule.id)
+        member._value_ = rule.id
+        member.rule = replace(rule, id=member)
+        return member
 
-RULES: dict[str, Rule] = {
-    r.id: r
-    for r in (
-        # 3.1.5.1 Receiving Any Packet
+    # 3.1.5.1 Receiving Any Packet
+    MQQB_3_1_5_1_2_SIGNATURE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_1_2_SIGNATURE,
+            id="MQQB-3.1.5.1.2-signature",
             section="MS-MQQB 3.1.5.1.2",
             side="both",
             text=(
@@ -185,8 +144,10 @@ RULES: dict[str, Rule] = {
                 "MQQB-3.1.5.1.2-SIGNATURE-BYTE-ORDER.  The receiver closes the session."
             ),
         ),
+    )
+    MQQB_3_1_5_1_3_MALFORMED = (
         Rule(
-            id=RuleId.MQQB_3_1_5_1_3_MALFORMED,
+            id="MQQB-3.1.5.1.3-malformed",
             section="MS-MQQB 3.1.5.1.3",
             side="both",
             text="a packet that does not conform to the structures of section 2 is discarded and the session closed",
@@ -202,8 +163,10 @@ RULES: dict[str, Rule] = {
                 "(harness.session.core.CODEC_RULES).  The receiver closes the session."
             ),
         ),
+    )
+    MQQB_3_1_5_1_3_TRUNCATED = (
         Rule(
-            id=RuleId.MQQB_3_1_5_1_3_TRUNCATED,
+            id="MQQB-3.1.5.1.3-truncated",
             section="MS-MQQB 3.1.5.1.3",
             side="both",
             text="the stream ended inside a packet (fewer bytes than BaseHeader.PacketSize announces)",
@@ -219,8 +182,10 @@ RULES: dict[str, Rule] = {
                 "cut: the pipeline reports it all the same."
             ),
         ),
+    )
+    MQQB_3_1_5_1_1_UNKNOWN_PACKET = (
         Rule(
-            id=RuleId.MQQB_3_1_5_1_1_UNKNOWN_PACKET,
+            id="MQQB-3.1.5.1.1-unknown-packet",
             section="MS-MQQB 3.1.5.1.1",
             side="both",
             text="the packet is none of the packet types of 3.1.5.1.1 (InternalHeader.Flags.PT other than 1, 2, 3)",
@@ -242,9 +207,11 @@ RULES: dict[str, Rule] = {
                 "so does 3.1.5.1.3."
             ),
         ),
-        # packet fields an endpoint sets (section 2.2 / [MS-MQMQ] 2.2.19), beyond the structure itself
+    )
+    # packet fields an endpoint sets (section 2.2 / [MS-MQMQ] 2.2.19), beyond the structure itself
+    MQQB_2_2_1_RESERVED = (
         Rule(
-            id=RuleId.MQQB_2_2_1_RESERVED,
+            id="MQQB-2.2.1-reserved",
             section="MS-MQQB 2.2.1",
             side="initiator",
             text="InternalHeader.Reserved MUST be set to zero when sent",
@@ -256,8 +223,10 @@ RULES: dict[str, Rule] = {
                 "Reported of an InternalHeader.Reserved other than 0; the receiver ignores it and the session goes on."
             ),
         ),
+    )
+    MQQB_2_2_1_CS_FLAG = (
         Rule(
-            id=RuleId.MQQB_2_2_1_CS_FLAG,
+            id="MQQB-2.2.1-cs-flag",
             section="MS-MQQB 2.2.1",
             side="both",
             text=(
@@ -276,8 +245,10 @@ RULES: dict[str, Rule] = {
                 "closes."
             ),
         ),
+    )
+    MQMQ_2_2_19_1_TIME_TO_REACH_QUEUE = (
         Rule(
-            id=RuleId.MQMQ_2_2_19_1_TIME_TO_REACH_QUEUE,
+            id="MQMQ-2.2.19.1-time-to-reach-queue",
             section="MS-MQMQ 2.2.19.1",
             side="both",
             text="BaseHeader.TimeToReachQueue MUST be 0xFFFFFFFF in a packet that is not a UserMessage Packet",
@@ -293,8 +264,10 @@ RULES: dict[str, Rule] = {
                 "is not 0xFFFFFFFF; the codec rejects it, and [MS-MQQB] 3.1.5.1.3 closes."
             ),
         ),
+    )
+    MQQB_2_2_2_1_RECOVERABLE_ACK_TIMEOUT = (
         Rule(
-            id=RuleId.MQQB_2_2_2_1_RECOVERABLE_ACK_TIMEOUT,
+            id="MQQB-2.2.2.1-recoverable-ack-timeout",
             section="MS-MQQB 2.2.2.1",
             side="initiator",
             text="ConnectionParametersHeader.RecoverableAckTimeout has a valid range of 0x000001F4-0x0001D4C0",
@@ -332,8 +305,10 @@ RULES: dict[str, Rule] = {
             ),
             frame="MQQB-3.1.5.1.3-DISCARD-CLOSE",
         ),
+    )
+    MQQB_2_2_2_1_ACK_TIMEOUT = (
         Rule(
-            id=RuleId.MQQB_2_2_2_1_ACK_TIMEOUT,
+            id="MQQB-2.2.2.1-ack-timeout",
             section="MS-MQQB 2.2.2.1",
             side="initiator",
             text="ConnectionParametersHeader.AckTimeout has a valid range of 0x00004E20-0x0001D4C0",
@@ -369,8 +344,10 @@ RULES: dict[str, Rule] = {
             ),
             frame="MQQB-3.1.5.1.3-DISCARD-CLOSE",
         ),
+    )
+    MQQB_2_2_2_1_RESERVED = (
         Rule(
-            id=RuleId.MQQB_2_2_2_1_RESERVED,
+            id="MQQB-2.2.2.1-reserved",
             section="MS-MQQB 2.2.2.1",
             side="initiator",
             text="ConnectionParametersHeader.Reserved MUST be set to 0x0000 by the sender",
@@ -383,8 +360,10 @@ RULES: dict[str, Rule] = {
                 "session goes on."
             ),
         ),
+    )
+    MQQB_2_2_3_1_CLIENT_GUID = (
         Rule(
-            id=RuleId.MQQB_2_2_3_1_CLIENT_GUID,
+            id="MQQB-2.2.3.1-client-guid",
             section="MS-MQQB 3.1.3.2",
             side="initiator",
             text=(
@@ -403,8 +382,10 @@ RULES: dict[str, Rule] = {
                 "it a MUST (2.2.3.1, which its id names, states none)."
             ),
         ),
+    )
+    MQQB_2_2_3_1_SERVER_GUID = (
         Rule(
-            id=RuleId.MQQB_2_2_3_1_SERVER_GUID,
+            id="MQQB-2.2.3.1-server-guid",
             section="MS-MQQB 2.2.3.1",
             side="initiator",
             text=(
@@ -421,8 +402,10 @@ RULES: dict[str, Rule] = {
                 "identifier nor GUID_NULL (the acceptor refuses it, 3.1.5.3.1)."
             ),
         ),
+    )
+    MQQB_2_2_3_1_OPERATING_SYSTEM = (
         Rule(
-            id=RuleId.MQQB_2_2_3_1_OPERATING_SYSTEM,
+            id="MQQB-2.2.3.1-operating-system",
             section="MS-MQQB 2.2.3.1",
             side="both",
             text="EstablishConnectionHeader.OperatingSystem.RE MUST be set to 0x10",
@@ -434,8 +417,10 @@ RULES: dict[str, Rule] = {
                 "and 3.1.5.1.3 closes."
             ),
         ),
+    )
+    MQQB_2_2_3_1_RESERVED = (
         Rule(
-            id=RuleId.MQQB_2_2_3_1_RESERVED,
+            id="MQQB-2.2.3.1-reserved",
             section="MS-MQQB 2.2.3.1",
             side="initiator",
             text="EstablishConnectionHeader.Reserved MUST be set to zero when sent",
@@ -447,9 +432,11 @@ RULES: dict[str, Rule] = {
                 "Reported of an EstablishConnectionHeader.Reserved other than 0 in a request; the receiver ignores it."
             ),
         ),
-        # wrong state (the first line of 3.1.5.3-3.1.5.8)
+    )
+    # wrong state (the first line of 3.1.5.3-3.1.5.8)
+    MQQB_3_1_5_3_WRONG_STATE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_3_WRONG_STATE,
+            id="MQQB-3.1.5.3-wrong-state",
             section="MS-MQQB 3.1.5.3",
             side="both",
             text="an EstablishConnection Packet outside WAITING_EC_MSG/WAITING_ECR_MSG closes the session",
@@ -464,8 +451,10 @@ RULES: dict[str, Rule] = {
                 "case checks of the target."
             ),
         ),
+    )
+    MQQB_3_1_5_4_WRONG_STATE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_4_WRONG_STATE,
+            id="MQQB-3.1.5.4-wrong-state",
             section="MS-MQQB 3.1.5.4",
             side="both",
             text="a ConnectionParameters Packet outside WAITING_CP_MSG/WAITING_CPR_MSG closes the session",
@@ -479,8 +468,10 @@ RULES: dict[str, Rule] = {
                 "receiver closes.  MQQB-3.1.5.4-WRONG-STATE is the close a case checks of the target."
             ),
         ),
+    )
+    MQQB_3_1_5_5_WRONG_STATE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_5_WRONG_STATE,
+            id="MQQB-3.1.5.5-wrong-state",
             section="MS-MQQB 3.1.5.5",
             side="both",
             text="a SessionAck Packet (or SessionHeader) when SessionState is not OPEN closes the session",
@@ -494,8 +485,10 @@ RULES: dict[str, Rule] = {
                 "the receiver closes.  MQQB-3.1.5.5-WRONG-STATE is the close a case checks of the target."
             ),
         ),
+    )
+    MQQB_3_1_5_6_WRONG_STATE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_6_WRONG_STATE,
+            id="MQQB-3.1.5.6-wrong-state",
             section="MS-MQQB 3.1.5.6",
             side="both",
             text="an OrderAck Packet when SessionState is not OPEN closes the session",
@@ -506,8 +499,10 @@ RULES: dict[str, Rule] = {
             ),
             note="Reported of the end that sent an OrderAck Packet before the session was OPEN; the receiver closes.",
         ),
+    )
+    MQQB_3_1_5_7_WRONG_STATE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_7_WRONG_STATE,
+            id="MQQB-3.1.5.7-wrong-state",
             section="MS-MQQB 3.1.5.7",
             side="both",
             text="a FinalAck Packet when SessionState is not OPEN closes the session",
@@ -518,8 +513,10 @@ RULES: dict[str, Rule] = {
             ),
             note="Reported of the end that sent a FinalAck Packet before the session was OPEN; the receiver closes.",
         ),
+    )
+    MQQB_3_1_5_8_WRONG_STATE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_8_WRONG_STATE,
+            id="MQQB-3.1.5.8-wrong-state",
             section="MS-MQQB 3.1.5.8",
             side="both",
             text="a UserMessage Packet when SessionState is not OPEN closes the session",
@@ -533,9 +530,11 @@ RULES: dict[str, Rule] = {
                 "MQQB-3.1.5.8-WRONG-STATE is the close a case checks of the target."
             ),
         ),
-        # 3.1.5.2.3 / 3.1.5.3.1 / 3.1.5.3.2 EstablishConnection
+    )
+    # 3.1.5.2.3 / 3.1.5.3.1 / 3.1.5.3.2 EstablishConnection
+    MQQB_3_1_5_2_3_EC_REQUEST = (
         Rule(
-            id=RuleId.MQQB_3_1_5_2_3_EC_REQUEST,
+            id="MQQB-3.1.5.2.3-ec-request",
             section="MS-MQQB 3.1.5.2.3",
             side="initiator",
             text=(
@@ -550,8 +549,10 @@ RULES: dict[str, Rule] = {
                 "only a response carries it); a GUID_NULL ClientGuid is MQQB-2.2.3.1-client-guid."
             ),
         ),
+    )
+    MQQB_3_1_5_3_1_REFUSAL = (
         Rule(
-            id=RuleId.MQQB_3_1_5_3_1_REFUSAL,
+            id="MQQB-3.1.5.3.1-refusal",
             section="MS-MQQB 3.1.5.3.1",
             side="acceptor",
             text="CS MUST be 1 when the request's ServerGuid is neither the acceptor's identifier nor GUID_NULL",
@@ -567,8 +568,10 @@ RULES: dict[str, Rule] = {
                 "ServerGuid.  MQQB-3.1.5.3.1-CS-INVALID is the same sentence as a case checks it."
             ),
         ),
+    )
+    MQQB_3_1_5_3_1_EC_ECHO = (
         Rule(
-            id=RuleId.MQQB_3_1_5_3_1_EC_ECHO,
+            id="MQQB-3.1.5.3.1-ec-echo",
             section="MS-MQQB 3.1.5.3.1",
             side="acceptor",
             text="the EstablishConnection response echoes ClientGuid, TimeStamp and OperatingSystem.SE of the request",
@@ -585,8 +588,10 @@ RULES: dict[str, Rule] = {
                 "from the request's.  MQQB-3.1.5.3.1-ECHO is the same sentence as a case checks it."
             ),
         ),
+    )
+    MQQB_2_2_3_1_RESPONSE_PADDING = (
         Rule(
-            id=RuleId.MQQB_2_2_3_1_RESPONSE_PADDING,
+            id="MQQB-2.2.3.1-response-padding",
             section="MS-MQQB 2.2.3.1",
             side="acceptor",
             text="every byte of an EstablishConnection response's Padding MUST be 0x5A",
@@ -601,8 +606,10 @@ RULES: dict[str, Rule] = {
                 "MQQB-2.2.3.1-RESPONSE-PADDING is the same sentence as a case checks it."
             ),
         ),
+    )
+    MQQB_3_1_5_3_2_EC_RESPONSE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_3_2_EC_RESPONSE,
+            id="MQQB-3.1.5.3.2-ec-response",
             section="MS-MQQB 3.1.5.3.2",
             side="acceptor",
             text=(
@@ -622,8 +629,10 @@ RULES: dict[str, Rule] = {
                 "3.1.5.3.1 and is not this rule: after it the initiator closes too (MQQB-3.1.5.3.2-after-refusal)."
             ),
         ),
+    )
+    MQQB_3_1_5_3_2_AFTER_REFUSAL = (
         Rule(
-            id=RuleId.MQQB_3_1_5_3_2_AFTER_REFUSAL,
+            id="MQQB-3.1.5.3.2-after-refusal",
             section="MS-MQQB 3.1.5.3.2",
             side="initiator",
             text="after a refused (CS=1) or invalid EstablishConnection response the initiator closes the session",
@@ -640,9 +649,11 @@ RULES: dict[str, Rule] = {
                 'the connection is rejected, the protocol closes the session").'
             ),
         ),
-        # 3.1.5.4 ConnectionParameters
+    )
+    # 3.1.5.4 ConnectionParameters
+    MQQB_3_1_5_4_1_CP_ECHO = (
         Rule(
-            id=RuleId.MQQB_3_1_5_4_1_CP_ECHO,
+            id="MQQB-3.1.5.4.1-cp-echo",
             section="MS-MQQB 3.1.5.4.1",
             side="acceptor",
             text="the ConnectionParameters response echoes RecoverableAckTimeout and AckTimeout, with CS 0",
@@ -659,8 +670,10 @@ RULES: dict[str, Rule] = {
                 "other than the request's.  MQQB-3.1.5.4.1-CP-RESPONSE is the whole reply as a case checks it."
             ),
         ),
+    )
+    MQQB_3_1_5_3_2_CP_REQUEST = (
         Rule(
-            id=RuleId.MQQB_3_1_5_3_2_CP_REQUEST,
+            id="MQQB-3.1.5.3.2-cp-request",
             section="MS-MQQB 3.1.5.3.2",
             side="initiator",
             text="a ConnectionParameters request has InternalHeader.Flags.CS 0",
@@ -670,9 +683,11 @@ RULES: dict[str, Rule] = {
             ),
             note="Reported of a ConnectionParameters request with InternalHeader.Flags.CS set.",
         ),
-        # 3.1.5.5 SessionAck
+    )
+    # 3.1.5.5 SessionAck
+    MQQB_3_1_5_5_5_COUNT_MISMATCH = (
         Rule(
-            id=RuleId.MQQB_3_1_5_5_5_COUNT_MISMATCH,
+            id="MQQB-3.1.5.5.5-count-mismatch",
             section="MS-MQQB 3.1.5.5.5",
             side="both",
             text=(
@@ -694,8 +709,10 @@ RULES: dict[str, Rule] = {
                 "close a case checks of the target."
             ),
         ),
+    )
+    MQQB_3_1_5_5_1_ACK_BEYOND_SENT = (
         Rule(
-            id=RuleId.MQQB_3_1_5_5_1_ACK_BEYOND_SENT,
+            id="MQQB-3.1.5.5.1-ack-beyond-sent",
             section="MS-MQQB 3.1.5.5.1",
             side="both",
             text="SessionHeader.AckSequenceNumber acknowledges UserMessages that were never sent",
@@ -712,8 +729,10 @@ RULES: dict[str, Rule] = {
                 "goes on."
             ),
         ),
+    )
+    MQQB_3_1_5_5_1_ACK_REGRESSED = (
         Rule(
-            id=RuleId.MQQB_3_1_5_5_1_ACK_REGRESSED,
+            id="MQQB-3.1.5.5.1-ack-regressed",
             section="MS-MQQB 3.1.6.4",
             side="both",
             text="SessionHeader.AckSequenceNumber (the total received on the session) went backwards",
@@ -731,8 +750,10 @@ RULES: dict[str, Rule] = {
                 "The session goes on."
             ),
         ),
+    )
+    MQQB_3_1_5_5_3_ACK_UNSENT_RECOVERABLE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_5_3_ACK_UNSENT_RECOVERABLE,
+            id="MQQB-3.1.5.5.3-ack-unsent-recoverable",
             section="MS-MQQB 3.1.5.5.3",
             side="both",
             text=(
@@ -757,8 +778,10 @@ RULES: dict[str, Rule] = {
                 "so only an acknowledgment no reading explains is reported.  The session goes on."
             ),
         ),
+    )
+    MQQB_3_1_1_6_1_SENDER_ACK_FIELDS = (
         Rule(
-            id=RuleId.MQQB_3_1_1_6_1_SENDER_ACK_FIELDS,
+            id="MQQB-3.1.1.6.1-sender-ack-fields",
             section="MS-MQQB 3.1.1.6.1",
             side="both",
             text=(
@@ -807,9 +830,11 @@ RULES: dict[str, Rule] = {
             ),
             frame="MQQB-3.1.6.4-SEND-COUNTS",
         ),
-        # 3.1.5.6 / 3.1.5.7 OrderAck, FinalAck
+    )
+    # 3.1.5.6 / 3.1.5.7 OrderAck, FinalAck
+    MQQB_3_1_5_6_ORDER_ACK_UNSENT = (
         Rule(
-            id=RuleId.MQQB_3_1_5_6_ORDER_ACK_UNSENT,
+            id="MQQB-3.1.5.6-order-ack-unsent",
             section="MS-MQQB 3.1.5.6",
             side="both",
             text=(
@@ -829,8 +854,10 @@ RULES: dict[str, Rule] = {
                 "MQQB-2.2.4.1-ORDERACK-BODY).  The session goes on."
             ),
         ),
+    )
+    MQQB_3_1_1_6_2_ORDER_ACK_ORDER = (
         Rule(
-            id=RuleId.MQQB_3_1_1_6_2_ORDER_ACK_ORDER,
+            id="MQQB-3.1.1.6.2-order-ack-order",
             section="MS-MQQB 3.1.1.6.2",
             side="acceptor",
             text="transactional messages are acknowledged strictly in sequence order (OrderAck numbers never go back)",
@@ -846,8 +873,10 @@ RULES: dict[str, Rule] = {
                 "acknowledged.  The session goes on."
             ),
         ),
+    )
+    MQQB_3_1_5_7_FINAL_ACK_UNKNOWN = (
         Rule(
-            id=RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN,
+            id="MQQB-3.1.5.7-final-ack-unknown",
             section="MS-MQQB 3.1.5.7",
             side="both",
             text="a FinalAck names a MessageID that was never sent on the session",
@@ -886,9 +915,11 @@ RULES: dict[str, Rule] = {
             ),
             frame="MQQB-3.1.5.7-wrong-state",
         ),
-        # 3.1.5.8 / 3.1.7.1 UserMessage
+    )
+    # 3.1.5.8 / 3.1.7.1 UserMessage
+    MQQB_3_1_7_1_WINDOW_EXCEEDED = (
         Rule(
-            id=RuleId.MQQB_3_1_7_1_WINDOW_EXCEEDED,
+            id="MQQB-3.1.7.1-window-exceeded",
             section="MS-MQQB 3.1.7.1",
             side="both",
             text="a UserMessage is sent only while UnAckedMessageCount < WindowSize",
@@ -902,8 +933,10 @@ RULES: dict[str, Rule] = {
                 "is MQQB-3.1.7.1-PEER-WINDOW).  The session goes on."
             ),
         ),
+    )
+    MQQB_3_1_7_1_2_EXPIRED = (
         Rule(
-            id=RuleId.MQQB_3_1_7_1_2_EXPIRED,
+            id="MQQB-3.1.7.1.2-expired",
             section="MS-MQQB 3.1.7.1.2",
             side="both",
             text=(
@@ -925,8 +958,10 @@ RULES: dict[str, Rule] = {
                 'ignored by a receiver"); the session goes on.'
             ),
         ),
+    )
+    MQQB_3_1_7_1_1_MESSAGE_ID = (
         Rule(
-            id=RuleId.MQQB_3_1_7_1_1_MESSAGE_ID,
+            id="MQQB-3.1.7.1.1-message-id",
             section="MS-MQQB 3.1.7.1.1",
             side="initiator",
             text=(
@@ -941,8 +976,10 @@ RULES: dict[str, Rule] = {
             ),
             note="Reported of a UserMessage whose UserHeader.MessageID is 0; the session goes on.",
         ),
+    )
+    MQQB_3_1_1_5_TX_SEQUENCE = (
         Rule(
-            id=RuleId.MQQB_3_1_1_5_TX_SEQUENCE,
+            id="MQQB-3.1.1.5-tx-sequence",
             section="MS-MQQB 3.1.1.5",
             side="initiator",
             text=(
@@ -963,8 +1000,10 @@ RULES: dict[str, Rule] = {
                 "again bridges them (MQQB-3.1.7.1.3-tx-previous).  The session goes on."
             ),
         ),
+    )
+    MQMQ_2_2_20_5_TX_NUMBER = (
         Rule(
-            id=RuleId.MQMQ_2_2_20_5_TX_NUMBER,
+            id="MQMQ-2.2.20.5-tx-number",
             section="MS-MQMQ 2.2.20.5",
             side="initiator",
             text=(
@@ -984,8 +1023,10 @@ RULES: dict[str, Rule] = {
                 "3.1.5.1.3 closes."
             ),
         ),
+    )
+    MQQB_3_1_7_1_3_TX_PREVIOUS = (
         Rule(
-            id=RuleId.MQQB_3_1_7_1_3_TX_PREVIOUS,
+            id="MQQB-3.1.7.1.3-tx-previous",
             section="MS-MQQB 3.1.7.1.3",
             side="initiator",
             text=(
@@ -1008,8 +1049,10 @@ RULES: dict[str, Rule] = {
                 "neither the first sending nor a resend gives one.  The session goes on."
             ),
         ),
+    )
+    MQQB_3_1_1_5_PRIOR_SEQUENCE = (
         Rule(
-            id=RuleId.MQQB_3_1_1_5_PRIOR_SEQUENCE,
+            id="MQQB-3.1.1.5-prior-sequence",
             section="MS-MQQB 3.1.1.5",
             side="initiator",
             text="messages MUST NOT be sent on prior transactional sequences (a TxSequenceID below one already used)",
@@ -1024,8 +1067,10 @@ RULES: dict[str, Rule] = {
                 "session goes on."
             ),
         ),
+    )
+    MQQB_3_1_1_5_NEW_SEQUENCE = (
         Rule(
-            id=RuleId.MQQB_3_1_1_5_NEW_SEQUENCE,
+            id="MQQB-3.1.1.5-new-sequence",
             section="MS-MQQB 3.1.1.5",
             side="initiator",
             text="a new transactional sequence starts at number 1: its first message has PreviousTxSequenceNumber 0",
@@ -1039,8 +1084,10 @@ RULES: dict[str, Rule] = {
                 "follows no message of its sequence); the session goes on."
             ),
         ),
+    )
+    MQQB_3_1_5_8_1_DUPLICATE = (
         Rule(
-            id=RuleId.MQQB_3_1_5_8_1_DUPLICATE,
+            id="MQQB-3.1.5.8.1-duplicate",
             section="MS-MQQB 3.1.5.8.1",
             side="initiator",
             text=(
@@ -1079,9 +1126,11 @@ RULES: dict[str, Rule] = {
             ),
             frame="MQQB-3.1.5.5.1-MARK",
         ),
-        # timers
+    )
+    # timers
+    MQQB_3_1_6_3_ACK_TIMEOUT = (
         Rule(
-            id=RuleId.MQQB_3_1_6_3_ACK_TIMEOUT,
+            id="MQQB-3.1.6.3-ack-timeout",
             section="MS-MQQB 3.1.6.3",
             side="acceptor",
             text="no session acknowledgment arrived for messages awaiting one within the Session Ack Wait Timer",
@@ -1100,8 +1149,10 @@ RULES: dict[str, Rule] = {
                 "the initiator closes."
             ),
         ),
+    )
+    MQQB_3_1_6_6_INIT_TIMEOUT = (
         Rule(
-            id=RuleId.MQQB_3_1_6_6_INIT_TIMEOUT,
+            id="MQQB-3.1.6.6-init-timeout",
             section="MS-MQQB 3.1.6.6",
             side="both",
             text="session initialization did not complete before the Session Initialization Timer expired",
@@ -1120,9 +1171,11 @@ RULES: dict[str, Rule] = {
                 "the close a case checks of the target."
             ),
         ),
-        # transport
+    )
+    # transport
+    MQQB_3_1_5_9_CLOSED_EARLY = (
         Rule(
-            id=RuleId.MQQB_3_1_5_9_CLOSED_EARLY,
+            id="MQQB-3.1.5.9-closed-early",
             section="MS-MQQB 3.1.5.9",
             side="both",
             text="the transport connection closed before the session reached OPEN (other than after a refusal)",
@@ -1157,7 +1210,9 @@ RULES: dict[str, Rule] = {
             frame="MQQB-3.1.6.6-INIT-TIMEOUT",
         ),
     )
-}
+
+
+RULES: dict[str, Rule] = {member: member.rule for member in RuleId}
 """Rule id -> :class:`Rule`, the only place rules and their requirements are defined."""
 
 
@@ -1176,7 +1231,7 @@ def initiator_rules() -> list[Rule]:
 
 def codec_rules() -> dict[str, RuleId]:
     """Field path -> the rule its codec check breaks (:attr:`Rule.codec_field`)."""
-    return {r.codec_field: r.id for r in RULES.values() if r.codec_field}
+    return {member.rule.codec_field: member for member in RuleId if member.rule.codec_field}
 
 
 def closing_rules() -> dict[str, str]:
