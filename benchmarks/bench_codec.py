@@ -20,8 +20,8 @@ this process:
   and of the same layers made from their field values).
 - the project's scapy layers: ``MSMQ(bytes)`` (lazy: no header made), then reading one field
   (one header made) and every header made, against the same layers dissecting every header at
-  once with a copy of each kept (what dissection did before it was lazy; target: at least 10x)
-  and the codec's own parse.
+  once with a copy of each kept (what dissection did before it was lazy; target: each of the
+  three at least 10x) and the codec's own parse.
 - large packets: cost per MiB and peak memory over size from 200 B to 4 MiB (linear: flat).
 """
 
@@ -324,7 +324,11 @@ def _interleaved(fns: dict[str, Any], seconds: float, rounds: int = 15) -> dict[
 
 def _eager_dissection(data: bytes) -> Any:
     """What dissecting with the MSMQ layer did before it was lazy: every header made into its
-    layer at once, and a copy of each kept to tell a changed layer from the bytes received."""
+    layer at once, and a copy of each kept to tell a changed layer from the bytes received (the
+    copies make every flag word, queue and nested structure, by scapy's constructor).  The
+    headers are made the way the lazy layers make them, so this baseline gains from what makes
+    them cheaper (2.5k -> 3.1k/s when a layer's construction stopped going through scapy's
+    constructor): the ratios against it understate the gain over what dissection cost before."""
     from packets.scapy_layers import MSMQ
 
     pkt = MSMQ(data)
@@ -349,17 +353,23 @@ def _scapy_row(data: bytes, label: str, seconds: float) -> dict[str, Any]:
         },
         seconds,
     )
-    speedup = rates["ours"] / rates["eager_dissection"]
+    eager = rates["eager_dissection"]
+    speedups = {
+        "ours_vs_eager": rates["ours"] / eager,
+        "one_field_vs_eager": rates["ours_reading_one_field"] / eager,
+        "every_header_vs_eager": rates["ours_every_header_made"] / eager,
+    }
     return {
         "name": f"dissect with the project's scapy layers (MSMQ(bytes)), {label}",
         "unit": "dissections/s per CPU-second",
         "competitor": "the same layers dissecting every header at once (as before), and the codec",
         **rates,
-        "ours_vs_eager": speedup,
-        "one_field_vs_eager": rates["ours_reading_one_field"] / rates["eager_dissection"],
+        **speedups,
         "ours_vs_codec": rates["ours"] / rates["codec_parse"],
+        "every_header_vs_codec": rates["ours_every_header_made"] / rates["codec_parse"],
         "target_vs_eager": TARGET_SCAPY_SPEEDUP,
-        "met": "yes" if speedup >= TARGET_SCAPY_SPEEDUP else "no",
+        # met when dissecting, reading a field and making every header are each 10x the eager
+        "met": "yes" if min(speedups.values()) >= TARGET_SCAPY_SPEEDUP else "no",
     }
 
 
