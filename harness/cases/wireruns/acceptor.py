@@ -5,8 +5,9 @@ socket: it sends the packets the case crafts (``send``: EstablishConnection and
 ConnectionParameters as 3.1.5.2-3.1.5.4 build them, SessionAck, UserMessage Packets of [MS-MQMQ]
 2.2.19-2.2.20 within the window of 3.1.7.1, any field overridden by spec path, or raw bytes), reads
 the acceptor's replies (``receive``, checked field by field against 3.1.5.3.1, 3.1.5.4.1, 3.1.5.5,
-3.1.5.8) and pings it (``ping``, 2.1.2, 3.1.7.6).  The acceptor is the simulated peer (a target with
-the ``peer-behaviours`` capability: the reference) or the live ``mqqb://`` one.  ``then.peer.violations``
+3.1.5.8; cut by PacketSize whatever their Signature, which 3.1.5.1.2 judges) and pings it
+(``ping``, 2.1.2, 3.1.7.6).  The acceptor is the simulated peer (a target with the
+``peer-behaviours`` capability: the reference) or the live ``mqqb://`` one.  ``then.peer.violations``
 has a passive Observer check every reply against the session rules (harness.session.rules), each
 rule the acceptor broke graded by its requirement (harness.cases.violations).
 """
@@ -23,7 +24,7 @@ from typing import Any
 
 import packets
 from harness.cases.actions import action
-from harness.cases.wire import RAW
+from harness.cases.wire import PACKET_KINDS, RAW
 from harness.cases.wirefields import field_value
 from harness.cases.wirematch import wire_matches
 from harness.cases.wireruns.base import (
@@ -39,10 +40,11 @@ from harness.peers.recording import RecordedConnection
 from harness.session import DeliveryClass, Observer, RuleViolation, user_message
 from packets import GUID, NULL_GUID, StreamSplitter
 from packets import session as sp
+from packets.base import SIGNATURE
 from packets.layout import USER_MESSAGE_KINDS, PacketKind
 from packets.paths import set_field
 
-__all__ = ["CLIENT_PACKETS", "AcceptorRun", "client_packet"]
+__all__ = ["CLIENT_PACKETS", "AcceptorRun", "ReplySplitter", "client_packet"]
 
 CONNECT_TIMEOUT = 2.0
 # What the case's own client sends in a ConnectionParameters request unless a step overrides it
@@ -130,8 +132,9 @@ def _user_message(run: AcceptorRun, args: Mapping[str, Any]) -> Any:
     return headers
 
 
-#: kind -> the headers the case's client builds for a ``send`` of it: one entry a kind of
-#: packets.layout.SESSION_KINDS, in their order (the kinds ``send`` takes, with ``raw``).
+#: kind -> the headers the case's client builds for a ``send`` of it from what the run knows of
+#: its session, for the kinds of packets.layout.SESSION_KINDS, in their order; a session kind
+#: without an entry is sent as its neutral sample (packets.session.SAMPLES).
 CLIENT_PACKETS: dict[PacketKind, Callable[[AcceptorRun, Mapping[str, Any]], Any]] = {
     PacketKind.EstablishConnection: _establish_connection,
     PacketKind.ConnectionParameters: _connection_parameters,
@@ -140,15 +143,38 @@ CLIENT_PACKETS: dict[PacketKind, Callable[[AcceptorRun, Mapping[str, Any]], Any]
     PacketKind.FinalAck: _final_ack,
     PacketKind.UserMessage: _user_message,
 }
-_PACKETS = " | ".join((*(str(k) for k in CLIENT_PACKETS), RAW))
+_PACKETS = " | ".join(PACKET_KINDS)  # the kinds ``send`` takes: every session kind, and ``raw``
 
 
 def client_packet(run: AcceptorRun, kind: PacketKind, args: Mapping[str, Any]) -> Any:
-    """The headers of a ``kind`` packet as the case's client builds it (:data:`CLIENT_PACKETS`)."""
+    """The headers of a ``kind`` packet as the case's client builds it (:data:`CLIENT_PACKETS`,
+    else the kind's sample, ``packets.session.SAMPLES``)."""
     build = CLIENT_PACKETS.get(kind)
-    if build is None:
+    if build is not None:
+        return build(run, args)
+    sample = sp.SAMPLES.get(kind)
+    if sample is None:
         raise WireCaseError(f"a wire case cannot send a {kind} packet")
-    return build(run, args)
+    return sample()
+
+
+_SIGNATURE_BYTES = SIGNATURE.to_bytes(4, "little")
+
+
+class ReplySplitter(StreamSplitter):
+    """The acceptor's stream cut into its packets by BaseHeader.PacketSize ([MS-MQMQ] 2.2.19.1)
+    whatever their Signature.  A wrong Signature is the acceptor's to answer for ([MS-MQQB]
+    3.1.5.1.2: the rule the Observer reports, a step's expectation on BaseHeader.Signature), not a
+    reason for the case's client to read every later reply by how TCP bundled it: two SessionAcks
+    that arrived in one read would be one packet on a quiet machine and two on a loaded one."""
+
+    def _length(self) -> int:
+        signature = bytes(self._buf[4:8])
+        self._buf[4:8] = _SIGNATURE_BYTES  # framed as a packet with the Signature; returned as sent
+        try:
+            return super()._length()
+        finally:
+            self._buf[4:8] = signature
 
 
 def _receive_defaults(args: Mapping[str, Any], expect: Mapping[str, Any]) -> dict[str, Any]:
@@ -180,7 +206,7 @@ class AcceptorRun(WireRun):
         self.queue_ids: tuple[int, int] = (live.queue_id, live.tx_queue_id or 1) if live is not None else (1, 1)
         self.client: socket.socket | None = None
         self.client_closed = False
-        self.splitter = StreamSplitter()
+        self.splitter = ReplySplitter()
         self.inbox: list[bytes] = []
         self.sent: dict[str, Any] = {}  # kind -> headers last sent
         self.received: dict[str, bytes] = {}  # kind -> packet last received
@@ -315,7 +341,7 @@ class AcceptorRun(WireRun):
             with contextlib.suppress(OSError):
                 self.client.close()
             self.client, self.client_closed, self.inbox = None, False, []
-            self.splitter = StreamSplitter()
+            self.splitter = ReplySplitter()
             self.user_messages_sent = self.received_user_messages = self.tx_number = 0  # a new session
             self.recoverable_sent = False
             self.peer_acked = 0
@@ -421,13 +447,15 @@ class AcceptorRun(WireRun):
     def _window_room(self, window: int, args: Mapping[str, Any]) -> bool:
         """[MS-MQQB] 3.1.7.1: the case's client, a sender, sends a UserMessage only while fewer
         than its WindowSize (the one it sent in its ConnectionParameters request) are
-        unacknowledged; it waits for the acceptor's acknowledgment within SessionAckSend."""
+        unacknowledged; it waits for the acceptor's acknowledgment within SessionAckSend (the
+        simulated acceptor synced once the bound ran out, as :meth:`_read_packet` does: an
+        acknowledgment it owed for what reached it counts, however late its loop ran)."""
         if self.user_messages_sent - self.peer_acked < window:
             return True
         seconds, self.waited = self.bound({"within": "SessionAckSend"})
         end = time.monotonic() + seconds
         while self.user_messages_sent - self.peer_acked >= window:
-            if not self._fill(end - time.monotonic()):
+            if not self._fill(end - time.monotonic()) and not self._synced_fill():
                 return False
         return True
 
