@@ -6,7 +6,7 @@ the reference sender does: each case that waits for a connection ends once the P
 Timer (3.1.2.9, at the sender's scale) has run out with no connection, filed under
 MQQB-3.1.7.12-CONNECT, instead of after the whole wait of its step (the fault cases run their
 timers unscaled: 38 to 45 s each before).  Both runs are piped: the heartbeat shows on standard
-error.  Both use four workers (``-n 4``): the cases mostly wait on timers.
+error.  Both use four workers (``-n 4``) and run side by side: the cases mostly wait on timers.
 """
 
 from __future__ import annotations
@@ -23,22 +23,37 @@ ROOT = Path(__file__).resolve().parents[2]
 ADAPTER = ROOT / "examples" / "reference_adapter.py"
 
 
-def _run(target: str, report: Path) -> subprocess.CompletedProcess[str]:
+def _start(target: str, report: Path) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "harness.cli", "run", "cases/mqqb", "-n4", "--target", target, "--json", report]
-    return subprocess.run(
-        [*map(str, command), "--heartbeat", "2"], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
+    return subprocess.Popen(
+        [*map(str, command), "--heartbeat", "2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+def _finish(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        stdout, stderr = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
 def test_a_never_connecting_sender_fails_at_the_first_timer_that_proves_it(tmp_path: Path) -> None:
     reference = f"cmd:{sys.executable} {ADAPTER} --no-adm"  # the same adapter, the reference sender
-    done = _run(reference, tmp_path / "reference.json")
+    mutant = target_of("examples.mutants.sender:NeverConnects")
+    # side by side: both runs mostly wait on timers, and nothing below reads a run's wall time
+    runs = [_start(reference, tmp_path / "reference.json"), _start(mutant, tmp_path / "mutant.json")]
+    try:
+        done = _finish(runs[0])
+    finally:
+        mutant_done = _finish(runs[1])
     if done.returncode != 0:
         results = json.loads((tmp_path / "reference.json").read_text(encoding="utf-8"))["results"]
         bad = [(r["case_id"], r["detail"]) for r in results if r["outcome"] in ("failed", "error", "non_strict")]
         raise AssertionError(bad[:5])
-    mutant = target_of("examples.mutants.sender:NeverConnects")
-    done = _run(mutant, tmp_path / "mutant.json")
+    done = mutant_done
     assert done.returncode == 1, done.stderr[-2000:]
     # How fast is read from each case (below), never from the two runs' wall times: the load of the
     # machine changes between them (67 s against 28 s was seen on two loaded cores)
