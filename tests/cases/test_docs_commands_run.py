@@ -39,12 +39,15 @@ from typing import Any
 
 import pytest
 
+from harness.pipeline.cluster import LOCAL_DRIVER_JAVA_OPTIONS
 from harness.pipeline.synth import synthesize
 from tests.cases.casekit import COMMANDS, NUMBERS
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = str(Path(sys.executable).parent / "msmq-harness")
 TIMEOUT = 300.0  # seconds per command
+#: the JVM options of a local driver (harness.pipeline.cluster.LOCAL_DRIVER_JAVA_OPTIONS) and one GC thread
+JVM_OPTIONS = f"{LOCAL_DRIVER_JAVA_OPTIONS} -XX:+UseSerialGC"
 #: a synopsis's placeholders, by what the folder holds (numbers as the parse test fills them)
 WORDS = {"INPUT...": "synth.pcap", "DIR": "out", "CAPTURE": "synth.pcap", "X.pcap": "x.pcap", "N": "2", "RATE": "0.5"}
 #: what runs otherwise than written: (pattern, replacement, why)
@@ -310,6 +313,9 @@ def test_other_command_line_runs(line: str, workspace: Path) -> None:
     where, commands = how
     cwd = ROOT if where == "checkout" else workspace
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    # spark-submit starts the driver's JVM before the job's configuration (its local driver options)
+    # is read: the first compiler tier given here, as the command does for a local master itself
+    env["JAVA_TOOL_OPTIONS"] = JVM_OPTIONS
     for argv in commands:
         result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT, env=env)
         assert result.returncode == 0, _explain(argv, result)
