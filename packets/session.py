@@ -7,13 +7,15 @@ EstablishConnectionHeader), 2.2.4.1 OrderAck Body, 2.2.5.1 FinalAck Body, 2.2.6 
 Type; plus the rules of [MS-MQMQ] 2.2.19.1 that apply to a BaseHeader outside a UserMessage
 Packet.  The OrderAck and FinalAck Packets (2.2.4, 2.2.5) are UserMessage-shaped: their headers
 are parsed by the UserMessage layout and only their 36-byte bodies are defined here.
+``SAMPLES`` holds one packet of each session kind (3.1.5.1.1) built with neutral values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from io import BytesIO
+from types import MappingProxyType
 from typing import Any
 
 from construct import Container, Default
@@ -50,6 +52,8 @@ __all__ = [
     "INTERNAL_LAYOUT",
     "ORDER_ACK_BODY",
     "PING",
+    "SAMPLES",
+    "SAMPLE_QM",
     "TRANSACTIONAL_ACKS",
     "TRANSACTIONAL_ACK_KINDS",
     "ConnectionParametersHeader",
@@ -935,3 +939,45 @@ def ping(
 def headers_of(parser: HeaderParser, data: bytes) -> Container:
     """Decode one header from ``data`` (compiled path); used by tests and tools."""
     return parser.parse_fast(BytesIO(data), Container(_params=Container()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Samples: one packet of each session kind, built with neutral values
+
+# The queue manager a sample is addressed to: [MS-MQMQ] 2.2.19.2 wants a non-null GUID in
+# UserHeader.QueueManagerAddress when DQ is 0x3 (a UserMessage, an OrderAck, a FinalAck).
+SAMPLE_QM = GUID("00000000-0000-0000-0000-000000000001")
+
+
+def _sample_user_message() -> Container:
+    """A UserMessage Packet ([MS-MQMQ] 2.2.19-2.2.20): express, empty body, from the null queue
+    manager to private queue 1 (DQ 0x3) of :data:`SAMPLE_QM`, class MQMSG_CLASS_NORMAL."""
+    return Container(
+        BaseHeader=_base(base.BaseHeaderFlags.make(PR=3)),
+        UserHeader=default_user_header(
+            SourceQueueManager=NULL_GUID,
+            QueueManagerAddress=SAMPLE_QM,
+            Flags=UserHeaderFlags.make(MP=1, DQ=0x3),
+            DestinationQueue=Container(PrivateQueueIdentifier=1),
+        ),
+        MessagePropertiesHeader=default_message_properties_header(b""),
+    )
+
+
+#: One packet of each kind of ``packets.layout.SESSION_KINDS``, in their order: its builder
+#: called with neutral values (null GUIDs but :data:`SAMPLE_QM`, sequence numbers 0 or 1, the smallest valid timeouts),
+#: a packet that :func:`identify` names as its kind and the codec finds no violation in.  Who
+#: needs a packet of a kind and knows nothing of a session reads it: the wire case's client for
+#: a kind without a builder of its own (harness.cases.wireruns.acceptor.CLIENT_PACKETS), the
+#: fuzzer for a kind without templates (harness.fuzz.generate).  A new kind adds its entry here
+#: (tests/packets/test_samples.py fails for a session kind without one).
+SAMPLES: Mapping[PacketKind, Callable[[], Container]] = MappingProxyType(
+    {
+        PacketKind.EstablishConnection: lambda: establish_connection(NULL_GUID),
+        PacketKind.ConnectionParameters: connection_parameters,
+        PacketKind.SessionAck: session_ack,
+        PacketKind.OrderAck: lambda: order_ack(1, 1, source_qm=NULL_GUID, destination_qm=SAMPLE_QM),
+        PacketKind.FinalAck: lambda: final_ack(1, 1, 0, SAMPLE_QM, 1, source_qm=NULL_GUID, destination_qm=SAMPLE_QM),
+        PacketKind.UserMessage: _sample_user_message,
+    }
+)
