@@ -7,7 +7,8 @@ SessionAck, an OrderAck, a FinalAck and UserMessage Packets carrying each option
 MultiQueueFormatHeader 2.2.20.1 with its nested MQFAddressHeader lists, a piggy-backed
 SessionHeader 2.2.20.4; the [MS-MQRR] 2.2.5.1.2 SRMP headers, 2.2.5.2 ExtensionHeader and the
 headers it announces), all valid (but the SRMP one, see ``_with_srmp``) and addressed to the target
-of the session they are sent on.
+of the session they are sent on.  A session kind with no template here is sent as its neutral
+sample (``packets.session.SAMPLES``), mutated like every other packet.
 A :class:`Mutation` then changes one field, found by spec path in the decoded packet and by
 offset in its bytes (``packets.field_offset``), according to its type as the definitions give it:
 lengths, sizes and counts at zero, one beyond, at the packet's length and at their widths' limits;
@@ -20,6 +21,7 @@ a state where it is wrong.  Everything is drawn from a ``random.Random`` the run
 from __future__ import annotations
 
 import copy
+import functools
 import random
 import struct
 from collections.abc import Callable, Iterator, Mapping
@@ -34,7 +36,7 @@ from packets import GUID, NULL_GUID, BitFlags, mqrr
 from packets import session as sp
 from packets.base import INFINITE
 from packets.fields import encode_utf16z
-from packets.layout import SESSION_KINDS
+from packets.layout import SESSION_KINDS, PacketKind
 from packets.optional import (
     MQF_ADMIN_ID,
     MQF_DESTINATION_ID,
@@ -57,7 +59,8 @@ __all__ = [
 ]
 
 #: The packet kinds of an [MS-MQQB] session (3.1.5.1.1), in the order of 2.2 (``packets.layout.SESSION_KINDS``):
-#: the pairs a run visits and the coverage table's columns.  Each has its templates below.
+#: the pairs a run visits and the coverage table's columns.  Each has its templates below, or
+#: the one made of its sample (:func:`templates_of`).
 KINDS: tuple[str, ...] = tuple(k.value for k in SESSION_KINDS)
 AS_BUILT = "as-built"
 LENGTH_WORDS = ("Length", "Size", "Count")
@@ -319,13 +322,34 @@ _TEMPLATES = (
 )
 
 
+@functools.cache
+def _sample_template(kind: PacketKind) -> Template:
+    """The template of a session kind with none above: its sample (``packets.session.SAMPLES``,
+    built with neutral values, not the session's), sent to either end; its mutations come from
+    its decoded fields like every template's (:func:`mutations_for`)."""
+    sample = sp.SAMPLES[kind]
+    return Template(kind.value, "", lambda _ctx: sample())
+
+
+def _templates_or_sample(kind: str) -> list[Template]:
+    """The templates above of ``kind``, or the one made of its sample when there is none."""
+    own = [t for t in _TEMPLATES if t.kind == kind]
+    if own or kind not in sp.SAMPLES:
+        return own
+    return [_sample_template(PacketKind(kind))]
+
+
 def templates_of(kind: str, to: str = "acceptor") -> list[Template]:
-    """The templates of ``kind`` sent to an ``acceptor`` or to an ``initiator``."""
-    return [t for t in _TEMPLATES if t.kind == kind and t.to in (to, "both")]
+    """The templates of ``kind`` sent to an ``acceptor`` or to an ``initiator`` (its sample's for a
+    kind with none of its own)."""
+    return [t for t in _templates_or_sample(kind) if t.to in (to, "both")]
 
 
 def template(name: str) -> Template:
     for t in _TEMPLATES:
+        if t.name == name:
+            return t
+    for t in _templates_or_sample(name):  # a sample's template is named after its kind
         if t.name == name:
             return t
     raise KeyError(f"no packet template {name!r}")

@@ -1,20 +1,25 @@
 """The fuzzer's per-kind tables come from the cores': the kinds it injects from ``PacketKind``
 (``packets.layout.SESSION_KINDS``), the states it reaches and the close a case checks from the
-transition table (harness.session.transitions), so that a new packet kind needs no change in
-harness/fuzz beyond its templates (docs/extending.md)."""
+transition table (harness.session.transitions), and a kind without templates of its own is
+fuzzed from its sample (packets.session.SAMPLES), so that a new packet kind needs no change in
+harness/fuzz (docs/extending.md)."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
 import packets
-from harness.fuzz.generate import KINDS, Context, template, templates_of
+from harness.fuzz import generate
+from harness.fuzz.generate import AS_BUILT, KINDS, Context, mutations_for, template, templates_of
 from harness.fuzz.minimise import _ANSWERED
 from harness.fuzz.oracles import DISCARD_CLOSE, close_requirement
 from harness.fuzz.states import SENDER_STATES, STATES, opening
 from harness.session import SessionState
 from harness.session.transitions import ROLES, WRONG_STATE, transition
 from packets import GUID, PacketKind
+from packets import session as sp
 from packets.layout import SESSION_KINDS
 
 CTX = Context(GUID(bytes(range(16))), GUID(bytes(range(1, 17))))
@@ -32,6 +37,32 @@ def test_the_kinds_injected_are_the_session_kinds_each_with_a_template_to_each_e
             assert {packets.parse(packets.build(t.build(CTX)), strict=False).kind for t in templates_of(kind, to)} == {
                 PacketKind(kind)
             }
+
+
+def test_a_kind_without_templates_is_fuzzed_from_its_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the SessionAck's templates taken out, the SessionAck is still sent to each end: its
+    sample, as built and with every field of its layout mutated (the SessionHeader's too)."""
+    monkeypatch.setattr(generate, "_TEMPLATES", tuple(t for t in generate._TEMPLATES if t.kind != "SessionAck"))
+    for to in ("acceptor", "initiator"):
+        (only,) = templates_of("SessionAck", to)
+        assert only.name == "SessionAck" and template("SessionAck") == only
+        assert packets.build(only.build(CTX)) == packets.build(sp.SAMPLES[PacketKind.SessionAck]())
+    mutations = mutations_for("SessionAck", CTX, random.Random(1))
+    assert mutations[0].op == AS_BUILT and {m.template for m in mutations} == {"SessionAck"}
+    fields = {m.field.partition(".")[0] for m in mutations[1:]}
+    assert {"BaseHeader", "InternalHeader", "SessionHeader"} <= fields
+    mutated = next(m for m in mutations if m.field == "SessionHeader.WindowSize" and m.op == "max")
+    data = mutated.apply(template("SessionAck").build(CTX), random.Random(1))
+    assert packets.parse(data, strict=False).headers.SessionHeader.WindowSize == 0xFFFF
+
+
+def test_a_kind_with_templates_keeps_them() -> None:
+    """The sample stands in only for a kind with no template: a kind with templates is sent as
+    they build it (and a seed's run keeps its sequence)."""
+    for kind in {t.kind for t in generate._TEMPLATES}:
+        for to in ("acceptor", "initiator"):
+            own = [t for t in generate._TEMPLATES if t.kind == kind and t.to in (to, "both")]
+            assert templates_of(kind, to) == own
 
 
 def test_the_states_reached_are_the_opening_of_the_transition_table() -> None:
