@@ -1,7 +1,8 @@
 """A wire case's ``send`` builds the packet kind it names ([MS-MQQB] 2.2.2-2.2.6): an OrderAck
 (2.2.4) and a FinalAck (2.2.5) are identified as such by [MS-MQQB] 3.1.5.1.1, not as UserMessages;
 the kinds a case may name are the session's kinds of packets.layout.PacketKind, or raw bytes, and
-each has its one builder in the client's table (harness.cases.wireruns.acceptor.CLIENT_PACKETS)."""
+each is built by its entry of the client's table (harness.cases.wireruns.acceptor.CLIENT_PACKETS)
+or, for a kind without one, as its neutral sample (packets.session.SAMPLES)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from harness.cases.wire import PACKET_KINDS
 from harness.cases.wireruns import AcceptorRun
 from harness.cases.wireruns.acceptor import CLIENT_PACKETS, client_packet
 from harness.cases.wireruns.base import WireCaseError
+from packets import NULL_GUID
+from packets import session as sp
 from packets.layout import SESSION_KINDS, PacketKind
 
 CASE = """\
@@ -50,16 +53,37 @@ def test_send_builds_the_transactional_acknowledgment_it_names(kind: PacketKind)
     assert run.sent[str(kind)].MessagePropertiesHeader.Label == "QM Ordering Ack"
 
 
-def test_every_kind_a_case_sends_has_one_builder_of_that_kind() -> None:
-    """The client's table holds every session kind, in PacketKind's order, and each entry builds
-    a packet that [MS-MQQB] 3.1.5.1.1 identifies as its kind: a kind added to PacketKind without
-    its builder fails here, not in a case's run."""
-    assert tuple(CLIENT_PACKETS) == SESSION_KINDS
+def test_every_session_kind_can_be_sent_by_its_entry_or_its_sample() -> None:
+    """Each session kind builds, by its entry of the client's table or else its sample, a packet
+    that [MS-MQQB] 3.1.5.1.1 identifies as its kind: a kind added to PacketKind with neither
+    fails here, not in a case's run."""
     (case,) = load_text(CASE, "send.yaml")
     run = AcceptorRun(case, WireOptions())
-    for kind in CLIENT_PACKETS:
-        data = packets.build(client_packet(run, kind, {}))
-        assert packets.parse(data, strict=False).kind is kind
+    for kind in SESSION_KINDS:
+        try:
+            headers = client_packet(run, kind, {})
+        except WireCaseError as e:
+            pytest.fail(f"{kind}: {e}")
+        assert packets.parse(packets.build(headers), strict=False).kind is kind
+
+
+def test_the_client_table_builds_from_the_session_and_is_in_the_order_of_the_kinds() -> None:
+    """An entry of CLIENT_PACKETS uses what the run knows of its session (here the client's
+    QueueManager GUID), not the sample's neutral values; the entries follow SESSION_KINDS."""
+    assert tuple(CLIENT_PACKETS) == tuple(k for k in SESSION_KINDS if k in CLIENT_PACKETS)
+    (case,) = load_text(CASE, "send.yaml")
+    run = AcceptorRun(case, WireOptions())
+    headers = client_packet(run, PacketKind.EstablishConnection, {})
+    assert headers.EstablishConnectionHeader.ClientGuid == run.client_guid != NULL_GUID
+
+
+def test_a_kind_without_an_entry_is_sent_as_its_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    (case,) = load_text(CASE, "send.yaml")
+    run = AcceptorRun(case, WireOptions())
+    monkeypatch.delitem(CLIENT_PACKETS, PacketKind.SessionAck)
+    assert packets.build(client_packet(run, PacketKind.SessionAck, {})) == packets.build(
+        sp.SAMPLES[PacketKind.SessionAck]()
+    )
 
 
 def test_a_kind_without_a_builder_is_refused() -> None:
