@@ -37,14 +37,16 @@ class StreamPacket(NamedTuple):
     data: bytes
 
 
-def wire_length(base_header: bytes, stream_offset: int = 0, max_size: int = MAX_PACKET_SIZE) -> int:
+def wire_length(
+    base_header: bytes, stream_offset: int = 0, max_size: int = MAX_PACKET_SIZE, *, signature_checked: bool = True
+) -> int:
     """Bytes a packet occupies on the wire, from its 16-byte BaseHeader.
 
-    Raises PacketError when the BaseHeader cannot start a packet (wrong Signature, PacketSize
-    smaller than a BaseHeader or above ``max_size``).
+    Raises PacketError when the BaseHeader cannot start a packet (wrong Signature, unless
+    ``signature_checked`` is false; PacketSize smaller than a BaseHeader or above ``max_size``).
     """
     _version, _reserved, flags, signature, size, _ttrq = _BASE.unpack_from(base_header)
-    if signature != SIGNATURE:
+    if signature_checked and signature != SIGNATURE:
         raise PacketError(
             "BaseHeader.Signature",
             stream_offset + 4,
@@ -68,12 +70,17 @@ class StreamSplitter:
     ``needed`` says how many more bytes complete the next packet.  After a PacketError the
     stream cannot be resynchronised (the spec closes the session), and every later call
     raises the same error.
+
+    ``signature_checked=False`` frames by PacketSize alone, whatever the BaseHeader.Signature:
+    for a reader that judges a wrong Signature itself ([MS-MQQB] 3.1.5.1.2) and must still cut
+    the packets that follow it where they begin, not where TCP happened to bundle them.
     """
 
-    def __init__(self, max_packet_size: int = MAX_PACKET_SIZE) -> None:
+    def __init__(self, max_packet_size: int = MAX_PACKET_SIZE, *, signature_checked: bool = True) -> None:
         self._buf = bytearray()
         self._offset = 0  # stream offset of _buf[0]
         self._max = max_packet_size
+        self._signature_checked = signature_checked
         self._error: PacketError | None = None
 
     @property
@@ -96,7 +103,9 @@ class StreamSplitter:
 
     def _length(self) -> int:
         try:
-            return wire_length(bytes(self._buf[:BASE_HEADER_SIZE]), self._offset, self._max)
+            return wire_length(
+                bytes(self._buf[:BASE_HEADER_SIZE]), self._offset, self._max, signature_checked=self._signature_checked
+            )
         except PacketError as e:
             self._error = e
             raise

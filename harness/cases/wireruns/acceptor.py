@@ -35,16 +35,16 @@ from harness.cases.wireruns.base import (
     kind_of,
     violation_failures,
 )
+from harness.cases.wireruns.framing import PacketFramer
 from harness.cases.wireruns.peer import close_peer, simulated_peer
 from harness.peers.recording import RecordedConnection
 from harness.session import DeliveryClass, Observer, RuleViolation, user_message
-from packets import GUID, NULL_GUID, StreamSplitter
+from packets import GUID, NULL_GUID
 from packets import session as sp
-from packets.base import SIGNATURE
 from packets.layout import USER_MESSAGE_KINDS, PacketKind
 from packets.paths import set_field
 
-__all__ = ["CLIENT_PACKETS", "AcceptorRun", "ReplySplitter", "client_packet"]
+__all__ = ["CLIENT_PACKETS", "AcceptorRun", "client_packet"]
 
 CONNECT_TIMEOUT = 2.0
 # What the case's own client sends in a ConnectionParameters request unless a step overrides it
@@ -158,25 +158,6 @@ def client_packet(run: AcceptorRun, kind: PacketKind, args: Mapping[str, Any]) -
     return sample()
 
 
-_SIGNATURE_BYTES = SIGNATURE.to_bytes(4, "little")
-
-
-class ReplySplitter(StreamSplitter):
-    """The acceptor's stream cut into its packets by BaseHeader.PacketSize ([MS-MQMQ] 2.2.19.1)
-    whatever their Signature.  A wrong Signature is the acceptor's to answer for ([MS-MQQB]
-    3.1.5.1.2: the rule the Observer reports, a step's expectation on BaseHeader.Signature), not a
-    reason for the case's client to read every later reply by how TCP bundled it: two SessionAcks
-    that arrived in one read would be one packet on a quiet machine and two on a loaded one."""
-
-    def _length(self) -> int:
-        signature = bytes(self._buf[4:8])
-        self._buf[4:8] = _SIGNATURE_BYTES  # framed as a packet with the Signature; returned as sent
-        try:
-            return super()._length()
-        finally:
-            self._buf[4:8] = signature
-
-
 def _receive_defaults(args: Mapping[str, Any], expect: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "closed" not in expect and "timed_out" not in expect:
@@ -206,7 +187,8 @@ class AcceptorRun(WireRun):
         self.queue_ids: tuple[int, int] = (live.queue_id, live.tx_queue_id or 1) if live is not None else (1, 1)
         self.client: socket.socket | None = None
         self.client_closed = False
-        self.splitter = ReplySplitter()
+        self.framer = PacketFramer()
+        self._unframed_at = 0  # index in the session's wire log of the last piece read
         self.inbox: list[bytes] = []
         self.sent: dict[str, Any] = {}  # kind -> headers last sent
         self.received: dict[str, bytes] = {}  # kind -> packet last received
@@ -341,7 +323,7 @@ class AcceptorRun(WireRun):
             with contextlib.suppress(OSError):
                 self.client.close()
             self.client, self.client_closed, self.inbox = None, False, []
-            self.splitter = ReplySplitter()
+            self.framer = PacketFramer()
             self.user_messages_sent = self.received_user_messages = self.tx_number = 0  # a new session
             self.recoverable_sent = False
             self.peer_acked = 0
@@ -426,13 +408,15 @@ class AcceptorRun(WireRun):
             self._closing("s2c")
             return False
         now = time.time()
-        try:
-            chunks = [c.data for c in self.splitter.feed(data)]
-        except packets.PacketError:
-            chunks = [data]
+        chunks = self.framer.feed(data)
+        logged = self.wire_log[-1].packets
+        if not chunks and self.framer.unframed is not None:  # the lost stream's piece grew
+            _, _, first = logged[self._unframed_at]
+            logged[self._unframed_at] = ("s2c", self.framer.unframed, first)
         for chunk in chunks:
             self._note_ack(chunk)
-            self.wire_log[-1].packets.append(("s2c", chunk, now))
+            self._unframed_at = len(logged)
+            logged.append(("s2c", chunk, now))
         self.inbox.extend(chunks)
         return True
 

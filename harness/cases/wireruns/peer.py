@@ -29,9 +29,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import packets
+from harness.cases.wireruns.framing import PacketFramer
 from harness.peers import SimulatedPeer
 from harness.session import Send
-from packets import PacketKind, StreamSplitter
+from packets import PacketKind
 from packets.paths import field_offset
 
 if TYPE_CHECKING:
@@ -300,7 +301,7 @@ class _Record:
         self.sock = sock
         self.client = client
         self.opened = time.time()
-        self.splitter = StreamSplitter()
+        self.framer = PacketFramer()  # the same packets however the reads cut the stream
         self.packets: list[bytes] = []
         self.times: list[float] = []  # wall-clock time each packet was read
         self.size = 0
@@ -321,9 +322,9 @@ class _Record:
             return False
         self.size += len(data)
         now = time.time()
-        try:
-            self.packets.extend(c.data for c in self.splitter.feed(data))
-        except packets.PacketError:
-            self.packets.append(data)
+        pieces = self.framer.feed(data)
+        if not pieces and self.framer.unframed is not None:  # the lost stream's piece grew
+            self.packets[-1] = self.framer.unframed
+        self.packets.extend(pieces)
         self.times.extend([now] * (len(self.packets) - len(self.times)))
         return True
