@@ -108,30 +108,36 @@ def _summary(result: Any) -> list[tuple[str, str, list[dict[str, Any]]]]:
     ]
 
 
-def _run_reading(requirement: str, spec: str) -> tuple[float, list[tuple[str, str, list[dict[str, Any]]]]]:
-    """In a worker process: the cases of the alternative's side that cite ``requirement``."""
+def _run_reading(spec: str, cases: list[Any]) -> tuple[float, list[tuple[str, str, list[dict[str, Any]]]]]:
+    """In a worker process: the cases of the alternative's side that cite its requirement."""
     start = time.perf_counter()
-    cases = [c for c in load_paths([CASES / "mqqb"]) if _selected(c, requirement, _side(spec))]
     results = _summary(run(cases, target(spec)))
     return time.perf_counter() - start, results
 
 
-def _run_mutant(interpretation: str, mutant: str) -> tuple[float, list[tuple[str, str, list[dict[str, Any]]]]]:
+def _run_mutant(mutant: str, cases: list[Any]) -> tuple[float, list[tuple[str, str, list[dict[str, Any]]]]]:
     """In a worker process: the cases that cite the interpretation, against the mutant."""
     start = time.perf_counter()
-    cases = [c for c in load_paths([CASES / "mqqb"]) if interpretation in {r.requirement for r in c.spec}]
     results = _summary(run(cases, target_of(mutant, adm=True)))
     return time.perf_counter() - start, results
 
 
 @pytest.fixture(scope="module")
 def runs() -> dict[tuple[str, str], tuple[float, list[tuple[str, str, list[dict[str, Any]]]]]]:
-    """Every alternative and every mutant, run in parallel: (requirement, spec) -> (seconds, results)."""
-    jobs: list[tuple[Callable[..., Any], str, str]] = [(_run_reading, rid, spec) for rid, _, spec in MQQB_READINGS]
-    jobs += [(_run_mutant, rid, mutant) for rid, mutant in MUTANTS]
+    """Every alternative and every mutant, run in parallel: (requirement, spec) -> (seconds, results).
+    cases/mqqb is loaded once, here; each run gets the cases it selects."""
+    corpus = load_paths([CASES / "mqqb"])
+    jobs: list[tuple[Callable[..., Any], str, str, list[Any]]] = [
+        (_run_reading, rid, spec, [c for c in corpus if _selected(c, rid, _side(spec))])
+        for rid, _, spec in MQQB_READINGS
+    ]
+    jobs += [
+        (_run_mutant, rid, mutant, [c for c in corpus if rid in {r.requirement for r in c.spec}])
+        for rid, mutant in MUTANTS
+    ]
     jobs.sort(key=lambda j: "BadPadding" not in j[2])  # the longest (its case runs timers at scale 1) first
     with ProcessPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {(rid, spec): pool.submit(fn, rid, spec) for fn, rid, spec in jobs}
+        futures = {(rid, spec): pool.submit(fn, spec, cases) for fn, rid, spec, cases in jobs}
         return {key: future.result() for key, future in futures.items()}
 
 
