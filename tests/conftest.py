@@ -27,6 +27,7 @@ LONGEST = (
     "tests/pipeline/test_pipeline_cluster.py::test_the_documented_cluster_commands_run_as_written",
     "tests/pipeline/test_pipeline_standalone.py::test_standalone_cluster_gives_identical_parquet_to_local2",
     "tests/cases/test_docs_commands_run.py::test_other_command_line_runs",
+    "tests/cases/test_docs_commands_run.py::test_command_example_runs[README.md: .venv/bin/msmq-harness run cases/",
     "tests/cases/test_pytest_plugin.py::test_pytest_n2_and_runner_give_the_same_outcomes",
     "tests/packets/test_large_packets.py::test_a_million_direct_elements",
     "tests/cases/test_never_connects.py::",
