@@ -29,22 +29,14 @@ from typing import Any
 import packets
 from harness.argtypes import port_list
 from harness.capture.frames import ACK, SYN, TcpSegment, decode_tcp
+from harness.capture.framing import DecodedPacket, StreamReport
 from harness.capture.pcapfile import CaptureProblem, Record, iter_records, read_header
 from harness.cases.baseline import render_baseline
 from harness.cases.coverage import coverage, render_coverage
 from harness.cases.loader import CaseError, load_paths, load_requirements
 from harness.cli_run import CASES, EXIT_OK, EXIT_USAGE
 from harness.cli_run import add_parser as add_run_parser
-from harness.decoding import (
-    INPUT_PREFIX,
-    ORDERS,
-    PCAP_MAGICS,
-    DecodedPacket,
-    StreamReport,
-    decode_file,
-    hex_text,
-    read_hex,
-)
+from harness.decoding import INPUT_PREFIX, ORDERS, PCAP_MAGICS, decode_file, hex_text, read_hex
 from harness.dissector_cli import add_parser as add_dissector_parser
 from harness.files import open_regular
 from harness.fuzz.cli import add_parser as add_fuzz_parser

@@ -11,7 +11,7 @@ the passive observer in the order the capture proves, exactly as the pipeline ch
 (:class:`harness.capture.connection.Connection`, shared with :mod:`harness.pipeline.flows`).
 
 Memory does not grow with an input: a stream is cut into packets as its bytes come
-(:class:`harness.capture.framing.StreamDecoder`, re-exported here with the framing's other names), a
+(:class:`harness.capture.framing.StreamDecoder`, where the framing's other names live too), a
 capture's connections are fed segment by segment, and what must wait to be printed in order waits in
 a temporary file beyond a budget. Devices, FIFOs and sockets are never read (:mod:`harness.files`).
 """
@@ -27,42 +27,20 @@ from typing import Any, BinaryIO
 
 from harness.capture.connection import Connection, ConnectionResult
 from harness.capture.frames import TcpSegment
-from harness.capture.framing import (
-    DecodedPacket,
-    Event,
-    Key,
-    StreamDecoder,
-    StreamReport,
-    decode_pieces,
-    decode_stream,
-    resync,
-)
-from harness.capture.spill import SpillFifo, SpillPool
+from harness.capture.framing import DecodedPacket, StreamDecoder, StreamReport, decode_stream
+from harness.capture.spill import SpillFifo, SpillFile, SpillPool
 from harness.capture.streams import (
     CaptureReading,
-    _connections,
-    _segments,
-    _Spill,
     connection_ends,
+    numbered_segments,
+    record_connections,
     segment_connection,
 )
 from harness.capture.tcp import FlowKey
 from harness.files import open_regular
 from packets import parse
 
-__all__ = [
-    "ORDERS",
-    "DecodedPacket",
-    "Event",
-    "Key",
-    "StreamDecoder",
-    "StreamReport",
-    "decode_file",
-    "decode_pieces",
-    "decode_stream",
-    "read_hex",
-    "resync",
-]
+__all__ = ["INPUT_PREFIX", "ORDERS", "PCAP_MAGICS", "decode_file", "hex_text", "read_hex"]
 
 #: orders of a capture's packets: per stream (connections by first segment, client stream first)
 #: or in capture order (by the frame that completed each packet, across streams)
@@ -106,7 +84,7 @@ class _Held:
         self.hold = hold
         self.heap: list[tuple[int, int, StreamReport]] = []
         self.weight = 0
-        self.spill = _Spill()
+        self.spill = SpillFile()
         self.runs: list[tuple[tuple[int, int, StreamReport], int]] = []  # (head, run number)
         self.rest: list[Iterator[tuple[int, int, StreamReport]]] = []
 
@@ -377,11 +355,11 @@ def _decode_capture(
     packet by the frame that completed it, across connections, each held until no connection
     can still bring an earlier frame (beyond ``hold`` bytes in a temporary file); a
     connection's notes and violations at the frame of its last segment."""
-    ends, ranks = connection_ends(_connections(path, ports), ordered=order == "stream")
+    ends, ranks = connection_ends(record_connections(path, ports), ordered=order == "stream")
     pool = pool if pool is not None else SpillPool()
     run = _CaptureDecode(ports, ends, ranks, hold if order == "capture" else None, pool)
     try:
-        yield from run.reports(_segments(path, ports, reading))
+        yield from run.reports(numbered_segments(path, ports, reading))
     finally:
         run.close()
 

@@ -17,7 +17,20 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-__all__ = ["ACK", "FIN", "PSH", "RST", "SYN", "URG", "FrameProblem", "TcpSegment", "decode_tcp"]
+__all__ = [
+    "ACK",
+    "ETH_IPV4_TCP",
+    "FIN",
+    "PSH",
+    "RST",
+    "SYN",
+    "TCP_HEADER",
+    "URG",
+    "FrameProblem",
+    "TcpSegment",
+    "addr4",
+    "decode_tcp",
+]
 
 FIN, SYN, RST, PSH, ACK, URG = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
 
@@ -47,8 +60,11 @@ class FrameProblem(NamedTuple):
 _H = struct.Struct("!H")
 _IPV4 = struct.Struct("!BxHxxHxB2x4s4s")  # ver_ihl, total_len, frag, proto, src, dst
 _IPV6 = struct.Struct("!4xHBx16s16s")  # payload_len, next_header, src, dst
-_TCP = struct.Struct("!HHIIH")  # sport, dport, seq, ack, offset_flags
-_ETH_IPV4_TCP = struct.Struct("!12xHBxHxxHxB2x4s4s")  # ethertype + IPv4 fixed header
+#: the TCP fixed header as far as the data offset: sport, dport, seq, ack, offset_flags
+TCP_HEADER = struct.Struct("!HHIIH")
+#: untagged Ethernet II + IPv4 fixed header: ethertype, ver_ihl, total_len, frag, proto, src, dst
+#: (the fast path of decode_tcp, and of the light first reading in harness.capture.streams)
+ETH_IPV4_TCP = struct.Struct("!12xHBxHxxHxB2x4s4s")
 _U32LE = struct.Struct("<I")
 _U32BE = struct.Struct(">I")
 
@@ -61,7 +77,8 @@ _addr4_cache: dict[bytes, str] = {}
 _addr6_cache: dict[bytes, str] = {}
 
 
-def _addr4(b: bytes) -> str:
+def addr4(b: bytes) -> str:
+    """The dotted-quad text of a 4-byte IPv4 address (cached: a capture names few hosts)."""
     s = _addr4_cache.get(b)
     if s is None:
         s = _ntoa(b)
@@ -84,7 +101,7 @@ def _tcp(data: bytes, p: int, end: int, src: str, dst: str) -> TcpSegment | Fram
     n = len(data)
     if p + 20 > n:
         return FrameProblem("truncated TCP header", p)
-    sport, dport, seq, ack, offl = _TCP.unpack_from(data, p)
+    sport, dport, seq, ack, offl = TCP_HEADER.unpack_from(data, p)
     hl = (offl >> 12) * 4
     if hl < 20:
         return FrameProblem(f"TCP data offset {hl} below 20", p)
@@ -118,7 +135,7 @@ def _ipv4(data: bytes, p: int) -> TcpSegment | FrameProblem | None:
         total = len(data) - p
     elif total < ihl:
         return FrameProblem(f"IPv4 total length {total} below header length {ihl}", p)
-    return _tcp(data, p + ihl, p + total, _addr4(src), _addr4(dst))
+    return _tcp(data, p + ihl, p + total, addr4(src), addr4(dst))
 
 
 def _ipv6(data: bytes, p: int) -> TcpSegment | FrameProblem | None:
@@ -254,20 +271,20 @@ def decode_tcp(linktype: int, data: bytes) -> TcpSegment | FrameProblem | None:
     other goes to its link layer's reader (:data:`_LINK_LAYERS`).
     """
     if linktype == 1 and len(data) >= 54:
-        etype, vihl, total, frag, proto, src, dst = _ETH_IPV4_TCP.unpack_from(data, 0)
+        etype, vihl, total, frag, proto, src, dst = ETH_IPV4_TCP.unpack_from(data, 0)
         if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and total >= 40:
             end = 14 + total
-            sport, dport, seq, ack, offl = _TCP.unpack_from(data, 34)
+            sport, dport, seq, ack, offl = TCP_HEADER.unpack_from(data, 34)
             hl = (offl >> 12) * 4
             n = len(data)
             if hl >= 20 and 34 + hl <= end and 34 + hl <= n:
                 if end <= n:
                     return _new_segment(
                         TcpSegment,
-                        (_addr4(src), sport, _addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl : end], 0),
+                        (addr4(src), sport, addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl : end], 0),
                     )
                 return TcpSegment(
-                    _addr4(src), sport, _addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl :], end - n
+                    addr4(src), sport, addr4(dst), dport, seq, ack, offl & 0x1FF, data[34 + hl :], end - n
                 )
     link_layer = _LINK_LAYERS.get(linktype)
     return link_layer(data) if link_layer is not None else None

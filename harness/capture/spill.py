@@ -7,6 +7,8 @@ or when the pool is over its budget (and the block holds at least :attr:`SpillPo
 queue's memory is one block being filled and one being read back, whatever its length.  An item
 may be stripped of what is costly to pickle and rebuilt when read back (a parsed packet: its bytes
 are kept and parsed again).  The file grows while blocks are out and is emptied when none is.
+A :class:`SpillFile` is the plain form: lists of items written to a temporary file and read back
+by where they were written.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import IO, Any, Generic, TypeVar
 
-__all__ = ["SpillFifo", "SpillPool"]
+__all__ = ["SpillFifo", "SpillFile", "SpillPool"]
 
 T = TypeVar("T")
 
@@ -158,3 +160,33 @@ class SpillFifo(Generic[T]):
         self.pool.held -= self._head_weight + self._tail_weight
         self._head, self._tail = deque(), []
         self._head_weight = self._tail_weight = self._count = 0
+
+
+class SpillFile:
+    """Lists of items pickled to a temporary file (opened on the first :meth:`put`), each read back by
+    where :meth:`put` wrote it: finished connections waiting for their turn
+    (harness.capture.streams), packets held for capture order (harness.decoding), sorted runs of
+    segments (harness.pipeline.tasks)."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+
+    def put(self, items: list[Any]) -> tuple[int, int]:
+        """Write ``items`` at the end of the file; where they are: (offset, length)."""
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="msmq-harness-")  # noqa: SIM115 (closed by close())
+        self._file.seek(0, 2)
+        at = self._file.tell()
+        pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        return at, self._file.tell() - at
+
+    def get(self, where: tuple[int, int]) -> list[Any]:
+        """The items :meth:`put` wrote at ``where``."""
+        assert self._file is not None
+        self._file.seek(where[0])
+        items: list[Any] = pickle.loads(self._file.read(where[1]))
+        return items
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import pickle
-import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from harness.capture.frames import _ETH_IPV4_TCP, _TCP, FrameProblem, TcpSegment, _addr4, decode_tcp
+from harness.capture.frames import ETH_IPV4_TCP, TCP_HEADER, FrameProblem, TcpSegment, addr4, decode_tcp
 from harness.capture.pcapfile import CaptureProblem, Record, RecordView, iter_records
+from harness.capture.spill import SpillFile
 from harness.capture.tcp import Flow, Gap, StreamProblem, reassemble
 from harness.files import open_regular
 
@@ -30,6 +29,8 @@ __all__ = [
     "capture_streams",
     "connection_ends",
     "connection_key",
+    "numbered_segments",
+    "record_connections",
     "segment_connection",
     "view_connections",
 ]
@@ -75,14 +76,14 @@ def connection_key(linktype: int, data: bytes, ports: frozenset[int]) -> Connect
     None; untagged Ethernet II + IPv4 + TCP frames (decode_tcp's fast path, same conditions) are
     read without building the segment."""
     if linktype == 1 and len(data) >= 54:
-        etype, vihl, total, frag, proto, src, dst = _ETH_IPV4_TCP.unpack_from(data, 0)
+        etype, vihl, total, frag, proto, src, dst = ETH_IPV4_TCP.unpack_from(data, 0)
         if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and total >= 40:
-            sport, dport, _seq, _ack, offl = _TCP.unpack_from(data, 34)
+            sport, dport, _seq, _ack, offl = TCP_HEADER.unpack_from(data, 34)
             hl = (offl >> 12) * 4
             if hl >= 20 and 34 + hl <= 14 + total and 34 + hl <= len(data):
                 if sport not in ports and dport not in ports:
                     return None
-                a, b = (_addr4(src), sport), (_addr4(dst), dport)
+                a, b = (addr4(src), sport), (addr4(dst), dport)
                 return (a, b) if a <= b else (b, a)
     seg = decode_tcp(linktype, data)
     if not isinstance(seg, TcpSegment) or (seg.sport not in ports and seg.dport not in ports):
@@ -95,8 +96,8 @@ def view_connections(views: Iterable[RecordView], ports: frozenset[int]) -> Iter
     :data:`harness.capture.pcapfile.RecordView`) for which :func:`connection_key` gives one: the
     first, light pass of a two-pass reading.  Untagged Ethernet II + IPv4 + TCP frames are read in
     place (no bytes copied); the others go through :func:`connection_key`."""
-    eth = _ETH_IPV4_TCP.unpack_from
-    tcp = _TCP.unpack_from
+    eth = ETH_IPV4_TCP.unpack_from
+    tcp = TCP_HEADER.unpack_from
     for offset, ts, linktype, buf, start, stop in views:
         if linktype == 1 and stop - start >= 54:
             etype, vihl, total, frag, proto, src, dst = eth(buf, start)
@@ -105,7 +106,7 @@ def view_connections(views: Iterable[RecordView], ports: frozenset[int]) -> Iter
                 hl = (offl >> 12) * 4
                 if hl >= 20 and 34 + hl <= 14 + total and 34 + hl <= stop - start:
                     if sport in ports or dport in ports:
-                        a, b = (_addr4(src), sport), (_addr4(dst), dport)
+                        a, b = (addr4(src), sport), (addr4(dst), dport)
                         yield offset, ts, ((a, b) if a <= b else (b, a))
                     continue
         key = connection_key(linktype, buf[start:stop], ports)
@@ -117,31 +118,6 @@ def segment_connection(seg: TcpSegment) -> Connection:
     """The connection of a decoded segment, as :func:`connection_key` names it."""
     a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
     return (a, b) if a <= b else (b, a)
-
-
-class _Spill:
-    """Finished connections waiting for their turn, pickled to a temporary file."""
-
-    def __init__(self) -> None:
-        self._file: IO[bytes] | None = None
-
-    def put(self, items: list[Any]) -> tuple[int, int]:
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="msmq-harness-")  # noqa: SIM115 (closed by close())
-        self._file.seek(0, 2)
-        at = self._file.tell()
-        pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-        return at, self._file.tell() - at
-
-    def get(self, where: tuple[int, int]) -> list[Any]:
-        assert self._file is not None
-        self._file.seek(where[0])
-        items: list[Any] = pickle.loads(self._file.read(where[1]))
-        return items
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
 
 
 def connection_ends(
@@ -163,13 +139,13 @@ def connection_ends(
 
 class _Waiting(Generic[T]):
     """Finished connections waiting for the one due, by rank: in memory up to ``hold`` bytes (by
-    ``size``), beyond that pickled to a temporary file (:class:`_Spill`)."""
+    ``size``), beyond that pickled to a temporary file (:class:`SpillFile`)."""
 
     def __init__(self, size: Callable[[T], int], hold: int) -> None:
         self.size = size
         self.hold = hold
         self.held = 0
-        self.spill = _Spill()
+        self.spill = SpillFile()
         self.by_rank: dict[int, tuple[list[T] | None, tuple[int, int], int]] = {}  # items or where, weight
 
     def __contains__(self, rank: int) -> bool:
@@ -262,10 +238,11 @@ def _records(path: str | Path) -> Iterator[Record | CaptureProblem]:
         yield from iter_records(f, path=str(path))
 
 
-def _segments(
+def numbered_segments(
     path: str | Path, ports: frozenset[int], reading: CaptureReading
 ) -> Iterator[tuple[int, float, int, TcpSegment]]:
-    """(record offset, timestamp, frame number, segment): the frame number is the 1-based index of
+    """The TCP segments to or from ``ports`` as (record offset, timestamp, frame number, segment),
+    in file order; problems go to ``reading``.  The frame number is the 1-based index of
     the record among all the records of the file, as Wireshark numbers frames."""
     for item in _records(path):
         if isinstance(item, CaptureProblem):
@@ -286,11 +263,13 @@ def capture_segments(
     path: str | Path, ports: Iterable[int], reading: CaptureReading
 ) -> Iterator[tuple[float, TcpSegment]]:
     """TCP segments to or from ``ports``, in capture order; problems go to ``reading``."""
-    for _offset, ts, _frame, seg in _segments(path, frozenset(ports), reading):
+    for _offset, ts, _frame, seg in numbered_segments(path, frozenset(ports), reading):
         yield ts, seg
 
 
-def _connections(path: str | Path, ports: frozenset[int]) -> Iterator[tuple[int, float, Connection]]:
+def record_connections(path: str | Path, ports: frozenset[int]) -> Iterator[tuple[int, float, Connection]]:
+    """(record offset, timestamp, connection) of the records of ``path`` that :func:`connection_key`
+    gives a connection to or from ``ports``: the first, light reading of a capture file."""
     for item in _records(path):
         if isinstance(item, Record):
             key = connection_key(item.linktype, item.data, ports)
@@ -333,14 +312,14 @@ def capture_flows(
     firsts: list[tuple[int, Connection]] = []
 
     def keyed() -> Iterator[tuple[int, Connection, tuple[float, TcpSegment, int]]]:
-        for offset, ts, frame, seg in _segments(path, port_set, reading):
+        for offset, ts, frame, seg in numbered_segments(path, port_set, reading):
             key = segment_connection(seg)
             if not ordered and key not in open_first:
                 open_first[key] = frame
                 heapq.heappush(firsts, (frame, key))
             yield offset, key, (ts, seg, frame)
 
-    for segments in by_connection(_connections(path, port_set), keyed(), ordered=ordered, size=_segment_size):
+    for segments in by_connection(record_connections(path, port_set), keyed(), ordered=ordered, size=_segment_size):
         low = 0
         if not ordered:
             open_first.pop(segment_connection(segments[0][1]), None)

@@ -21,8 +21,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from harness.capture.spill import SpillPool
-from harness.capture.streams import _Spill, segment_connection
+from harness.capture.spill import SpillFile, SpillPool
+from harness.capture.streams import segment_connection
 from harness.capture.tcp import FlowKey
 from harness.pipeline.flows import KIND_COLUMNS, FlowRows, FrameCounts, first_reading, flow_id, flow_rows, segments_of
 from harness.pipeline.outputs import FsFolder
@@ -468,7 +468,7 @@ class _Runs:
         #: per connection: its runs, each a list of segments or the blocks it was written out in
         self.runs: dict[tuple[str, ...], list[tuple[list[Any], list[tuple[int, int]]]]] = {}
         self.held = 0
-        self.spill = _Spill()
+        self.spill = SpillFile()
 
     def keys(self) -> list[tuple[str, ...]]:
         return list(self.runs)

@@ -34,10 +34,10 @@ import yaml
 
 import packets
 from harness.capture.connection import merge_key, replay_flow
+from harness.capture.framing import DecodedPacket, Key
 from harness.capture.tcp import Direction, Flow, reassemble
 from harness.cases.loader import BUNDLED_REQUIREMENTS, requirements_for
 from harness.cases.model import Level
-from harness.decoding import DecodedPacket, Key
 from harness.errors import HarnessError
 from harness.outdir import write_file_atomically
 from harness.pipeline.flows import (
@@ -158,7 +158,7 @@ def replay(capture: str, flow: Flow) -> Replayed:
 
 
 def _key_at(side: Direction, offset: int) -> Key:
-    """The :data:`harness.decoding.Key` of the byte at stream ``offset``: the latest capture time
+    """The :data:`harness.capture.framing.Key` of the byte at stream ``offset``: the latest capture time
     and the latest frame number of the chunks up to it."""
     starts = [a for a in side.timestamps if a <= offset]
     return (

@@ -18,7 +18,7 @@ to :meth:`Observer.server_data` in capture order, each with the capture timestam
 (seconds since 1970, UTC; without one, message expiration is not checked), then call
 :meth:`Observer.end`.  A caller that has already cut the streams into packets ([MS-MQMQ]
 2.2.19.1 BaseHeader.PacketSize) and parsed them (``packets.parse(data, strict=False)``, as
-:func:`harness.decoding.decode_pieces` does) feeds them to :meth:`Observer.packet` instead, and a
+:func:`harness.capture.framing.decode_pieces` does) feeds them to :meth:`Observer.packet` instead, and a
 stream that could not be framed any further to :meth:`Observer.unframed`: the checks and their
 results are the same, and no packet is parsed twice.
 

@@ -4,7 +4,7 @@ BaseHeader that cannot start a packet ([MS-MQMQ] 2.2.19.1) are decoded and liste
 from __future__ import annotations
 
 from benchmarks.messages import connection_parameters, establish_connection, typical_user_message
-from harness.decoding import decode_stream
+from harness.capture.framing import decode_stream
 
 
 def test_packets_before_a_framing_error_are_listed() -> None:

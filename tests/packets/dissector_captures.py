@@ -37,7 +37,7 @@ def fixture_packets() -> tuple[list[bytes], list[bytes]]:
     udp: list[bytes] = []
     for path in files:
         data = read_hex(path.read_text())
-        try:  # as harness.decoding.decode_stream tells a Ping datagram from a session stream
+        try:  # as harness.capture.framing.decode_stream tells a Ping datagram from a session stream
             parse_ping(data, strict=True)
         except PacketError:
             tcp.append(data)

@@ -17,10 +17,10 @@ import pytest
 from pipeline_helpers import capture
 
 import packets
+from harness.capture.framing import resync
 from harness.capture.streams import CaptureReading, by_connection, capture_segments, capture_streams
 from harness.capture.tcp import Direction, Flow, Gap, reassemble
 from harness.cli import main as cli_main
-from harness.decoding import resync
 from harness.pipeline import flows
 from harness.pipeline.flows import analyse_flow, flow_id, flow_rows, iter_local, process_local, segments_of
 from harness.pipeline.splits import Split, read_split

@@ -12,9 +12,9 @@ from pipeline_helpers import capture
 from scapy.layers.inet import IP, TCP
 from scapy.utils import rdpcap
 
+from harness.capture.framing import decode_pieces
 from harness.capture.streams import capture_streams
 from harness.cli import main as cli_main
-from harness.decoding import decode_pieces
 from harness.pipeline.synth import ANOMALIES, SynthError, synthesize
 
 
