@@ -28,7 +28,7 @@ from construct import Container
 
 from packets import base, message, session
 from packets.errors import PacketError, Violation
-from packets.fields import HeaderParser, _new_fields
+from packets.fields import HeaderParser, new_fields
 from packets.fused import FusedParsers
 from packets.generate import (
     HeaderBuilder,
@@ -41,7 +41,15 @@ from packets.generate import (
 )
 from packets.layout import Check, Holds, PacketKind, Slot, fast_form
 
-__all__ = ["Packet", "PacketKind", "UserMessageTemplate", "build", "parse", "parse_ping"]
+__all__ = [
+    "Packet",
+    "PacketKind",
+    "UserMessageTemplate",
+    "Walk",
+    "build",
+    "parse",
+    "parse_ping",
+]
 
 
 @dataclass(frozen=True)
@@ -139,14 +147,14 @@ class Packet:
 # parse
 
 
-class _Walk:
+class Walk:
     """One pass over a packet's headers (generated or diagnostic)."""
 
     __slots__ = ("consumed", "counted", "data", "headers", "offsets", "shape", "slots")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.headers = _new_fields()
+        self.headers = new_fields()
         self.offsets: dict[str, int] = {}
         self.slots: tuple[Slot, ...] | list[Slot] = ()  # the headers present after the BaseHeader
         self.consumed = 0  # bytes the headers occupy
@@ -228,7 +236,7 @@ def _offset_of(path: str, offsets: Mapping[str, int]) -> int:
     return 0
 
 
-def _rule_violations(walk: _Walk, kind: PacketKind) -> list[tuple[str, str, str]]:
+def _rule_violations(walk: Walk, kind: PacketKind) -> list[tuple[str, str, str]]:
     """Every rule a receiver checks on this packet, in header order."""
     headers = walk.headers
     spec = _spec()
@@ -264,7 +272,7 @@ def _slot_fast_forms(slot: Slot) -> tuple[Holds, ...]:
 _base_header_holds = fast_form(base.check_base_header)
 
 
-def _rules_hold(walk: _Walk, kind: PacketKind) -> bool:
+def _rules_hold(walk: Walk, kind: PacketKind) -> bool:
     """True when :func:`_rule_violations` would find nothing: the same rules through their fast
     forms (packets.layout.fast_form_of).  False sends the packet through the checks themselves,
     which word the violations; so does an OrderAck/FinalAck, whose rules only run there."""
@@ -293,7 +301,7 @@ def _rules_hold(walk: _Walk, kind: PacketKind) -> bool:
         return False
 
 
-def _check_packet_size(walk: _Walk) -> Iterator[tuple[str, str, str]]:
+def _check_packet_size(walk: Walk) -> Iterator[tuple[str, str, str]]:
     """[MS-MQMQ] 2.2.19.1: PacketSize is the size of the entire packet including padding,
     excluding a UserMessage's SessionHeader."""
     declared = walk.headers.BaseHeader.PacketSize
@@ -362,7 +370,7 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
             packet = None
         if packet is not None:
             return packet
-    walk = _Walk(data)
+    walk = Walk(data)
     try:
         walk.fast()
     except Exception:
@@ -378,12 +386,12 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
     return _parse_diagnosed(data, strict, walk, True)
 
 
-def _parse_diagnosed(data: bytes, strict: bool, walk: _Walk, structural_ok: bool) -> Packet:
+def _parse_diagnosed(data: bytes, strict: bool, walk: Walk, structural_ok: bool) -> Packet:
     """The rest of :func:`parse` for a packet the generated parsers did not decode, or whose
     rules do not all hold: the diagnostic pass, the checks themselves, the violations."""
     violations: list[Violation] = []
     if not structural_ok:
-        walk = _Walk(data)
+        walk = Walk(data)
         try:
             walk.diagnose()
         except PacketError as e:
@@ -399,7 +407,7 @@ def _parse_diagnosed(data: bytes, strict: bool, walk: _Walk, structural_ok: bool
     rules = _rule_violations(walk, kind)
     if rules:
         if structural_ok:  # offsets are only gathered on the diagnostic path
-            offsets_walk = _Walk(data)
+            offsets_walk = Walk(data)
             with contextlib.suppress(PacketError):  # the fast pass decoded it; offsets suffice
                 offsets_walk.diagnose()
             offsets = offsets_walk.offsets
@@ -590,7 +598,7 @@ class UserMessageTemplate:
     ``build(message_id, body)`` gives exactly what :func:`build` gives for ``headers`` with those
     fields replaced (:func:`_with_body`): a copy of the template's bytes up to the body with the
     four 32-bit fields written at the offsets the codec's own diagnostic walk records for them
-    (:class:`_Walk`, as :func:`packets.field_offset`), then the body, the padding and the bytes
+    (:class:`Walk`, as :func:`packets.field_offset`), then the body, the padding and the bytes
     after the MessagePropertiesHeader, which do not depend on the body.  The construction checks
     that claim against :func:`build` on bodies of every length modulo 4 and another MessageID, and
     raises :class:`PacketError` for headers it does not hold for: not a UserMessage Packet, no
@@ -623,7 +631,7 @@ class UserMessageTemplate:
         pads: dict[int, int] = {}
         for n in range(n0, n0 + 4):
             probe = data if n == n0 else build(_with_body(headers, message_id, b"\xa5" * n))
-            walk = _Walk(probe)
+            walk = Walk(probe)
             walk.diagnose()
             offsets = walk.offsets
             start = offsets[_BODY]

@@ -39,7 +39,7 @@ from construct import expr as cexpr
 
 from packets import base, message, session
 from packets.codec import layout_for
-from packets.fields import BitFlags, Data, ElementList, Fields, FlagsField, Pad, Utf16z, _GuidField
+from packets.fields import BitFlags, Data, ElementList, Fields, FlagsField, GuidConstruct, Pad, Utf16z
 from packets.generate import this_path
 from packets.layout import PacketKind, Slot, always
 
@@ -222,7 +222,7 @@ class _Emitter:
             self._uint(sc, path, target, tree, indent)
         elif isinstance(sc, FlagsField):
             self.flags(sc.flags_cls, path, target, tree, indent)
-        elif isinstance(sc, _GuidField):
+        elif isinstance(sc, GuidConstruct):
             self._guid(path, target, tree, indent)
         elif isinstance(sc, Data | Pad | Utf16z):
             self._sized(sc, path, scope, target, tree, indent)

@@ -46,6 +46,7 @@ __all__ = [
     "Fields",
     "FlagsField",
     "Guid",
+    "GuidConstruct",
     "Header",
     "Hex8ul",
     "Hex16ul",
@@ -58,9 +59,14 @@ __all__ = [
     "Int64ul",
     "Pad",
     "Utf16z",
+    "fields_new",
+    "fixed_format",
     "header_parser",
+    "new_fields",
+    "new_guid",
     "pad4",
     "read_exact",
+    "set_dict",
 ]
 
 #: [MS-MQMQ] 2.2.19.1: "This field has a maximum value of 0x00400000" (BaseHeader.PacketSize)
@@ -141,10 +147,13 @@ class GUID(bytes):
 
 NULL_GUID = GUID()
 # GUID from 16 wire bytes without the checks of GUID.__new__ (generated parsers).
-_new_guid = functools.partial(bytes.__new__, GUID)
+new_guid = functools.partial(bytes.__new__, GUID)
 
 
-class _GuidField(c.Construct):
+class GuidConstruct(c.Construct):
+    """A 16-byte GUID field ([MS-MQMQ] 2.2.18.1.1): :data:`Guid`; the generators and the dissectors
+    recognise a GUID by this class."""
+
     def __init__(self) -> None:
         super().__init__()
 
@@ -164,11 +173,11 @@ class _GuidField(c.Construct):
         return 16
 
     def _emitparse(self, code: Any) -> str:
-        code.append("from packets.fields import _new_guid, read_exact")
-        return "_new_guid(read_exact(io, 16))"
+        code.append("from packets.fields import new_guid, read_exact")
+        return "new_guid(read_exact(io, 16))"
 
 
-Guid = _GuidField()
+Guid = GuidConstruct()
 
 
 # --------------------------------------------------------------------------------------------
@@ -450,24 +459,24 @@ class Fields(dict[str, Any]):
     def copy(self) -> Fields:
         return Fields(self)
 
-    # A Fields the generated parsers make (``_fields_new``) is bound to its own mapping as its
+    # A Fields the generated parsers make (``fields_new``) is bound to its own mapping as its
     # attribute dictionary when an attribute is first read or written, not when it is made.
 
     def __getattr__(self, name: str) -> Any:
         if name[:2] == "__":  # protocol probes (copy, pickle): never fields
             raise AttributeError(name)
-        _set_dict(self, "__dict__", self)
+        set_dict(self, "__dict__", self)
         try:
             return self[name]
         except KeyError:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'") from None
 
     def __setattr__(self, name: str, value: Any) -> None:
-        _set_dict(self, "__dict__", self)
+        set_dict(self, "__dict__", self)
         self[name] = value
 
     def __delattr__(self, name: str) -> None:
-        _set_dict(self, "__dict__", self)
+        set_dict(self, "__dict__", self)
         try:
             del self[name]
         except KeyError:
@@ -477,18 +486,20 @@ class Fields(dict[str, Any]):
         return (Fields, (dict(self),))
 
 
-def _new_fields() -> Fields:
+def new_fields() -> Fields:
     """An empty Fields without running ``__init__`` (used by generated parsers)."""
-    obj = _fields_new(Fields)
-    _set_dict(obj, "__dict__", obj)
+    obj = fields_new(Fields)
+    set_dict(obj, "__dict__", obj)
     return obj
 
 
-_fields_new = Fields.__new__
-_set_dict = object.__setattr__
+#: Fields.__new__: a Fields without ``__init__`` (generated parsers, packets.fused)
+fields_new = Fields.__new__
+#: object.__setattr__: binds a Fields' ``__dict__`` to itself past its own __setattr__
+set_dict = object.__setattr__
 
 
-def _fixed_format(sc: c.Construct) -> tuple[str, str] | None:
+def fixed_format(sc: c.Construct) -> tuple[str, str] | None:
     """(struct format, wrapper) of a fixed-size little-endian field, or None.
 
     The wrapper turns the unpacked value into the field's value: "" (as is), a class name.
@@ -499,8 +510,8 @@ def _fixed_format(sc: c.Construct) -> tuple[str, str] | None:
         return sc.fmtstr[1:], ""
     if isinstance(sc, FlagsField):
         return sc.fmt.format[1:], sc.flags_cls.__name__
-    if isinstance(sc, _GuidField):
-        return "16s", "_new_guid"
+    if isinstance(sc, GuidConstruct):
+        return "16s", "new_guid"
     if isinstance(sc, Data | Pad) and isinstance(sc.length, int):
         return f"{sc.length}s", ""
     return None
@@ -517,10 +528,10 @@ class Header(c.Struct):
 
     def _emitparse(self, code: Any) -> str:
         fname = f"parse_header_{code.allocateId()}"
-        code.append("from packets.fields import read_exact, _new_guid, _new_fields")
+        code.append("from packets.fields import read_exact, new_guid, new_fields")
         # A header made only of fixed fields needs no construct context at all.
-        needs_context = any(_fixed_format(sc) is None or not sc.name for sc in self.subcons)
-        lines = [f"def {fname}(io, this):", "    result = _new_fields()"]
+        needs_context = any(fixed_format(sc) is None or not sc.name for sc in self.subcons)
+        lines = [f"def {fname}(io, this):", "    result = new_fields()"]
         if needs_context:
             # The keys construct's generated expressions read; _root, _subcons and the
             # _parsing/_building flags are never read by the headers' expressions.
@@ -541,9 +552,9 @@ class Header(c.Struct):
             run.clear()
 
         for sc in self.subcons:
-            fixed = _fixed_format(sc) if sc.name else None
+            fixed = fixed_format(sc) if sc.name else None
             if fixed is not None:
-                if fixed[1] and fixed[1] != "_new_guid":
+                if fixed[1] and fixed[1] != "new_guid":
                     cls = sc.subcon
                     while not isinstance(cls, FlagsField):
                         cls = cls.subcon
@@ -622,9 +633,9 @@ def compile_parser(construct: c.Construct) -> Callable[[BytesIO, Container], Con
     code.append(f"def parseall(io, this):\n    return {construct._compileparse(code)}\n")
     # Results become Fields (fast attribute reads); the per-struct context, which never leaves
     # the parser, becomes a plain dict instead of a Container.
-    source = code.toString().replace("result = Container()", "result = _new_fields()")
+    source = code.toString().replace("result = Container()", "result = new_fields()")
     source = source.replace("this = Container(_ = this,", "this = dict(_ = this,")
-    namespace: dict[str, Any] = {"_new_fields": _new_fields}
+    namespace: dict[str, Any] = {"new_fields": new_fields}
     exec(compile(source, f"<compiled {construct!r:.40}>", "exec"), namespace)
     namespace["linkedinstances"].update(code.linkedinstances)
     namespace["linkedparsers"].update(code.linkedparsers)

@@ -24,16 +24,16 @@ from typing import Any
 import construct as c
 from construct import expr as cexpr
 
-from packets.fields import FlagsField, HeaderParser, _fields_new, _fixed_format
+from packets.fields import FlagsField, HeaderParser, fields_new, fixed_format
 from packets.generate import (
+    FieldScope,
+    GeneratedSource,
     LayoutParser,
     Shape,
-    _Scope,
-    _Source,
-    _Unsupported,
-    _unwrap,
+    UnsupportedConstruct,
     header_function,
     this_path,
+    unwrap,
 )
 from packets.layout import Holds, fast_form
 
@@ -52,18 +52,18 @@ def flags_at(parser: HeaderParser) -> tuple[int, struct.Struct, type[Any]]:
     """Where a header's ``Flags`` word lies: (offset in the header, its struct, its BitFlags
     class); the fields before it must all be of fixed size."""
     offset = 0
-    for sub in _unwrap(parser.header).subcons:
-        inner = _unwrap(sub)
+    for sub in unwrap(parser.header).subcons:
+        inner = unwrap(sub)
         if sub.name == "Flags" and isinstance(inner, FlagsField):
             return offset, inner.fmt, inner.flags_cls
-        fixed = _fixed_format(sub)
+        fixed = fixed_format(sub)
         if fixed is None:
             break
         offset += struct.calcsize("<" + fixed[0])
     raise ValueError(f"{parser.name} has no Flags word at a fixed offset")
 
 
-class _PinnedSource(_Source):
+class _PinnedSource(GeneratedSource):
     """Generated lines with the two flag words known: a Switch or If whose selector reads only
     them is resolved here (construct's own rule: ``cases.get(key, default)``, ``then if cond``)."""
 
@@ -72,12 +72,12 @@ class _PinnedSource(_Source):
         self.known: dict[str, int] = {}  # generated expression -> its value
         self.pin: int | None = None  # the value of the next top-level header's Flags
 
-    def bound(self, scope: _Scope, name: str, value: str) -> None:
+    def bound(self, scope: FieldScope, name: str, value: str) -> None:
         if name == "Flags" and self.pin is not None and scope.parent is not None and scope.parent.parent is None:
             self.known[value] = self.pin
             self.pin = None
 
-    def static(self, e: Any, scope: _Scope) -> Any:
+    def static(self, e: Any, scope: FieldScope) -> Any:
         """The value of a construct expression when it reads only pinned words, else None."""
         if isinstance(e, bool) or not isinstance(e, int | cexpr.ExprMixin):
             return None
@@ -96,13 +96,13 @@ class _PinnedSource(_Source):
             s, chain = found
             try:
                 code = s.resolve(chain[0]) + "".join(f"[{k!r}]" for k in chain[1:])
-            except _Unsupported:
+            except UnsupportedConstruct:
                 return None
             return self.known.get(code)
         return None
 
-    def construct(self, sc: c.Construct, scope: _Scope, target: str, indent: int) -> None:
-        inner = _unwrap(sc)
+    def construct(self, sc: c.Construct, scope: FieldScope, target: str, indent: int) -> None:
+        inner = unwrap(sc)
         if isinstance(inner, c.IfThenElse):
             cond = self.static(inner.condfunc, scope)
             if cond is not None:
@@ -261,10 +261,10 @@ def _generate(
     packet: Callable[..., Any],
 ) -> FusedFunction:
     src = _PinnedSource()
-    src.namespace.update({"_fields_new": _fields_new, "_int_ne": int.__ne__, "packet": packet, "kind": kind})
+    src.namespace.update({"fields_new": fields_new, "_int_ne": int.__ne__, "packet": packet, "kind": kind})
     src.add(0, "def parse(data):")
     src.add(1, "size = len(data)")
-    src.add(1, "headers = _fields_new(Fields)")
+    src.add(1, "headers = fields_new(Fields)")
     src.add(1, "pos = 0")
     for name, value in pins.items():
         src.known[f"headers[{name!r}]['Flags']"] = value
@@ -293,8 +293,8 @@ def _header(src: _PinnedSource, name: str, parser: HeaderParser, pins: dict[str,
     mark, ids, known = len(src.lines), src._ids, dict(src.known)
     src.pin = pins.get(name)
     try:
-        src.construct(parser.header, _Scope(None), target, 1)
-    except _Unsupported:
+        src.construct(parser.header, FieldScope(None), target, 1)
+    except UnsupportedConstruct:
         del src.lines[mark:]
         src._ids, src.known = ids, known
         fn = src.const(header_function(parser), "parse_" + name)

@@ -44,20 +44,22 @@ from packets.fields import (
     ElementList,
     Fields,
     FlagsField,
+    GuidConstruct,
     HeaderParser,
     Pad,
     Utf16z,
-    _fields_new,
-    _fixed_format,
-    _GuidField,
-    _new_guid,
-    _set_dict,
     decode_utf16,
     encode_utf16z,
+    fields_new,
+    fixed_format,
+    new_guid,
+    set_dict,
 )
 from packets.layout import Slot, always, fast_form
 
 __all__ = [
+    "FieldScope",
+    "GeneratedSource",
     "HeaderBuilder",
     "HeaderFunction",
     "LayoutParser",
@@ -65,12 +67,14 @@ __all__ = [
     "Shape",
     "ShapeFunction",
     "ShortInput",
+    "UnsupportedConstruct",
     "builder_function",
     "element_functions",
     "header_function",
     "read_utf16_terminated_at",
     "skip_utf16_terminated_at",
     "this_path",
+    "unwrap",
 ]
 
 # (data, offset, headers parsed before) -> (decoded header, offset after it)
@@ -81,7 +85,7 @@ class ShortInput(Exception):
     """A generated read that does not fit the input (or asks for a negative length)."""
 
 
-class _Unsupported(Exception):
+class UnsupportedConstruct(Exception):
     """A construct piece the generator has no rule for (its header falls back to construct's
     own generated parser)."""
 
@@ -140,7 +144,7 @@ def this_path(e: Any, scope: ScopeT) -> tuple[ScopeT, list[str]] | None:
     return s, chain
 
 
-class _Scope:
+class FieldScope:
     """The fields of one struct being generated: spec name -> expression holding its value.
 
     The root scope is the packet: any name there reads ``headers[name]``, the headers parsed
@@ -148,7 +152,7 @@ class _Scope:
 
     __slots__ = ("fields", "parent")
 
-    def __init__(self, parent: _Scope | None) -> None:
+    def __init__(self, parent: FieldScope | None) -> None:
         self.parent = parent
         self.fields: dict[str, str] = {}
 
@@ -157,16 +161,17 @@ class _Scope:
             return self.fields[name]
         if self.parent is None and not name.startswith("_"):
             return f"headers[{name!r}]"
-        raise _Unsupported(f"field {name!r}")
+        raise UnsupportedConstruct(f"field {name!r}")
 
 
-def _unwrap(sc: c.Construct) -> c.Construct:
+def unwrap(sc: c.Construct) -> c.Construct:
+    """The construct under a field's name and default (``Renamed``, ``Default``)."""
     while isinstance(sc, c.Renamed | c.Default):
         sc = sc.subcon
     return sc
 
 
-class _Source:
+class GeneratedSource:
     """Generated lines and the objects they name."""
 
     def __init__(self) -> None:
@@ -174,9 +179,9 @@ class _Source:
         self.namespace: dict[str, Any] = {
             "ShortInput": ShortInput,
             "Fields": Fields,
-            "_fields_new": _fields_new,
-            "_set_dict": _set_dict,
-            "_new_guid": _new_guid,
+            "fields_new": fields_new,
+            "set_dict": set_dict,
+            "new_guid": new_guid,
             "decode_utf16": decode_utf16,
             "_utf_16_le_decode": codecs.utf_16_le_decode,
             "read_utf16_terminated_at": read_utf16_terminated_at,
@@ -206,9 +211,9 @@ class _Source:
 
     # -- expressions -----------------------------------------------------------------------
 
-    def expr(self, e: Any, scope: _Scope) -> str:
+    def expr(self, e: Any, scope: FieldScope) -> str:
         if isinstance(e, bool) or not isinstance(e, int | cexpr.ExprMixin):
-            raise _Unsupported(f"expression {e!r}")
+            raise UnsupportedConstruct(f"expression {e!r}")
         if isinstance(e, int):
             return repr(e)
         if isinstance(e, cexpr.BinExpr):
@@ -218,10 +223,10 @@ class _Source:
         if isinstance(e, cexpr.Path):
             found = this_path(e, scope)
             if found is None:
-                raise _Unsupported(f"expression {e!r}")
+                raise UnsupportedConstruct(f"expression {e!r}")
             s, chain = found
             return s.resolve(chain[0]) + "".join(f"[{k!r}]" for k in chain[1:])
-        raise _Unsupported(f"expression {e!r}")
+        raise UnsupportedConstruct(f"expression {e!r}")
 
     # -- constructs ------------------------------------------------------------------------
 
@@ -245,24 +250,24 @@ class _Source:
             if wrap and not self.skip:
                 self.add(indent, f"{target} = {wrap}({target})")
 
-    def bound(self, scope: _Scope, name: str, value: str) -> None:
+    def bound(self, scope: FieldScope, name: str, value: str) -> None:
         """Called once a struct's field ``name`` has its variable ``value`` (packets.fused pins
         the flag words there)."""
 
     def wrapper(self, sc: c.Construct) -> str:
-        sc = _unwrap(sc)
+        sc = unwrap(sc)
         if isinstance(sc, FlagsField):
             return self.const(sc.flags_cls, sc.flags_cls.__name__)
-        if isinstance(sc, _GuidField):
-            return "_new_guid"
+        if isinstance(sc, GuidConstruct):
+            return "new_guid"
         return ""
 
-    def struct_(self, sc: c.Struct, scope: _Scope, target: str, indent: int) -> None:
-        inner = _Scope(scope)
+    def struct_(self, sc: c.Struct, scope: FieldScope, target: str, indent: int) -> None:
+        inner = FieldScope(scope)
         stored: list[tuple[str, str]] = []
         run: list[tuple[str, str, str]] = []
         for sub in sc.subcons:
-            fixed = _fixed_format(sub) if sub.name else None
+            fixed = fixed_format(sub) if sub.name else None
             value = self.var("f")
             if fixed is not None:
                 run.append((value, fixed[0], self.wrapper(sub)))
@@ -279,14 +284,14 @@ class _Source:
             self.fixed(run, indent)
         if self.skip:
             return
-        self.add(indent, f"{target} = _fields_new(Fields)")  # bound to itself when first read
+        self.add(indent, f"{target} = fields_new(Fields)")  # bound to itself when first read
         for name, value in stored:
             self.add(indent, f"{target}[{name!r}] = {value}")
 
-    def construct(self, sc: c.Construct, scope: _Scope, target: str, indent: int) -> None:
+    def construct(self, sc: c.Construct, scope: FieldScope, target: str, indent: int) -> None:
         """Lines parsing the piece ``sc`` at ``pos`` into ``target`` (scanning it when ``skip``)."""
-        sc = _unwrap(sc)
-        fixed = _fixed_format(sc)
+        sc = unwrap(sc)
+        fixed = fixed_format(sc)
         if fixed is not None:
             self.fixed([(target, fixed[0], self.wrapper(sc))], indent)
         elif isinstance(sc, c.Struct):
@@ -314,9 +319,9 @@ class _Source:
         elif isinstance(sc, c.Array) and not sc.discard and not self.skip:
             self.array(sc, scope, target, indent)
         else:
-            raise _Unsupported(type(sc).__name__)
+            raise UnsupportedConstruct(type(sc).__name__)
 
-    def counted_bytes(self, sc: Data | Pad | Utf16z, scope: _Scope, target: str, indent: int) -> None:
+    def counted_bytes(self, sc: Data | Pad | Utf16z, scope: FieldScope, target: str, indent: int) -> None:
         """A piece of as many bytes as its length expression says: raw bytes, or a UTF-16 string
         whose terminating NUL (if any) is dropped."""
         start, end = self.take(self.expr(sc.length, scope), indent)
@@ -341,7 +346,7 @@ class _Source:
         else:
             self.add(indent, f"{target}, pos = read_utf16_terminated_at(data, pos)")
 
-    def switch(self, sc: c.Switch, scope: _Scope, target: str, indent: int) -> None:
+    def switch(self, sc: c.Switch, scope: FieldScope, target: str, indent: int) -> None:
         """A piece selected by a key expression (an optional header's presence, a selector)."""
         key = self.var("key")
         self.add(indent, f"{key} = {self.expr(sc.keyfunc, scope)}")
@@ -352,14 +357,14 @@ class _Source:
             keyword = "elif"
         for case, sub in sc.cases.items():
             if isinstance(case, bool) or not isinstance(case, int):
-                raise _Unsupported(f"switch key {case!r}")
+                raise UnsupportedConstruct(f"switch key {case!r}")
             self.add(indent, f"{keyword} {key} == {case!r}:")
             self.construct(sub, scope, target, indent + 1)
             keyword = "elif"
         self.add(indent, "else:")
         self.construct(sc.default, scope, target, indent + 1)
 
-    def array(self, sc: c.Array, scope: _Scope, target: str, indent: int) -> None:
+    def array(self, sc: c.Array, scope: FieldScope, target: str, indent: int) -> None:
         """``count`` pieces of one type, decoded into a list."""
         count, item = self.var("count"), self.var("item")
         self.add(indent, f"{count} = {self.expr(sc.count, scope)}")
@@ -390,14 +395,14 @@ def _construct_fallback(parser: HeaderParser) -> HeaderFunction:
     return parse
 
 
-def _emit_header(src: _Source, parser: HeaderParser, target: str, indent: int) -> bool:
+def _emit_header(src: GeneratedSource, parser: HeaderParser, target: str, indent: int) -> bool:
     """Lines parsing ``parser``'s header into ``target``; False when a piece is unsupported (the
     lines are then not emitted)."""
-    root = _Scope(None)
+    root = FieldScope(None)
     mark, ids = len(src.lines), src._ids
     try:
         src.construct(parser.header, root, target, indent)
-    except _Unsupported:
+    except UnsupportedConstruct:
         del src.lines[mark:]
         src._ids = ids
         return False
@@ -407,7 +412,7 @@ def _emit_header(src: _Source, parser: HeaderParser, target: str, indent: int) -
 @functools.cache
 def header_function(parser: HeaderParser) -> HeaderFunction:
     """A generated ``(data, offset, headers) -> (header, offset after)`` for one header."""
-    src = _Source()
+    src = GeneratedSource()
     src.add(0, "def parse(data, pos, headers):")
     src.add(1, "size = len(data)")
     if not _emit_header(src, parser, "result", 1):
@@ -443,7 +448,7 @@ class Shape:
 
 def _all_hold(forms: tuple[Callable[[Any], bool], ...]) -> Callable[[Any], bool]:
     """One generated ``hold(headers)``: the fast forms, in order, joined by ``and``."""
-    src = _Source()
+    src = GeneratedSource()
     names = [src.const(form, "holds") for form in forms]
     src.add(0, "def hold(headers):")
     src.add(1, "return " + (" and ".join(f"{name}(headers)" for name in names) or "True"))
@@ -454,7 +459,7 @@ def _all_hold(forms: tuple[Callable[[Any], bool], ...]) -> Callable[[Any], bool]
 def _chained(slots: tuple[Slot, ...]) -> ShapeFunction:
     """A generated function calling the generated parsers of ``slots`` in order (a few lines
     per header: the header code itself is generated once per header type)."""
-    src = _Source()
+    src = GeneratedSource()
     src.add(0, "def parse(data, pos, headers):")
     src.add(1, "counted = 0")
     for slot in slots:
@@ -558,7 +563,7 @@ def _pack_guid(value: Any) -> GUID:
     return guid
 
 
-class _BuildSource(_Source):
+class _BuildSource(GeneratedSource):
     """Generated lines of one header builder: ``build(obj) -> bytes``.
 
     Mirrors construct's ``_build`` piece by piece (Struct, Default, FormatField, the pieces of
@@ -602,7 +607,7 @@ class _BuildSource(_Source):
                 elif isinstance(dflt, int | bytes) and not isinstance(dflt, bool):
                     self.add(indent, f"if {value} is None: {value} = {self.const(dflt, 'dflt')}")
                 else:
-                    raise _Unsupported(f"default {dflt!r}")
+                    raise UnsupportedConstruct(f"default {dflt!r}")
             sc = sc.subcon
         return sc
 
@@ -612,7 +617,7 @@ class _BuildSource(_Source):
             return sc.fmtstr[1:]
         if isinstance(sc, FlagsField):
             return sc.fmt.format[1:]
-        if isinstance(sc, _GuidField):
+        if isinstance(sc, GuidConstruct):
             return "16s"
         return None
 
@@ -621,7 +626,7 @@ class _BuildSource(_Source):
         if isinstance(sc, FlagsField):
             cls = self.const(sc.flags_cls, sc.flags_cls.__name__)
             self.add(indent, f"if type({value}) is not {cls}: {value} = {cls}.make(0 if {value} is None else {value})")
-        elif isinstance(sc, _GuidField):
+        elif isinstance(sc, GuidConstruct):
             self.add(indent, f"if type({value}) is not GUID or len({value}) != 16: {value} = _pack_guid({value})")
 
     def flush(self, run: list[tuple[str, str]], indent: int) -> None:
@@ -633,13 +638,13 @@ class _BuildSource(_Source):
         self.advance(indent, str(struct.calcsize(fmt)))
         run.clear()
 
-    def build_struct(self, sc: c.Struct, obj: str, scope: _Scope, built: str, indent: int) -> None:
-        inner = _Scope(scope)
+    def build_struct(self, sc: c.Struct, obj: str, scope: FieldScope, built: str, indent: int) -> None:
+        inner = FieldScope(scope)
         run: list[tuple[str, str]] = []
         names: list[tuple[str, str]] = []
         for sub in sc.subcons:
             if not sub.name:
-                raise _Unsupported("a nameless piece")
+                raise UnsupportedConstruct("a nameless piece")
             value = self.var("v")
             getter = f"{obj}.get({sub.name!r})" if sub.flagbuildnone else f"{obj}[{sub.name!r}]"
             self.add(indent, f"{value} = {getter}")
@@ -659,7 +664,7 @@ class _BuildSource(_Source):
             items = ", ".join(f"{name!r}: {value}" for name, value in names)
             self.add(indent, f"{built} = {{**{obj}, {items}}}")
 
-    def build_piece(self, sc: c.Construct, scope: _Scope, value: str, indent: int) -> None:
+    def build_piece(self, sc: c.Construct, scope: FieldScope, value: str, indent: int) -> None:
         """Lines building ``value`` (a variable holding the piece's object) with ``sc``; the
         variable then holds the built value."""
         sc = self.default(sc, value, indent)
@@ -690,7 +695,7 @@ class _BuildSource(_Source):
         elif sc is c.Error:
             self.add(indent, "raise ExplicitError('building hit an Error construct')")
         else:
-            raise _Unsupported(type(sc).__name__)
+            raise UnsupportedConstruct(type(sc).__name__)
 
     def build_data(self, value: str, indent: int) -> None:
         """Raw bytes, written as given (an integer past what a packet carries: construct's
@@ -700,7 +705,7 @@ class _BuildSource(_Source):
         self.add(indent, f"parts.append({value})")
         self.advance(indent, f"len({value})")
 
-    def build_pad(self, sc: Pad, scope: _Scope, value: str, indent: int) -> None:
+    def build_pad(self, sc: Pad, scope: FieldScope, value: str, indent: int) -> None:
         """Padding of as many bytes as its length expression says: the given bytes when they
         are that many, zeros otherwise."""
         n = self.var("n")
@@ -723,7 +728,7 @@ class _BuildSource(_Source):
         self.add(indent, f"parts.append({raw})")
         self.advance(indent, f"len({raw})")
 
-    def build_if_then_else(self, sc: c.IfThenElse, scope: _Scope, value: str, indent: int) -> None:
+    def build_if_then_else(self, sc: c.IfThenElse, scope: FieldScope, value: str, indent: int) -> None:
         """A piece present (or of one form or the other) as its condition says."""
         self.add(indent, f"if {self.expr(sc.condfunc, scope)}:")
         self.build_piece(sc.thensubcon, scope, value, indent + 1)
@@ -732,14 +737,14 @@ class _BuildSource(_Source):
         self.build_piece(sc.elsesubcon, scope, value, indent + 1)
         self.add(indent + 1, "pass")
 
-    def build_switch(self, sc: c.Switch, scope: _Scope, value: str, indent: int) -> None:
+    def build_switch(self, sc: c.Switch, scope: FieldScope, value: str, indent: int) -> None:
         """A piece selected by a key expression."""
         key = self.var("key")
         self.add(indent, f"{key} = {self.expr(sc.keyfunc, scope)}")
         keyword = "if"
         for case, sub in sc.cases.items():
             if isinstance(case, bool) or not isinstance(case, int):
-                raise _Unsupported(f"switch key {case!r}")
+                raise UnsupportedConstruct(f"switch key {case!r}")
             self.add(indent, f"{keyword} {key} == {case!r}:")
             self.build_piece(sub, scope, value, indent + 1)
             self.add(indent + 1, "pass")
@@ -748,7 +753,7 @@ class _BuildSource(_Source):
         self.build_piece(sc.default, scope, value, indent + 1)
         self.add(indent + 1, "pass")
 
-    def build_elements(self, sc: ElementList, scope: _Scope, value: str, indent: int) -> None:
+    def build_elements(self, sc: ElementList, scope: FieldScope, value: str, indent: int) -> None:
         """The elements of an ElementList, built at the current offset.  The built value stays
         the given list: no expression reads into the elements."""
         raw = self.var("raw")
@@ -758,14 +763,14 @@ class _BuildSource(_Source):
         self.advance(indent, f"len({raw})")
 
 
-class _BuildScope(_Scope):
+class _BuildScope(FieldScope):
     """A builder's scope: only the fields built before, in this header (a name from another
     header would be construct's context, which the builder has no copy of)."""
 
     def resolve(self, name: str) -> str:
         if name in self.fields:
             return self.fields[name]
-        raise _Unsupported(f"field {name!r}")
+        raise UnsupportedConstruct(f"field {name!r}")
 
 
 HeaderBuilder = Callable[[Mapping[str, Any]], bytes]
@@ -807,12 +812,12 @@ def _struct_builder(sc: c.Construct, label: str, at_offset: bool) -> Callable[..
         src.add(1, "pos = 0")
     src.add(1, "v_0 = obj")
     try:
-        header = _unwrap(sc)
+        header = unwrap(sc)
         if not isinstance(header, c.Struct):
-            raise _Unsupported(type(header).__name__)
+            raise UnsupportedConstruct(type(header).__name__)
         src.add(1, "if v_0 is None: v_0 = {}")
         src.build_struct(header, "v_0", _BuildScope(None), "", 1)
-    except _Unsupported:
+    except UnsupportedConstruct:
         return None
     src.add(1, "return b''.join(parts)")
     fn: Callable[..., bytes] = src.compile(label + " builder")["build"]
@@ -840,15 +845,15 @@ def element_functions(
     - ``decode(data, pos) -> (element, end)``: the element's generated parser.
     - ``build(obj, pos) -> bytes`` (or None: construct builds the elements).
     """
-    src = _Source()
+    src = GeneratedSource()
     src.add(0, "def decode(data, pos):")
     src.add(1, "size = len(data)")
     src.add(1, "headers = {}")
-    src.construct(sc, _Scope(None), "result", 1)
+    src.construct(sc, FieldScope(None), "result", 1)
     src.add(1, "return result, pos")
     decode: ElementDecoder = src.compile(name)["decode"]
 
-    scan_src = _Source()
+    scan_src = GeneratedSource()
     scan_src.skip = True
     scan_src.add(0, "def scan(data, pos, count, offsets):")
     scan_src.add(1, "size = len(data)")
@@ -858,11 +863,11 @@ def element_functions(
     scan_src.add(2, "append(pos)")
     scan_src.add(2, "start = pos")
     try:
-        scan_src.construct(sc, _Scope(None), "element", 2)
+        scan_src.construct(sc, FieldScope(None), "element", 2)
         scan_src.add(2, "if pos <= start: raise ShortInput('an element of no bytes')")
         scan_src.add(1, "return pos")
         scan: ElementScanner = scan_src.compile(name + " scanner")["scan"]
-    except _Unsupported:
+    except UnsupportedConstruct:
         scan = _decoding_scanner(decode)
     return scan, decode, _struct_builder(sc, name, at_offset=True)
 

@@ -22,7 +22,7 @@ import construct as c
 from construct import Container
 
 from packets import base, message, session
-from packets.codec import _Walk
+from packets.codec import Walk
 from packets.fields import GUID, BitFlags, Data, ElementList, FlagsField, HexField
 from packets.layout import PacketKind
 
@@ -90,7 +90,7 @@ def field_offset(data: bytes, path: str, kind: str) -> tuple[int, int] | None:
     """Byte range [start, end) of a field in an encoded packet of ``kind`` (its enclosing field's
     when the path names a flag sub-field), from the codec's offsets; None when it has no such
     field.  A damaged packet gives the offsets up to the damage."""
-    walk = _Walk(data)
+    walk = Walk(data)
     with contextlib.suppress(Exception):
         walk.diagnose()
     offsets = walk.offsets

@@ -68,11 +68,11 @@ from packets.fields import (
     ElementList,
     Fields,
     FlagsField,
+    GuidConstruct,
     Header,
     HeaderParser,
     Pad,
     Utf16z,
-    _GuidField,
 )
 from packets.stream import wire_length
 
@@ -671,7 +671,7 @@ def _scapy_field(struct: c.Struct, sc: Any, default: Any, decided: set[str]) -> 
             subs[sub] = None if sub in decided else (word >> shift) & ((1 << width) - 1)
         layer = _flags_layer(inner.flags_cls, subs)
         return _LayerField(name, _make(layer, subs), layer)
-    if isinstance(inner, _GuidField):
+    if isinstance(inner, GuidConstruct):
         return GuidField(name, default)
     if isinstance(inner, Pad):
         return BytesField(name, None)

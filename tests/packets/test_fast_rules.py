@@ -21,7 +21,7 @@ import packets
 from fuzz.fuzz_codec import mutate
 from fuzz.seeds import seed_corpus
 from packets import message, session
-from packets.codec import _parse_diagnosed, _Walk
+from packets.codec import Walk, _parse_diagnosed
 from packets.fields import GUID, BitFlags
 from packets.layout import fast_forms
 from tests.packets.messagekit import mutated_inputs
@@ -144,8 +144,8 @@ def test_fast_forms_agree_with_their_checks(seed: int) -> None:
     assert compared > 10_000
 
 
-def _fast_walk(data: bytes) -> _Walk | None:
-    walk = _Walk(data)
+def _fast_walk(data: bytes) -> Walk | None:
+    walk = Walk(data)
     try:
         walk.fast()
     except Exception:
@@ -153,8 +153,8 @@ def _fast_walk(data: bytes) -> _Walk | None:
     return walk
 
 
-def _diagnosed_walk(data: bytes) -> _Walk | None:
-    walk = _Walk(data)
+def _diagnosed_walk(data: bytes) -> Walk | None:
+    walk = Walk(data)
     try:
         walk.diagnose()
     except packets.PacketError:
@@ -192,7 +192,7 @@ def test_parse_gives_the_same_packet_as_the_diagnostic_path() -> None:
         for strict in (False, True):
             expected: Any
             try:
-                expected = _parse_diagnosed(bytes(data), strict, _Walk(bytes(data)), False)
+                expected = _parse_diagnosed(bytes(data), strict, Walk(bytes(data)), False)
             except packets.PacketError as e:
                 expected = e
             got: Any

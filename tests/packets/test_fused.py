@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import packets
 from fuzz.seeds import seed_corpus
 from packets import fused
-from packets.codec import _parse_diagnosed, _spec, _Walk, fused_function
+from packets.codec import Walk, _parse_diagnosed, _spec, fused_function
 from packets.layout import PacketKind
 from tests.packets import strategies_session as ss
 from tests.packets import strategies_user as su
@@ -31,7 +31,7 @@ _SESSION_KINDS = [PacketKind.EstablishConnection, PacketKind.ConnectionParameter
 
 def _diagnosed(data: bytes, strict: bool) -> Any:
     try:
-        return _parse_diagnosed(data, strict, _Walk(data), False)
+        return _parse_diagnosed(data, strict, Walk(data), False)
     except packets.PacketError as e:
         return e
 
