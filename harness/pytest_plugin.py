@@ -9,7 +9,7 @@ the package is not installed.
   excepted) is collected with ``harness.cases.loader.load_file``; a bad file is one collection
   error whose text is the loader's ``file:line: key: message``.
 - One item per case variant, named by its full id (``dmpr.seek.fwd[peek=True]``).
-- Each item runs with ``harness.cases.runner.run_case`` against one target per session (per
+- Each item runs with ``harness.cases.execute.run_case`` against one target per session (per
   xdist worker), made by ``harness.cases.targets.make_target(--msmq-target)``.
 - Markers: ``spec`` (args: the case's sections) and, for every section and every prefix of it,
   ``spec_<document>_<number>`` with the ``MS-`` prefix dropped and dots as underscores:
@@ -53,8 +53,9 @@ from _pytest.mark import deselect_by_keyword
 from harness.argtypes import seconds
 from harness.cases.baseline import BaselineError, load_baseline
 from harness.cases.cache import CaseCache
+from harness.cases.execute import ConfigurationError, open_target, run_case
 from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_file, load_requirements
-from harness.cases.runner import ConfigurationError, apply_known_failures, keyword_matcher, open_target, run_case
+from harness.cases.runner import apply_known_failures, keyword_matcher
 from harness.cases.targets.registry import target_help
 from harness.errors import HarnessError
 from harness.files import NotRegularFile, regular_file

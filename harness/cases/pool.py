@@ -1,8 +1,8 @@
 """How a run's cases reach the target: one after the other in this process
-(:func:`_iter_serial`), or in chunks handed to worker processes, each with its own target
-(:func:`_iter_parallel`; :func:`_chunks`, :func:`_longest_first`: a wire case alone, first, since
-it waits on the [MS-MQQB] 3.1.2 timers).  The worker side (:func:`_worker_init`,
-:func:`_worker_run`) is shared with harness.cases.workers, whose workers load the case files too.
+(:func:`iter_serial`), or in chunks handed to worker processes, each with its own target
+(:func:`iter_parallel`; :func:`chunk_spans`, :func:`longest_first`: a wire case alone, first, since
+it waits on the [MS-MQQB] 3.1.2 timers).  The worker side (:func:`worker_init`,
+:func:`worker_run`) is shared with harness.cases.workers, whose workers load the case files too.
 Each case runs through harness.cases.execute.run_case; the results come back in case order.
 """
 
@@ -25,12 +25,23 @@ from harness.cases.model import Case
 from harness.cases.target import Target, TargetInfo
 from harness.results import CaseResult, Outcome
 
-__all__ = ["CHUNK"]
+__all__ = [
+    "CHUNK",
+    "WORKER",
+    "chunk_spans",
+    "iter_parallel",
+    "iter_serial",
+    "longest_first",
+    "worker_init",
+    "worker_run",
+]
 
 
-def _iter_serial(
+def iter_serial(
     cases: list[Case], target: Target, info: TargetInfo, step_timeout: float, record_dir: str | None = None
 ) -> Generator[CaseResult, None, None]:
+    """The results of ``cases`` in their order, run one after the other in this process against
+    ``target``, which is closed at the end."""
     try:
         for case in cases:
             yield run_case(case, target, step_timeout=step_timeout, info=info, record_dir=record_dir)
@@ -39,25 +50,29 @@ def _iter_serial(
             target.close()
 
 
-_WORKER: dict[str, Any] = {}
+#: this worker process's target and settings (worker_init), and what harness.cases.workers keeps there
+WORKER: dict[str, Any] = {}
 
 
-def _worker_init(target_spec: str, step_timeout: float, record_dir: str | None = None) -> None:
+def worker_init(target_spec: str, step_timeout: float, record_dir: str | None = None) -> None:
+    """Open this worker process's target (:data:`WORKER`); one that cannot be opened is reported
+    by each case the worker runs."""
     try:
         target, info = open_target(target_spec, step_timeout)
     except ConfigurationError as e:  # it answered in the parent: report it per case
-        _WORKER.update(target=None, problem=str(e))
+        WORKER.update(target=None, problem=str(e))
         return
-    _WORKER.update(target=target, info=info, problem="", step_timeout=step_timeout, record_dir=record_dir)
-    _WORKER["close"] = multiprocessing.util.Finalize(None, target.close, exitpriority=10)  # once
+    WORKER.update(target=target, info=info, problem="", step_timeout=step_timeout, record_dir=record_dir)
+    WORKER["close"] = multiprocessing.util.Finalize(None, target.close, exitpriority=10)  # once
 
 
-def _worker_run(case: Case) -> CaseResult:
-    target = _WORKER["target"]
+def worker_run(case: Case) -> CaseResult:
+    """The result of ``case`` run against this worker process's target (:func:`worker_init`)."""
+    target = WORKER["target"]
     if target is None:
-        return case_result_since(case, Outcome.error, time.perf_counter(), [], _WORKER["problem"])
+        return case_result_since(case, Outcome.error, time.perf_counter(), [], WORKER["problem"])
     return run_case(
-        case, target, step_timeout=_WORKER["step_timeout"], info=_WORKER["info"], record_dir=_WORKER["record_dir"]
+        case, target, step_timeout=WORKER["step_timeout"], info=WORKER["info"], record_dir=WORKER["record_dir"]
     )
 
 
@@ -71,13 +86,13 @@ Chunk = tuple[int, int, int] | list[Case]  # (run, start, stop) of _SHARED, or t
 
 def _worker_chunk(chunk: Chunk) -> list[CaseResult]:
     cases = _SHARED[chunk[0]][chunk[1] : chunk[2]] if isinstance(chunk, tuple) else chunk
-    return [_worker_run(case) for case in cases]
+    return [worker_run(case) for case in cases]
 
 
 CHUNK = 64  # model cases a chunk holds at most: tens of milliseconds of a worker's time, one message
 
 
-def _chunks(cases: Sequence[Case], workers: int, files: Sequence[int] = ()) -> list[tuple[int, int]]:
+def chunk_spans(cases: Sequence[Case], workers: int, files: Sequence[int] = ()) -> list[tuple[int, int]]:
     """Consecutive cases, as (start, stop): a wire case alone (it waits on the spec's timers and
     would hold up the cases queued behind it), model cases up to :data:`CHUNK` at a time, fewer
     when there are few cases, so that each worker gets at least 8 chunks.  ``files``: the file each
@@ -102,7 +117,7 @@ def _chunks(cases: Sequence[Case], workers: int, files: Sequence[int] = ()) -> l
     return out
 
 
-def _longest_first(
+def longest_first(
     cases: Sequence[Case], chunks: Sequence[tuple[int, int]], expected: Sequence[float | None] = ()
 ) -> list[int]:
     """The order chunks are handed out in: wire chunks first (each waits on the spec's timers, a
@@ -122,11 +137,11 @@ def _longest_first(
     return wire + [k for k, (begin, _) in enumerate(chunks) if not cases[begin].wire]
 
 
-def _iter_parallel(
+def iter_parallel(
     cases: list[Case], target_spec: str, step_timeout: float, workers: int, record_dir: str | None = None
 ) -> Generator[CaseResult, None, None]:
     """The results of ``cases`` in their order, run by ``workers`` processes that take chunks
-    (:func:`_chunks`) as they become free.  Forked workers read the cases from the parent's
+    (:func:`chunk_spans`) as they become free.  Forked workers read the cases from the parent's
     memory; spawned ones receive them pickled."""
     methods = multiprocessing.get_all_start_methods()
     method = "fork" if "fork" in methods else "spawn"
@@ -141,13 +156,13 @@ def _iter_parallel(
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=workers,
             mp_context=ctx,
-            initializer=_worker_init,
+            initializer=worker_init,
             initargs=(target_spec, step_timeout, record_dir),
         ) as pool:
             try:
-                chunks = _chunks(cases, workers)
+                chunks = chunk_spans(cases, workers)
                 by_chunk: dict[int, concurrent.futures.Future[list[CaseResult]]] = {}
-                for k in _longest_first(cases, chunks):
+                for k in longest_first(cases, chunks):
                     begin, stop = chunks[k]
                     chunk: Chunk = (run_id, begin, stop) if method == "fork" else cases[begin:stop]
                     by_chunk[k] = pool.submit(_worker_chunk, chunk)

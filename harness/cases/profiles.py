@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cases.actions import CONTROL_OPS
+from harness.cases.execute import applicability, unsupported_by
 from harness.cases.loader import load_paths
 from harness.cases.model import Case
-from harness.cases.runner import applicability, unsupported_by
 from harness.cases.target import (
     CAPABILITIES,
     MODEL,

@@ -25,34 +25,21 @@ from typing import Any
 
 from harness.cases.baseline import Baseline
 from harness.cases.execute import (
-    ConfigurationError,
-    StepTimeout,
-    applicability,
     open_target,
-    run_case,
-    step_section,
-    unsupported_by,
 )
 from harness.cases.model import Case
-from harness.cases.pool import _iter_parallel, _iter_serial
+from harness.cases.pool import iter_parallel, iter_serial
 from harness.cases.target import Target, TargetInfo
 from harness.cases.workers import WorkerCorpus
 from harness.results import CaseResult, Outcome, RunResult
 
 __all__ = [
-    "ConfigurationError",
-    "StepTimeout",
-    "applicability",
     "apply_known_failures",
     "keyword_matcher",
     "load_known_failures",
-    "open_target",
     "run",
-    "run_case",
     "select",
-    "step_section",
     "unmatched_known_failures",
-    "unsupported_by",
 ]
 
 
@@ -261,9 +248,9 @@ def _case_results(
         with contextlib.suppress(Exception):
             target.close()
         loaded = corpus.resolve(cases) if corpus is not None else cases  # its workers are gone
-        return _iter_parallel(loaded, target_spec, step_timeout, min(workers, len(cases)), record)
+        return iter_parallel(loaded, target_spec, step_timeout, min(workers, len(cases)), record)
     loaded = corpus.resolve(cases) if corpus is not None else cases
-    return _iter_serial(loaded, target, info, step_timeout, record)
+    return iter_serial(loaded, target, info, step_timeout, record)
 
 
 def _collect(

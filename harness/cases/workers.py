@@ -4,7 +4,7 @@ forks the workers; each worker loads its share (through the case cache: read bac
 stored) and sends back what the parent needs of each case (:func:`_identity`), all at once; the
 parent then checks ids, hands out chunks of cases and puts the results back in case order.  The
 parent reads no case file.  The workers run cases as :mod:`harness.cases.pool`'s do
-(``_worker_init`` / ``_worker_run``: one target per worker)."""
+(``worker_init`` / ``worker_run``: one target per worker)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from harness.cases.cache import CaseCache
 from harness.cases.caseresult import case_result_since
 from harness.cases.loader import CaseError, case_file_sizes, check_unique
 from harness.cases.model import Case, SpecRef
-from harness.cases.pool import _WORKER, _chunks, _longest_first, _worker_init, _worker_run
+from harness.cases.pool import WORKER, chunk_spans, longest_first, worker_init, worker_run
 from harness.results import CaseResult, Outcome
 
 __all__ = ["WorkerCorpus"]
@@ -109,10 +109,10 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache, share: li
                 conn.send(("loaded", load(message[1])))
                 continue
             _, chunk, settings, segments = message
-            if _WORKER.get("settings") != settings:
+            if WORKER.get("settings") != settings:
                 _worker_close()
-                _worker_init(*settings)
-                _WORKER["settings"] = settings
+                worker_init(*settings)
+                WORKER["settings"] = settings
             results: list[CaseResult] | str = []
             for index, path, positions in segments:
                 try:
@@ -124,7 +124,7 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache, share: li
                     results = f"{path} changed during the run: it holds {len(cases)} cases now"
                     break
                 assert isinstance(results, list)
-                results.extend(_worker_run(cases[p]) for p in positions)
+                results.extend(worker_run(cases[p]) for p in positions)
             conn.send(("ran", chunk, results))
     except (EOFError, OSError, KeyboardInterrupt):  # the parent is gone
         pass
@@ -133,9 +133,9 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache, share: li
 
 
 def _worker_close() -> None:
-    """Close this worker's target, if one is open (once: the finalizer _worker_init registered)."""
-    close = _WORKER.pop("close", None)
-    _WORKER["target"] = None
+    """Close this worker's target, if one is open (once: the finalizer worker_init registered)."""
+    close = WORKER.pop("close", None)
+    WORKER["target"] = None
     if close is not None:
         with contextlib.suppress(Exception):
             close()
@@ -339,7 +339,7 @@ class WorkerCorpus:
         self, cases: list[Case], target_spec: str, step_timeout: float, record_dir: str | None = None
     ) -> Generator[CaseResult, None, None]:
         """The results of ``cases`` (shells of this corpus) in their order, run by the workers in
-        chunks (:func:`_chunks`; a chunk may span files); the cases of a chunk whose worker died
+        chunks (:func:`chunk_spans`; a chunk may span files); the cases of a chunk whose worker died
         are errors."""
         plan = _Dispatch(self, cases, (target_spec, step_timeout, record_dir))
         answers = self._answers()
@@ -366,10 +366,10 @@ class _Dispatch:
         self.corpus, self.cases, self.settings = corpus, cases, settings
         self.where = corpus.locate(cases)
         self.live = [w for w in corpus.workers if w.alive]
-        self.chunks = _chunks(cases, max(1, len(self.live)))
+        self.chunks = chunk_spans(cases, max(1, len(self.live)))
         self.keys = [f"{case.source}::{case.full_id}" if case.wire else "" for case in cases]
         last = corpus.cache.durations() if corpus._scratch is None and any(self.keys) else {}
-        order = _longest_first(cases, self.chunks, [last.get(key) for key in self.keys])
+        order = longest_first(cases, self.chunks, [last.get(key) for key in self.keys])
         self.wire = [k for k in order if cases[self.chunks[k][0]].wire]
         self.own: dict[int, list[int]] = {id(w): [] for w in self.live}  # model chunks by the worker that loaded them
         for k, (begin, _) in enumerate(self.chunks):

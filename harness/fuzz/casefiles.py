@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from harness.cases import runner
+from harness.cases import execute
 from harness.cases.loader import load_paths
 from harness.fuzz.runs import Finding, FuzzOptions
 from harness.fuzz.states import Connection
@@ -77,9 +77,9 @@ def run_case(o: FuzzOptions, path: Path, target: str) -> str:
     runs it), an error with its detail; a path it names, where the output folder is put."""
     try:
         (case,) = load_paths([str(path)])
-        opened, info = runner.open_target(target, 10.0)
+        opened, info = execute.open_target(target, 10.0)
         try:
-            result = runner.run_case(case, opened, step_timeout=10.0, info=info)
+            result = execute.run_case(case, opened, step_timeout=10.0, info=info)
             outcome = str(result.outcome.value)
             text = f"{outcome}: {result.detail}" if outcome == "error" and result.detail else outcome
         finally:

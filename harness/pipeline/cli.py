@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.argtypes import count, port_list, seconds
-from harness.cases.runner import ConfigurationError
+from harness.cases.execute import ConfigurationError
 from harness.cases.schema import case_id
 from harness.files import regular_file
 from harness.outdir import refusal

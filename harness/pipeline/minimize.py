@@ -31,8 +31,8 @@ from typing import Any
 import yaml
 
 import packets
+from harness.cases.execute import open_target, run_case
 from harness.cases.loader import load_text
-from harness.cases.runner import open_target, run_case
 from harness.errors import HarnessError
 from harness.results import CaseResult, Outcome
 

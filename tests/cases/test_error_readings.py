@@ -1,5 +1,5 @@
 """An error is a graded value: a step whose ``expect`` names ``error`` compares ``{error: <kind>}``
-with its expectations when the target reports that kind (harness.cases.runner.run_case; ``error``
+with its expectations when the target reports that kind (harness.cases.execute.run_case; ``error``
 absent when the event returns normally), so a reading whose answer is "the spec gives no outcome"
 (UndefinedBehaviour) sits beside readings that give values (docs/cases.md, "References and
 values").  Rendered by cases/mqdmpr/cursor/wait_states.yaml for DMPR-3.2.7.2-WAIT-STATES and
@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from harness.cases.execute import run_case
 from harness.cases.loader import load_paths, load_requirements, load_text
 from harness.cases.model import Case
-from harness.cases.runner import run, run_case
+from harness.cases.runner import run
 from harness.cases.schema import CaseError
 from harness.cases.target import TargetError, target_error
 from harness.cases.targets import ReferenceTarget

@@ -18,7 +18,7 @@ from harness.cases.cache import ENV, CaseCache
 from harness.cases.loader import CaseError, load_file, load_paths, load_text
 from harness.cases.matrix import check_placeholders, expand
 from harness.cases.model import Case, Requirement
-from harness.cases.pool import _chunks
+from harness.cases.pool import chunk_spans
 from harness.cases.runner import run
 from harness.cases.schema import WHOLE_DOCUMENT, VariantCheck, substitution_units
 
@@ -221,7 +221,7 @@ def test_wire_cases_are_dispatched_alone() -> None:
     model = Case("m", "t", [])
     wire = Case("w", "t", [], given={"peer": {"under_test": "initiator"}})
     cases = [model] * 3 + [wire, wire] + [model] * 40
-    chunks = _chunks(cases, 2)
+    chunks = chunk_spans(cases, 2)
     assert chunks[:3] == [(0, 2), (2, 3), (3, 4)] and chunks[3] == (4, 5)
     assert [i for a, b in chunks for i in range(a, b)] == list(range(len(cases)))
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from harness.cases.execute import applicability
 from harness.cases.loader import load_paths
 from harness.cases.model import Case
 from harness.cases.profiles import (
@@ -28,7 +29,6 @@ from harness.cases.profiles import (
     render_plan,
     render_profiles,
 )
-from harness.cases.runner import applicability
 from harness.cases.target import CAPABILITIES, TargetInfo
 from harness.cases.targets.wire import wire_applicability
 
@@ -99,7 +99,7 @@ class _Recording:
 
 
 def test_case_controls_are_the_operations_an_initiator_case_sends(corpus: list[Case]) -> None:
-    from harness.cases.runner import run_case
+    from harness.cases.execute import run_case
 
     cases = [c for c in profile_cases(corpus, "message-position-available-event") if case_controls(c)]
     assert cases

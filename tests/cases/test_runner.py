@@ -13,17 +13,11 @@ from pathlib import Path
 import pytest
 
 from harness.cases.compare import compare_then, matches, values_equal
+from harness.cases.execute import ConfigurationError, run_case, step_section
 from harness.cases.grading import derived_requirement
 from harness.cases.loader import CaseError, load_text
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
-from harness.cases.runner import (
-    ConfigurationError,
-    load_known_failures,
-    run,
-    run_case,
-    select,
-    step_section,
-)
+from harness.cases.runner import load_known_failures, run, select
 from harness.cases.target import TargetInfo
 from harness.cases.targets import ReferenceTarget
 from harness.results import CaseResult, Outcome

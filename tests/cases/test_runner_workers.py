@@ -18,10 +18,11 @@ import pytest
 
 from harness.cases import loader
 from harness.cases.cache import CaseCache
+from harness.cases.execute import ConfigurationError
 from harness.cases.loader import CaseError, load_paths
 from harness.cases.model import Case
-from harness.cases.pool import _chunks, _longest_first
-from harness.cases.runner import ConfigurationError, run, select
+from harness.cases.pool import chunk_spans, longest_first
+from harness.cases.runner import run, select
 from harness.cases.workers import WorkerCorpus, _shares
 from harness.cli import main
 from harness.model import QueueManager
@@ -148,10 +149,10 @@ def test_chunks_hold_one_file_each_and_wire_chunks_go_first() -> None:
     wire = Case("w", "t", [], given={"peer": {"under_test": "initiator"}})
     cases = [model] * 5 + [wire] + [model] * 30
     files = [0] * 3 + [1] * 3 + [2] * 30
-    chunks = _chunks(cases, 2, files)
+    chunks = chunk_spans(cases, 2, files)
     assert [i for a, b in chunks for i in range(a, b)] == list(range(len(cases)))
     assert all(len({files[i] for i in range(a, b)}) == 1 for a, b in chunks)
-    order = _longest_first(cases, chunks)
+    order = longest_first(cases, chunks)
     assert sorted(order) == list(range(len(chunks))) and chunks[order[0]] == (5, 6)
 
 
@@ -173,11 +174,11 @@ def test_wire_chunks_go_longest_first_by_their_last_durations() -> None:
     model = Case("m", "t", [])
     wire = Case("w", "t", [], given={"peer": {"under_test": "initiator"}})
     cases = [model, wire, wire, wire, model]
-    chunks = _chunks(cases, 1)
+    chunks = chunk_spans(cases, 1)
     assert chunks == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]
-    order = _longest_first(cases, chunks, [None, 0.1, 5.0, 1.0, None])
+    order = longest_first(cases, chunks, [None, 0.1, 5.0, 1.0, None])
     assert [chunks[k] for k in order] == [(2, 3), (3, 4), (1, 2), (0, 1), (4, 5)]
-    order = _longest_first(cases, chunks, [None, 0.1, None, 1.0, None])
+    order = longest_first(cases, chunks, [None, 0.1, None, 1.0, None])
     assert [chunks[k][0] for k in order if cases[chunks[k][0]].wire] == [2, 3, 1]  # not known: first
 
 

@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
+from harness.cases.execute import ConfigurationError, run_case
 from harness.cases.loader import load_paths, load_text
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
-from harness.cases.runner import ConfigurationError, run, run_case
+from harness.cases.runner import run
 from harness.cases.target import Target, TargetError, TargetInfo
 from harness.cases.targets import CommandTarget, PluginTarget, ReferenceTarget, make_target
 from harness.model import MessagePosition, QueueManager, SeekDirection
-from harness.model.queue_manager import Queue
+from harness.model.adm import Queue
 from harness.results import Outcome
 
 ROOT = Path(__file__).resolve().parent.parent.parent

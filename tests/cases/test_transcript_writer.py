@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from harness.cases import transcripts
+from harness.cases.execute import run_case
 from harness.cases.loader import load_text
-from harness.cases.runner import run_case
 from harness.cases.targets import make_target
 from harness.results import Outcome
 

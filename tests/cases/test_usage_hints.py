@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.cases.execute import ConfigurationError, open_target
 from harness.cases.loader import load_text
-from harness.cases.runner import ConfigurationError, open_target, run
+from harness.cases.runner import run
 from harness.cases.targets.registry import did_you_mean, make_target
 from harness.cli import build_parser, main
 from harness.results import Outcome
