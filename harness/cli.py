@@ -30,7 +30,8 @@ import packets
 from harness.argtypes import port_list
 from harness.capture.frames import ACK, SYN, TcpSegment, decode_tcp
 from harness.capture.framing import DecodedPacket, StreamReport
-from harness.capture.pcapfile import CaptureProblem, Record, iter_records, read_header
+from harness.capture.pcapcommon import CaptureProblem, Record
+from harness.capture.pcapfile import iter_records, read_header
 from harness.cases.baseline import render_baseline
 from harness.cases.coverage import coverage, render_coverage
 from harness.cases.loader import CaseError, load_paths, load_requirements

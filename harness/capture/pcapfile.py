@@ -2,8 +2,7 @@
 :mod:`harness.capture.pcap`) and the IETF pcapng draft (draft-ietf-opsawg-pcapng:
 :mod:`harness.capture.pcapng`, a handler per block type); what both share -- records, problems,
 the file header, the read window, the sanity limits and the plausibility tests -- is in
-:mod:`harness.capture.pcapcommon`.  This module picks the format and keeps the names callers
-import.
+:mod:`harness.capture.pcapcommon`, where callers import them from.  This module picks the format.
 
 The reader never loads a whole file and never allocates from a length field before checking it
 against what the file can hold and against a sanity limit; bad input never raises out of
@@ -21,49 +20,19 @@ from typing import BinaryIO
 
 from harness.capture.pcap import find_pcap_boundary, iter_pcap, parse_global_header
 from harness.capture.pcapcommon import (
-    MAX_BLOCK,
-    MAX_CAPLEN,
-    MAX_SKIP_BLOCK,
-    MAX_WIRELEN,
-    RESYNC_CHAIN,
-    RESYNC_CHAIN_ANCHORED,
-    RESYNC_TS_WINDOW,
     CaptureProblem,
-    Interface,
     PcapHeader,
     ReadWindow,
     Record,
     RecordView,
-    caplen_limit,
-    fraction_limit,
-    plausible_block_length,
-    plausible_record_header,
-    record_header_fault,
 )
 from harness.capture.pcapng import SHB_TYPE, find_block_boundary, iter_pcapng, read_section_header
 
 __all__ = [
-    "MAX_BLOCK",
-    "MAX_CAPLEN",
-    "MAX_SKIP_BLOCK",
-    "MAX_WIRELEN",
-    "RESYNC_CHAIN",
-    "RESYNC_CHAIN_ANCHORED",
-    "RESYNC_TS_WINDOW",
-    "CaptureProblem",
-    "Interface",
-    "PcapHeader",
-    "Record",
-    "RecordView",
-    "caplen_limit",
     "find_record_boundary",
-    "fraction_limit",
     "iter_record_views",
     "iter_records",
-    "plausible_block_length",
-    "plausible_record_header",
     "read_header",
-    "record_header_fault",
 ]
 
 _U32LE = struct.Struct("<I")

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from harness.capture.frames import ETH_IPV4_TCP, TCP_HEADER, FrameProblem, TcpSegment, addr4, decode_tcp
-from harness.capture.pcapfile import CaptureProblem, Record, RecordView, iter_records
+from harness.capture.pcapcommon import CaptureProblem, Record, RecordView
+from harness.capture.pcapfile import iter_records
 from harness.capture.spill import SpillFile
 from harness.capture.tcp import Flow, Gap, StreamProblem, reassemble
 from harness.files import open_regular
@@ -93,7 +94,7 @@ def connection_key(linktype: int, data: bytes, ports: frozenset[int]) -> Connect
 
 def view_connections(views: Iterable[RecordView], ports: frozenset[int]) -> Iterator[tuple[int, float, Connection]]:
     """(record offset, timestamp, connection) of the records (as
-    :data:`harness.capture.pcapfile.RecordView`) for which :func:`connection_key` gives one: the
+    :data:`harness.capture.pcapcommon.RecordView`) for which :func:`connection_key` gives one: the
     first, light pass of a two-pass reading.  Untagged Ethernet II + IPv4 + TCP frames are read in
     place (no bytes copied); the others go through :func:`connection_key`."""
     eth = ETH_IPV4_TCP.unpack_from

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from harness.capture.connection import Connection, ConnectionResult, replay_flow
 from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp
 from harness.capture.framing import DecodedPacket
-from harness.capture.pcapfile import Record
+from harness.capture.pcapcommon import Record
 from harness.capture.spill import SpillPool
 from harness.capture.streams import segment_connection, view_connections
 from harness.capture.tcp import Flow, FlowKey

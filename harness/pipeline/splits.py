@@ -13,7 +13,7 @@ that the ranges chain exactly.  A pcapng file (draft-ietf-opsawg-pcapng) is cut 
 block boundaries (a known block type whose leading and trailing Block Total Length agree, confirmed
 by the blocks that follow) when its Interface Description Blocks directly follow the Section
 Header Block; otherwise it is read whole by one task.
-Bad input is reported per file with its byte offset (:class:`~harness.capture.pcapfile.CaptureProblem`)
+Bad input is reported per file with its byte offset (:class:`~harness.capture.pcapcommon.CaptureProblem`)
 and the rest is still read.
 """
 
@@ -30,22 +30,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.capture.pcapfile import (
+from harness.capture.pcapcommon import (
     MAX_BLOCK,
     CaptureProblem,
     PcapHeader,
     Record,
     RecordView,
     caplen_limit,
-    find_record_boundary,
     fraction_limit,
-    iter_record_views,
-    iter_records,
     plausible_block_length,
     plausible_record_header,
-    read_header,
     record_header_fault,
 )
+from harness.capture.pcapfile import find_record_boundary, iter_record_views, iter_records, read_header
 from harness.errors import HarnessError
 from harness.files import describe_mode
 
@@ -382,7 +379,7 @@ def _bounds(f: BinaryIO, split: Split, size: int, header: PcapHeader) -> tuple[i
 
 def read_split_views(split: Split) -> Iterator[RecordView]:
     """The records of :func:`read_split` (problems dropped), each as a
-    :data:`harness.capture.pcapfile.RecordView` (no bytes copied out of the read window): for a
+    :data:`harness.capture.pcapcommon.RecordView` (no bytes copied out of the read window): for a
     pass that reads a few header bytes of each frame."""
     size = os.path.getsize(split.path)
     with open(split.path, "rb") as f:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.capture.pcapfile import CaptureProblem
+from harness.capture.pcapcommon import CaptureProblem
 from harness.pipeline.flows import FrameCounts
 from harness.pipeline.outputs import FsFolder
 from harness.pipeline.plan import JobPlan

@@ -13,7 +13,8 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 from scapy.utils import PcapNgWriter, wrpcap
 
-from harness.capture.pcapfile import CaptureProblem, Record, iter_records
+from harness.capture.pcapcommon import CaptureProblem, Record
+from harness.capture.pcapfile import iter_records
 
 T0 = 1_700_000_000.0
 

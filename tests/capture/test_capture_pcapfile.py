@@ -27,15 +27,8 @@ from capture_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.capture.pcapfile import (
-    MAX_CAPLEN,
-    CaptureProblem,
-    PcapHeader,
-    Record,
-    find_record_boundary,
-    iter_records,
-    read_header,
-)
+from harness.capture.pcapcommon import MAX_CAPLEN, CaptureProblem, PcapHeader, Record
+from harness.capture.pcapfile import find_record_boundary, iter_records, read_header
 
 # ---------------------------------------------------------------- well-formed files
 

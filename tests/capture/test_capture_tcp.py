@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.capture.frames import ACK, FIN, PSH, RST, SYN, TcpSegment, decode_tcp
-from harness.capture.pcapfile import Record
+from harness.capture.pcapcommon import Record
 from harness.capture.tcp import Chunk, FlowKey, Gap, TcpReassembler, reassemble
 
 DATA = bytes(range(256)) * 8  # 2048 distinct-ish bytes

@@ -18,7 +18,8 @@ from scapy.utils import PcapNgWriter, rdpcap
 
 from benchmarks.messages import connection_parameters, establish_connection
 from harness.capture.frames import TcpSegment, decode_tcp
-from harness.capture.pcapfile import Record, iter_records
+from harness.capture.pcapcommon import Record
+from harness.capture.pcapfile import iter_records
 from harness.cli import main as cli_main
 from harness.decoding import decode_file
 from harness.pipeline.flows import process_local

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from capture_helpers import block, epb, idb, option, read_all, shb, tcp_pkt
 
-from harness.capture.pcapfile import PcapHeader, Record, iter_records, read_header
+from harness.capture.pcapcommon import PcapHeader, Record
+from harness.capture.pcapfile import iter_records, read_header
 from harness.capture.streams import CaptureReading, capture_segments
 from harness.cli import main as cli_main
 from harness.decoding import read_hex

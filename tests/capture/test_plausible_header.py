@@ -10,13 +10,8 @@ import struct
 
 import pytest
 
-from harness.capture.pcapfile import (
-    MAX_WIRELEN,
-    RESYNC_TS_WINDOW,
-    PcapHeader,
-    find_record_boundary,
-    plausible_record_header,
-)
+from harness.capture.pcapcommon import MAX_WIRELEN, RESYNC_TS_WINDOW, PcapHeader, plausible_record_header
+from harness.capture.pcapfile import find_record_boundary
 from harness.capture.pcapng import BLOCK_HANDLERS
 from harness.pipeline.splits import CONFIRM, _confirm
 

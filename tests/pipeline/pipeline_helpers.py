@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 from scapy.layers.l2 import Ether  # noqa: F401  (frames read back as Ethernet)
 from scapy.utils import PcapNgWriter, rdpcap
 
-from harness.capture.pcapfile import Record, iter_records
+from harness.capture.pcapcommon import Record
+from harness.capture.pcapfile import iter_records
 from harness.cli import main as cli_main
 from harness.peers import InitiatorLink, SimulatedPeer
 from harness.pipeline.synth import synthesize

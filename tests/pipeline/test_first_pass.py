@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.capture import pcapcommon, pcapfile
+from harness.capture import pcapcommon
 from harness.capture.pcapfile import iter_record_views, iter_records, read_header
 from harness.capture.streams import connection_key, view_connections
 from harness.pipeline.splits import Split, describe, plan_tasks, read_split, read_split_views
@@ -98,13 +98,13 @@ def test_any_read_window_gives_the_same_records(
             assert list(iter_records(f, path=str(path))) == reference[path], path.name
         with path.open("rb") as f:
             header = read_header(f)
-            assert not isinstance(header, pcapfile.CaptureProblem)
+            assert not isinstance(header, pcapcommon.CaptureProblem)
             f.seek(24)
             views = list(iter_record_views(f, start_offset=24, header=header, path=str(path)))
         as_records = [
-            v if isinstance(v, pcapfile.CaptureProblem) else (v[0], v[1], v[2], v[3][v[4] : v[5]]) for v in views
+            v if isinstance(v, pcapcommon.CaptureProblem) else (v[0], v[1], v[2], v[3][v[4] : v[5]]) for v in views
         ]
         assert as_records == [
-            r if isinstance(r, pcapfile.CaptureProblem) else (r.offset, r.ts, r.linktype, r.data)
+            r if isinstance(r, pcapcommon.CaptureProblem) else (r.offset, r.ts, r.linktype, r.data)
             for r in reference[path]
         ], path.name
