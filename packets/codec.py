@@ -43,7 +43,6 @@ from packets.layout import Check, Holds, PacketKind, Slot, fast_form
 
 __all__ = [
     "Packet",
-    "PacketKind",
     "UserMessageTemplate",
     "Walk",
     "build",

@@ -7,7 +7,7 @@ from typing import Any
 from harness.model import MessageClass, MessagePositionState, MQStatus, QueueManager
 from harness.model.adm import Queue, WaitingMessageReadOperation
 from harness.model.enums import OperationType
-from harness.model.positions import MessagePosition
+from harness.model.messages import MessagePosition
 
 
 class PurgeDeletesLocked(QueueManager):

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.model import MQStatus, QueueManager
-from harness.model.adm import Message, Queue, WaitingMessageReadOperation
+from harness.model.adm import Queue, WaitingMessageReadOperation
 from harness.model.cursor import Cursor
 from harness.model.enums import CursorStatus
-from harness.model.positions import MessagePosition
+from harness.model.messages import Message, MessagePosition
 
 
 @dataclass(frozen=True)

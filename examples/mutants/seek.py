@@ -5,7 +5,8 @@ from __future__ import annotations
 from harness.model import MessagePositionState, QueueManager
 from harness.model.adm import Queue
 from harness.model.enums import SeekDirection
-from harness.model.positions import IndexedMessagePositionList, MessagePosition
+from harness.model.messages import MessagePosition
+from harness.model.positions import IndexedMessagePositionList
 
 
 class SeekIgnoresAllowPeekWhenLocked(QueueManager):

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from harness.model import MessageClass, MQStatus, QueueManager
-from harness.model.adm import Message, OpenQueueDescriptor, Queue, WaitingMessageReadOperation
+from harness.model.adm import OpenQueueDescriptor, Queue, WaitingMessageReadOperation
 from harness.model.cursor import Cursor, CursorResult
 from harness.model.enums import CursorState, CursorStatus, SeekDirection
-from harness.model.positions import MessagePosition
+from harness.model.messages import Message, MessagePosition
 from packets.base import BASE_HEADER_SIZE
 from packets.properties import MESSAGE_PROPERTIES_FIXED_SIZE
 from packets.user import USER_HEADER_FIXED_SIZE

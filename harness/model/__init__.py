@@ -25,7 +25,6 @@ Layer rules (the import-linter contracts of pyproject.toml):
 from harness.model.adm import (
     ConnectionHistoryEntry,
     DispatchEntry,
-    Message,
     OpenQueueDescriptor,
     OutgoingQueue,
     Queue,
@@ -53,11 +52,8 @@ from harness.model.enums import (
     SeekDirection,
 )
 from harness.model.errors import ModelError, UndefinedBehaviour
-from harness.model.positions import (
-    IndexedMessagePositionList,
-    MessagePosition,
-    MessagePositionList,
-)
+from harness.model.messages import Message, MessagePosition, MessagePositionList
+from harness.model.positions import IndexedMessagePositionList
 from harness.model.queue_manager import QueueManager
 
 __all__ = [

@@ -34,11 +34,9 @@ from harness.model.enums import (
 from harness.model.messages import GUID_NULL, Message, MessagePosition, MessagePositionList
 
 __all__ = [
-    "GUID_NULL",
     "ConnectionHistoryEntry",
     "DescriptorCursor",
     "DispatchEntry",
-    "Message",
     "OpenQueueDescriptor",
     "OutgoingQueue",
     "Queue",

@@ -21,7 +21,7 @@ from harness.model.errors import UndefinedBehaviour
 
 if TYPE_CHECKING:
     from harness.model.adm import OpenQueueDescriptor, Queue
-    from harness.model.positions import MessagePosition
+    from harness.model.messages import MessagePosition
 
 CursorResult = tuple[CursorStatus, "MessagePosition | None"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from harness.model.adm import Queue
 from harness.model.enums import MessagePositionState, SeekDirection
-from harness.model.positions import MessagePosition, MessagePositionList, priority_rank
+from harness.model.messages import MessagePosition, MessagePositionList, priority_rank
 from harness.model.queue_manager import QueueManager
 
 

@@ -4,7 +4,7 @@ Renders the Queue.MessagePositionList attribute (3.1.1.2: ascending order by arr
 priority, the special Head, Tail, Start and End locations) with bitset-tree indices:
 ``IndexedMessagePositionList``, used by the reference model.  The MessagePosition ADM element
 (3.1.1.11) and the list's interface live in ``messages.py`` (a Message and its position reference
-each other), re-exported here; ``LinkedMessagePositionList`` in ``literal.py`` is the plain linked
+each other), imported from there; ``LinkedMessagePositionList`` in ``literal.py`` is the plain linked
 list the spec describes, used as the test oracle.
 
 Readings taken where the spec is silent or contradicts itself (each an ``interpretation``
@@ -33,7 +33,7 @@ from harness.model.bittree import BitTree
 from harness.model.enums import MessagePositionState
 from harness.model.messages import RANKS, MessagePosition, MessagePositionList, PositionQueue, priority_rank
 
-__all__ = ["RANKS", "IndexedMessagePositionList", "MessagePosition", "MessagePositionList", "priority_rank"]
+__all__ = ["IndexedMessagePositionList"]
 
 _AVAILABLE = MessagePositionState.Available
 _LOCKED = MessagePositionState.Locked

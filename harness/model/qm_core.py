@@ -24,7 +24,6 @@ from typing import Any
 
 from harness.model.adm import (
     DispatchEntry,
-    Message,
     OpenQueueDescriptor,
     Queue,
     ReadResult,
@@ -33,7 +32,8 @@ from harness.model.adm import (
 )
 from harness.model.cursor import Cursor, CursorHost
 from harness.model.enums import MessageClass, MessagePositionState, MQStatus, QueueManagerState
-from harness.model.positions import IndexedMessagePositionList, MessagePosition, MessagePositionList
+from harness.model.messages import Message, MessagePosition, MessagePositionList
+from harness.model.positions import IndexedMessagePositionList
 
 __all__ = ["PositionSubscriber", "QueueManagerCore", "Resume"]
 

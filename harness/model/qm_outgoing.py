@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.model.adm import DispatchEntry, Message, OpenQueueDescriptor, OutgoingQueue, Queue, Transaction
+from harness.model.adm import DispatchEntry, OpenQueueDescriptor, OutgoingQueue, Queue, Transaction
 from harness.model.enums import EnqueueStatus, MessagePositionState, OutgoingQueueState
 from harness.model.errors import UndefinedBehaviour
-from harness.model.positions import MessagePosition
+from harness.model.messages import Message, MessagePosition
 from harness.model.qm_queues import Queues
 
 __all__ = ["Outgoing"]

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from harness.model.adm import Queue, ReadResult, WaitingMessageReadOperation
 from harness.model.enums import INFINITE, MessageClass, MessagePositionState, MessageSeekAction, MQStatus, SeekDirection
-from harness.model.positions import IndexedMessagePositionList, MessagePosition
+from harness.model.messages import MessagePosition
+from harness.model.positions import IndexedMessagePositionList
 from harness.model.qm_core import QueueManagerCore
 
 __all__ = ["PositionEvents"]

@@ -12,14 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.model.adm import (
-    Message,
-    OpenQueueDescriptor,
-    Queue,
-    ReadResult,
-    Transaction,
-    TransactionalOperation,
-)
+from harness.model.adm import OpenQueueDescriptor, Queue, ReadResult, Transaction, TransactionalOperation
 from harness.model.cursor import Cursor
 from harness.model.enums import (
     INFINITE,
@@ -33,7 +26,7 @@ from harness.model.enums import (
     QueueType,
     SeekDirection,
 )
-from harness.model.positions import MessagePosition
+from harness.model.messages import Message, MessagePosition
 from harness.model.qm_core import Resume
 from harness.model.qm_transactions import Transactions
 

@@ -14,9 +14,10 @@ import heapq
 from collections.abc import Iterator
 from typing import Any
 
-from harness.model.adm import Message, OpenQueueDescriptor, Queue, TransactionalOperation, WaitingMessageReadOperation
+from harness.model.adm import OpenQueueDescriptor, Queue, TransactionalOperation, WaitingMessageReadOperation
 from harness.model.cursor import Cursor
 from harness.model.enums import INFINITE, MessageClass, MessagePositionState, MQStatus, OperationType
+from harness.model.messages import Message
 from harness.model.qm_core import Resume
 from harness.model.qm_positions import PositionEvents
 

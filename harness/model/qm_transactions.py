@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.model.adm import Queue, Transaction, TransactionalOperation
 from harness.model.enums import MessageClass, MessagePositionState, MQStatus, OperationType
-from harness.model.positions import MessagePosition
+from harness.model.messages import MessagePosition
 from harness.model.qm_timers import Timers
 
 __all__ = ["Transactions"]

@@ -16,11 +16,9 @@ and seeks (qm_positions), timers (qm_timers), transactions (qm_transactions), re
 
 from __future__ import annotations
 
-from harness.model.adm import OutgoingQueue, Queue
-from harness.model.qm_core import PositionSubscriber, Resume
 from harness.model.qm_outgoing import Outgoing
 
-__all__ = ["OutgoingQueue", "PositionSubscriber", "Queue", "QueueManager", "Resume"]
+__all__ = ["QueueManager"]
 
 
 class QueueManager(Outgoing):

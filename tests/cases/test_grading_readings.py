@@ -25,7 +25,7 @@ from harness.cases.targets.reference import PSEUDO_EVENTS
 from harness.model import QueueManager
 from harness.model.adm import Queue
 from harness.model.enums import SeekDirection
-from harness.model.positions import MessagePosition
+from harness.model.messages import MessagePosition
 from harness.results import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
