@@ -41,6 +41,7 @@ lint: setup
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m tools.function_size
 	$(BIN)/python -m tools.inline_imports
+	$(BIN)/python -m tools.private_imports
 
 bench: setup
 	$(BIN)/python -m benchmarks

@@ -9,6 +9,8 @@ run by the suite so that CI (``make test``) enforces it too.
 - ``tools/inline_imports.py``: no import inside a function in packets/ or harness/ but those
   listed in tools/inline_imports_allowlist.txt (optional heavy dependencies, kept on purpose, and
   those still to be moved).
+- ``tools/private_imports.py``: no module in packets/ or harness/ imports another module's private
+  (leading underscore) names but those listed in tools/private_imports_allowlist.txt.
 - no test module imports another test module (shared helpers live in one helpers module per
   test package, e.g. tests/cases/casekit.py, or in conftest fixtures) but those still listed here.
 - no import cycle among the modules of harness.cases (the ``cases-layers`` contract, with no
@@ -26,6 +28,7 @@ from pathlib import Path
 import grimp
 
 from tools.inline_imports import inline_imports
+from tools.private_imports import private_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,6 +80,32 @@ def test_inline_imports_finds_an_import_inside_a_method(tmp_path: Path) -> None:
     )
     found = {i.key.split("::", 1)[1] for i in inline_imports([module])}
     assert found == {"C.f.g::a.b", "C.f::x", "C.f::y"}
+
+
+def test_no_unlisted_private_import() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.private_imports"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:]
+
+
+def test_private_imports_finds_another_modules_private_name(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from pkg.b import _hidden_by_init\n", encoding="utf-8")
+    (package / "a.py").write_text(
+        "from __future__ import annotations\n\nfrom pkg.b import _shared, public\nfrom .a import _own\n"
+        "from . import _of_package\n\ndef f():\n    from ..pkg.c import _late\n",
+        encoding="utf-8",
+    )
+    found = {i.key for i in private_imports([package], root=tmp_path)}
+    assert found == {
+        "pkg/__init__.py::pkg.b._hidden_by_init",
+        "pkg/a.py::pkg.b._shared",
+        "pkg/a.py::pkg._of_package",
+        "pkg/a.py::pkg.c._late",
+    }
 
 
 # The import cycles (strongly connected modules) still to be broken, each as its sorted modules.
