@@ -226,11 +226,13 @@ def internal_packet(kind: PacketKind, valid: bool = True) -> st.SearchStrategy[C
 
 
 def undefined_pt_packet() -> st.SearchStrategy[Container]:
-    """An internal packet whose PT is none of 1/2/3: only the InternalHeader follows."""
+    """An internal packet whose PT no entry of session.INTERNAL_KINDS names: only the InternalHeader follows."""
     return st.builds(
         lambda b, i: Container(BaseHeader=b, InternalHeader=i),
         base_header(base.BASE_HEADER_SIZE + 4, base_flags(None, False), False),
-        st.sampled_from([0, *range(4, 16)]).flatmap(lambda pt: internal_header(pt, valid=False)),
+        st.sampled_from(sorted(set(range(16)) - {e.pt for e in session.INTERNAL_KINDS})).flatmap(
+            lambda pt: internal_header(pt, valid=False)
+        ),
     )
 
 

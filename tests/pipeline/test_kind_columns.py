@@ -17,17 +17,16 @@ from packets.layout import SESSION_KINDS, PacketKind
 
 
 def test_the_columns_of_todays_kinds_keep_their_names_and_order() -> None:
-    assert KIND_COLUMNS == {
-        "UserMessage": "user_messages",
-        "SessionAck": "session_acks",
-        "OrderAck": "order_acks",
-        "FinalAck": "final_acks",
-    }
-    assert list(KIND_COLUMNS.values()) == ["user_messages", "session_acks", "order_acks", "final_acks"]
+    assert list(KIND_COLUMNS.items())[:4] == [
+        ("UserMessage", "user_messages"),
+        ("SessionAck", "session_acks"),
+        ("OrderAck", "order_acks"),
+        ("FinalAck", "final_acks"),
+    ]
     names = [name for name, _type in SCHEMAS["sessions"]]
     at = names.index("packets_server") + 1
-    assert names[at : at + 4] == list(KIND_COLUMNS.values())
-    assert names[at + 4] == "gaps"
+    assert names[at : at + len(KIND_COLUMNS)] == list(KIND_COLUMNS.values())
+    assert names[at + len(KIND_COLUMNS)] == "gaps"
     assert all(dict(SCHEMAS["sessions"])[c] == "long" for c in KIND_COLUMNS.values())
     assert _arrow_schema("sessions").names == names
 
