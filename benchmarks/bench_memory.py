@@ -9,9 +9,9 @@ process started for the purpose (its output to /dev/null), against the limit of 
 - ``decode --json`` (stream order) and ``decode --json --order capture``;
 - a pipeline worker, three ways: the one-process chain (:func:`harness.pipeline.flows.iter_local`,
   what a Spark task runs on a whole file); the two stages of a Spark job on a capture cut into
-  ranges, each in its own process -- the read task (:func:`harness.pipeline.job.read_task` over
+  ranges, each in its own process -- the read task (:func:`harness.pipeline.tasks.read_task` over
   every range, the connection's segments handed on, here to a file) and the shuffle partition
-  (:func:`harness.pipeline.job.analyse_partition` reading them back one list at a time, as Spark
+  (:func:`harness.pipeline.tasks.analyse_partition` reading them back one list at a time, as Spark
   hands them over); and ``msmq-harness pipeline --master local[1]`` itself, the largest of its
   Python worker processes, sampled from /proc every 0.1 s (``BENCH_MEMORY_SPARK=0`` skips it).
 
@@ -46,18 +46,18 @@ for _tables in iter_local([sys.argv[1]]):
 
 _READ_TASKS = """
 import pickle, sys
-from harness.pipeline import job
+from harness.pipeline import tasks
 from harness.pipeline.splits import describe, plan_tasks
 plan = plan_tasks([describe(sys.argv[1])], int(sys.argv[3]), 4)
 with open(sys.argv[2], "wb") as out:
     for splits in plan:
-        for item in job.read_task(splits, frozenset({1801})):
+        for item in tasks.read_task(splits, frozenset({1801})):
             pickle.dump(item, out, protocol=pickle.HIGHEST_PROTOCOL)
 """
 
 _PARTITION = """
 import pickle, sys
-from harness.pipeline import job
+from harness.pipeline import tasks
 
 def items():
     with open(sys.argv[1], "rb") as f:
@@ -67,7 +67,7 @@ def items():
             except EOFError:
                 return
 
-for _kind, _value in job.analyse_partition(0, items(), frozenset({1801}), sys.argv[2]):
+for _kind, _value in tasks.analyse_partition(0, items(), frozenset({1801}), sys.argv[2]):
     pass
 """
 

@@ -16,7 +16,7 @@ row names its competitor.  Compared, on the same file, each run ``BENCH_PIPELINE
   (default 120, about 1.7 MB), shown apart, and the rate is also given with its CPU taken off;
 - one process: the same functions in one Python process (:func:`harness.pipeline.flows.iter_local`:
   read, decode frames, reassemble, ``decode_pieces``, the observer) with the rows written to
-  Parquet by the job's own :class:`harness.pipeline.job.PartWriter`, per CPU-second of this
+  Parquet by the job's own :class:`harness.pipeline.tasks.PartWriter`, per CPU-second of this
   process;
 - scapy: ``rdpcap`` with the MSMQ scapy layers bound to TCP 1801, on the first ``SCAPY_FRAMES``
   frames (its rate is per frame).
@@ -229,7 +229,7 @@ def _pipeline_process(path: Path, out: Path, cores: int) -> dict[str, float]:
 def _one_process(path: Path, out: Path) -> int:
     """:func:`iter_local` with its rows written to Parquet as the job writes them; MSMQ packets."""
     from harness.pipeline.flows import iter_local
-    from harness.pipeline.job import TABLES, PartWriter
+    from harness.pipeline.tasks import TABLES, PartWriter
 
     shutil.rmtree(out, ignore_errors=True)
     packets = 0

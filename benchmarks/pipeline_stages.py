@@ -62,8 +62,8 @@ def stage_row(path: Path, folder: Path) -> dict[str, Any]:
     """The stages of the chain on ``path``, alone, against the whole chain."""
     import packets
     from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, first_reading, segments_of
-    from harness.pipeline.job import TABLES, PartWriter
     from harness.pipeline.splits import Split, SplitResult, read_split
+    from harness.pipeline.tasks import TABLES, PartWriter
     from harness.session import Observer
 
     mb = path.stat().st_size / 1e6

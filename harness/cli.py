@@ -34,7 +34,8 @@ from harness.capture.pcapcommon import CaptureProblem, Record
 from harness.capture.pcapfile import iter_records, read_header
 from harness.cases.baseline import render_baseline
 from harness.cases.coverage import coverage, render_coverage
-from harness.cases.loader import CaseError, load_paths, load_requirements
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_paths, load_requirements
 from harness.cli_run import CASES, EXIT_OK, EXIT_USAGE
 from harness.cli_run import add_parser as add_run_parser
 from harness.decoding import INPUT_PREFIX, ORDERS, PCAP_MAGICS, decode_file, hex_text, read_hex

@@ -24,7 +24,8 @@ from harness.argtypes import count, seconds
 from harness.cases.baseline import BaselineError, load_baseline
 from harness.cases.cache import CaseCache
 from harness.cases.execute import ConfigurationError, open_target
-from harness.cases.loader import CaseError, load_paths
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_paths
 from harness.cases.profiles import PROFILES, plan, profile_cases, render_plan
 from harness.cases.runner import run, select
 from harness.cases.targets.registry import target_help

@@ -54,7 +54,8 @@ from harness.argtypes import seconds
 from harness.cases.baseline import BaselineError, load_baseline
 from harness.cases.cache import CaseCache
 from harness.cases.execute import ConfigurationError, open_target, run_case
-from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_file, load_requirements
+from harness.cases.lines import CaseError
+from harness.cases.loader import BUNDLED_REQUIREMENTS, load_file, load_requirements
 from harness.cases.runner import apply_known_failures, keyword_matcher
 from harness.cases.targets.registry import target_help
 from harness.errors import HarnessError

@@ -14,8 +14,8 @@ import pytest
 import harness
 from harness.cases.baseline import BaselineError
 from harness.cases.execute import ConfigurationError, run_case
+from harness.cases.lines import CaseError
 from harness.cases.loader import load_text
-from harness.cases.schema import CaseError
 from harness.cases.target import (
     TARGET_ERRORS,
     TargetError,

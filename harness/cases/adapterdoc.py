@@ -24,7 +24,7 @@ from harness.cases.events import HARNESS_OPERATIONS, VALUE_KINDS, argument_kind,
 from harness.cases.schema import SCHEMA_PATH
 from harness.cases.target import CAPABILITIES
 from harness.cases.targets.command import MAX_LINE
-from harness.cases.targets.registry import KINDS
+from harness.cases.targets.kind import KINDS
 from harness.cases.wirecheck import load_actions
 from harness.cases.wireruns.base import DEFAULT_TIMER_SCALE, DEFAULT_WINDOW
 from harness.model import Message, OutgoingQueue, Queue, QueueManager

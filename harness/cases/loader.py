@@ -31,28 +31,16 @@ from harness.cases.grading import (
     readings_of,
     requirement_annotations,
 )
+from harness.cases.lines import CaseError, Lines, PathT, format_path
 from harness.cases.matrix import check_placeholders, expand
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
-from harness.cases.schema import (
-    CaseError,
-    Lines,
-    PathT,
-    VariantCheck,
-    check_case,
-    format_path,
-    known_events,
-    validate,
-    validate_def,
-)
+from harness.cases.schema import VariantCheck, check_case, known_events, validate, validate_def
 from harness.session.rules import RULES
 
 __all__ = [
-    "CaseError",
-    "Requirement",
     "case_file_sizes",
     "case_files",
     "check_unique",
-    "known_events",
     "load_file",
     "load_paths",
     "load_requirements",

@@ -31,18 +31,16 @@ from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, RESULT_KINDS
 from harness.cases.events import spec_events as model_spec_events
 from harness.cases.lines import CaseError, Lines, PathT, format_path
 from harness.cases.matrix import PLACEHOLDER
-from harness.cases.wirecheck import check_wire_case, is_wire_doc, load_actions
+from harness.cases.wire import is_wire_doc
+from harness.cases.wirecheck import check_wire_case, load_actions
 
 __all__ = [
     "SCHEMA_PATH",
     "WHOLE_DOCUMENT",
-    "CaseError",
-    "Lines",
     "VariantCheck",
     "case_id",
     "check_case",
     "event_parameters",
-    "format_path",
     "known_events",
     "register_events",
     "schema",

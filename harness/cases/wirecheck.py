@@ -21,14 +21,14 @@ import harness.cases.wireruns  # noqa: F401  (its wire runs declare the case act
 from harness.cases.actions import ACTIONS, Action
 from harness.cases.grading import unwrap
 from harness.cases.lines import Lines, PathT
-from harness.cases.wire import DELIVERY, PACKET_KINDS, RAW, behaviours_of, is_wire_doc
+from harness.cases.wire import DELIVERY, PACKET_KINDS, RAW, behaviours_of
 from harness.cases.wireruns.peer import check_replies
 from harness.cases.wiretimers import TIMERS, parse_bound
 from harness.model import Message
 from harness.session import named_behaviour
 from harness.session.rules import RULES
 
-__all__ = ["check_wire_case", "is_wire_doc", "load_actions"]
+__all__ = ["check_wire_case", "load_actions"]
 
 _WAIT_CONDITIONS = ("packet", "acked", "connection_history", "connections", "closed")
 _QUEUE_STATES = ("Connected", "Disconnected", "Inactive", "Locked", "NeedValidation", "Waiting", "OnHold")

@@ -24,7 +24,8 @@ from typing import Any
 from harness.cases import loader  # loader.load_file looked up when called (a test records the loads)
 from harness.cases.cache import CaseCache
 from harness.cases.caseresult import case_result_since
-from harness.cases.loader import CaseError, case_file_sizes, check_unique
+from harness.cases.lines import CaseError
+from harness.cases.loader import case_file_sizes, check_unique
 from harness.cases.model import Case, SpecRef
 from harness.cases.pool import WORKER, chunk_spans, longest_first, worker_init, worker_run
 from harness.results import CaseResult, Outcome

@@ -32,7 +32,8 @@ from typing import Any
 
 from harness.argtypes import count, seconds
 from harness.cases.execute import open_target, run_case
-from harness.cases.loader import CaseError, load_paths
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_paths
 from harness.cases.target import WIRE_INITIATOR
 from harness.cases.targets.live import parse_live_queue, parse_live_scale, parse_mqqb_address, parse_ping_port
 from harness.cases.targets.registry import make_target

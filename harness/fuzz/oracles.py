@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import packets
-from harness.cases.loader import CaseError, load_requirements
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_requirements
 from harness.cases.model import Requirement
 from harness.fuzz.generate import Context
 from harness.fuzz.states import CONNECT_TIMEOUT, STATES, Connection, build

@@ -16,9 +16,10 @@ Layer rules (the import-linter contracts of pyproject.toml): Rule 1: imports the
 recordings of a session (``harness.peers.recording``) live here; the reports only read them.
 """
 
+from harness.peers.history import PeerConnection, PingExchange, SinkFailure
 from harness.peers.link import InitiatorLink, LinkError, parse_address
 from harness.peers.recorder import PcapRecorder, TcpFlow
-from harness.peers.server import PeerConnection, PeerError, PingExchange, SimulatedPeer, SinkFailure
+from harness.peers.server import PeerError, SimulatedPeer
 
 __all__ = [
     "InitiatorLink",

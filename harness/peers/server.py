@@ -65,7 +65,7 @@ from harness.peers.recorder import PcapRecorder
 from harness.session import Acceptor, AcceptorBehaviour, RuleViolation, SessionConfig, named_behaviour
 from packets import GUID, Packet
 
-__all__ = ["PeerConnection", "PeerError", "PeerSnapshot", "PingExchange", "SimulatedPeer", "SinkFailure"]
+__all__ = ["PeerError", "PeerSnapshot", "SimulatedPeer"]
 
 HISTORY = 10_000  # default: packets, delivered messages and violations kept in detail (all connections)
 HISTORY_BYTES = 256 << 20  # default: packet bytes kept in detail

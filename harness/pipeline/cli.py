@@ -20,7 +20,8 @@ from harness.cases.schema import case_id
 from harness.files import regular_file
 from harness.outdir import refusal
 from harness.pipeline.cluster import DEFAULT_EXECUTOR_TIMEOUT
-from harness.pipeline.job import ClusterError, PipelineError, run_pipeline
+from harness.pipeline.errors import ClusterError, PipelineError
+from harness.pipeline.job import run_pipeline
 from harness.pipeline.minimize import NotReproduced, Reproducer, minimize
 from harness.pipeline.outputs import OutError, RemoteStagedOutput, out_target
 from harness.pipeline.splits import SplitError, expand_inputs, is_local

@@ -53,30 +53,11 @@ from harness.pipeline.outputs import FsFolder, OutError, OutTarget, RemoteStaged
 from harness.pipeline.plan import JobPlan, plan_job
 from harness.pipeline.splits import InputFile, Split, SplitError, describe, expand_inputs, is_local
 from harness.pipeline.summary import Executed, summarise, write_summary
-from harness.pipeline.tasks import (
-    SCHEMAS,
-    TABLES,
-    PartWriter,
-    RangeLocal,
-    analyse_partition,
-    range_connections,
-    read_files,
-    read_task,
-)
+from harness.pipeline.tasks import RangeLocal, analyse_partition, range_connections, read_files, read_task
 
 __all__ = [
-    "SCHEMAS",
-    "TABLES",
-    "ClusterError",
-    "PartWriter",
-    "PipelineError",
-    "RangeLocal",
-    "analyse_partition",
-    "read_task",
     "run_pipeline",
     "spark_failure",
-    "spark_session",
-    "stop_session",
 ]
 
 #: connections that only one range of a local input holds are analysed by the task reading it,

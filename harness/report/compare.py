@@ -49,8 +49,8 @@ from harness.cases.baseline import signature
 from harness.report.explain import explain
 from harness.report.html import BASE_CSS, FILTER_JS, escape, options
 from harness.report.json_report import FORMAT, READABLE, load_schema, read_json
-from harness.report.terminal import section_key, verdict
-from harness.results import SEVERITY, CaseResult, RunResult, printable
+from harness.report.terminal import verdict
+from harness.results import SEVERITY, CaseResult, RunResult, printable, section_key
 
 __all__ = [
     "MISSING",

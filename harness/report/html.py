@@ -52,11 +52,10 @@ from harness.report.terminal import (
     OUTCOMES,
     SHOWN_OUTCOMES,
     baseline_lines,
-    section_key,
     sections_by_document,
     verdict,
 )
-from harness.results import SEVERITY, CaseResult, Outcome, RunResult
+from harness.results import SEVERITY, CaseResult, Outcome, RunResult, section_key
 
 __all__ = ["BASE_CSS", "escape", "render_html", "section_anchor", "transcript_href", "write_html"]
 

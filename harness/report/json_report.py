@@ -40,8 +40,7 @@ from typing import Any
 from harness.outdir import write_file_atomically
 from harness.report.explain import explain
 from harness.report.formats import ReportFormat
-from harness.report.terminal import section_key
-from harness.results import CaseResult, Outcome, RunResult, StepFailure
+from harness.results import CaseResult, Outcome, RunResult, StepFailure, section_key
 
 __all__ = [
     "FORMAT",

@@ -39,8 +39,8 @@ from pathlib import Path
 from harness.outdir import write_file_atomically
 from harness.report.formats import ReportFormat
 from harness.report.identity import identity_rows
-from harness.report.terminal import DOCUMENTS, case_headline, case_lines, failure_line, section_key
-from harness.results import CaseResult, Outcome, RunResult
+from harness.report.terminal import case_headline, case_lines, failure_line
+from harness.results import DOCUMENTS, CaseResult, Outcome, RunResult, section_key
 
 __all__ = ["classname", "relative_file", "render_junit", "to_element", "write_junit", "xfail_message"]
 

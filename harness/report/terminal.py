@@ -32,12 +32,11 @@ from typing import IO, Any
 
 from harness.report.explain import Explanation, explain, explanation_lines, show_value
 from harness.report.identity import identity_rows
-from harness.results import DOCUMENTS, SEVERITY, CaseResult, Outcome, RunResult, StepFailure, printable, section_key
+from harness.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure, printable, section_key
 from packets.paths import display_value
 
 __all__ = [
     "BAD_OUTCOMES",
-    "DOCUMENTS",
     "OUTCOMES",
     "SHOWN_OUTCOMES",
     "Progress",
@@ -50,7 +49,6 @@ __all__ = [
     "print_summary",
     "render_summary",
     "requirement_tag",
-    "section_key",
     "sections_by_document",
     "styled",
     "verdict",

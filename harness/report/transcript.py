@@ -39,7 +39,7 @@ from harness.report.html import BASE_CSS, escape
 from harness.results import CaseResult, StepFailure
 from packets.render import render_tree
 
-__all__ = ["MSMQ_PORT", "RecordedConnection", "file_stem", "find_failing", "render_transcript", "write_transcript"]
+__all__ = ["file_stem", "find_failing", "render_transcript", "write_transcript"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+\[\]-]+")
 _STEM_CHARS = 150  # characters of a transcript's file name before its suffix (the digest apart)

@@ -14,7 +14,8 @@ from harness.cases.adapterdoc import EXAMPLE, PATH, render
 from harness.cases.schema import SCHEMA_PATH
 from harness.cases.targets import make_target
 from harness.cases.targets.command import CommandTarget
-from harness.cases.targets.registry import KINDS, target_help
+from harness.cases.targets.kind import KINDS
+from harness.cases.targets.registry import target_help
 from harness.cases.wirecheck import load_actions
 from harness.peers import SimulatedPeer
 

@@ -14,13 +14,12 @@ import pytest
 
 from harness.cases.actions import ACTIONS
 from harness.cases.coverage import coverage, graded_requirements, render_coverage
-from harness.cases.events import event_section
+from harness.cases.events import PSEUDO_EVENTS, event_section
 from harness.cases.grading import annotation, attribute, processing_requirement
 from harness.cases.loader import load_paths, load_requirements, load_text
 from harness.cases.model import Case, Level, Requirement, Step
 from harness.cases.mutants import MUTANTS, render, run_mutant, run_mutants
 from harness.cases.runner import run
-from harness.cases.targets.reference import PSEUDO_EVENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases"

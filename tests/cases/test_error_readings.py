@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from harness.cases.execute import run_case
+from harness.cases.lines import CaseError
 from harness.cases.loader import load_paths, load_requirements, load_text
 from harness.cases.model import Case
 from harness.cases.runner import run
-from harness.cases.schema import CaseError
 from harness.cases.target import TargetError, target_error
 from harness.cases.targets import ReferenceTarget
 from harness.model.enums import CursorState, CursorStatus

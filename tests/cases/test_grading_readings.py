@@ -17,11 +17,10 @@ import pytest
 
 from examples.readings.dmpr import RemovedPositionRestartsAtStart as RestartsAtStart
 from harness.cases import grading
-from harness.cases.events import event_section
+from harness.cases.events import PSEUDO_EVENTS, event_section
 from harness.cases.loader import load_paths
 from harness.cases.model import Case, Level, Step
 from harness.cases.runner import run
-from harness.cases.targets.reference import PSEUDO_EVENTS
 from harness.model import QueueManager
 from harness.model.adm import Queue
 from harness.model.enums import SeekDirection

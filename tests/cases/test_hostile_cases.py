@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.cases.lines import CaseError
 from harness.cases.loader import MAX_DEPTH, MAX_NODES, load_text
 from harness.cases.matrix import MAX_VARIANTS
-from harness.cases.schema import CaseError
 
 HEAD = "id: x\ntitle: t\nspec: [{section: MS-MQDMPR 3.1.7.3.2, requirement: DMPR-3.1.7.3.2-FWD-START}]\n"
 

@@ -16,10 +16,9 @@ import pytest
 
 from harness.cases.coverage import coverage, render_coverage
 from harness.cases.grading import attribute
+from harness.cases.lines import CaseError
 from harness.cases.loader import (
     BUNDLED_REQUIREMENTS,
-    CaseError,
-    known_events,
     load_file,
     load_paths,
     load_requirements,
@@ -27,7 +26,7 @@ from harness.cases.loader import (
     requirements_for,
 )
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
-from harness.cases.schema import SCHEMA_PATH, register_events, spec_events
+from harness.cases.schema import SCHEMA_PATH, known_events, register_events, spec_events
 
 HERE = Path(__file__).parent
 BAD = HERE / "bad"

@@ -15,7 +15,8 @@ import pytest
 
 from harness.cases import loader, schema
 from harness.cases.cache import ENV, CaseCache
-from harness.cases.loader import CaseError, load_file, load_paths, load_text
+from harness.cases.lines import CaseError, Lines
+from harness.cases.loader import load_file, load_paths, load_text
 from harness.cases.matrix import check_placeholders, expand
 from harness.cases.model import Case, Requirement
 from harness.cases.pool import chunk_spans
@@ -89,7 +90,7 @@ def test_the_schema_is_checked_once_per_document(monkeypatch: pytest.MonkeyPatch
     calls: list[str] = []
     full = schema.validate
 
-    def counted(doc: Any, lines: schema.Lines) -> None:
+    def counted(doc: Any, lines: Lines) -> None:
         calls.append(str(doc.get("id")))
         full(doc, lines)
 

@@ -22,12 +22,11 @@ from typing import Any
 import pytest
 
 from harness.cases import grading
-from harness.cases.events import event_section
+from harness.cases.events import PSEUDO_EVENTS, event_section
 from harness.cases.loader import load_paths, load_requirements
 from harness.cases.model import Case
 from harness.cases.mutants import MUTANTS, out_of_reading_mutants, target_of
 from harness.cases.runner import run
-from harness.cases.targets.reference import PSEUDO_EVENTS
 from harness.results import Outcome, StepFailure
 
 CASES = Path(__file__).resolve().parents[2] / "cases"

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from examples.mutants.readings import GENERATED, MUTANTS, TABLE
+from harness.cases.events import PSEUDO_EVENTS
 from harness.cases.loader import load_paths, load_requirements
 from harness.cases.model import Level
 from harness.cases.mutants import MUTANTS as SHIPPED
 from harness.cases.mutants import out_of_reading_mutants, render, run_mutant
 from harness.cases.runner import run
-from harness.cases.targets.reference import PSEUDO_EVENTS
 from harness.model import QueueManager
 from harness.results import Outcome
 

@@ -11,7 +11,8 @@ import time
 import pytest
 
 import packets
-from harness.cases.loader import CaseError, load_text
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_text
 from harness.cases.wire import needs_simulated_peer
 from harness.cases.wireruns.peer import PeerReply, close_peer, peer_replies, simulated_peer
 from harness.fuzz.generate import Context, template

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from examples.readings import READINGS
+from harness.cases.events import PSEUDO_EVENTS
 from harness.cases.loader import load_paths, load_requirements
 from harness.cases.model import Level
 from harness.cases.runner import run
-from harness.cases.targets.reference import PSEUDO_EVENTS
 from harness.results import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "cases"

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from harness.cases.events import RESULT_KINDS, event_results, second_result, spec_events
-from harness.cases.loader import CaseError, load_text
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_text
 
 
 def test_the_second_value_of_each_tuple_is_named_by_the_declared_return_type() -> None:

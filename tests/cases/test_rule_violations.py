@@ -19,7 +19,8 @@ import pytest
 
 from harness.cases.coverage import coverage, render_coverage
 from harness.cases.grading import grade
-from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_requirements, load_text
+from harness.cases.lines import CaseError
+from harness.cases.loader import BUNDLED_REQUIREMENTS, load_requirements, load_text
 from harness.cases.model import Case, SpecRef
 from harness.cases.runner import run
 from harness.cases.violations import graded_violation, rule_requirement, watched_rules

@@ -15,7 +15,8 @@ import pytest
 from harness.cases.compare import compare_then, matches, values_equal
 from harness.cases.execute import ConfigurationError, run_case, step_section
 from harness.cases.grading import derived_requirement
-from harness.cases.loader import CaseError, load_text
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_text
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
 from harness.cases.runner import load_known_failures, run, select
 from harness.cases.target import TargetInfo

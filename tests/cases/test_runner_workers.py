@@ -19,7 +19,8 @@ import pytest
 from harness.cases import loader
 from harness.cases.cache import CaseCache
 from harness.cases.execute import ConfigurationError
-from harness.cases.loader import CaseError, load_paths
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_paths
 from harness.cases.model import Case
 from harness.cases.pool import chunk_spans, longest_first
 from harness.cases.runner import run, select

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cases.loader import CaseError, load_paths, load_text
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_paths, load_text
 from harness.cli import main as cli_main
 from harness.report.transcript import file_stem
 from tests.case_texts import establish_case

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from harness.cases.execute import ConfigurationError
-from harness.cases.loader import CaseError, load_paths
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_paths
 from harness.cases.runner import run
 from harness.cli import main
 from harness.results import Outcome

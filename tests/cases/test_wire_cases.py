@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cases.loader import CaseError, load_paths, load_text
+from harness.cases.lines import CaseError
+from harness.cases.loader import load_paths, load_text
 from harness.cases.runner import run
 from harness.cases.violations import watches
 from harness.peers import SimulatedPeer

@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 
 from harness.cli import main as cli_main
 from harness.pipeline.flows import iter_local
-from harness.pipeline.job import TABLES, PartWriter
 from harness.pipeline.synth import ANOMALIES, synthesize
+from harness.pipeline.tasks import TABLES, PartWriter
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GOLDEN = Path(__file__).with_name("hotpath_golden.json")

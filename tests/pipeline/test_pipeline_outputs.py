@@ -18,6 +18,7 @@ from pyarrow.fs import LocalFileSystem
 from harness.cli import main as cli_main
 from harness.outdir import MARKER
 from harness.pipeline import job
+from harness.pipeline.cluster import spark_session, stop_session
 from harness.pipeline.outputs import FsFolder, OutTarget, RemoteStagedOutput, out_target
 from harness.pipeline.splits import describe
 
@@ -110,7 +111,7 @@ def test_the_executors_write_the_tables_through_a_pyarrow_file_system(tmp_path: 
     gives the tables of the local-folder route."""
     path, _manifest = capture(tmp_path, "c.pcap", sessions=8, rate=0.5, seed=4)
     plain = tmp_path / "plain"
-    spark = job.spark_session("local[2]", 2)
+    spark = spark_session("local[2]", 2)
     try:
         job.run_pipeline([str(path)], plain, spark=spark, progress=False, split_size=16 << 10)
         folder = tmp_path / "via-fs"
@@ -119,7 +120,7 @@ def test_the_executors_write_the_tables_through_a_pyarrow_file_system(tmp_path: 
         summary = job._run(spark, files, FsFolder(LocalFileSystem(), str(folder)), 0, frozenset({1801}), 16 << 10,
                            False, time.monotonic(), shown="uri")
     finally:
-        job.stop_session(spark)
+        stop_session(spark)
     for name in ("packets", "sessions", "violations"):
         rows = table(plain, name)
         assert rows and table(folder, name) == rows, name

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.peers.recording import RecordedConnection
 from harness.report.json_report import load_schema
-from harness.report.transcript import RecordedConnection, file_stem, find_failing, write_transcript
+from harness.report.transcript import file_stem, find_failing, write_transcript
 from harness.results import CaseResult, Outcome, RunResult
 from tests.case_texts import establish_case
 

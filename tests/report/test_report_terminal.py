@@ -13,8 +13,8 @@ from typing import IO
 
 import pytest
 
-from harness.report.terminal import OUTCOMES, Progress, print_summary, render_summary, section_key, verdict
-from harness.results import Outcome, RunResult
+from harness.report.terminal import OUTCOMES, Progress, print_summary, render_summary, verdict
+from harness.results import Outcome, RunResult, section_key
 
 COUNTS = "1 error, 1 failed, 1 xpass, 1 non_strict, 1 xfail, 1 unsupported, 1 not_applicable, 3 passed"
 

@@ -8,9 +8,10 @@ Every module of this package that declares a target kind (harness.cases.targets.
 from __future__ import annotations
 
 from harness.cases.targets.command import CommandTarget
+from harness.cases.targets.kind import KINDS
 from harness.cases.targets.plugin import PluginTarget
 from harness.cases.targets.reference import ReferenceTarget
-from harness.cases.targets.registry import KINDS, load_kinds, make_target, target_help
+from harness.cases.targets.registry import load_kinds, make_target, target_help
 
 __all__ = ["KINDS", "CommandTarget", "PluginTarget", "ReferenceTarget", "make_target", "target_help"]
 

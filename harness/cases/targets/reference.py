@@ -26,7 +26,7 @@ from enum import Enum
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, event_section, second_result, spec_events
+from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, second_result, spec_events
 from harness.cases.target import (
     MODEL,
     PEER_BEHAVIOURS,
@@ -65,11 +65,7 @@ from harness.session import named_behaviour
 from packets.formatname import FormatName
 
 __all__ = [
-    "ARG_KINDS",
-    "PSEUDO_EVENTS",
     "ReferenceTarget",
-    "event_section",
-    "spec_events",
 ]
 
 COMPUTER = "LOCALHOST"

@@ -15,18 +15,13 @@ import pkgutil
 from pathlib import Path
 from typing import Any
 
-from harness.cases.targets.kind import KINDS, TargetKind, parse_scale, spec_query, target_kind
+from harness.cases.targets.kind import KINDS, TargetKind
 
 __all__ = [
-    "KINDS",
-    "TargetKind",
     "did_you_mean",
     "load_kinds",
     "make_target",
-    "parse_scale",
-    "spec_query",
     "target_help",
-    "target_kind",
 ]
 
 

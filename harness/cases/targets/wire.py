@@ -32,7 +32,8 @@ from typing import Any
 from harness.cases.actions import ACTIONS
 from harness.cases.caseresult import case_result_since, graded_result
 from harness.cases.grading import graded, reconcile, unwrap
-from harness.cases.loader import BUNDLED_REQUIREMENTS, CaseError, load_requirements
+from harness.cases.lines import CaseError
+from harness.cases.loader import BUNDLED_REQUIREMENTS, load_requirements
 from harness.cases.model import Case, Step
 from harness.cases.target import (
     ADM_OUTGOING,
