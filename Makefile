@@ -42,6 +42,7 @@ lint: setup
 	$(BIN)/python -m tools.function_size
 	$(BIN)/python -m tools.inline_imports
 	$(BIN)/python -m tools.private_imports
+	$(BIN)/python -m tools.reexports
 
 bench: setup
 	$(BIN)/python -m benchmarks

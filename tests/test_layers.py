@@ -11,6 +11,8 @@ run by the suite so that CI (``make test``) enforces it too.
   those still to be moved).
 - ``tools/private_imports.py``: no module in packets/ or harness/ imports another module's private
   (leading underscore) names but those listed in tools/private_imports_allowlist.txt.
+- ``tools/reexports.py``: no module in packets/ or harness/ but a package's ``__init__`` lists in
+  its ``__all__`` a name it imports from another module (no exception).
 - no test module imports another test module (shared helpers live in one helpers module per
   test package, e.g. tests/cases/casekit.py, or in conftest fixtures) but those still listed here.
 - no import cycle among the modules of harness.cases (the ``cases-layers`` contract, with no
@@ -29,6 +31,7 @@ import grimp
 
 from tools.inline_imports import inline_imports
 from tools.private_imports import private_imports
+from tools.reexports import reexports
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,6 +108,33 @@ def test_private_imports_finds_another_modules_private_name(tmp_path: Path) -> N
         "pkg/a.py::pkg.b._shared",
         "pkg/a.py::pkg._of_package",
         "pkg/a.py::pkg.c._late",
+    }
+
+
+def test_no_reexport() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.reexports"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout[-4000:]
+
+
+def test_reexports_finds_a_name_imported_from_another_module(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text('from pkg.b import gathered\n\n__all__ = ["gathered"]\n', encoding="utf-8")
+    (package / "a.py").write_text(
+        "from __future__ import annotations\n\nimport os.path as osp\nfrom pkg.b import shared, used_here\n"
+        "from .c import other as alias\n\ntry:\n    from pkg.d import optional\nexcept ImportError:\n"
+        "    optional = None\n\n__all__ = [\"alias\", \"own\", \"shared\"]\n__all__ += [\"optional\", \"osp\"]\n\n"
+        "own = used_here\n\ndef f():\n    from pkg.e import late\n    return late\n",
+        encoding="utf-8",
+    )
+    found = {(r.key, r.source) for r in reexports([package], root=tmp_path)}
+    assert found == {
+        ("pkg/a.py::alias", "pkg.c"),
+        ("pkg/a.py::optional", "pkg.d"),
+        ("pkg/a.py::osp", "os.path"),
+        ("pkg/a.py::shared", "pkg.b"),
     }
 
 
