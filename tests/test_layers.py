@@ -5,18 +5,18 @@ run by the suite so that CI (``make test``) enforces it too.
   capture) < cases < report < (pipeline, cli, pytest_plugin); the cores import no edge; the
   results leaf imports nothing of the harness; cases import nothing of report (no cycle).
 - ``tools/function_size.py``: no function in packets/ or harness/ over 60 lines or of
-  cyclomatic complexity over 15 but those listed in tools/function_size_allowlist.txt.
+  cyclomatic complexity over 15.
 - ``tools/inline_imports.py``: no import inside a function in packets/ or harness/ but those
-  listed in tools/inline_imports_allowlist.txt (optional heavy dependencies, kept on purpose, and
-  those still to be moved).
+  listed in tools/inline_imports_allowlist.txt (optional heavy dependencies and platform modules,
+  kept on purpose).
 - ``tools/private_imports.py``: no module in packets/ or harness/ imports another module's private
-  (leading underscore) names but those listed in tools/private_imports_allowlist.txt.
+  (leading underscore) names.
 - ``tools/reexports.py``: no module in packets/ or harness/ but a package's ``__init__`` lists in
   its ``__all__`` a name it imports from another module (no exception).
 - no test module imports another test module (shared helpers live in one helpers module per
-  test package, e.g. tests/cases/casekit.py, or in conftest fixtures) but those still listed here.
-- no import cycle among the modules of harness.cases (the ``cases-layers`` contract, with no
-  exception), and no cycle in packets/ and harness/ but those still listed here.
+  test package, e.g. tests/cases/casekit.py, or in conftest fixtures).
+- no import cycle in packets/ and harness/ (and the ``cases-layers`` contract, one way with no
+  exception, inside harness.cases).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_cases_and_report_form_no_cycle() -> None:
     assert chains == set()
 
 
-def test_no_unlisted_function_over_the_limits() -> None:
+def test_no_function_over_the_limits() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tools.function_size"], cwd=ROOT, capture_output=True, text=True, timeout=300,
         check=False,
@@ -85,7 +85,7 @@ def test_inline_imports_finds_an_import_inside_a_method(tmp_path: Path) -> None:
     assert found == {"C.f.g::a.b", "C.f::x", "C.f::y"}
 
 
-def test_no_unlisted_private_import() -> None:
+def test_no_private_import() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tools.private_imports"], cwd=ROOT, capture_output=True, text=True, timeout=300,
         check=False,
@@ -138,11 +138,6 @@ def test_reexports_finds_a_name_imported_from_another_module(tmp_path: Path) -> 
     }
 
 
-# The import cycles (strongly connected modules) still to be broken, each as its sorted modules.
-KNOWN_CYCLES = {
-}
-
-
 def import_cycles(graph: grimp.ImportGraph) -> set[tuple[str, ...]]:
     """The strongly connected sets of more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}
@@ -175,15 +170,11 @@ def import_cycles(graph: grimp.ImportGraph) -> set[tuple[str, ...]]:
     return out
 
 
-def test_no_new_import_cycle() -> None:
-    """No cycle in packets/ and harness/ but those still listed (one that shares a module with a
-    listed one counts as it; a listed one broken is fine: its line goes); none at all in
-    harness.cases, whose layers contract has no exception."""
+def test_no_import_cycle() -> None:
+    """No cycle in packets/ and harness/, imports inside functions included (grimp counts them);
+    harness.cases's layers contract has no exception."""
     graph = grimp.build_graph("packets", "harness", cache_dir=None)
-    cycles = import_cycles(graph)
-    known = {m for cycle in KNOWN_CYCLES for m in cycle}
-    assert [c for c in cycles if known.isdisjoint(c)] == []
-    assert not [c for c in cycles if any(m.startswith("harness.cases") for m in c)]
+    assert import_cycles(graph) == set()
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     (layers,) = [c for c in contracts if c["id"] == "cases-layers"]
     assert layers["containers"] == ["harness.cases"] and not layers.get("ignore_imports")
@@ -199,10 +190,6 @@ def test_import_cycles_finds_a_cycle() -> None:
     graph.add_import(importer="a.z", imported="a.x")
     assert import_cycles(graph) == {("a.x", "a.y")}
 
-
-# Test modules that still import another test module's helpers: (importer, imported), each to
-# become an import of its package's helpers module.
-KNOWN_TEST_IMPORTS: set[tuple[str, str]] = set()
 
 
 def imports_of_test_modules(root: Path) -> set[tuple[str, str]]:
@@ -227,7 +214,7 @@ def imports_of_test_modules(root: Path) -> set[tuple[str, str]]:
 
 def test_no_test_module_imports_another() -> None:
     found = imports_of_test_modules(ROOT / "tests")
-    assert found - KNOWN_TEST_IMPORTS == set()
+    assert found == set()
 
 
 def test_a_test_module_importing_another_is_found(tmp_path: Path) -> None:

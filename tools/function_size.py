@@ -1,14 +1,9 @@
 """The size and complexity check of ``make lint``: no function in ``packets/`` or ``harness/`` over
 60 lines (from ``def`` to its last line, decorators apart) or of cyclomatic complexity over 15
-(ruff's mccabe rule C901, the same measure ``ruff --select C901`` reports).
+(ruff's mccabe rule C901, the same measure ``ruff --select C901`` reports).  A function over
+the limits is split by meaning, into named steps; there is no list of exceptions.
 
-The functions that were larger when the check came in are listed, one ``path::qualified.name``
-a line, in ``tools/function_size_allowlist.txt``: the check passes while every offender is
-listed, and the list shows what remains to be split.  A listed function that no longer offends
-is reported as fixed, so that its line can go.
-
-    python -m tools.function_size            # exit 1 naming each unlisted offender
-    python -m tools.function_size --all      # every offender, listed or not
+    python -m tools.function_size            # exit 1 naming each offender
 """
 
 from __future__ import annotations
@@ -23,7 +18,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("packets", "harness")
-ALLOWLIST = ROOT / "tools" / "function_size_allowlist.txt"
 MAX_LINES = 60
 MAX_COMPLEXITY = 15
 
@@ -87,29 +81,20 @@ def offenders(paths: list[Path] | None = None) -> list[Offender]:
     return out
 
 
-def allowlist(path: Path = ALLOWLIST) -> set[str]:
-    """The listed functions: one ``path::qualified.name`` a line; ``#`` starts a comment."""
+def read_list(path: Path) -> set[str]:
+    """The entries of a list file of the checks: one entry a line; ``#`` starts a comment."""
     lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
     return {line for line in lines if line}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.function_size", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--all", action="store_true", help="list every offender, listed or not")
-    args = parser.parse_args(argv)
+    parser.parse_args(argv)
     found = offenders()
-    listed = allowlist()
     for o in found:
-        if args.all or o.key not in listed:
-            mark = "listed" if o.key in listed else "NOT LISTED"
-            print(f"{o.key} (line {o.line}): {o.why} [{mark}]")
-    fixed = sorted(listed - {o.key for o in found})
-    for key in fixed:
-        print(f"{key}: within the limits now: remove it from {ALLOWLIST.relative_to(ROOT)}")
-    new = [o for o in found if o.key not in listed]
-    print(f"{len(found)} functions over {MAX_LINES} lines or complexity {MAX_COMPLEXITY}, "
-          f"{len(new)} of them not listed; {len(fixed)} listed ones fixed")
-    return 1 if new else 0
+        print(f"{o.key} (line {o.line}): {o.why}: split it")
+    print(f"{len(found)} functions over {MAX_LINES} lines or complexity {MAX_COMPLEXITY}")
+    return 1 if found else 0
 
 
 if __name__ == "__main__":

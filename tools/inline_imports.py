@@ -22,8 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.function_size import PACKAGES, ROOT
-from tools.function_size import allowlist as read_list
+from tools.function_size import PACKAGES, ROOT, read_list
 
 ALLOWLIST = ROOT / "tools" / "inline_imports_allowlist.txt"
 

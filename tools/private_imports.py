@@ -4,12 +4,8 @@ another module's private names (``from m import _name``).
 A leading underscore says "only this module uses it": a name another module needs is shared API,
 named without the underscore (in its module's ``__all__``, with a docstring), or it moves to the
 one module that uses it.  ``from __future__`` and a module importing from itself are not counted.
-The imports still to be renamed are listed, one ``path::module.name`` a line, in
-``tools/private_imports_allowlist.txt``: the check passes while every private import is listed; a
-listed one no longer found is reported, so that its line can go.
 
-    python -m tools.private_imports            # exit 1 naming each unlisted private import
-    python -m tools.private_imports --all      # every one, listed or not
+    python -m tools.private_imports            # exit 1 naming each private import
 """
 
 from __future__ import annotations
@@ -21,9 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.function_size import PACKAGES, ROOT
-from tools.function_size import allowlist as read_list
-
-ALLOWLIST = ROOT / "tools" / "private_imports_allowlist.txt"
 
 
 @dataclass(frozen=True)
@@ -77,28 +70,14 @@ def private_imports(paths: list[Path] | None = None, root: Path = ROOT) -> list[
     return out
 
 
-def allowlist(path: Path = ALLOWLIST) -> set[str]:
-    """The listed imports: one ``path::module.name`` a line (read as the function-size list is);
-    no file: none listed."""
-    return read_list(path) if path.exists() else set()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.private_imports", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--all", action="store_true", help="list every private import, listed or not")
-    args = parser.parse_args(argv)
+    parser.parse_args(argv)
     found = private_imports()
-    listed = allowlist()
     for i in found:
-        if args.all or i.key not in listed:
-            mark = "listed" if i.key in listed else "NOT LISTED"
-            print(f"{i.key} (line {i.line}) [{mark}]")
-    gone = sorted(listed - {i.key for i in found})
-    for key in gone:
-        print(f"{key}: no longer imported: remove it from {ALLOWLIST.relative_to(ROOT)}")
-    new = [i for i in found if i.key not in listed]
-    print(f"{len(found)} private imports, {len(new)} of them not listed; {len(gone)} listed ones gone")
-    return 1 if new else 0
+        print(f"{i.key} (line {i.line}): name it without the underscore in its module, or move it")
+    print(f"{len(found)} private imports")
+    return 1 if found else 0
 
 
 if __name__ == "__main__":

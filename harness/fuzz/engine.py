@@ -38,7 +38,7 @@ from harness.fuzz.generate import (
     LENGTH_WORDS,
     Context,
     Mutation,
-    _leaves,
+    leaves,
     mutations_for,
     template,
 )
@@ -63,7 +63,7 @@ MUTATION_CLASSES = ("as-built", "length", "flags", "string", "identifier", "inte
 def _field_values(template_name: str) -> dict[str, Any]:
     """Each field of a template's conformant packet (as mutations name it) and its decoded value."""
     decoded = packets.parse(packets.build(template(template_name).build(Context(GUID(bytes(16))))), strict=False)
-    return dict(_leaves(decoded.headers))
+    return dict(leaves(decoded.headers))
 
 
 def mutation_class(m: Mutation) -> str:

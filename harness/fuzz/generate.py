@@ -53,6 +53,7 @@ __all__ = [
     "Context",
     "Mutation",
     "Template",
+    "leaves",
     "mutations_for",
     "template",
     "templates_of",
@@ -510,7 +511,9 @@ def _computed(header: Any) -> None:
             header[key] = None
 
 
-def _leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+def leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Every leaf field of decoded headers with its dotted path (``UserHeader.Flags``,
+    ``MultiQueueFormatHeader.Destination.FormatNameList.0...``): what a mutation may change."""
     if isinstance(obj, BitFlags | GUID | bytes | bytearray | str | int):
         yield prefix, obj
         return
@@ -518,7 +521,7 @@ def _leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         # a nested list (an MQF FormatNameList): the offsets of the codec name the list, so a number is
         # mutated in place only at its start (the first element's first field); strings anywhere
         for i in range(len(obj)):
-            for j, (path, value) in enumerate(_leaves(obj[i], f"{prefix}.{i}")):
+            for j, (path, value) in enumerate(leaves(obj[i], f"{prefix}.{i}")):
                 if isinstance(value, str) or (i == 0 and j == 0):
                     yield path, value
         return
@@ -526,7 +529,7 @@ def _leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         for key, value in obj.items():
             if key.startswith("_") or value is None:
                 continue
-            yield from _leaves(value, f"{prefix}.{key}" if prefix else key)
+            yield from leaves(value, f"{prefix}.{key}" if prefix else key)
 
 
 def _ops(path: str, value: Any) -> list[str]:
@@ -563,7 +566,7 @@ def mutations_for(kind: str, ctx: Context, rng: random.Random, to: str = "accept
         headers = t.build(ctx)
         decoded = packets.parse(packets.build(headers), strict=False)
         groups: list[list[Mutation]] = [[], [], []]
-        for path, value in _leaves(decoded.headers):
+        for path, value in leaves(decoded.headers):
             for op in _ops(path, value):
                 groups[_priority(path, value)].append(Mutation(t.name, path, op))
         for g in groups:
