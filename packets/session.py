@@ -254,16 +254,18 @@ PING_PACKET_SIZE = 24
 
 
 def check_internal_header(headers: Container) -> Violations:
-    """[MS-MQQB] 2.2.1: PT is 1, 2 or 3; CS only in an EstablishConnection or ConnectionParameters
-    Packet."""
+    """[MS-MQQB] 2.2.1: PT is a packet type (those of :data:`INTERNAL_KINDS`: 1, 2 or 3); CS only
+    in an EstablishConnection or ConnectionParameters Packet."""
     flags = headers.InternalHeader.Flags
-    if flags.PT not in (PT_SESSION_ACK, PT_ESTABLISH_CONNECTION, PT_CONNECTION_PARAMETERS):
+    types = sorted(k.pt for k in INTERNAL_KINDS)
+    if flags.PT not in types:
+        named = ", ".join(f"0x{pt:X}" for pt in types[:-1]) + f" or 0x{types[-1]:X}"
         yield (
             "InternalHeader.Flags.PT",
-            f"0x{flags.PT:X} is not a packet type (0x1, 0x2 or 0x3); the session MUST be closed",
+            f"0x{flags.PT:X} is not a packet type ({named}); the session MUST be closed",
             S_INTERNAL,
         )
-    elif flags.CS and flags.PT == PT_SESSION_ACK:
+    elif flags.CS and flags.PT not in (PT_ESTABLISH_CONNECTION, PT_CONNECTION_PARAMETERS):
         yield (
             "InternalHeader.Flags.CS",
             "MUST NOT be set in a packet other than an EstablishConnection or ConnectionParameters Packet",
