@@ -101,7 +101,8 @@ def _old_validate(doc: Any, lines: Any) -> None:
 def _old_cases(doc: Any, lines: Any, events: Collection[str], known: Mapping[str, Any]) -> list[Any]:
     """harness.cases.loader._cases before validation was once per document."""
     from harness.cases.matrix import check_placeholders, expand
-    from harness.cases.schema import check_case, validate_def
+    from harness.cases.schema import validate_def
+    from harness.cases.semantics import check_case
 
     if not isinstance(doc, dict):
         _old_validate(doc, lines)

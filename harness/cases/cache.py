@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.cases import schema
+from harness.cases import eventnames, schema
 from harness.cases.model import Case
 from harness.errors import HarnessError
 
@@ -53,8 +53,8 @@ def fingerprint() -> str:
     digest = hashlib.sha256()
     digest.update(sys.version.encode())
     digest.update(json.dumps(schema.schema(), sort_keys=True).encode())
-    digest.update(repr(sorted(schema.spec_events())).encode())
-    digest.update(repr(sorted((e, schema.event_parameters(e)) for e in schema.spec_events())).encode())
+    digest.update(repr(sorted(eventnames.spec_events())).encode())
+    digest.update(repr(sorted((e, eventnames.event_parameters(e)) for e in eventnames.spec_events())).encode())
     package = Path(schema.__file__).parent
     for source in sorted([*package.glob("*.py"), schema.SCHEMA_PATH]):
         digest.update(source.name.encode())

@@ -4,7 +4,7 @@ Renders the case file format of docs/cases.md: each YAML document of a file is o
 with ``yaml.safe_load`` semantics (plain data, no tags that build objects) but composed first so
 that every node keeps its line.  A document is then checked against ``case.schema.json``, its
 matrix placeholders are checked and expanded (``harness.cases.matrix``), each variant gets the
-semantic checks of ``harness.cases.schema`` (known [MS-MQDMPR] events, references to what
+semantic checks of ``harness.cases.semantics`` (known [MS-MQDMPR] events, references to what
 ``given`` defines), and becomes a :class:`~harness.cases.model.Case`.  Every problem is one
 :class:`CaseError`, ``"file:line: key: message"``.  ``load_requirements`` reads
 cases/requirements.yaml, the list of spec requirements the cases cite.
@@ -24,6 +24,7 @@ import yaml
 
 from harness.cases.actions import ACTIONS
 from harness.cases.cache import CaseCache
+from harness.cases.eventnames import known_events
 from harness.cases.grading import (
     READINGS,
     annotation,
@@ -34,7 +35,9 @@ from harness.cases.grading import (
 from harness.cases.lines import CaseError, Lines, PathT, format_path
 from harness.cases.matrix import check_placeholders, expand
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
-from harness.cases.schema import VariantCheck, check_case, known_events, validate, validate_def
+from harness.cases.schema import validate, validate_def
+from harness.cases.semantics import check_case
+from harness.cases.variants import VariantCheck
 from harness.session.rules import RULES
 
 __all__ = [
@@ -344,7 +347,7 @@ def _cited(doc: dict[str, Any], lines: Lines, known: Mapping[str, Requirement]) 
 def _cases(doc: Any, lines: Lines, events: Collection[str], known: Mapping[str, Requirement]) -> list[Case]:
     """The variants of one document.  The schema is checked once per document: in full on its
     first variant, and on the other variants only where a placeholder was substituted, once per
-    distinct substitution (harness.cases.schema.VariantCheck); the semantic checks run on every
+    distinct substitution (harness.cases.variants.VariantCheck); the semantic checks run on every
     variant."""
     if not isinstance(doc, dict):
         validate(doc, lines)  # reports "expected a mapping"

@@ -7,7 +7,7 @@ the session rules ``then.peer.violations`` names.
 
 This module sits above the wire runs (harness.cases.wireruns), whose methods declare the case
 actions: importing it makes :data:`harness.cases.actions.ACTIONS` complete (:func:`load_actions`).
-The schema (harness.cases.schema) calls :func:`check_wire_case` for a wire document.
+The semantic checks (harness.cases.semantics) call :func:`check_wire_case` for a wire document.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 
 from harness.cases.coverage import coverage, render_coverage
+from harness.cases.eventnames import known_events, register_events, spec_events
 from harness.cases.grading import attribute
 from harness.cases.lines import CaseError
 from harness.cases.loader import (
@@ -26,7 +27,7 @@ from harness.cases.loader import (
     requirements_for,
 )
 from harness.cases.model import Alternative, Case, Level, Requirement, SpecRef, Step
-from harness.cases.schema import SCHEMA_PATH, known_events, register_events, spec_events
+from harness.cases.schema import SCHEMA_PATH
 
 HERE = Path(__file__).parent
 BAD = HERE / "bad"

@@ -21,7 +21,8 @@ from harness.cases.matrix import check_placeholders, expand
 from harness.cases.model import Case, Requirement
 from harness.cases.pool import chunk_spans
 from harness.cases.runner import run
-from harness.cases.schema import WHOLE_DOCUMENT, VariantCheck, substitution_units
+from harness.cases.semantics import check_case
+from harness.cases.variants import WHOLE_DOCUMENT, VariantCheck, substitution_units
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -73,7 +74,7 @@ def _old_cases(doc: Any, lines: Any, events: Collection[str], known: Mapping[str
     cases = []
     for values, variant_doc, variant_lines in expand(doc, lines):
         schema.validate(variant_doc, variant_lines)
-        schema.check_case(variant_doc, variant_lines, events)
+        check_case(variant_doc, variant_lines, events)
         cases.append(loader._build(variant_doc, variant_lines, values, known))
     return cases
 
