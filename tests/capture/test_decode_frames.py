@@ -193,7 +193,7 @@ def test_session_violations_count_toward_fail_on_violation(tmp_path: Path, capsy
 def test_decode_spilled_to_disk_is_the_same(anomalies: Path, order: str) -> None:
     from harness.capture.spill import SpillPool
     from harness.capture.streams import CaptureReading
-    from harness.cli import _print_report
+    from harness.decode_cli import _print_report
     from harness.decoding import _decode_capture
 
     def lines(hold: int, pool: SpillPool) -> list[str]:
