@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import packets
+from harness.peers.sockets import tcp_listener
 from harness.session import AcceptorBehaviour, SessionState
 from packets import StreamSplitter
 
@@ -333,13 +334,9 @@ def _revive(peer: Loop) -> None:
         return
     assert peer._sel is not None
     family = socket.AF_INET6 if ":" in down.address[0] else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
     try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(down.address)
-        listener.listen(min(max(peer.max_connections, 16), socket.SOMAXCONN))
+        listener = tcp_listener(family, down.address, peer.max_connections)
     except OSError:
-        listener.close()
         down.until = time.monotonic() + MIN_RESTART  # try again
         return
     listener.setblocking(False)

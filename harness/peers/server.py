@@ -62,6 +62,7 @@ from harness.peers.connections import Connections
 from harness.peers.history import History, JsonLines, PeerConnection, PeerTotals, PingExchange, SinkFailure
 from harness.peers.reactor import WORKERS, Slot
 from harness.peers.recorder import PcapRecorder
+from harness.peers.sockets import tcp_listener
 from harness.session import Acceptor, AcceptorBehaviour, RuleViolation, SessionConfig, named_behaviour
 from packets import GUID, Packet
 
@@ -331,15 +332,10 @@ class SimulatedPeer(Connections):
     def _listen(self, family: socket.AddressFamily) -> socket.socket:
         """The listening TCP socket of [MS-MQQB] 2.1.1 (connections beyond the backlog wait in the
         kernel until the loop accepts them)."""
-        listener = socket.socket(family, socket.SOCK_STREAM)
         try:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind((self.host, self.port))
-            listener.listen(min(max(self.max_connections, 16), socket.SOMAXCONN))
+            return tcp_listener(family, (self.host, self.port), self.max_connections)
         except OSError as e:
-            listener.close()
             raise PeerError(f"cannot listen on {self.host}:{self.port}: {e.strerror or e}") from e
-        return listener
 
     def _open_sinks(self) -> None:
         """The outputs: the pcap ``record`` and the JSON-lines ``report`` (the history's sinks)."""
