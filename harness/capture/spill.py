@@ -31,6 +31,43 @@ BLOCK = 1 << 20
 LEAST = 64 << 10
 
 
+class SpillFile:
+    """Lists of items pickled to a temporary file (opened on the first :meth:`put`), each read back by
+    where :meth:`put` wrote it: the blocks of a :class:`SpillPool`, finished connections waiting for
+    their turn (harness.capture.streams), packets held for capture order (harness.decoding), sorted
+    runs of segments (harness.pipeline.tasks)."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+
+    def put(self, items: list[Any]) -> tuple[int, int]:
+        """Write ``items`` at the end of the file; where they are: (offset, length)."""
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="msmq-harness-")  # noqa: SIM115 (closed by close())
+        self._file.seek(0, 2)
+        at = self._file.tell()
+        pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        return at, self._file.tell() - at
+
+    def get(self, where: tuple[int, int]) -> list[Any]:
+        """The items :meth:`put` wrote at ``where``."""
+        assert self._file is not None
+        self._file.seek(where[0])
+        items: list[Any] = pickle.loads(self._file.read(where[1]))
+        return items
+
+    def clear(self) -> None:
+        """Nothing written is to be read back: the file starts again empty."""
+        if self._file is not None:
+            self._file.seek(0)
+            self._file.truncate()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
 class SpillPool:
     """The memory budget and the temporary file of a set of :class:`SpillFifo`."""
 
@@ -41,39 +78,27 @@ class SpillPool:
         self.held = 0  #: bytes (by weight) in memory in the queues of this pool
         self.spilled = 0  #: blocks written out and not yet read back
         self.written = 0  #: blocks written out in all
-        self._file: IO[bytes] | None = None
+        self._file = SpillFile()
 
     def put(self, items: list[Any]) -> tuple[int, int]:
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="msmq-harness-")  # noqa: SIM115 (closed by close())
-        self._file.seek(0, 2)
-        at = self._file.tell()
-        pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        where = self._file.put(items)
         self.spilled += 1
         self.written += 1
-        return at, self._file.tell() - at
+        return where
 
     def get(self, where: tuple[int, int]) -> list[Any]:
-        assert self._file is not None
-        self._file.seek(where[0])
-        items: list[Any] = pickle.loads(self._file.read(where[1]))
-        self.spilled -= 1
-        if not self.spilled:  # nothing out: the file starts again empty
-            self._file.seek(0)
-            self._file.truncate()
+        items = self._file.get(where)
+        self.drop(1)
         return items
 
     def drop(self, blocks: int) -> None:
         """``blocks`` written out will not be read back."""
         self.spilled -= blocks
-        if not self.spilled and self._file is not None:
-            self._file.seek(0)
-            self._file.truncate()
+        if not self.spilled:  # nothing out: the file starts again empty
+            self._file.clear()
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._file.close()
 
 
 class SpillFifo(Generic[T]):
@@ -160,33 +185,3 @@ class SpillFifo(Generic[T]):
         self.pool.held -= self._head_weight + self._tail_weight
         self._head, self._tail = deque(), []
         self._head_weight = self._tail_weight = self._count = 0
-
-
-class SpillFile:
-    """Lists of items pickled to a temporary file (opened on the first :meth:`put`), each read back by
-    where :meth:`put` wrote it: finished connections waiting for their turn
-    (harness.capture.streams), packets held for capture order (harness.decoding), sorted runs of
-    segments (harness.pipeline.tasks)."""
-
-    def __init__(self) -> None:
-        self._file: IO[bytes] | None = None
-
-    def put(self, items: list[Any]) -> tuple[int, int]:
-        """Write ``items`` at the end of the file; where they are: (offset, length)."""
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="msmq-harness-")  # noqa: SIM115 (closed by close())
-        self._file.seek(0, 2)
-        at = self._file.tell()
-        pickle.dump(items, self._file, protocol=pickle.HIGHEST_PROTOCOL)
-        return at, self._file.tell() - at
-
-    def get(self, where: tuple[int, int]) -> list[Any]:
-        """The items :meth:`put` wrote at ``where``."""
-        assert self._file is not None
-        self._file.seek(where[0])
-        items: list[Any] = pickle.loads(self._file.read(where[1]))
-        return items
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
