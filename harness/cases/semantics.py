@@ -20,7 +20,7 @@ import json
 import math
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.cases.eventnames import event_parameters, known_events
@@ -44,12 +44,13 @@ SPECIAL_POSITIONS = ("Start", "End")
 GRADED_ERROR_KINDS = ("UndefinedBehaviour",)
 
 
-def _check_error_values(value: Any, path: PathT, lines: Lines) -> None:
-    """Each kind an ``error`` expectation names (in its readings, ``any_of`` or ``is``) is one
-    the runner grades: a misspelt kind would never match."""
+def _expected_values(value: Any, path: PathT) -> Iterator[tuple[Any, PathT]]:
+    """Each value an expectation admits, with the path of the expectation that names it: the values
+    of its ``readings`` (each under its reading's path), the members of ``any_of``, the value of
+    ``is``, or the value itself."""
     if isinstance(value, dict) and isinstance(value.get("readings"), dict):
         for name, reading in value["readings"].items():
-            _check_error_values(reading, (*path, "readings", name), lines)
+            yield from _expected_values(reading, (*path, "readings", name))
         return
     if isinstance(value, dict) and isinstance(value.get("any_of"), list):
         values = value["any_of"]
@@ -58,9 +59,16 @@ def _check_error_values(value: Any, path: PathT, lines: Lines) -> None:
     else:
         values = [value]
     for v in values:
+        yield v, path
+
+
+def _check_error_values(value: Any, path: PathT, lines: Lines) -> None:
+    """Each kind an ``error`` expectation names (in its readings, ``any_of`` or ``is``) is one
+    the runner grades: a misspelt kind would never match."""
+    for v, where in _expected_values(value, path):
         if isinstance(v, str) and v not in GRADED_ERROR_KINDS:
             raise lines.error(
-                path,
+                where,
                 f"error {v!r} is not an error kind the runner grades; expected one of: "
                 f"{', '.join(GRADED_ERROR_KINDS)} (Unsupported and Error are not graded values)",
             )
@@ -170,17 +178,7 @@ class _Names:
         seen.setdefault(name, path)
 
     def check(self, kind: str, value: Any, path: PathT, lines: Lines) -> None:
-        if isinstance(value, dict) and isinstance(value.get("readings"), dict):
-            for name, reading in value["readings"].items():
-                self.check(kind, reading, (*path, "readings", name), lines)
-            return
-        if isinstance(value, dict) and "any_of" in value:
-            values = value["any_of"]
-        elif isinstance(value, dict) and "is" in value:
-            values = [value["is"]]
-        else:
-            values = [value]
-        for v in values:
+        for v, where in _expected_values(value, path):
             if not isinstance(v, str):
                 continue
             if kind == "position":
@@ -193,7 +191,7 @@ class _Names:
                 kind_word, known = _KIND_WORDS.get(kind, kind), list(self.defined[kind])
             listed = ", ".join(known) if known else "none"
             raise lines.error(
-                path, f"unknown {kind_word} reference {v!r}{did_you_mean(v, known)}; given defines: {listed}"
+                where, f"unknown {kind_word} reference {v!r}{did_you_mean(v, known)}; given defines: {listed}"
             )
 
 
