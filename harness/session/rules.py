@@ -109,6 +109,26 @@ class Rule:
         return self.side != "record"
 
 
+#: The readings of a valid range the spec gives without a MUST (the timeouts of [MS-MQQB] 2.2.2.1),
+#: shared by the rules about those fields.
+RANGE_READINGS = (
+    Reading(
+        name="outside-is-malformed",
+        reading=(
+            "A value outside the valid range makes a packet that does not conform to the structures of "
+            "section 2; the receiver discards it and closes the session (3.1.5.1.3)."
+        ),
+    ),
+    Reading(
+        name="range-informative",
+        reading=(
+            "The range tells the values senders use; a receiver takes (or clamps) a value outside it and "
+            "the session goes on."
+        ),
+    ),
+)
+
+
 class RuleId(StrEnum):
     """Every rule, declared once by keyword: each member is a ``Rule(...)`` entry, its value the rule's
     id and its name that id in upper case, punctuation as underscores (the name the engines use);
@@ -287,22 +307,7 @@ class RuleId(StrEnum):
                 '"to the closest limit").  The engines take the first reading (the codec rejects the packet and the '
                 "receiver closes); a sender outside the range is graded non-strict."
             ),
-            alternatives=(
-                Reading(
-                    name="outside-is-malformed",
-                    reading=(
-                        "A value outside the valid range makes a packet that does not conform to the structures of "
-                        "section 2; the receiver discards it and closes the session (3.1.5.1.3)."
-                    ),
-                ),
-                Reading(
-                    name="range-informative",
-                    reading=(
-                        "The range tells the values senders use; a receiver takes (or clamps) a value outside it and "
-                        "the session goes on."
-                    ),
-                ),
-            ),
+            alternatives=RANGE_READINGS,
             frame="MQQB-3.1.5.1.3-DISCARD-CLOSE",
         ),
     )
@@ -326,22 +331,7 @@ class RuleId(StrEnum):
                 'is "set based on the system configuration" (3.1.3.2).  The engines take the first reading (the '
                 "codec rejects the packet and the receiver closes); a sender outside the range is graded non-strict."
             ),
-            alternatives=(
-                Reading(
-                    name="outside-is-malformed",
-                    reading=(
-                        "A value outside the valid range makes a packet that does not conform to the structures of "
-                        "section 2; the receiver discards it and closes the session (3.1.5.1.3)."
-                    ),
-                ),
-                Reading(
-                    name="range-informative",
-                    reading=(
-                        "The range tells the values senders use; a receiver takes (or clamps) a value outside it and "
-                        "the session goes on."
-                    ),
-                ),
-            ),
+            alternatives=RANGE_READINGS,
             frame="MQQB-3.1.5.1.3-DISCARD-CLOSE",
         ),
     )
