@@ -92,14 +92,21 @@ def _refusal() -> list[str]:
     return [str(v.rule_id) for v in i.violations]
 
 
-def _order_ack_order() -> list[str]:
-    """Two transactional messages, then OrderAcks for number 2 and then number 1."""
+def open_observer() -> Observer:
+    """An Observer of the acceptor side that has seen a session established (EstablishConnection and
+    ConnectionParameters, each request and reply)."""
     o = Observer(ACC)
     request, cp_request = ec(), cp()
     o.client_data(request)
     o.server_data(ec_reply(request))
     o.client_data(cp_request)
     o.server_data(cp_reply(cp_request))
+    return o
+
+
+def _order_ack_order() -> list[str]:
+    """Two transactional messages, then OrderAcks for number 2 and then number 1."""
+    o = open_observer()
     o.client_data(um(1, "transactional", tx=(1, 1, 0)))
     o.client_data(um(2, "transactional", tx=(1, 2, 1)))
     o.server_data(order_ack(1, 2))

@@ -27,14 +27,13 @@ from brokenstreams import (
     um,
 )
 from construct import Container
-from sessionkit import cp_reply, ec_reply, open_initiator
+from sessionkit import open_initiator, open_observer
 
 import packets
 from harness.session import (
     RULES,
     Close,
     Deliver,
-    Observer,
     RuleViolation,
     SessionState,
     closing_rules,
@@ -232,12 +231,7 @@ def _acceptor_message(sent_time: int, ttrq: int) -> Container:
 
 
 def test_the_observer_marks_the_first_violation_that_closes() -> None:
-    o = Observer(ACC)
-    ec_request, cp_request = ec(), cp()
-    o.client_data(ec_request)
-    o.server_data(ec_reply(ec_request))
-    o.client_data(cp_request)
-    o.server_data(cp_reply(cp_request))
+    o = open_observer()
     o.client_data(um(0))  # does not close
     assert o.closing is None
     o.client_data(ec())  # an EstablishConnection in an open session closes (3.1.5.3)
