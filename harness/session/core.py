@@ -60,6 +60,7 @@ __all__ = [
 
 U16 = 0x10000
 ACK_FLAG_BITS = 32  # RecoverableMsgAckFlags is a 32-bit field ([MS-MQMQ] 2.2.20.4)
+_RESPONSE_PADDING = bytes([sp.RESPONSE_PADDING_BYTE])  # [MS-MQQB] 2.2.3.1: a response's Padding byte
 
 # (rule id, evidence) — what a check finds; the caller adds packet index and direction.
 Finding = tuple[str, str]
@@ -115,30 +116,31 @@ def check_ec_response(request: Container | None, response: Packet) -> list[Findi
     0x5A, ClientGuid/TimeStamp/SE echoed, CS set exactly when the request's ServerGuid was neither
     the acceptor's identifier (the response's ServerGuid) nor GUID_NULL."""
     found: list[Finding] = []
-    ec = response.EstablishConnectionHeader
-    padding = bytes(ec.Padding)
-    bad = next((i for i, b in enumerate(padding) if b != sp.RESPONSE_PADDING_BYTE), None)
-    if bad is not None:
+    headers = response.headers
+    ec = headers["EstablishConnectionHeader"]
+    padding = bytes(ec["Padding"])
+    if padding != _RESPONSE_PADDING * len(padding):
+        bad = len(padding) - len(padding.lstrip(_RESPONSE_PADDING))  # the first byte that is not 0x5A
         found.append(
             (RuleId.MQQB_2_2_3_1_RESPONSE_PADDING, f"EC reply padding not 0x5A: byte {bad} is 0x{padding[bad]:02X}")
         )
     if request is None:
         return found
-    req = request.EstablishConnectionHeader
+    req = request["EstablishConnectionHeader"]
     for name in ("ClientGuid", "TimeStamp"):
         if req[name] != ec[name]:
             found.append((RuleId.MQQB_3_1_5_3_1_EC_ECHO, f"{name} {ec[name]} does not echo the request's {req[name]}"))
-    if req.OperatingSystem.SE != ec.OperatingSystem.SE:
-        found.append((RuleId.MQQB_3_1_5_3_1_EC_ECHO, f"OperatingSystem.SE {ec.OperatingSystem.SE} not echoed"))
-    requested = GUID(req.ServerGuid)
-    must_refuse = not (requested.is_null or requested == GUID(ec.ServerGuid))
-    refused = bool(response.InternalHeader.Flags.CS)
+    if req["OperatingSystem"].SE != ec["OperatingSystem"].SE:
+        found.append((RuleId.MQQB_3_1_5_3_1_EC_ECHO, f"OperatingSystem.SE {ec['OperatingSystem'].SE} not echoed"))
+    requested = GUID(req["ServerGuid"])
+    must_refuse = not (requested.is_null or requested == GUID(ec["ServerGuid"]))
+    refused = bool(headers["InternalHeader"]["Flags"].CS)
     if must_refuse and not refused:  # a valid request MAY still be refused by policy (2.2.1 <12>)
         found.append(
             (
                 RuleId.MQQB_3_1_5_3_1_REFUSAL,
                 f"CS={int(refused)} but the request asked for ServerGuid {requested} and the acceptor is "
-                f"{GUID(ec.ServerGuid)}",
+                f"{GUID(ec['ServerGuid'])}",
             )
         )
     return found
@@ -147,8 +149,8 @@ def check_ec_response(request: Container | None, response: Packet) -> list[Findi
 def check_internal_reserved(packet: Packet) -> list[Finding]:
     """[MS-MQQB] 2.2.1: InternalHeader.Reserved MUST be zero when sent."""
     internal = packet.headers.get("InternalHeader")
-    if internal is not None and int(internal.Reserved) != 0:
-        return [(RuleId.MQQB_2_2_1_RESERVED, f"InternalHeader.Reserved 0x{int(internal.Reserved):04X}")]
+    if internal is not None and int(internal["Reserved"]) != 0:
+        return [(RuleId.MQQB_2_2_1_RESERVED, f"InternalHeader.Reserved 0x{int(internal['Reserved']):04X}")]
     return []
 
 
@@ -156,12 +158,13 @@ def check_ec_request(request: Packet, acceptor: GUID | None = None) -> list[Find
     """An EstablishConnection request ([MS-MQQB] 2.2.3.1, 3.1.5.2.3): CS 0, ClientGuid not GUID_NULL,
     Reserved 0, and (when the acceptor's identifier is known) ServerGuid that identifier or GUID_NULL."""
     found = check_internal_reserved(request)
-    ec = request.EstablishConnectionHeader
-    if request.InternalHeader.Flags.CS:
+    headers = request.headers
+    ec = headers["EstablishConnectionHeader"]
+    if headers["InternalHeader"]["Flags"].CS:
         found.append((RuleId.MQQB_3_1_5_2_3_EC_REQUEST, "EstablishConnection request with InternalHeader.Flags.CS=1"))
-    if GUID(ec.ClientGuid).is_null:
+    if GUID(ec["ClientGuid"]).is_null:
         found.append((RuleId.MQQB_2_2_3_1_CLIENT_GUID, "EstablishConnectionHeader.ClientGuid is GUID_NULL"))
-    server = GUID(ec.ServerGuid)
+    server = GUID(ec["ServerGuid"])
     if acceptor is not None and not (server.is_null or server == acceptor):
         found.append(
             (
@@ -169,8 +172,8 @@ def check_ec_request(request: Packet, acceptor: GUID | None = None) -> list[Find
                 f"EstablishConnectionHeader.ServerGuid {server}, the acceptor is {acceptor}",
             )
         )
-    if int(ec.Reserved) != 0:
-        found.append((RuleId.MQQB_2_2_3_1_RESERVED, f"EstablishConnectionHeader.Reserved 0x{int(ec.Reserved):04X}"))
+    if int(ec["Reserved"]) != 0:
+        found.append((RuleId.MQQB_2_2_3_1_RESERVED, f"EstablishConnectionHeader.Reserved 0x{int(ec['Reserved']):04X}"))
     return found
 
 
@@ -178,17 +181,18 @@ def check_cp_request(request: Packet) -> list[Finding]:
     """A ConnectionParameters request ([MS-MQQB] 3.1.5.3.2, 2.2.2.1): CS 0, Reserved 0 (the timeout
     ranges are codec rules: :data:`CODEC_RULES`)."""
     found = check_internal_reserved(request)
-    if request.InternalHeader.Flags.CS:
+    headers = request.headers
+    if headers["InternalHeader"]["Flags"].CS:
         found.append((RuleId.MQQB_3_1_5_3_2_CP_REQUEST, "ConnectionParameters request with InternalHeader.Flags.CS=1"))
-    cp = request.ConnectionParametersHeader
-    if int(cp.Reserved) != 0:
-        found.append((RuleId.MQQB_2_2_2_1_RESERVED, f"ConnectionParametersHeader.Reserved 0x{int(cp.Reserved):04X}"))
+    cp = headers["ConnectionParametersHeader"]
+    if int(cp["Reserved"]) != 0:
+        found.append((RuleId.MQQB_2_2_2_1_RESERVED, f"ConnectionParametersHeader.Reserved 0x{int(cp['Reserved']):04X}"))
     return found
 
 
 def check_message_id(packet: Packet) -> list[Finding]:
     """[MS-MQQB] 3.1.7.1.1: a sent UserMessage never has UserHeader.MessageID 0."""
-    if int(packet.UserHeader.MessageID) == 0:
+    if int(packet.headers["UserHeader"]["MessageID"]) == 0:
         return [(RuleId.MQQB_3_1_7_1_1_MESSAGE_ID, "UserHeader.MessageID is 0")]
     return []
 
@@ -209,10 +213,11 @@ def check_expiry(packet: Packet, now: int, tolerance: int = 0) -> tuple[bool, li
     ... MUST NOT be sent to the remote queue manager"), so an expired arrival is the sender's
     violation, reported when it is expired by more than ``tolerance`` seconds (the clocks of two
     machines, whole seconds, the time on the wire)."""
-    ttrq = int(packet.BaseHeader.TimeToReachQueue)
+    headers = packet.headers
+    ttrq = int(headers["BaseHeader"]["TimeToReachQueue"])
     if ttrq == INFINITE:
         return False, []
-    sent = int(packet.UserHeader.SentTime)
+    sent = int(headers["UserHeader"]["SentTime"])
     age = now - sent
     if age <= ttrq:
         return False, []
@@ -233,8 +238,9 @@ def time_to_be_received_elapsed(packet: Packet, now: int) -> bool:
     exceeded, the message MUST be removed from the destination queue": True when CURRENT_TIME -
     SentTime already exceeds it on arrival, so the message never stays in a queue.  No sender rule
     is broken (3.1.7.1.2 checks TimeToReachQueue only)."""
-    ttbr = int(packet.UserHeader.TimeToBeReceived)
-    return ttbr != INFINITE and now - int(packet.UserHeader.SentTime) > ttbr
+    uh = packet.headers["UserHeader"]
+    ttbr = int(uh["TimeToBeReceived"])
+    return ttbr != INFINITE and now - int(uh["SentTime"]) > ttbr
 
 
 class TxSequenceChecker:
@@ -250,8 +256,8 @@ class TxSequenceChecker:
         self.seen: Recent = Recent(MAX_SOURCES)  # sender -> (TxSequenceID, highest TxSequenceNumber)
 
     def check(self, sender: bytes, th: Container) -> list[Finding]:
-        seq_id = tx_sequence_id(th.TxSequenceID)
-        number, previous = int(th.TxSequenceNumber), int(th.PreviousTxSequenceNumber)
+        seq_id = tx_sequence_id(th["TxSequenceID"])
+        number, previous = int(th["TxSequenceNumber"]), int(th["PreviousTxSequenceNumber"])
         found: list[Finding] = []
         if number == 0:
             found.append((RuleId.MQMQ_2_2_20_5_TX_NUMBER, f"TxSequenceNumber 0 in sequence {seq_id:#x}"))
@@ -294,10 +300,11 @@ class TxSequenceChecker:
 def check_cp_response(request: Container | None, response: Packet) -> list[Finding]:
     """A ConnectionParameters response ([MS-MQQB] 3.1.5.4.1): CS 0, timeouts echoed."""
     found: list[Finding] = []
-    if response.InternalHeader.Flags.CS:
+    headers = response.headers
+    if headers["InternalHeader"]["Flags"].CS:
         found.append((RuleId.MQQB_3_1_5_4_1_CP_ECHO, "ConnectionParameters response has CS=1"))
     if request is not None:
-        req, cp = request.ConnectionParametersHeader, response.ConnectionParametersHeader
+        req, cp = request["ConnectionParametersHeader"], headers["ConnectionParametersHeader"]
         for name in ("RecoverableAckTimeout", "AckTimeout"):
             if req[name] != cp[name]:
                 found.append(
@@ -323,16 +330,17 @@ def check_session_header(
     AckSequenceNumber within what was sent and not going back; 3.1.5.5.3: recoverable
     acknowledgments only for recoverable messages sent."""
     found: list[Finding] = []
-    if sh.UserMsgSequenceNumber != received % U16 or sh.RecoverableMsgSeqNumber != recoverable_received % U16:
+    user_seq, recoverable_seq = sh["UserMsgSequenceNumber"], sh["RecoverableMsgSeqNumber"]
+    if user_seq != received % U16 or recoverable_seq != recoverable_received % U16:
         found.append(
             (
                 RuleId.MQQB_3_1_5_5_5_COUNT_MISMATCH,
-                f"SessionHeader.UserMsgSequenceNumber {sh.UserMsgSequenceNumber}/RecoverableMsgSeqNumber "
-                f"{sh.RecoverableMsgSeqNumber} but {received % U16}/{recoverable_received % U16} "
+                f"SessionHeader.UserMsgSequenceNumber {user_seq}/RecoverableMsgSeqNumber "
+                f"{recoverable_seq} but {received % U16}/{recoverable_received % U16} "
                 f"UserMessages (all/recoverable) were received from that endpoint",
             )
         )
-    ack = int(sh.AckSequenceNumber)
+    ack = int(sh["AckSequenceNumber"])
     if ack > sent % U16 and sent < U16:
         found.append(
             (
@@ -342,8 +350,9 @@ def check_session_header(
         )
     elif ack < last_ack and sent < U16:
         found.append((RuleId.MQQB_3_1_5_5_1_ACK_REGRESSED, f"AckSequenceNumber {ack} after {last_ack}"))
-    base, flags = int(sh.RecoverableMsgAckSeqNumber), int(sh.RecoverableMsgAckFlags)
-    highest = max([base] + [base + n for n in range(ACK_FLAG_BITS) if flags >> n & 1])
+    base, flags = int(sh["RecoverableMsgAckSeqNumber"]), int(sh["RecoverableMsgAckFlags"])
+    acked = flags & ((1 << ACK_FLAG_BITS) - 1)  # bit n acknowledges recoverable message base + n (3.1.5.8.7)
+    highest = base + acked.bit_length() - 1 if acked else base
     if highest > recoverable_sent and recoverable_sent < U16:
         found.append(
             (

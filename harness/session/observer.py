@@ -59,7 +59,17 @@ from harness.session.core import (
 )
 from harness.session.msgids import Highest, SentIds
 from harness.session.rules import RuleId, rule
-from harness.session.transitions import ESTABLISHMENT, ROLES, SENDS, START, WRONG_STATE, Role, other_role, transition
+from harness.session.transitions import (
+    ESTABLISHMENT,
+    ROLES,
+    SENDS,
+    START,
+    TRANSITIONS,
+    WRONG_STATE,
+    Role,
+    other_role,
+    transition,
+)
 from packets import GUID, Packet, PacketError, PacketKind, StreamSplitter
 from packets.base import SIGNATURE, VERSION_NUMBER
 
@@ -100,8 +110,25 @@ _PHASES = _phase_names()
 class _Side:
     """What one endpoint has sent on the session so far ([MS-MQQB] 3.1.1.4 counts, its window)."""
 
-    def __init__(self, direction: str) -> None:
+    __slots__ = (
+        "acked_at",
+        "dead",
+        "direction",
+        "last_ack",
+        "message_ids",
+        "order_acked",
+        "recoverable_sent",
+        "role",
+        "sent",
+        "splitter",
+        "tx_sent",
+        "window",
+        "window_reported",
+    )
+
+    def __init__(self, direction: str, role: Role) -> None:
         self.direction = direction
+        self.role = role  # the end that sends in this direction
         self.splitter = StreamSplitter()
         self.dead = False  # the stream could not be framed any further
         self.sent = 0  # UserMessage Packets (incl. OrderAck/FinalAck): MessageSentCount
@@ -123,21 +150,22 @@ def _checked(data: bytes, parsed: Packet | None) -> tuple[Packet | None, list[Fi
     None: the packet is not parsed again).  The signature is checked on the bytes first, as
     check_packet does ([MS-MQQB] 3.1.5.1.2), then the packet's violations and kind (3.1.5.1.3,
     3.1.5.1.1)."""
-    if parsed is None or len(data) < 16 or data[0] != VERSION_NUMBER or _SIG.unpack_from(data, 4)[0] != SIGNATURE:
+    if parsed is None or len(data) < 16 or data[0] != VERSION_NUMBER or data[4:8] != _SIGNATURE:
         return check_packet(data)  # parses only when no packet was given
     if parsed.violations:  # every rule the packet breaks, each once (they all close: 3.1.5.1.3)
         by_rule: dict[str, list[str]] = {}
         for v in parsed.violations:
             by_rule.setdefault(CODEC_RULES.get(v.field_path, RuleId.MQQB_3_1_5_1_3_MALFORMED), []).append(str(v))
         return None, [(rule_id, "; ".join(found[:3])) for rule_id, found in by_rule.items()]
-    if parsed.kind == PacketKind.Unknown:
+    if parsed.kind == _UNKNOWN:
         pt = parsed.headers.get("InternalHeader")
         what = f"InternalHeader.Flags 0x{int(pt.Flags):04X}" if pt is not None else "no InternalHeader"
         return None, [(RuleId.MQQB_3_1_5_1_1_UNKNOWN_PACKET, what)]
     return parsed, []
 
 
-_SIG = struct.Struct("<I")
+_SIGNATURE = struct.pack("<I", SIGNATURE)  # BaseHeader.Signature's bytes on the wire (little-endian, 2.2)
+_UNKNOWN = PacketKind.Unknown  # read once: an Enum member is a slow attribute of its class
 
 
 class Observer:
@@ -161,8 +189,8 @@ class Observer:
         # each end's SessionState, as the transition table moves it (harness.session.transitions)
         self.state: dict[Role, SessionState] = dict(START)
         self.refused = False
-        self.client = _Side(C2S)
-        self.server = _Side(S2C)
+        self.client = _Side(C2S, INITIATOR)
+        self.server = _Side(S2C, ACCEPTOR)
         self._ec_request_headers: Container | None = None
         self._cp_request_headers: Container | None = None
         self._tx = TxSequenceChecker()
@@ -257,11 +285,11 @@ class Observer:
 
     def _packet(self, side: _Side, data: bytes, parsed: Packet | None) -> list[RuleViolation]:
         index = self.packets
-        self.packets += 1
+        self.packets = index + 1
         packet, findings = _checked(data, parsed)
-        if packet is None:
-            return self._report(side, findings, index)
-        return self._report(side, self._sent(side, packet), index)
+        if packet is not None:
+            findings = self._sent(side, packet)
+        return self._report(side, findings, index) if findings else []
 
     def _report(self, side: _Side, findings: list[Finding], index: int = -1) -> list[RuleViolation]:
         found = [RuleViolation.of(rule_id, index, evidence, side.direction) for rule_id, evidence in findings]
@@ -276,7 +304,7 @@ class Observer:
         """A packet ``me`` sent: sent in the state :data:`~harness.session.transitions.SENDS` names
         and accepted by the other end's row of the transition table, which moves that end (else the
         kind's wrong-state rule); then the checks of its kind (:data:`_CHECKS`)."""
-        sender = INITIATOR if me is self.client else ACCEPTOR
+        sender = me.role
         kind = packet.kind
         wrong = self._moves(sender, kind)
         if wrong is not None:
@@ -295,15 +323,15 @@ class Observer:
         if self.refused:
             return [(RuleId.MQQB_3_1_5_3_2_AFTER_REFUSAL, "ConnectionParameters after a CS=1 response")]
         self._cp_request_headers = packet.headers
-        me.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
+        me.window = max(1, int(packet.headers["ConnectionParametersHeader"]["WindowSize"]))
         return check_cp_request(packet)
 
     def _ec_response(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
-        self.refused = bool(packet.InternalHeader.Flags.CS)
+        self.refused = bool(packet.headers["InternalHeader"]["Flags"].CS)
         return check_ec_response(self._ec_request_headers, packet) + self._ec_response_validity(packet)
 
     def _cp_response(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
-        me.window = max(1, int(packet.ConnectionParametersHeader.WindowSize))
+        me.window = max(1, int(packet.headers["ConnectionParametersHeader"]["WindowSize"]))
         return check_cp_response(self._cp_request_headers, packet)
 
     @property
@@ -314,13 +342,14 @@ class Observer:
         return _PHASES.get(pair, "/".join(s.value for s in pair))
 
     def _moves(self, sender: Role, kind: PacketKind) -> RuleId | None:
-        """Check a packet against the two ends' states and move the receiver; the rule it breaks."""
-        receiver: Role = ACCEPTOR if sender == INITIATOR else INITIATOR
-        row = transition(receiver, self.state[receiver], kind)
-        if not row.accepted or SENDS.get((sender, kind)) is not self.state[sender]:
-            return row.rule or WRONG_STATE[kind]
-        assert row.next is not None
-        self.state[receiver] = row.next
+        """Check a packet against the two ends' states and move the receiver (:data:`_MOVES`); the
+        rule it breaks: the receiver's row of the transition table, else the kind's wrong-state rule."""
+        state = self.state
+        receiver = _RECEIVER[sender]
+        after = _MOVES.get((sender, state[sender], state[receiver], kind))
+        if after is None:
+            return transition(receiver, state[receiver], kind).rule or WRONG_STATE[kind]
+        state[receiver] = after
         return None
 
     def _ec_response_validity(self, packet: Packet) -> list[Finding]:
@@ -329,15 +358,17 @@ class Observer:
         initiator discards it and closes (the rule closes the session)."""
         if self._ec_request_headers is None or self.refused:
             return []
-        req, ec = self._ec_request_headers.EstablishConnectionHeader, packet.EstablishConnectionHeader
-        requested = GUID(req.ServerGuid)
-        if GUID(ec.ClientGuid) == GUID(req.ClientGuid) and (requested.is_null or GUID(ec.ServerGuid) == requested):
+        req = self._ec_request_headers["EstablishConnectionHeader"]
+        ec = packet.headers["EstablishConnectionHeader"]
+        requested = GUID(req["ServerGuid"])
+        client = GUID(ec["ClientGuid"])
+        if client == GUID(req["ClientGuid"]) and (requested.is_null or GUID(ec["ServerGuid"]) == requested):
             return []
         return [
             (
                 RuleId.MQQB_3_1_5_3_2_EC_RESPONSE,
-                f"CS=0 with ClientGuid {GUID(ec.ClientGuid)} / ServerGuid {GUID(ec.ServerGuid)}; the request had "
-                f"{GUID(req.ClientGuid)} / {requested}",
+                f"CS=0 with ClientGuid {client} / ServerGuid {GUID(ec['ServerGuid'])}; the request had "
+                f"{GUID(req['ClientGuid'])} / {requested}",
             )
         ]
 
@@ -345,14 +376,15 @@ class Observer:
 
     def _session_ack(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
         """A SessionAck Packet (3.1.5.5): its InternalHeader and the counts its SessionHeader acknowledges."""
-        return check_internal_reserved(packet) + self._session_header(me, other, packet.SessionHeader)
+        return check_internal_reserved(packet) + self._session_header(me, other, packet.headers["SessionHeader"])
 
     def _user_message_packet(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
         """A UserMessage Packet, OrderAck and FinalAck included (3.1.5.6-3.1.5.8): counted, held to
         the sender's window (3.1.7.1), the checks of its kind, its piggy-backed SessionHeader."""
         found: list[Finding] = []
+        headers = packet.headers
         me.sent += 1  # every UserMessage Packet counts, OrderAck and FinalAck included (3.1.1.4)
-        if packet.UserHeader.Flags.DM == 1:
+        if headers["UserHeader"]["Flags"].DM == 1:
             me.recoverable_sent += 1
         unacked = me.sent - other.acked_at
         if me.window and unacked > me.window and not me.window_reported:
@@ -361,15 +393,18 @@ class Observer:
                 (RuleId.MQQB_3_1_7_1_WINDOW_EXCEEDED, f"{unacked} UserMessages unacknowledged, WindowSize {me.window}")
             )
         found += _USER_MESSAGE_CHECKS[packet.kind](self, me, other, packet)
-        sh = packet.headers.get("SessionHeader")
+        sh = headers.get("SessionHeader")
         if sh is not None:
             found += self._session_header(me, other, sh)
         return found
 
     def _final_ack(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
         body = packet.body
-        if body is not None and other.message_ids.sent(bytes(GUID(body.SourceGUID)), int(body.MessageID)) is False:
-            return [(RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, f"FinalAck for MessageID {int(body.MessageID)}")]
+        if body is None:
+            return []
+        message_id = int(body["MessageID"])
+        if other.message_ids.sent(bytes(GUID(body["SourceGUID"])), message_id) is False:
+            return [(RuleId.MQQB_3_1_5_7_FINAL_ACK_UNKNOWN, f"FinalAck for MessageID {message_id}")]
         return []
 
     def _user_message(self, me: _Side, other: _Side, packet: Packet) -> list[Finding]:
@@ -378,14 +413,15 @@ class Observer:
             expired, findings = check_expiry(packet, current_time(self._now), self.expiry_tolerance)
             self.expired += expired
             found += findings
-        uh = packet.UserHeader
-        source, message_id = bytes(GUID(uh.SourceQueueManager)), int(uh.MessageID)
+        headers = packet.headers
+        uh = headers["UserHeader"]
+        source, message_id = bytes(uh["SourceQueueManager"]), int(uh["MessageID"])  # a GUID's 16 bytes
         seen = me.message_ids.add(source, message_id)
-        th = packet.headers.get("TransactionHeader")
+        th = headers.get("TransactionHeader")
         if th is not None:
             found += self._tx.check(source, th)
-            seq_id = tx_sequence_id(th.TxSequenceID)
-            me.tx_sent.note(seq_id, int(th.TxSequenceNumber))
+            seq_id = tx_sequence_id(th["TxSequenceID"])
+            me.tx_sent.note(seq_id, int(th["TxSequenceNumber"]))
         elif seen is True:  # exactly known sent before (None: no longer known either way)
             found.append((RuleId.MQQB_3_1_5_8_1_DUPLICATE, f"MessageID {message_id} sent twice on this session"))
         return found
@@ -394,7 +430,7 @@ class Observer:
         body = packet.body
         if body is None:
             return [(RuleId.MQQB_3_1_5_1_3_MALFORMED, "OrderAck Packet without an OrderAck Body")]
-        seq_id, number = tx_sequence_id(body.TxSequenceID), int(body.TxSequenceNumber)
+        seq_id, number = tx_sequence_id(body["TxSequenceID"]), int(body["TxSequenceNumber"])
         sent = other.tx_sent.highest(seq_id)  # None: a sequence no longer known, not judged
         if sent is not None and number > sent:
             return [
@@ -421,12 +457,23 @@ class Observer:
             recoverable_received=me.recoverable_sent,
             last_ack=me.last_ack,
         )
-        me.last_ack = int(sh.AckSequenceNumber)
         # the count the header acknowledges, unwrapped against what the other end has sent
-        ack = int(sh.AckSequenceNumber)
+        ack = me.last_ack = int(sh["AckSequenceNumber"])
         me.acked_at = max(me.acked_at, other.sent - ((other.sent - ack) % U16))
         return found
 
+
+# (sender, its SessionState, the receiver's SessionState, kind) -> the receiver's SessionState after
+# the packet: what a passive observer of both ends accepts, the sender in the state SENDS names and
+# the receiver's row of TRANSITIONS accepting it (harness.session.transitions).  Any other packet
+# breaks the receiver's row's rule, or its kind's wrong-state rule.
+_MOVES: dict[tuple[Role, SessionState, SessionState, PacketKind], SessionState] = {
+    (sender, SENDS[(sender, kind)], state, kind): after
+    for (receiver, state, kind), after in TRANSITIONS.items()
+    for sender in [other_role(receiver)]
+    if (sender, kind) in SENDS
+}
+_RECEIVER: dict[Role, Role] = {role: other_role(role) for role in ROLES}
 
 _Check = Callable[[Observer, _Side, _Side, Packet], list[Finding]]
 K = PacketKind

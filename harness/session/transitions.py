@@ -124,8 +124,8 @@ class Transition:
         return self.next is not None
 
 
-def transition(role: Role, state: SessionState, kind: PacketKind | str) -> Transition:
-    """The row of the table for a packet of ``kind`` received by ``role`` in ``state``."""
+def _row(role: Role, state: SessionState, kind: PacketKind | str) -> Transition:
+    """The row for a packet of ``kind`` received by ``role`` in ``state``, read off the tables."""
     try:
         kind = PacketKind(kind)
     except ValueError:
@@ -134,3 +134,15 @@ def transition(role: Role, state: SessionState, kind: PacketKind | str) -> Trans
     if after is not None:
         return Transition(after)
     return Transition(None, WRONG_STATE.get(kind, RuleId.MQQB_3_1_5_1_1_UNKNOWN_PACKET))
+
+
+# Every row of every (role, state, kind), made once: an engine or the observer reads one per packet.
+_ROWS: dict[tuple[Role, SessionState, PacketKind | str], Transition] = {
+    (role, state, kind): _row(role, state, kind) for role in ROLES for state in S for kind in K
+}
+
+
+def transition(role: Role, state: SessionState, kind: PacketKind | str) -> Transition:
+    """The row of the table for a packet of ``kind`` received by ``role`` in ``state``."""
+    row = _ROWS.get((role, state, kind))  # a kind given by its name finds its row too (StrEnum)
+    return row if row is not None else _row(role, state, kind)
