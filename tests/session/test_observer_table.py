@@ -7,6 +7,7 @@ otherwise reports the receiver's row's rule (the kind's wrong-state rule) and mo
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import pytest
 from brokenstreams import ACC, INI, cp, ec, final_ack, order_ack, sa, um
@@ -26,14 +27,15 @@ def _packet(sender: Role, kind: PacketKind) -> bytes:
     responses)."""
     if kind is K.EstablishConnection and sender == "acceptor":
         return packets.build(sp.establish_connection(INI, ACC, 1000, response=True))
-    return {
+    builders: dict[PacketKind, Callable[[], bytes]] = {
         K.EstablishConnection: ec,
         K.ConnectionParameters: cp,
         K.SessionAck: sa,
         K.OrderAck: order_ack,
         K.FinalAck: final_ack,
         K.UserMessage: lambda: um(1),
-    }[kind]()
+    }
+    return builders[kind]()
 
 
 @pytest.mark.parametrize(("sender", "kind"), list(itertools.product(ROLES, WRONG_STATE)))
