@@ -6,9 +6,11 @@ The stages: the first pass (record views to connection keys), reading the record
 their TCP segments, ``packets.parse`` ([MS-MQMQ] 2.2.19-2.2.20, non-strict, as the chain parses)
 of every packet the chain framed, the passive observer ([MS-MQQB] 3.1 session rules) given those
 packets in the order the chain gave them (its own CPU: parse and observer together, less the
-parse), and the Parquet writer given the chain's rows.  ``ceiling_stages_only`` is the chain's
-rate if everything between the stages (reassembly, framing, events, rows, collection of garbage)
-cost nothing: what the stages alone allow, whatever is done to the rest.
+parse), and the Parquet writer given the chain's rows as the chain hands them on (packet rows
+as :class:`harness.pipeline.flows.PacketRows`: columns, no dictionary per row).
+``ceiling_stages_only`` is the chain's rate if everything between the stages (reassembly,
+framing, events, rows, collection of garbage) cost nothing: what the stages alone allow, whatever
+is done to the rest.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ def _best(work: Callable[[], Any], repeat: int = 3) -> float:
     return best
 
 
-def _collect(path: Path) -> tuple[float, list[list[tuple[str, bytes, float]]], dict[str, list[dict[str, Any]]]]:
+def _collect(path: Path) -> tuple[float, list[list[tuple[str, bytes, float]]], list[tuple[str, Any]]]:
     """The chain's CPU on ``path``, what its observer was given (per connection: direction,
-    packet bytes, capture time) and its rows."""
+    packet bytes, capture time) and its rows, (table, batch) as the chain handed them on."""
     from harness.capture import connection
     from harness.pipeline.flows import iter_local
 
@@ -46,16 +48,15 @@ def _collect(path: Path) -> tuple[float, list[list[tuple[str, bytes, float]]], d
             given.setdefault(id(judge.observer), []).append((direction, ev.data, ev.key[0]))
         real(judge, direction, ev)
 
-    tables: dict[str, list[dict[str, Any]]] = {"packets": [], "sessions": [], "violations": []}
+    batches: list[tuple[str, Any]] = []
     chain = _best(lambda: [None for _ in iter_local([str(path)])], 1)
     connection._Judge._observe = keep  # type: ignore[method-assign]
     try:
         for found in iter_local([str(path)]):
-            for table, rows in found.items():
-                tables[table].extend(rows)
+            batches.extend(found.items())
     finally:
         connection._Judge._observe = real  # type: ignore[method-assign]
-    return chain, list(given.values()), tables
+    return chain, list(given.values()), batches
 
 
 def stage_row(path: Path, folder: Path) -> dict[str, Any]:
@@ -67,7 +68,7 @@ def stage_row(path: Path, folder: Path) -> dict[str, Any]:
     from harness.session import Observer
 
     mb = path.stat().st_size / 1e6
-    chain, sessions, tables = _collect(path)
+    chain, sessions, batches = _collect(path)
     split = Split(str(path), 0, path.stat().st_size)
     parse = packets.parse
 
@@ -88,9 +89,8 @@ def stage_row(path: Path, folder: Path) -> dict[str, Any]:
         shutil.rmtree(out, ignore_errors=True)
         with ExitStack() as stack:
             writers = {t: stack.enter_context(PartWriter(t, str(out), 0)) for t in TABLES}
-            for table, rows in tables.items():
-                for at in range(0, len(rows), 2000):
-                    writers[table].add(rows[at : at + 2000])
+            for table, rows in batches:
+                writers[table].add(rows)
 
     counts = FrameCounts(str(path))
     cpu = {

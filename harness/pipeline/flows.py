@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from harness.capture.connection import Connection, ConnectionResult, replay_flow
 from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp
@@ -36,10 +36,14 @@ from packets import GUID
 from packets.layout import SESSION_KINDS, PacketKind
 
 __all__ = [
+    "KEY_FIELDS",
     "KIND_COLUMNS",
     "OPEN_SESSION_KINDS",
+    "PACKET_ROW_KEYS",
     "FlowRows",
     "FrameCounts",
+    "PacketRows",
+    "Tables",
     "analyse_flow",
     "count_column",
     "first_reading",
@@ -239,9 +243,18 @@ def _int_of(header: dict[str, Any], name: str) -> int | None:
     return value if type(value) is int else _int(value)
 
 
+#: the packet row's key fields, in the order of its columns
+KEY_FIELDS = (
+    "message_id", "source_qm", "destination_qm", "delivery", "ack_sequence_number", "user_msg_sequence_number",
+    "tx_sequence_number", "cs",
+)  # fmt: skip
+#: a packet's key field values (:data:`KEY_FIELDS` order)
+KeyValues = tuple[Any, Any, Any, Any, Any, Any, Any, Any]
+
+
 def key_fields(packet: Any) -> dict[str, Any]:
     """The fields a support engineer looks for first, by spec name (None when absent)."""
-    return _key_fields(packet, _kind_name(packet.kind))
+    return dict(zip(KEY_FIELDS, _key_values(packet, _kind_name(packet.kind)), strict=True))
 
 
 #: PacketKind -> its name (an enum member's ``name`` is a descriptor call; this, a lookup)
@@ -255,22 +268,31 @@ def _kind_name(kind: Any) -> str:
     return name
 
 
-def _key_fields(packet: Any, kind: str) -> dict[str, Any]:
+def _key_values(packet: Any, kind: str) -> KeyValues:
     h = packet.headers
     if isinstance(h, dict):  # the parser's headers: plain lookups
         session, tx = _plain(h.get("SessionHeader")), _plain(h.get("TransactionHeader"))
         if session is not None and tx is not None:
-            return _key_fields_of(h, kind, session, tx)
-    return _key_fields_any(h, kind)
+            return _key_values_of(h, kind, session, tx)
+    return _values_any(h, kind)
 
 
-def _key_fields_of(h: dict[str, Any], kind: str, session: dict[str, Any], tx: dict[str, Any]) -> dict[str, Any]:
+def _values_any(h: Any, kind: str) -> KeyValues:
+    values = _key_fields_any(h, kind)
+    return (
+        values["message_id"], values["source_qm"], values["destination_qm"], values["delivery"],
+        values["ack_sequence_number"], values["user_msg_sequence_number"], values["tx_sequence_number"],
+        values["cs"],
+    )  # fmt: skip
+
+
+def _key_values_of(h: dict[str, Any], kind: str, session: dict[str, Any], tx: dict[str, Any]) -> KeyValues:
     """:func:`key_fields` of headers that are dictionaries (as :func:`_key_fields_any` reads them)."""
     message_id = source = destination = delivery = cs = None
     if kind == _USER_MESSAGE:
         user = _plain(h.get("UserHeader"))
         if user is None:
-            return _key_fields_any(h, kind)
+            return _values_any(h, kind)
         message_id = _int_of(user, "MessageID")
         source = _guid(user.get("SourceQueueManager"))
         destination = _guid(user.get("QueueManagerAddress"))
@@ -282,21 +304,15 @@ def _key_fields_of(h: dict[str, Any], kind: str, session: dict[str, Any], tx: di
     elif kind == _ESTABLISH_CONNECTION:
         ec = _plain(h.get("EstablishConnectionHeader"))
         if ec is None:
-            return _key_fields_any(h, kind)
+            return _values_any(h, kind)
         source, destination = _guid(ec.get("ClientGuid")), _guid(ec.get("ServerGuid"))
     if kind in _ESTABLISHMENT_NAMES:
         flags = _get(h, "InternalHeader", "Flags")
         cs = _int(getattr(flags, "CS", None)) if flags is not None else None
-    return {
-        "message_id": message_id,
-        "source_qm": source,
-        "destination_qm": destination,
-        "delivery": delivery,
-        "ack_sequence_number": _int_of(session, "AckSequenceNumber"),
-        "user_msg_sequence_number": _int_of(session, "UserMsgSequenceNumber"),
-        "tx_sequence_number": _int_of(tx, "TxSequenceNumber"),
-        "cs": cs,
-    }
+    return (
+        message_id, source, destination, delivery, _int_of(session, "AckSequenceNumber"),
+        _int_of(session, "UserMsgSequenceNumber"), _int_of(tx, "TxSequenceNumber"), cs,
+    )  # fmt: skip
 
 
 def _key_fields_any(h: Any, kind: str) -> dict[str, Any]:
@@ -339,57 +355,138 @@ _SENDER = {"c2s": "client", "s2c": "server"}
 #: packet rows a :class:`FlowRows` hands on at a time (given ``emit``)
 ROW_BATCH = 2000
 
+#: the keys of a packet row, in order (the packets table's columns, :data:`harness.pipeline.tasks.SCHEMAS`)
+PACKET_ROW_KEYS = (
+    "input", "flow", "direction", "index", "stream_offset", "timestamp", "kind", "size", "problems", *KEY_FIELDS,
+)  # fmt: skip
+#: a packet's row as :class:`PacketRows` holds it: direction, index, stream offset, timestamp,
+#: kind, size, problems and the key field values (input and flow are the batch's)
+PacketRow = tuple[str, int, int, float, str, int, Sequence[str], KeyValues]
+_NO_PROBLEMS: tuple[str, ...] = ()
+
+
+class PacketRows(Sequence[dict[str, Any]]):
+    """Packet rows of one connection, one tuple a packet (:data:`PacketRow`), no dictionary made:
+    read as a sequence of row dictionaries (keys :data:`PACKET_ROW_KEYS`), or by :meth:`columns`
+    as the packets table's columns -- what the Parquet writer
+    (:class:`harness.pipeline.tasks.PartWriter`) turns into Arrow arrays."""
+
+    __slots__ = ("flow", "input", "rows")
+
+    def __init__(self, input_name: str, flow: str, rows: list[PacketRow] | None = None) -> None:
+        self.input = input_name
+        self.flow = flow
+        self.rows: list[PacketRow] = [] if rows is None else rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, at: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, at: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(at, slice):
+            return [self._row(r) for r in self.rows[at]]
+        return self._row(self.rows[at])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for r in self.rows:
+            yield self._row(r)
+
+    def __repr__(self) -> str:
+        return f"PacketRows({list(self)!r})"
+
+    def _row(self, r: PacketRow) -> dict[str, Any]:
+        direction, index, offset, ts, kind, size, problems, keys = r
+        row = {
+            "input": self.input,
+            "flow": self.flow,
+            "direction": direction,
+            "index": index,
+            "stream_offset": offset,
+            "timestamp": ts,
+            "kind": kind,
+            "size": size,
+            "problems": list(problems),
+        }
+        row.update(zip(KEY_FIELDS, keys, strict=True))
+        return row
+
+    def columns(self) -> dict[str, Sequence[Any]]:
+        """Column name (:data:`PACKET_ROW_KEYS`) -> its values, row by row."""
+        n = len(self.rows)
+        if not n:
+            return {name: () for name in PACKET_ROW_KEYS}
+        direction, index, offset, ts, kind, size, problems, keys = zip(*self.rows, strict=True)
+        out: dict[str, Sequence[Any]] = {
+            "input": [self.input] * n,
+            "flow": [self.flow] * n,
+            "direction": direction,
+            "index": index,
+            "stream_offset": offset,
+            "timestamp": ts,
+            "kind": kind,
+            "size": size,
+            "problems": problems,
+        }
+        out.update(zip(KEY_FIELDS, zip(*keys, strict=True), strict=True))
+        return out
+
+
+#: what a :class:`FlowRows` gives for a connection: the rows of each table
+Tables = dict[str, Sequence[dict[str, Any]]]
+
 
 class FlowRows:
     """The rows of one TCP connection, built as its segments are fed in capture order
     (:class:`harness.capture.connection.Connection`: reassembly, each packet parsed once for its
     row and for the observer, the session checked in the order the capture proves).  Packet rows
-    are handed to ``emit`` in batches of :data:`ROW_BATCH` as they are made (kept until
-    :meth:`finish` without ``emit``); :meth:`finish` gives the rest, the session row and the
-    violations.  An analysis that breaks (a bug) ends the connection with an ``error`` session
-    row; the connection's other rows are dropped unless already handed on."""
+    (:class:`PacketRows`) are handed to ``emit`` in batches of :data:`ROW_BATCH` as they are made
+    (kept until :meth:`finish` without ``emit``); :meth:`finish` gives the rest, the session row
+    and the violations.  An analysis that breaks (a bug) ends the connection with an ``error``
+    session row; the connection's other rows are dropped unless already handed on."""
 
     def __init__(
         self,
         input_name: str,
         key: FlowKey,
         ports: frozenset[int] = DEFAULT_PORTS,
-        emit: Callable[[list[dict[str, Any]]], None] | None = None,
+        emit: Callable[[PacketRows], None] | None = None,
         pool: Any = None,
     ) -> None:
         self.input = input_name
         self.emit = emit
-        self.rows: list[dict[str, Any]] = []
         self.kinds: dict[str, int] = {}
         self.sent = {"client": 0, "server": 0}
-        self.ec: dict[str, dict[str, Any]] = {}
+        self.ec: dict[str, KeyValues] = {}  #: the key fields of each side's EstablishConnection
         self.failed = ""
         self.conn = Connection(key, ports, self._packet, pool=pool)
+        self.rows = PacketRows(input_name, self.conn.id)
+        self._append = self.rows.rows.append
 
     def _packet(self, direction: str, item: DecodedPacket, key: tuple[float, int]) -> None:
         packet = item.packet
         kind = _kind_name(packet.kind)
         violations = packet.violations
-        row = {
-            "input": self.input,
-            "flow": self.conn.id,
-            "direction": direction,
-            "index": item.index,
-            "stream_offset": item.offset,
-            "timestamp": key[0],
-            "kind": kind,
-            "size": len(item.data),
-            "problems": [str(v) for v in violations] if violations else [],
-        }
-        row.update(_key_fields(packet, kind))
+        values = _key_values(packet, kind)
+        problems = [str(v) for v in violations] if violations else _NO_PROBLEMS
+        self._append((direction, item.index, item.offset, key[0], kind, len(item.data), problems, values))
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
         self.sent[direction] += 1
         if kind == _ESTABLISH_CONNECTION:
-            self.ec[direction] = row
-        self.rows.append(row)
-        if self.emit is not None and len(self.rows) >= ROW_BATCH:
-            self.emit(self.rows)
-            self.rows = []
+            self.ec[direction] = values
+        if self.emit is not None and len(self.rows.rows) >= ROW_BATCH:
+            self.emit(self._take())
+
+    def _take(self) -> PacketRows:
+        """The packet rows so far (a new batch begins)."""
+        rows = self.rows
+        self.rows = PacketRows(self.input, self.conn.id)
+        self._append = self.rows.rows.append
+        return rows
 
     def feed(self, ts: float, seg: TcpSegment, frame: int) -> None:
         if self.failed:
@@ -399,7 +496,7 @@ class FlowRows:
         except Exception as e:  # one connection that breaks a decoder must not stop the others
             self.failed = f"analysis failed: {type(e).__name__}: {e}"
 
-    def finish(self, flow: Flow | None = None) -> dict[str, list[dict[str, Any]]]:
+    def finish(self, flow: Flow | None = None) -> Tables:
         result = None
         if not self.failed:
             try:
@@ -411,7 +508,7 @@ class FlowRows:
                     "violations": []}  # fmt: skip
         return self.tables(result)
 
-    def tables(self, result: ConnectionResult) -> dict[str, list[dict[str, Any]]]:
+    def tables(self, result: ConnectionResult) -> Tables:
         flow = result.flow
         violation_rows = [
             {
@@ -427,11 +524,10 @@ class FlowRows:
             for v in result.violations
         ]
         session = _session_row(self, result, violation_rows)
-        rows, self.rows = self.rows, []
-        return {"packets": rows, "sessions": [session], "violations": violation_rows}
+        return {"packets": self._take(), "sessions": [session], "violations": violation_rows}
 
 
-def analyse_flow(input_name: str, flow: Flow) -> dict[str, list[dict[str, Any]]]:
+def analyse_flow(input_name: str, flow: Flow) -> Tables:
     """Packets, the session and its violations for one reassembled flow
     (:func:`harness.capture.connection.replay_flow`): each packet is parsed once, for its row and
     for the observer."""
@@ -454,7 +550,8 @@ def _session_row(rows: FlowRows, result: ConnectionResult, violation_rows: list[
         problems += [f"{direction}: {p}" for p in report.problems]
         if report.trailing:
             problems.append(f"{direction}: {report.trailing} bytes of an incomplete packet at the end")
-    refused = ec.get("server", {}).get("cs") == 1
+    server_ec, client_ec = ec.get("server"), ec.get("client")
+    refused = server_ec is not None and server_ec[7] == 1  # cs
     any_gap = bool(flow.client.gaps or flow.server.gaps)
     if not sum(sent.values()) and not problems:
         outcome = "no-msmq"
@@ -474,8 +571,8 @@ def _session_row(rows: FlowRows, result: ConnectionResult, violation_rows: list[
         "flow": flow.id,
         "client": _endpoint(c.src, c.sport),
         "server": _endpoint(c.dst, c.dport),
-        "client_qm": ec.get("client", {}).get("source_qm"),
-        "server_qm": ec.get("server", {}).get("destination_qm"),
+        "client_qm": client_ec[1] if client_ec is not None else None,  # source_qm
+        "server_qm": server_ec[2] if server_ec is not None else None,  # destination_qm
         "first_ts": flow.first_ts,
         "last_ts": flow.last_ts,
         "segments": c.segments + s.segments,
@@ -494,11 +591,11 @@ def _session_row(rows: FlowRows, result: ConnectionResult, violation_rows: list[
 
 def flow_rows(
     input_name: str, segments: Iterable[tuple[Any, float, TcpSegment]], ports: frozenset[int] = DEFAULT_PORTS
-) -> dict[str, list[dict[str, Any]]]:
+) -> Tables:
     """Rows for the segments of one TCP connection (any order: sorted by record offset here; the
     position in that order is the frame number that breaks ties of capture time)."""
     ordered = sorted(segments, key=lambda s: s[0])
-    out: dict[str, list[dict[str, Any]]] = {"packets": [], "sessions": [], "violations": []}
+    out: Tables = {"packets": [], "sessions": [], "violations": []}
     if not ordered:
         return out
     builder: FlowRows | None = None
@@ -515,11 +612,11 @@ def stream_rows(
     segments: Iterable[tuple[Any, float, TcpSegment]],
     ports: frozenset[int] = DEFAULT_PORTS,
     pool: Any = None,
-) -> Iterator[dict[str, list[dict[str, Any]]]]:
+) -> Iterator[Tables]:
     """The rows of one TCP connection whose segments come in capture order: packet rows in batches
     as they are made, then the rest with the session and its violations (memory: the packets in
     flight, not the connection)."""
-    ready: list[list[dict[str, Any]]] = []
+    ready: list[PacketRows] = []
     builder: FlowRows | None = None
     for position, (_off, ts, seg) in enumerate(segments, 1):
         if builder is None:
@@ -564,7 +661,7 @@ def first_reading(split: Any, ports: frozenset[int]) -> Iterator[tuple[int, floa
 
 def iter_local(
     paths: Iterable[str], ports: frozenset[int] = DEFAULT_PORTS, counts: list[FrameCounts] | None = None
-) -> Iterator[dict[str, list[dict[str, Any]]]]:
+) -> Iterator[Tables]:
     """The whole chain in this process, one file after the other (what each Spark task runs):
     each connection's segments fed to its :class:`FlowRows` as they are read, its packet rows
     handed on in batches as they are made and its session and violations as soon as its last
@@ -580,7 +677,7 @@ def iter_local(
         del last
         pool = SpillPool()
         open_: dict[Any, tuple[FlowRows, list[int]]] = {}
-        ready: list[list[dict[str, Any]]] = []
+        ready: list[PacketRows] = []
         try:
             for offset, ts, seg in segments_of(read_split(result.split, result), file_counts, ports):
                 key = segment_connection(seg)

@@ -16,7 +16,7 @@ import heapq
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +24,17 @@ from typing import Any
 from harness.capture.spill import SpillFile, SpillPool
 from harness.capture.streams import segment_connection
 from harness.capture.tcp import FlowKey
-from harness.pipeline.flows import KIND_COLUMNS, FlowRows, FrameCounts, first_reading, flow_id, flow_rows, segments_of
+from harness.pipeline.flows import (
+    KIND_COLUMNS,
+    FlowRows,
+    FrameCounts,
+    PacketRows,
+    Tables,
+    first_reading,
+    flow_id,
+    flow_rows,
+    segments_of,
+)
 from harness.pipeline.outputs import FsFolder
 from harness.pipeline.splits import Split, SplitResult, read_split
 
@@ -295,7 +305,7 @@ def _write_rows(
 
 
 def _write_tables(
-    tables: dict[str, list[dict[str, Any]]], writers: dict[str, PartWriter], counts: Counter[tuple[str, str]]
+    tables: Tables, writers: dict[str, PartWriter], counts: Counter[tuple[str, str]]
 ) -> None:
     """Rows of one connection (the last of them: its session and violations) to the part files,
     and their counts for the summary."""
@@ -332,7 +342,7 @@ def _arrow_schema(table: str) -> Any:
     return pa.schema([(name, types[kind]) for name, kind in SCHEMAS[table]])
 
 
-def write_part(rows: list[dict[str, Any]], table: str, out: str | FsFolder, index: int) -> None:
+def write_part(rows: Sequence[dict[str, Any]], table: str, out: str | FsFolder, index: int) -> None:
     """One Parquet file of a table, named after the partition (a retried task rewrites it)."""
     with PartWriter(table, out, index) as writer:
         writer.add(rows)
@@ -345,7 +355,9 @@ ROW_GROUP = 20_000
 class PartWriter:
     """One Parquet file of a table, named after the partition, written a row group at a time as
     rows arrive (so a partition's rows are never all in memory), moved into place when closed
-    (a retried task rewrites it; a failed one leaves no file)."""
+    (a retried task rewrites it; a failed one leaves no file).  Rows are held as columns, each
+    row group written as one Arrow record batch: packet rows (:class:`harness.pipeline.flows.PacketRows`)
+    come as columns already, other rows as dictionaries."""
 
     def __init__(self, table: str, out: str | FsFolder, index: int, prefix: str = "") -> None:
         self.schema = _arrow_schema(table)
@@ -360,33 +372,42 @@ class PartWriter:
             os.makedirs(folder, exist_ok=True)
             self.final = os.path.join(folder, name)
         self.tmp = self.final + ".tmp"
-        self.rows: list[dict[str, Any]] = []
+        self.columns: dict[str, list[Any]] = {column: [] for column in self.schema.names}
+        self.held = 0  #: rows held, not yet written
         self.count = 0
         self._writer: Any = None
 
-    def add(self, rows: list[dict[str, Any]]) -> None:
-        self.rows += rows
+    def add(self, rows: Sequence[dict[str, Any]]) -> None:
+        if isinstance(rows, PacketRows):
+            given = rows.columns()
+            for column, values in self.columns.items():
+                values += given[column]
+        else:
+            for column, values in self.columns.items():
+                values += [row.get(column) for row in rows]
+        self.held += len(rows)
         self.count += len(rows)
-        if len(self.rows) >= ROW_GROUP:
+        if self.held >= ROW_GROUP:
             self._flush()
 
     def _flush(self) -> None:
         import pyarrow as pa  # an optional heavy dependency (the spark extra), imported on the executors
         import pyarrow.parquet as pq  # (as pyarrow above)
 
-        columns = {name: [row.get(name) for row in self.rows] for name in self.schema.names}
-        batch = pa.table(columns, schema=self.schema)
+        arrays = [pa.array(self.columns[f.name], type=f.type) for f in self.schema]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.tmp, self.schema, compression="snappy", filesystem=self.fs)
-        self._writer.write_table(batch)
-        self.rows = []
+        self._writer.write_batch(batch)
+        self.columns = {column: [] for column in self.schema.names}
+        self.held = 0
 
     def __enter__(self) -> PartWriter:
         return self
 
     def __exit__(self, kind: object, *exc: object) -> None:
         if kind is None:
-            if self.rows or self._writer is None:
+            if self.held or self._writer is None:
                 self._flush()
             self._writer.close()
             if self.fs is not None:

@@ -145,7 +145,7 @@ def replay(capture: str, flow: Flow) -> Replayed:
             got.append((merge_key(direction, key), direction, item.index, item.data, item.packet.kind.name))
 
     result = replay_flow(flow, sink)
-    violations = builder.tables(result)["violations"]
+    violations = list(builder.tables(result)["violations"])
     errors = result.reports["client"].errors
     if flow.client.pieces and errors and errors[0].offset < ends["client"]:
         base, data = flow.client.pieces[0]
