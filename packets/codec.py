@@ -90,7 +90,7 @@ def _spec() -> _Spec:
         session.internal_packet_holds,
         tuple(message.MESSAGE_PACKET_LAYOUT),
         FusedParsers(base.BASE_HEADER, user_parser, Packet, _base_header_holds, message.user_message_holds,
-                     session.pinned_kind),
+                     session.pinned_kind, session.transactional_ack_found),
         FusedParsers(base.BASE_HEADER, internal_parser, Packet, _base_header_holds, session.internal_packet_holds,
                      session.pinned_kind),
     )
@@ -274,7 +274,7 @@ _base_header_holds = fast_form(base.check_base_header)
 def _rules_hold(walk: Walk, kind: PacketKind) -> bool:
     """True when :func:`_rule_violations` would find nothing: the same rules through their fast
     forms (packets.layout.fast_form_of).  False sends the packet through the checks themselves,
-    which word the violations; so does an OrderAck/FinalAck, whose rules only run there."""
+    which word the violations."""
     headers = walk.headers
     try:
         base_header = headers["BaseHeader"]
@@ -295,7 +295,13 @@ def _rules_hold(walk: Walk, kind: PacketKind) -> bool:
                         return False
         if base_header["Flags"] & 0x8:
             return _spec().internal_packet_holds(headers)
-        return kind is PacketKind.UserMessage and _spec().user_message_holds(headers)
+        if kind is PacketKind.UserMessage:
+            return _spec().user_message_holds(headers)
+        return (
+            kind in session.TRANSACTIONAL_ACK_KINDS
+            and _spec().user_message_holds(headers)
+            and session.transactional_ack_holds(headers)
+        )
     except Exception:  # let the checks themselves report it
         return False
 

@@ -41,6 +41,8 @@ __all__ = ["FusedParsers", "flags_at"]
 
 # data -> the decoded packet, or None (the codec's usual path then decodes it)
 FusedFunction = Callable[[bytes], Any]
+# headers of a packet a shape's guard turned away -> (its kind, its body), or None (the usual path)
+TurnedAway = Callable[[Any], tuple[Any, Any] | None]
 
 #: a pair of flag words gets its own function after this many valid packets
 FUSE_AFTER = 64
@@ -122,7 +124,9 @@ class FusedParsers:
     ``base_holds`` and ``packet_holds`` are the fast forms of the BaseHeader's rules and of the
     layout's packet-level rules; ``kind_of(pins)`` is [MS-MQQB] 3.1.5.1.1 for every packet of a
     shape: its kind and a guard that must hold for it (None: none), or None when the shape's
-    packets take the usual path."""
+    packets take the usual path.  ``turned_away(headers)``, when given, is what a packet the guard
+    turns away is (an OrderAck or a FinalAck among UserMessages): its kind and body when its own
+    rules hold too, else None (the usual path)."""
 
     def __init__(
         self,
@@ -132,6 +136,7 @@ class FusedParsers:
         base_holds: Holds,
         packet_holds: Holds,
         kind_of: Callable[[dict[str, int]], tuple[Any, Holds | None] | None],
+        turned_away: TurnedAway | None = None,
     ) -> None:
         assert layout.first is not None
         self.base = base
@@ -140,6 +145,7 @@ class FusedParsers:
         self.base_holds = base_holds
         self.packet_holds = packet_holds
         self.kind_of = kind_of
+        self.turned_away = turned_away
         self.base_flags = flags_at(base)
         at, fmt, cls = flags_at(layout.first.parser)
         self.first_flags = (16 + at, fmt, cls)  # the first header follows the 16-byte BaseHeader
@@ -194,9 +200,8 @@ class FusedParsers:
                 return None  # no packet of this shape passes: the usual path words why
             if verdict is not True:
                 rules.append(verdict)
-        if kind[1] is not None:
-            rules.append(kind[1])
-        return _generate(self.base, shape, pins, tuple(rules), kind[0], self.packet)
+        guard = None if kind[1] is None else (kind[1], self.turned_away)
+        return _generate(self.base, shape, pins, tuple(rules), (kind[0], guard), self.packet)
 
 
 _MISSING: Any = object()
@@ -257,11 +262,13 @@ def _generate(
     shape: Shape,
     pins: dict[str, int],
     rules: tuple[Holds, ...],
-    kind: Any,
+    kind: tuple[Any, tuple[Holds, TurnedAway | None] | None],
     packet: Callable[..., Any],
 ) -> FusedFunction:
+    """The function of one shape: ``kind`` is the shape's packet kind and its guard, with what a
+    packet the guard turns away is (see :class:`FusedParsers`)."""
     src = _PinnedSource()
-    src.namespace.update({"fields_new": fields_new, "_int_ne": int.__ne__, "packet": packet, "kind": kind})
+    src.namespace.update({"fields_new": fields_new, "_int_ne": int.__ne__, "packet": packet, "kind": kind[0]})
     src.add(0, "def parse(data):")
     src.add(1, "size = len(data)")
     src.add(1, "headers = fields_new(Fields)")
@@ -279,11 +286,23 @@ def _generate(
     src.add(1, "if pos != size or h_BaseHeader['PacketSize'] != counted: return None")
     for holds in rules:
         src.add(1, f"if not {src.const(holds, 'holds')}(headers): return None")
+    if kind[1] is not None:
+        _turned_away(src, *kind[1])
     src.add(1, "return packet(kind, headers, [], pos, None)")
     names = "+".join(slot.name for slot in shape.slots)
     label = f"packet {pins['BaseHeader']:#x}/{pins[shape.slots[0].name]:#x} {names}"
     fn: FusedFunction = src.compile(label)["parse"]
     return fn
+
+
+def _turned_away(src: _PinnedSource, guard: Holds, turned_away: TurnedAway | None) -> None:
+    """Lines for a packet the guard turns away: the packet ``turned_away`` makes of it, else None."""
+    src.add(1, f"if not {src.const(guard, 'guard')}(headers):")
+    if turned_away is None:
+        src.add(2, "return None")
+        return
+    src.add(2, f"found = {src.const(turned_away, 'turned_away')}(headers)")
+    src.add(2, "return None if found is None else packet(found[0], headers, [], pos, found[1])")
 
 
 def _header(src: _PinnedSource, name: str, parser: HeaderParser, pins: dict[str, int]) -> None:

@@ -38,7 +38,7 @@ from packets.fields import (
     Int32ul,
     header_parser,
 )
-from packets.layout import Holds, PacketKind, Slot, always
+from packets.layout import Holds, PacketKind, Slot, always, fast_form_of
 from packets.optional import SESSION_HEADER, check_session_header
 from packets.properties import default_message_properties_header
 from packets.user import UserHeaderFlags, default_user_header
@@ -71,7 +71,9 @@ __all__ = [
     "check_ping",
     "check_transactional_ack",
     "connection_parameters",
+    "connection_parameters_header_holds",
     "establish_connection",
+    "establish_connection_header_holds",
     "final_ack",
     "identify",
     "internal_packet_holds",
@@ -79,6 +81,8 @@ __all__ = [
     "order_ack",
     "ping",
     "session_ack",
+    "transactional_ack_found",
+    "transactional_ack_holds",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -289,6 +293,17 @@ def check_connection_parameters_header(headers: Container) -> Violations:
             )
 
 
+@fast_form_of(check_connection_parameters_header)
+def connection_parameters_header_holds(headers: Container) -> bool:
+    """Fast form of :func:`check_connection_parameters_header` (plain lookups: a header's fields
+    read as attributes bind it to its mapping first, packets.fields.Fields)."""
+    cp = headers["ConnectionParametersHeader"]
+    return bool(
+        RECOVERABLE_ACK_TIMEOUT_RANGE[0] <= cp["RecoverableAckTimeout"] <= RECOVERABLE_ACK_TIMEOUT_RANGE[1]
+        and ACK_TIMEOUT_RANGE[0] <= cp["AckTimeout"] <= ACK_TIMEOUT_RANGE[1]
+    )
+
+
 def check_establish_connection_header(headers: Container) -> Violations:
     """[MS-MQQB] 2.2.3.1: OperatingSystem.RE MUST be 0x10.  (Reserved MUST be zero when sent but
     MUST be ignored on receipt, so a receiver does not reject it; the 0x5A Padding of a response
@@ -300,6 +315,12 @@ def check_establish_connection_header(headers: Container) -> Violations:
             f"MUST be 0x10, found 0x{ec.OperatingSystem.RE:02X}",
             S_EC,
         )
+
+
+@fast_form_of(check_establish_connection_header)
+def establish_connection_header_holds(headers: Container) -> bool:
+    """Fast form of :func:`check_establish_connection_header` (plain lookups)."""
+    return bool(headers["EstablishConnectionHeader"]["OperatingSystem"].RE == OPERATING_SYSTEM_RE)
 
 
 def check_establish_connection_response(headers: Container) -> Violations:
@@ -485,6 +506,8 @@ _ACK_BY_KIND = {ack.kind: ack for ack in TRANSACTIONAL_ACKS}
 def _get(obj: Any, name: str, default: Any = None) -> Any:
     if isinstance(obj, dict):  # decoded headers: the cheap test first
         return obj.get(name, default)
+    if isinstance(obj, int):  # a flag word: never a Mapping, and the ABC test is slow
+        return getattr(obj, name, default)
     if isinstance(obj, Mapping):
         return obj.get(name, default)
     return getattr(obj, name, default)
@@ -512,7 +535,11 @@ def is_order_queue(user_header: Any) -> bool:
     """Whether UserHeader.DestinationQueue addresses the local private queue "order_queue$"
     ([MS-MQQB] 3.1.5.1.1): DQ 0x3 with PrivateQueueIdentifier 0x00000004, or DQ 0x7 with a
     direct name ``<TCP|SPX>:<address>\\PRIVATE$\\order_queue$`` ([MS-MQQB] 2.2.4)."""
-    dq = int(_get(user_header.Flags, "DQ", 0))
+    # a decoded header's Flags by a plain lookup (read as an attribute, it binds the header first: Fields)
+    flags = user_header.get("Flags") if type(user_header) is Fields else None
+    if flags is None:
+        flags = user_header.Flags
+    dq = int(_get(flags, "DQ", 0))
     queue = _get(user_header, "DestinationQueue")
     if dq == 0x3:
         return _private_id(queue) == ORDER_QUEUE_PRIVATE_ID
@@ -696,6 +723,67 @@ def _check_ack_body(props: Container, ack: TransactionalAck) -> Violations:
             f"MUST be TxSequenceNumber - 1 = {decoded.TxSequenceNumber - 1}, found {decoded.TxPreviousSequenceNumber}",
             body_section,
         )
+
+
+@fast_form_of(check_transactional_ack)
+def transactional_ack_holds(headers: Container) -> bool:
+    """Fast form of :func:`check_transactional_ack`: True exactly when it finds nothing."""
+    ack = _transactional_ack_class(headers)
+    return ack is None or _held_ack_body(headers, ack) is not None
+
+
+def transactional_ack_found(headers: Container) -> tuple[PacketKind, Container] | None:
+    """:func:`identify` and :func:`transactional_ack_holds` at once, for an IN-clear packet that
+    :func:`pinned_kind`'s guard turned away (packets.fused): its kind and decoded body when it is
+    an OrderAck or a FinalAck that breaks none of their MUSTs; None otherwise (the codec's usual
+    path then identifies it and words what it breaks)."""
+    ack = _transactional_ack_class(headers)
+    if ack is None:
+        return None
+    body = _held_ack_body(headers, ack)
+    return None if body is None else (ack.kind, body)
+
+
+def _held_ack_body(headers: Container, ack: TransactionalAck) -> Container | None:
+    """The decoded body when :func:`_check_ack_flags`, :func:`_check_ack_properties` and
+    :func:`_check_ack_body` find nothing (the same tests, in their order, by plain lookups), else
+    None."""
+    base_header, user_flags = headers["BaseHeader"], headers["UserHeader"]["Flags"]
+    if int(base_header["Flags"]) != 0 or int(user_flags) != _ack_user_flags(user_flags, ack):
+        return None
+    props = headers["MessagePropertiesHeader"]
+    if int(_get(props, "Flags", 0)) != 0 or int(_get(props, "MessageSize", 0)) != ACK_BODY_SIZE:
+        return None
+    message_class = int(_get(props, "MessageClass", 0))
+    if ack.allowed_classes is not None and message_class not in ack.allowed_classes:
+        return None
+    body_type = _get(props, "BodyType")
+    if body_type is not None and int(body_type) != 0:
+        return None
+    body = bytes(_get(props, "MessageBody") or b"")
+    if len(body) != ACK_BODY_SIZE:
+        return None
+    decoded = decode_ack_body(ack.kind, body)
+    number, previous = decoded["TxSequenceNumber"], decoded["TxPreviousSequenceNumber"]
+    if number == 0 or previous == 0xFFFFFFFF or (ack.previous_is_one_less and previous != number - 1):
+        return None
+    return decoded
+
+
+def _ack_user_flags(user_flags: Any, ack: TransactionalAck) -> int:
+    """The UserHeader.Flags ``ack`` allows with the DQ of ``user_flags``: MP, the ack's own flags
+    and DQ only ([MS-MQQB] 2.2.4, 2.2.5; :func:`_check_ack_flags`), remembered."""
+    key = (type(user_flags), int(user_flags.DQ), ack.kind)
+    allowed = _ACK_USER_FLAGS.get(key)
+    if allowed is None:
+        allowed = int(type(user_flags).make({"MP": 1, "DQ": key[1]} | dict.fromkeys(ack.user_flags, 1)))
+        if len(_ACK_USER_FLAGS) >= 256:
+            _ACK_USER_FLAGS.clear()
+        _ACK_USER_FLAGS[key] = allowed
+    return allowed
+
+
+_ACK_USER_FLAGS: dict[tuple[type, int, PacketKind], int] = {}
 
 
 # ---------------------------------------------------------------------------------------------
