@@ -2,9 +2,10 @@
 timed alone on the same capture, in MB of capture per CPU-second of this process (in process, no
 start-up), beside the whole chain.
 
-The stages: the first pass (record views to connection keys), reading the records and decoding
-their TCP segments, ``packets.parse`` ([MS-MQMQ] 2.2.19-2.2.20, non-strict, as the chain parses)
-of every packet the chain framed, the passive observer ([MS-MQQB] 3.1 session rules) given those
+The stages: the first pass (record views to connection keys), reading the records in place and
+decoding their TCP segments (as the chain reads them: :func:`harness.pipeline.flows.view_segments`),
+``packets.parse`` ([MS-MQMQ] 2.2.19-2.2.20, non-strict, as the chain parses) of every packet the
+chain framed, the passive observer ([MS-MQQB] 3.1 session rules) given those
 packets in the order the chain gave them (its own CPU: parse and observer together, less the
 parse), and the Parquet writer given the chain's rows as the chain hands them on (packet rows
 as :class:`harness.pipeline.flows.PacketRows`: columns, no dictionary per row).
@@ -62,8 +63,8 @@ def _collect(path: Path) -> tuple[float, list[list[tuple[str, bytes, float]]], l
 def stage_row(path: Path, folder: Path) -> dict[str, Any]:
     """The stages of the chain on ``path``, alone, against the whole chain."""
     import packets
-    from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, first_reading, segments_of
-    from harness.pipeline.splits import Split, SplitResult, read_split
+    from harness.pipeline.flows import DEFAULT_PORTS, FrameCounts, first_reading, view_segments
+    from harness.pipeline.splits import Split, SplitResult, read_split_views
     from harness.pipeline.tasks import TABLES, PartWriter
     from harness.session import Observer
 
@@ -95,7 +96,9 @@ def stage_row(path: Path, folder: Path) -> dict[str, Any]:
     counts = FrameCounts(str(path))
     cpu = {
         "first_pass": _best(lambda: sum(1 for _ in first_reading(split, DEFAULT_PORTS))),
-        "reading_and_tcp": _best(lambda: sum(1 for _ in segments_of(read_split(split, SplitResult(split)), counts))),
+        "reading_and_tcp": _best(
+            lambda: sum(1 for _ in view_segments(read_split_views(split, SplitResult(split)), counts))
+        ),
         "parse": _best(parse_all),
         "parquet": _best(parquet),
     }

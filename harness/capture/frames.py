@@ -30,6 +30,7 @@ __all__ = [
     "TcpSegment",
     "addr4",
     "decode_tcp",
+    "decode_tcp_view",
 ]
 
 FIN, SYN, RST, PSH, ACK, URG = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
@@ -288,3 +289,21 @@ def decode_tcp(linktype: int, data: bytes) -> TcpSegment | FrameProblem | None:
                 )
     link_layer = _LINK_LAYERS.get(linktype)
     return link_layer(data) if link_layer is not None else None
+
+
+def decode_tcp_view(linktype: int, buf: bytes, start: int, stop: int) -> TcpSegment | FrameProblem | None:
+    """:func:`decode_tcp` of the frame ``buf[start:stop]`` (a record read in place,
+    :data:`harness.capture.pcapcommon.RecordView`) without copying the frame: the common frame's
+    payload is the one copy made, from ``buf``; every other frame is copied out and decoded."""
+    if linktype == 1 and stop - start >= 54:
+        etype, vihl, total, frag, proto, src, dst = ETH_IPV4_TCP.unpack_from(buf, start)
+        if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and total >= 40:
+            end = 14 + total
+            sport, dport, seq, ack, offl = TCP_HEADER.unpack_from(buf, start + 34)
+            hl = (offl >> 12) * 4
+            n = stop - start
+            if hl >= 20 and 34 + hl <= end and 34 + hl <= n and end <= n:
+                payload = buf[start + 34 + hl : start + end]
+                fields = (addr4(src), sport, addr4(dst), dport, seq, ack, offl & 0x1FF, payload, 0)
+                return _new_segment(TcpSegment, fields)
+    return decode_tcp(linktype, buf[start:stop])

@@ -41,7 +41,7 @@ _SESSION_HEADER_SIZE = 16  # a UserMessage's SessionHeader, not counted in Packe
 _EXTENSION_HEADER_SIZE = 12  # [MS-MQRR] 2.2.5.2 ExtensionHeader.HeaderSize
 
 
-@dataclass
+@dataclass(slots=True)
 class DecodedPacket:
     """A packet and where it was found: stream name, index and stream offset; in a capture also
     the frame number (1-based record index, as Wireshark numbers frames) and capture time of the

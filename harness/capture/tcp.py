@@ -48,6 +48,9 @@ class Chunk(NamedTuple):
     frame: int = 0  #: frame number (1-based record index in the capture) of that segment; 0 unknown
 
 
+_new_chunk = tuple.__new__  # a Chunk of all its fields without NamedTuple's Python-level __new__
+
+
 class Gap(NamedTuple):
     stream_offset: int
     length: int
@@ -135,7 +138,7 @@ class TcpReassembler:
         return self.next + ((rel - self.next + _HALF) % _MOD - _HALF)
 
     def _deliver(self, ts: float, data: bytes, out: list[Chunk | Gap], frame: int = 0) -> None:
-        out.append(Chunk(self.next, ts, data, frame))
+        out.append(_new_chunk(Chunk, (self.next, ts, data, frame)))
         self.next += len(data)
         h = self._hist
         h += data

@@ -25,13 +25,13 @@ from enum import StrEnum
 from typing import Any, TypeVar, overload
 
 from harness.capture.connection import Connection, ConnectionResult, replay_flow
-from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp
+from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp_view
 from harness.capture.framing import DecodedPacket
-from harness.capture.pcapcommon import Record
+from harness.capture.pcapcommon import Record, RecordView
 from harness.capture.spill import SpillPool
 from harness.capture.streams import segment_connection, view_connections
 from harness.capture.tcp import Flow, FlowKey
-from harness.pipeline.splits import Split, SplitResult, read_split, read_split_views
+from harness.pipeline.splits import Split, SplitResult, read_split_views
 from packets import GUID
 from packets.layout import SESSION_KINDS, PacketKind
 
@@ -54,6 +54,7 @@ __all__ = [
     "process_local",
     "segments_of",
     "stream_rows",
+    "view_segments",
 ]
 
 DEFAULT_PORTS = frozenset({1801})
@@ -138,19 +139,28 @@ def segments_of(
     records: Iterable[Record], counts: FrameCounts, ports: frozenset[int] = DEFAULT_PORTS
 ) -> Iterator[tuple[int, float, TcpSegment]]:
     """(record offset, timestamp, segment) of the records' TCP segments on ``ports``."""
+    views = ((rec.offset, rec.ts, rec.linktype, rec.data, 0, len(rec.data)) for rec in records)
+    return view_segments(views, counts, ports)
+
+
+def view_segments(
+    views: Iterable[RecordView], counts: FrameCounts, ports: frozenset[int] = DEFAULT_PORTS
+) -> Iterator[tuple[int, float, TcpSegment]]:
+    """:func:`segments_of` the records read in place (:func:`harness.pipeline.splits.read_split_views`):
+    each segment's payload the one copy made of a frame (:func:`harness.capture.frames.decode_tcp_view`)."""
     read = decoded = 0  # the common counts kept in locals, given to ``counts`` when the reading ends
     try:
-        for rec in records:
+        for offset, ts, linktype, buf, start, stop in views:
             read += 1
-            seg = decode_tcp(rec.linktype, rec.data)
+            seg = decode_tcp_view(linktype, buf, start, stop)
             if seg is None:
                 counts.not_tcp += 1
             elif isinstance(seg, FrameProblem):
                 counts.undecodable += 1
-                counts.problems.append(f"{counts.input}@{rec.offset}: {seg.reason} (frame byte {seg.offset})")
+                counts.problems.append(f"{counts.input}@{offset}: {seg.reason} (frame byte {seg.offset})")
             elif seg.sport in ports or seg.dport in ports:
                 decoded += 1
-                yield rec.offset, rec.ts, seg
+                yield offset, ts, seg
             else:
                 counts.other_ports += 1
     finally:
@@ -679,7 +689,7 @@ def iter_local(
         open_: dict[Any, tuple[FlowRows, list[int]]] = {}
         ready: list[PacketRows] = []
         try:
-            for offset, ts, seg in segments_of(read_split(result.split, result), file_counts, ports):
+            for offset, ts, seg in view_segments(read_split_views(result.split, result), file_counts, ports):
                 key = segment_connection(seg)
                 entry = open_.get(key)
                 if entry is None:

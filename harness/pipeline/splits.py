@@ -60,6 +60,7 @@ __all__ = [
     "is_local",
     "plan_tasks",
     "read_split",
+    "read_split_views",
     "scheme_of",
 ]
 
@@ -377,29 +378,63 @@ def _bounds(f: BinaryIO, split: Split, size: int, header: PcapHeader) -> tuple[i
     return (find_split_start(f, split.start, split.end, header, size) if splittable else None), stop
 
 
-def read_split_views(split: Split) -> Iterator[RecordView]:
-    """The records of :func:`read_split` (problems dropped), each as a
-    :data:`harness.capture.pcapcommon.RecordView` (no bytes copied out of the read window): for a
-    pass that reads a few header bytes of each frame."""
-    size = os.path.getsize(split.path)
-    with open(split.path, "rb") as f:
+def read_split_views(
+    split: Split, result: SplitResult | None = None, data: bytes | None = None
+) -> Iterator[RecordView]:
+    """The records of :func:`read_split`, each as a :data:`harness.capture.pcapcommon.RecordView`
+    -- ``(offset, ts, linktype, buffer, start, stop)``, no bytes copied out of the read window --
+    with the problems and where the records started and ended given to ``result`` as
+    :func:`read_split` gives them."""
+    result = result if result is not None else SplitResult(split)
+    size = os.path.getsize(split.path) if data is None else len(data)
+    with open(split.path, "rb") if data is None else io.BytesIO(data) as f:
         header = read_header(f)
         if isinstance(header, CaptureProblem):
+            if split.start == 0:
+                result.problems.append(header._replace(path=split.path))
             return
         begin, stop = _bounds(f, split, size, header)
         if begin is None:
             return
         if begin == 0 and header.format != "pcap":  # a pcapng section's blocks, read from its start
             f.seek(0)
-            for item in iter_records(f, path=split.path, end_offset=stop):
-                if isinstance(item, Record):
-                    yield (item.offset, item.ts, item.linktype, item.data, 0, len(item.data))
-            return
-        begin = begin or header.length
-        f.seek(begin)
-        for view in iter_record_views(f, start_offset=begin, path=split.path, header=header, end_offset=stop):
-            if not isinstance(view, CaptureProblem):
-                yield view
+            items: Iterator[RecordView | CaptureProblem] = _as_views(
+                iter_records(f, path=split.path, end_offset=stop)
+            )
+        else:
+            begin = begin or header.length
+            f.seek(begin)
+            items = iter_record_views(f, start_offset=begin, path=split.path, header=header, end_offset=stop)
+        yield from _tallied(items, result, header.format == "pcap")
+
+
+def _as_views(items: Iterator[Record | CaptureProblem]) -> Iterator[RecordView | CaptureProblem]:
+    for item in items:
+        yield (item.offset, item.ts, item.linktype, item.data, 0, len(item.data)) if isinstance(item, Record) else item
+
+
+def _tallied(
+    items: Iterator[RecordView | CaptureProblem], result: SplitResult, pcap: bool
+) -> Iterator[RecordView]:
+    """The records among ``items``, the problems given to ``result`` with the first record's offset,
+    the count and (``pcap``: a pcapng block's end is not in the view) where the last one ended."""
+    problems = result.problems
+    records = 0
+    last: RecordView | None = None
+    try:  # the counts kept in locals, given to ``result`` when the reading ends or stops
+        for item in items:
+            if isinstance(item, CaptureProblem):
+                problems.append(item)
+                continue
+            if last is None and result.first is None:
+                result.first = item[0]
+            records += 1
+            last = item
+            yield item
+    finally:
+        result.records += records
+        if pcap and last is not None:
+            result.next = last[0] + 16 + last[5] - last[4]
 
 
 def read_split(split: Split, result: SplitResult | None = None, data: bytes | None = None) -> Iterator[Record]:

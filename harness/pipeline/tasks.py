@@ -33,10 +33,10 @@ from harness.pipeline.flows import (
     first_reading,
     flow_id,
     flow_rows,
-    segments_of,
+    view_segments,
 )
 from harness.pipeline.outputs import FsFolder
-from harness.pipeline.splits import Split, SplitResult, read_split
+from harness.pipeline.splits import Split, SplitResult, read_split_views
 
 __all__ = [
     "LISTED_PROBLEMS",
@@ -207,7 +207,7 @@ def _read_range(
     analysed = _Analysed(split, ports, local, writers, tallies) if local is not None else None
     pending: dict[tuple[str, ...], list[Any]] = {}
     held = held_bytes = moved = moved_bytes = 0
-    for offset, ts, seg in segments_of(read_split(split, result, data), counts, ports):
+    for offset, ts, seg in view_segments(read_split_views(split, result, data), counts, ports):
         if analysed is not None and analysed.take(offset, ts, seg):
             continue
         moved += 1
