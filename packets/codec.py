@@ -90,7 +90,7 @@ def _spec() -> _Spec:
         session.internal_packet_holds,
         tuple(message.MESSAGE_PACKET_LAYOUT),
         FusedParsers(base.BASE_HEADER, user_parser, Packet, _base_header_holds, message.user_message_holds,
-                     session.pinned_kind, session.transactional_ack_found),
+                     session.pinned_kind, session.identify_holding),
         FusedParsers(base.BASE_HEADER, internal_parser, Packet, _base_header_holds, session.internal_packet_holds,
                      session.pinned_kind),
     )
@@ -361,10 +361,9 @@ def parse(data: bytes | bytearray | memoryview, strict: bool = True) -> Packet:
     parsers: FusedParsers | None = None
     fused: Any = _NOT_MADE
     try:  # fused_function, inline: the packet's two flag words pick its whole-packet function
-        (flags,) = _U16.unpack_from(data, 2)
-        parsers = _FUSED[flags & 0x8]
-        key_at, key_format, _ = parsers.first_flags
-        key = flags << 32 | key_format.unpack_from(data, key_at)[0]
+        parsers = _FUSED[data[2] & 0x8]  # BaseHeader.Flags.IN: the layout
+        flags, first = parsers.key_format.unpack_from(data)
+        key = flags << 32 | first
         fused = parsers.functions.get(key, _NOT_MADE)
     except Exception:  # too short for the flags
         parsers = None

@@ -65,6 +65,16 @@ def flags_at(parser: HeaderParser) -> tuple[int, struct.Struct, type[Any]]:
     raise ValueError(f"{parser.name} has no Flags word at a fixed offset")
 
 
+def _key_format(*words: tuple[int, struct.Struct, type[Any]]) -> struct.Struct:
+    """One struct reading flag words at their offsets from a packet's start (each given as
+    :func:`flags_at` gives it, the offset from the packet's start, in increasing order)."""
+    fmt, at = "<", 0
+    for offset, word, _cls in words:
+        fmt += f"{offset - at}x{word.format.lstrip('<')}"
+        at = offset + word.size
+    return struct.Struct(fmt)
+
+
 class _PinnedSource(GeneratedSource):
     """Generated lines with the two flag words known: a Switch or If whose selector reads only
     them is resolved here (construct's own rule: ``cases.get(key, default)``, ``then if cond``)."""
@@ -73,11 +83,26 @@ class _PinnedSource(GeneratedSource):
         super().__init__()
         self.known: dict[str, int] = {}  # generated expression -> its value
         self.pin: int | None = None  # the value of the next top-level header's Flags
+        self.pinned: dict[str, int] = {}  # variable of a pinned Flags word -> its value, until unpacked
 
     def bound(self, scope: FieldScope, name: str, value: str) -> None:
         if name == "Flags" and self.pin is not None and scope.parent is not None and scope.parent.parent is None:
-            self.known[value] = self.pin
+            self.known[value] = self.pinned[value] = self.pin
             self.pin = None
+
+    def fixed(self, run: list[tuple[str, str, str]], indent: int) -> None:
+        """As :meth:`GeneratedSource.fixed`; a pinned Flags word read from the bytes must be the
+        one the function was written for, and is then one flag-word object made when the function
+        was written (a BitFlags is an immutable int)."""
+        pinned = [(target, wrap) for target, _, wrap in run if target in self.pinned and wrap]
+        if not pinned:
+            super().fixed(run, indent)
+            return
+        super().fixed([(target, fmt, "" if target in self.pinned else wrap) for target, fmt, wrap in run], indent)
+        for target, wrap in pinned:
+            value = self.pinned.pop(target)
+            self.add(indent, f"if {target} != {value}: return None")
+            self.add(indent, f"{target} = {self.const(self.namespace[wrap](value), 'pinned')}")
 
     def static(self, e: Any, scope: FieldScope) -> Any:
         """The value of a construct expression when it reads only pinned words, else None."""
@@ -125,8 +150,8 @@ class FusedParsers:
     layout's packet-level rules; ``kind_of(pins)`` is [MS-MQQB] 3.1.5.1.1 for every packet of a
     shape: its kind and a guard that must hold for it (None: none), or None when the shape's
     packets take the usual path.  ``turned_away(headers)``, when given, is what a packet the guard
-    turns away is (an OrderAck or a FinalAck among UserMessages): its kind and body when its own
-    rules hold too, else None (the usual path)."""
+    turns away is (among UserMessages, one that may be an OrderAck or a FinalAck): its kind and
+    body when its own rules hold too, else None (the usual path)."""
 
     def __init__(
         self,
@@ -149,6 +174,7 @@ class FusedParsers:
         self.base_flags = flags_at(base)
         at, fmt, cls = flags_at(layout.first.parser)
         self.first_flags = (16 + at, fmt, cls)  # the first header follows the 16-byte BaseHeader
+        self.key_format = _key_format(self.base_flags, self.first_flags)
         self.functions: dict[int, FusedFunction | None] = {}
         self.seen: dict[int, int] = {}
 
@@ -316,9 +342,18 @@ def _header(src: _PinnedSource, name: str, parser: HeaderParser, pins: dict[str,
     except UnsupportedConstruct:
         del src.lines[mark:]
         src._ids, src.known = ids, known
+        src.pinned.clear()
         fn = src.const(header_function(parser), "parse_" + name)
         src.add(1, f"{target}, pos = {fn}(data, pos, headers)")
     src.pin = None
     src.add(1, f"headers[{name!r}] = {target}")
-    if name in pins:
+    checked = _checked_pin(src, known)
+    src.pinned.clear()
+    if name in pins and not checked:
         src.add(1, f"if _int_ne({target}['Flags'], {pins[name]}): return None")
+
+
+def _checked_pin(src: _PinnedSource, before: dict[str, int]) -> bool:
+    """Whether the header just written checked its pinned Flags word as it read it
+    (:meth:`_PinnedSource.fixed`)."""
+    return any(var not in before and var not in src.pinned for var in src.known)

@@ -76,12 +76,12 @@ __all__ = [
     "establish_connection_header_holds",
     "final_ack",
     "identify",
+    "identify_holding",
     "internal_packet_holds",
     "is_order_queue",
     "order_ack",
     "ping",
     "session_ack",
-    "transactional_ack_found",
     "transactional_ack_holds",
 ]
 
@@ -567,7 +567,10 @@ def _transactional_ack_class(headers: Container) -> TransactionalAck | None:
     if _get(props, "Label") != ORDER_ACK_LABEL or not is_order_queue(user):  # cheap test first
         return None
     message_class = int(_get(props, "MessageClass", 0))
-    return next((ack for ack in TRANSACTIONAL_ACKS if ack.claims(message_class)), None)
+    for ack in TRANSACTIONAL_ACKS:
+        if ack.claims(message_class):
+            return ack
+    return None
 
 
 def decode_ack_body(kind: PacketKind, body: bytes) -> Container:
@@ -619,22 +622,23 @@ def _internal_kind(base_flags: int, pt: int) -> PacketKind:
     return entry.kind
 
 
-def _not_a_transactional_ack(headers: Container) -> bool:
+def _not_labelled_an_ack(headers: Container) -> bool:
+    """The cheap test of :func:`_transactional_ack_class` (the label): True for a UserMessage;
+    False for a packet that may be an OrderAck or a FinalAck, which :func:`identify_holding`
+    then identifies."""
     props = headers.get("MessagePropertiesHeader")
-    if props is not None and type(props) is Fields and props.get("Label") != ORDER_ACK_LABEL:
-        return True  # the cheap test of _transactional_ack_class, first
-    return _transactional_ack_class(headers) is None
+    return props is not None and type(props) is Fields and props.get("Label") != ORDER_ACK_LABEL
 
 
 def pinned_kind(pins: Mapping[str, int]) -> tuple[PacketKind, Holds | None] | None:
     """:func:`identify` for every packet of one shape (BaseHeader.Flags and the Flags of the
     header after it fixed; packets.fused): the kind, and a guard that must hold for a packet to be
     of that kind (None: every one is).  IN set: the kind follows from the flags alone.  IN clear:
-    a UserMessage unless it is an OrderAck or a FinalAck, which the guard leaves to
-    :func:`identify`."""
+    a UserMessage when its label is not an acknowledgment's; the guard leaves the others to
+    :func:`identify_holding`."""
     base_flags = pins["BaseHeader"]
     if not base_flags & 0x8:
-        return PacketKind.UserMessage, _not_a_transactional_ack
+        return PacketKind.UserMessage, _not_labelled_an_ack
     internal = pins.get("InternalHeader")
     if internal is None:
         return None
@@ -732,14 +736,14 @@ def transactional_ack_holds(headers: Container) -> bool:
     return ack is None or _held_ack_body(headers, ack) is not None
 
 
-def transactional_ack_found(headers: Container) -> tuple[PacketKind, Container] | None:
-    """:func:`identify` and :func:`transactional_ack_holds` at once, for an IN-clear packet that
-    :func:`pinned_kind`'s guard turned away (packets.fused): its kind and decoded body when it is
-    an OrderAck or a FinalAck that breaks none of their MUSTs; None otherwise (the codec's usual
-    path then identifies it and words what it breaks)."""
+def identify_holding(headers: Container) -> tuple[PacketKind, Container | None] | None:
+    """:func:`identify` and :func:`transactional_ack_holds` at once, for an IN-clear packet whose
+    other rules hold that :func:`pinned_kind`'s guard turned away (packets.fused): a UserMessage,
+    or an OrderAck or a FinalAck with its decoded body when it breaks none of their MUSTs; None
+    for one that does (the codec's usual path then words what it breaks)."""
     ack = _transactional_ack_class(headers)
     if ack is None:
-        return None
+        return (PacketKind.UserMessage, None) if headers.get("UserHeader") is not None else None
     body = _held_ack_body(headers, ack)
     return None if body is None else (ack.kind, body)
 
