@@ -9,12 +9,24 @@ Under ``--dist loadgroup`` the scheduler hands the tests out in collection order
 several tests before single tests): the hook puts the longest tests (:data:`LONGEST`, from
 ``--durations``) first, so that none of them starts when the others are nearly done and holds
 the run up alone.
+
+Where the environment sets ``PYTHONDONTWRITEBYTECODE`` (bytecode kept out of the checkout), the
+suite's processes -- the xdist workers, and the hundreds of ``msmq-harness``, ``pytest`` and adapter
+processes the tests start -- would each compile every module they import from its source again
+(about half the CPU of a command line's start-up).  They keep their bytecode instead in a private
+folder outside the checkout (``PYTHONPYCACHEPREFIX``), as benchmarks/bench_cases.py does for the
+processes it measures: nothing is written beside the sources, and what they run is unchanged.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
+import tempfile
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +56,37 @@ LONGEST = (
     "tests/pipeline/test_memory_bounded.py::test_a_pipeline_worker_holds_the_packets_in_flight",
     "tests/cases/test_plugin_inputs.py::test_a_fifo_or_a_device_among_the_cases",
 )
+
+
+def _private_folder(folder: Path) -> bool:
+    """Is ``folder`` (made if missing) a folder of the current user's that no one else may write to?
+    (Bytecode read from a folder others could write to would run their code.)"""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = folder.stat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _bytecode_outside_the_checkout() -> None:
+    """Under ``PYTHONDONTWRITEBYTECODE`` (and no ``PYTHONPYCACHEPREFIX`` of the caller's), this
+    process and the processes started after it cache bytecode in a private temporary folder."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    if not hasattr(os, "getuid"):  # pragma: no cover - Windows: the environment is left as it is
+        return
+    top = Path(tempfile.gettempdir()) / f"msmq-harness-{os.getuid()}"
+    folder = top / "pycache"
+    if not (_private_folder(top) and _private_folder(folder)):
+        return
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+    sys.pycache_prefix = str(folder)
+    sys.dont_write_bytecode = False
+
+
+_bytecode_outside_the_checkout()
 
 
 def _rank(item: pytest.Item) -> int:
