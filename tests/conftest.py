@@ -34,7 +34,8 @@ from _pytest.nodeid import NodeId
 
 from harness.peers import faults
 
-#: node id prefixes of the longest tests, longest first (``make test``'s ``--durations``)
+#: node id prefixes of the longest tests, longest first (``make test``'s ``--durations``); the ones that
+#: mostly wait on [MS-MQQB] timers (a corpus's wire runs) stand between ones that keep a core busy
 LONGEST = (
     "tests/pipeline/test_pipeline_cluster.py::test_the_documented_cluster_commands_run_as_written",
     "tests/pipeline/test_pipeline_standalone.py::test_standalone_cluster_gives_identical_parquet_to_local2",
@@ -42,19 +43,25 @@ LONGEST = (
     "tests/cases/test_docs_commands_run.py::test_command_example_runs[README.md: .venv/bin/msmq-harness run cases/",
     "tests/cases/test_pytest_plugin.py::test_pytest_n2_and_runner_give_the_same_outcomes",
     "tests/packets/test_large_packets.py::test_a_million_direct_elements",
+    "tests/cases/test_readings_mqqb.py::",
     "tests/cases/test_never_connects.py::",
     "tests/pipeline/test_output_folders.py::",
     "tests/cases/test_pytest_front_end.py::test_case_files_are_collected_where",
     "tests/fuzz/test_fuzz_no_false_findings.py::",
     "tests/model/test_stateful_oracle.py::test_indexed_model_agrees_with_literal_oracle",
+    "tests/fuzz/test_fuzz_sender.py::test_a_crashing_sender_is_found_confirmed_and_written_as_a_case",
     "tests/pipeline/test_parse_once.py::test_spark_analyses_connections_whole_in_a_range",
+    "tests/cases/test_wire_cases.py::test_wire_corpus_passes_under_the_pytest_plugin_with_two_workers",
     "tests/pipeline/test_adversarial_splits.py::test_the_spark_job_equals_the_sequential_functions",
+    "tests/cases/test_wire_cases.py::test_wire_corpus_passes_under_msmq_harness_run",
     "tests/pipeline/test_pipeline_hadoop.py::test_hadoop_route_gives_the_tables_of_the_local_route",
     "tests/pipeline/test_pipeline_outputs.py::",
     "tests/pipeline/test_pipeline_sparkconf.py::",
     "tests/cases/test_docs_commands_run.py::test_command_example_runs",
     "tests/pipeline/test_memory_bounded.py::test_a_pipeline_worker_holds_the_packets_in_flight",
     "tests/cases/test_plugin_inputs.py::test_a_fifo_or_a_device_among_the_cases",
+    "tests/fuzz/test_fuzz_demo.py::",
+    "tests/fuzz/test_fuzz_sender.py::test_a_hanging_sender",
 )
 
 
