@@ -26,6 +26,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from harness.cases_cli import add_parser as add_cases_parser
 from harness.cli_run import add_parser as add_run_parser
@@ -39,7 +40,7 @@ from harness.report.compare import add_parser as add_compare_parser
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="msmq-harness", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     add_run_parser(sub)  # harness.cli_run
@@ -56,6 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_fuzz_parser(sub)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up (importlib.metadata: some milliseconds)
+    only when asked for, not each time the parser is built."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        sys.stdout.write(f"{parser.prog} {_version()}\n")
+        parser.exit()
 
 
 def _version() -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
 import re
 import stat
 from collections.abc import Collection, Iterable, Mapping
@@ -426,12 +427,13 @@ def load_file(
     if cache is None or requirements is not None:
         return load()
     try:
-        found = _requirements_file(p)
+        resolved = os.path.realpath(p)
+        found = _requirements_file(p, resolved)
         listed = (str(found), _digest(found), _rules_digest()) if found else None
     except OSError:
         return load()
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    parts = (str(path), str(p.resolve()), digest, listed, sorted(known_events(events)))
+    parts = (str(path), resolved, digest, listed, sorted(known_events(events)))
     return cache.load(parts, load)
 
 
@@ -547,13 +549,19 @@ BUNDLED_REQUIREMENTS = Path(__file__).resolve().parents[2] / "cases" / REQUIREME
 _LOADED: dict[tuple[str, int, str], dict[str, Requirement]] = {}
 
 
-def _requirements_file(file: str | Path) -> Path | None:
-    """The requirements.yaml beside ``file`` or in the nearest folder above it, else the bundled one."""
-    here = Path(file).resolve().parent
-    found = next((d / REQUIREMENTS_FILE for d in (here, *here.parents) if (d / REQUIREMENTS_FILE).is_file()), None)
-    if found is None:
-        found = BUNDLED_REQUIREMENTS if BUNDLED_REQUIREMENTS.is_file() else None
-    return found
+def _requirements_file(file: str | Path, resolved: str | None = None) -> Path | None:
+    """The requirements.yaml beside ``file`` or in the nearest folder above it, else the bundled one.
+    ``resolved``: the real path of ``file`` (symbolic links followed), when the caller has it.
+    Walked with ``os.path`` (one ``stat`` a folder): it is looked up for every file loaded."""
+    here = os.path.dirname(resolved if resolved is not None else os.path.realpath(file))
+    while True:
+        candidate = os.path.join(here, REQUIREMENTS_FILE)
+        if os.path.isfile(candidate):
+            return Path(candidate)
+        above = os.path.dirname(here)
+        if above == here:  # the root, looked at
+            return BUNDLED_REQUIREMENTS if BUNDLED_REQUIREMENTS.is_file() else None
+        here = above
 
 
 def requirements_for(file: str | Path) -> dict[str, Requirement]:

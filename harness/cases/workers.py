@@ -16,7 +16,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Collection, Generator, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Sequence
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,8 @@ from harness.cases.cache import CaseCache
 from harness.cases.caseresult import case_result_since
 from harness.cases.lines import CaseError
 from harness.cases.loader import case_file_sizes, check_unique
-from harness.cases.model import Case, SpecRef
-from harness.cases.pool import WORKER, chunk_spans, longest_first, worker_init, worker_run
+from harness.cases.model import Case, Requirement, SpecRef
+from harness.cases.pool import CHUNK, WORKER, longest_first, worker_init, worker_run
 from harness.results import CaseResult, Outcome
 
 __all__ = ["WorkerCorpus"]
@@ -36,14 +36,17 @@ __all__ = ["WorkerCorpus"]
 Identity = tuple[Any, ...]  # a case's identity as a worker sends it: _identity / _shell
 
 
-def _identity(case: Case) -> Identity:
+def _identity(case: Case, known: dict[Requirement, Requirement]) -> Identity:
     """What the parent of a run needs of a case its worker loaded (selection, known failures,
-    reports of a worker that died), as plain data: its cited requirements by id only (the parent
-    has them), nor its steps."""
+    reports of a worker that died), as plain data, without its steps.  The requirements it cites
+    are each replaced by the equal one in ``known`` (added when new): the files a worker reads
+    back from the cache hold a copy each of the requirements they cite, which one message then
+    carries once."""
     spec = tuple((ref.section, ref.requirement) for ref in case.spec)
     peer = case.given["peer"] if case.wire else None
+    cited = {rid: known.setdefault(r, r) for rid, r in case.requirements.items()}
     return (case.id, case.title, spec, case.tags, case.variant, peer, case.requires, case.source, case.line,
-            case.requirements)  # fmt: skip
+            cited)  # fmt: skip
 
 
 def _shell(identity: Identity) -> Case:
@@ -81,17 +84,21 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache, share: li
     The target is opened on the first chunk (the parent greeted it before any chunk was handed
     out)."""
     files: dict[int, list[Case]] = {}
+    known: dict[Requirement, Requirement] = {}  # the requirements sent so far: each sent as one object
 
     def cases_of(index: int, path: str) -> list[Case]:
-        if index not in files:  # loaded by another worker: read back from the cache
+        if index not in files:  # loaded here, or read back from the cache (a file another worker loaded)
+            hits = cache.hits
             files[index] = loader.load_file(path, events=events, cache=cache)
+            if cache.hits > hits:  # read back: no garbage made, and the cases are kept; not scanned again
+                gc.freeze()
         return files[index]
 
     def load(paths: list[tuple[int, str]]) -> Loaded:
         loaded: Loaded = {}
         for index, path in paths:
             try:
-                loaded[index] = [_identity(c) for c in cases_of(index, path)]
+                loaded[index] = [_identity(c, known) for c in cases_of(index, path)]
             except CaseError as e:
                 loaded[index] = e
         gc.freeze()  # the cases loaded: not scanned again by this worker's collections
@@ -114,23 +121,26 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache, share: li
                 _worker_close()
                 worker_init(*settings)
                 WORKER["settings"] = settings
-            results: list[CaseResult] | str = []
-            for index, path, positions in segments:
-                try:
-                    cases = cases_of(index, path)
-                except CaseError as e:
-                    results = f"{path} changed during the run: {e}"
-                    break
-                if max(positions) >= len(cases):
-                    results = f"{path} changed during the run: it holds {len(cases)} cases now"
-                    break
-                assert isinstance(results, list)
-                results.extend(worker_run(cases[p]) for p in positions)
-            conn.send(("ran", chunk, results))
+            conn.send(("ran", chunk, _run_segments(segments, cases_of)))
     except (EOFError, OSError, KeyboardInterrupt):  # the parent is gone
         pass
     finally:
         _worker_close()
+
+
+def _run_segments(segments: list[Segment], cases_of: Callable[[int, str], list[Case]]) -> list[CaseResult] | str:
+    """The results of the cases of ``segments`` (this worker's target), or why they cannot run:
+    a file that no longer loads, or holds fewer cases, than when the run began."""
+    results: list[CaseResult] = []
+    for index, path, positions in segments:
+        try:
+            cases = cases_of(index, path)
+        except CaseError as e:
+            return f"{path} changed during the run: {e}"
+        if max(positions) >= len(cases):
+            return f"{path} changed during the run: it holds {len(cases)} cases now"
+        results.extend(worker_run(cases[p]) for p in positions)
+    return results
 
 
 def _worker_close() -> None:
@@ -274,7 +284,7 @@ class WorkerCorpus:
                     for i, path in share:  # no worker left: loaded here
                         try:
                             loaded = loader.load_file(path, events=self.events, cache=self.cache)
-                            got[i] = [_identity(c) for c in loaded]
+                            got[i] = [_identity(c, {}) for c in loaded]
                         except CaseError as e:
                             got[i] = e
                 continue
@@ -340,51 +350,56 @@ class WorkerCorpus:
         self, cases: list[Case], target_spec: str, step_timeout: float, record_dir: str | None = None
     ) -> Generator[CaseResult, None, None]:
         """The results of ``cases`` (shells of this corpus) in their order, run by the workers in
-        chunks (:func:`chunk_spans`; a chunk may span files); the cases of a chunk whose worker died
-        are errors."""
+        chunks (:func:`_owned_chunks`: a chunk may span files, of one worker's share); the cases of a
+        chunk whose worker died are errors."""
         plan = _Dispatch(self, cases, (target_spec, step_timeout, record_dir))
         answers = self._answers()
         try:
             for w in plan.live:
                 plan.feed(w)
-            for k in range(len(plan.chunks)):
-                plan.wait_for(k, answers)
-                yield from plan.results(k)
+            for i in range(len(cases)):
+                yield plan.wait_for(i, answers)
         finally:
             answers.close()
             if plan.took and self._scratch is None:  # for the next run's order
                 self.cache.record_durations(plan.took)
 
 
-
 class _Dispatch:
     """The chunks of one run of a :class:`WorkerCorpus`, handed out as workers become free: the
     wire chunks first, longest first by the durations of the last run, then each worker's own
-    model chunks (of the files it loaded), then, its own done, the end of the longest other list.
-    The chunks of a worker that dies go to the others; its running chunk is an error."""
+    model chunks, then, its own done, the end of the longest other list.  A model chunk holds
+    cases of the files one worker loaded (:func:`_owned_chunks`), so that a worker reads back no
+    file another loaded but for the chunks it takes over at the end.  The chunks of a worker that
+    dies go to the others; its running chunk is an error.  The results are put back in case order."""
 
     def __init__(self, corpus: WorkerCorpus, cases: list[Case], settings: tuple[str, float, str | None]) -> None:
         self.corpus, self.cases, self.settings = corpus, cases, settings
         self.where = corpus.locate(cases)
         self.live = [w for w in corpus.workers if w.alive]
-        self.chunks = chunk_spans(cases, max(1, len(self.live)))
+        owners = [self._owner(index) for index, _ in self.where]
+        self.chunks = _owned_chunks(cases, [id(w) for w in owners], len(self.live))
         self.keys = [f"{case.source}::{case.full_id}" if case.wire else "" for case in cases]
         last = corpus.cache.durations() if corpus._scratch is None and any(self.keys) else {}
-        order = longest_first(cases, self.chunks, [last.get(key) for key in self.keys])
+        firsts = [(chunk[0], chunk[0] + 1) for chunk in self.chunks]  # a wire chunk is one case
+        order = longest_first(cases, firsts, [last.get(key) for key in self.keys])
         self.wire = [k for k in order if cases[self.chunks[k][0]].wire]
         self.own: dict[int, list[int]] = {id(w): [] for w in self.live}  # model chunks by the worker that loaded them
-        for k, (begin, _) in enumerate(self.chunks):
-            if not cases[begin].wire:
-                owner = corpus._owner.get(self.where[begin][0])
-                taker = owner if owner is not None and owner.alive else self.live[k % len(self.live)]
-                self.own[id(taker)].append(k)
-        self.done: dict[int, list[CaseResult] | str] = {}
+        for k, chunk in enumerate(self.chunks):
+            if not cases[chunk[0]].wire:
+                self.own[id(owners[chunk[0]])].append(k)
+        self.pending = set(range(len(self.chunks)))  # chunks whose results have not come back
+        self.ready: dict[int, CaseResult] = {}  # results come back, by case, not yet handed on
         self.took: dict[str, float] = {}  # seconds each wire case took
 
+    def _owner(self, index: int) -> _Worker:
+        """The worker that loaded file ``index`` (a live one: another when it died)."""
+        owner = self.corpus._owner.get(index)
+        return owner if owner is not None and owner.alive else self.live[index % len(self.live)]
+
     def segments(self, k: int) -> list[Segment]:
-        begin, stop = self.chunks[k]
         out: list[Segment] = []
-        for index, position in self.where[begin:stop]:
+        for index, position in (self.where[i] for i in self.chunks[k]):
             if out and out[-1][0] == index:
                 out[-1][2].append(position)
             else:
@@ -405,29 +420,42 @@ class _Dispatch:
             if not w.send(k, ("run", k, self.settings, self.segments(k))):
                 self.wire.insert(0, k)  # another worker takes it
 
-    def wait_for(self, k: int, answers: Iterator[tuple[_Worker, Any]]) -> None:
-        """Read the workers' answers until chunk ``k`` is done."""
-        while k not in self.done:
+    def wait_for(self, i: int, answers: Iterator[tuple[_Worker, Any]]) -> CaseResult:
+        """The result of case ``i``, once the workers' answers brought it."""
+        while i not in self.ready:
             try:
                 w, message = next(answers)
             except StopIteration:  # no worker left
-                died = "worker process died: no worker left to run it"
-                self.done.update((j, died) for j in range(len(self.chunks)) if j not in self.done)
-                return
+                for k in sorted(self.pending):
+                    self._done(k, "worker process died: no worker left to run it")
+                continue
             if message is None:
                 self._died(w)
                 continue
-            _, j, results = message
-            del w.busy[j]
-            self.done[j] = results
+            _, k, results = message
+            del w.busy[k]
+            self._done(k, results)
             self.feed(w)
+        return self.ready.pop(i)
+
+    def _done(self, k: int, got: list[CaseResult] | str) -> None:
+        """Chunk ``k``'s results put in place (errors, one per case, when its worker died)."""
+        self.pending.discard(k)
+        chunk = self.chunks[k]
+        if isinstance(got, str):
+            now = time.perf_counter()
+            got = [case_result_since(self.cases[i], Outcome.error, now, [], got) for i in chunk]
+        for i, result in zip(chunk, got, strict=True):
+            self.ready[i] = result
+            if self.cases[i].wire:
+                self.took[self.keys[i]] = result.duration
 
     def _died(self, w: _Worker) -> None:
         code = w.process.exitcode
         handed = list(w.busy)  # the first was running; the others wait for a worker
         w.busy.clear()
         if handed:
-            self.done[handed[0]] = f"worker process died (exit code {code}) while running these cases"
+            self._done(handed[0], f"worker process died (exit code {code}) while running these cases")
             self.wire[:0] = handed[1:]
         mine = self.own.pop(id(w), [])
         others = [x for x in self.corpus.workers if x.alive]
@@ -436,17 +464,26 @@ class _Dispatch:
             for x in others:
                 self.feed(x)
         else:
-            self.done.update((j, "worker process died: no worker left to run it") for j in mine + self.wire)
+            for k in mine + self.wire:
+                self._done(k, "worker process died: no worker left to run it")
             self.wire.clear()
 
-    def results(self, k: int) -> list[CaseResult]:
-        """Chunk ``k``'s results, in case order (errors when its worker died)."""
-        begin, stop = self.chunks[k]
-        got = self.done.pop(k)
-        if isinstance(got, str):
-            now = time.perf_counter()
-            return [case_result_since(case, Outcome.error, now, [], got) for case in self.cases[begin:stop]]
-        for i, result in enumerate(got, begin):
-            if self.cases[i].wire:
-                self.took[self.keys[i]] = result.duration
-        return got
+
+def _owned_chunks(cases: Sequence[Case], owners: Sequence[int], workers: int) -> list[list[int]]:
+    """The chunks of a run, as the cases (by index) each holds, in the order of their first case: a
+    wire case alone (it waits on the spec's timers), model cases of one owner (``owners``: the
+    worker that loaded each case's file) in case order, up to :data:`CHUNK` at a time, fewer when
+    there are few cases, so that each worker gets at least 8 chunks (as harness.cases.pool.chunk_spans)."""
+    size = max(1, min(CHUNK, len(cases) // (max(1, workers) * 8)))
+    chunks: list[list[int]] = []
+    filling: dict[int, list[int]] = {}  # the chunk of each owner being filled
+    for i, case in enumerate(cases):
+        if case.wire:
+            chunks.append([i])
+            continue
+        chunk = filling.get(owners[i])
+        if chunk is None or len(chunk) == size:
+            chunk = filling[owners[i]] = []
+            chunks.append(chunk)
+        chunk.append(i)
+    return chunks
