@@ -116,6 +116,9 @@ def test_every_fast_form_is_registered() -> None:
         "check_message_properties",
         "check_admin_queue",
         "check_session_header",
+        "check_connection_parameters_header",
+        "check_establish_connection_header",
+        "check_transactional_ack",
     } <= names
 
 
