@@ -1,6 +1,7 @@
 """Where the one-process chain's CPU goes: each stage of :func:`harness.pipeline.flows.iter_local`
 timed alone on the same capture, in MB of capture per CPU-second of this process (in process, no
-start-up), beside the whole chain.
+start-up), beside the whole chain with its rows written to Parquet (as the one-process row of
+``bench_pipeline`` runs it: every stage below is part of it).
 
 The stages: the first pass (record views to connection keys), reading the records in place and
 decoding their TCP segments (as the chain reads them: :func:`harness.pipeline.flows.view_segments`),
@@ -35,9 +36,24 @@ def _best(work: Callable[[], Any], repeat: int = 3) -> float:
     return best
 
 
-def _collect(path: Path) -> tuple[float, list[list[tuple[str, bytes, float]]], list[tuple[str, Any]]]:
-    """The chain's CPU on ``path``, what its observer was given (per connection: direction,
-    packet bytes, capture time) and its rows, (table, batch) as the chain handed them on."""
+def _chain(path: Path, out: Path) -> None:
+    """The one-process path: :func:`harness.pipeline.flows.iter_local` with its rows written to
+    Parquet by the job's own writers (as ``bench_pipeline``'s one-process row runs it)."""
+    from harness.pipeline.flows import iter_local
+    from harness.pipeline.tasks import TABLES, PartWriter
+
+    shutil.rmtree(out, ignore_errors=True)
+    with ExitStack() as stack:
+        writers = {t: stack.enter_context(PartWriter(t, str(out), 0)) for t in TABLES}
+        for tables in iter_local([str(path)]):
+            for table, rows in tables.items():
+                writers[table].add(rows)
+
+
+def _collect(path: Path, folder: Path) -> tuple[float, list[list[tuple[str, bytes, float]]], list[tuple[str, Any]]]:
+    """The whole chain's CPU on ``path`` (Parquet written; the best of two runs), what its observer
+    was given (per connection: direction, packet bytes, capture time) and its rows, (table,
+    batch) as the chain handed them on."""
     from harness.capture import connection
     from harness.pipeline.flows import iter_local
 
@@ -50,7 +66,7 @@ def _collect(path: Path) -> tuple[float, list[list[tuple[str, bytes, float]]], l
         real(judge, direction, ev)
 
     batches: list[tuple[str, Any]] = []
-    chain = _best(lambda: [None for _ in iter_local([str(path)])], 1)
+    chain = _best(lambda: _chain(path, folder / "chain-out"), 2)
     connection._Judge._observe = keep  # type: ignore[method-assign]
     try:
         for found in iter_local([str(path)]):
@@ -69,7 +85,7 @@ def stage_row(path: Path, folder: Path) -> dict[str, Any]:
     from harness.session import Observer
 
     mb = path.stat().st_size / 1e6
-    chain, sessions, batches = _collect(path)
+    chain, sessions, batches = _collect(path, folder)
     split = Split(str(path), 0, path.stat().st_size)
     parse = packets.parse
 
@@ -107,7 +123,7 @@ def stage_row(path: Path, folder: Path) -> dict[str, Any]:
     row: dict[str, Any] = {
         "name": f"one-process chain by stage, each alone ({mb:.0f} MB head of the capture)",
         "unit": "MB/s per CPU-second",
-        "competitor": "the whole chain (iter_local) on the same capture",
+        "competitor": "the whole chain (iter_local, Parquet written) on the same capture",
         "startup": IN_PROCESS,
         "whole_chain": mb / chain,
     }
