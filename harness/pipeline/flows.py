@@ -1,19 +1,22 @@
 """The work done for each capture: records to TCP segments, segments to flows, flows to packets,
 sessions and violations -- with the functions ``msmq-harness decode`` uses.
 
-Frames are decoded by :func:`harness.capture.frames.decode_tcp`; the segments of one TCP
-connection (bidirectional 5-tuple, [MS-MQQB] 2.1.1: the MSMQ port is 1801) are fed in capture
-order to a :class:`FlowRows`, whose :class:`harness.capture.connection.Connection` reassembles
-each direction by sequence number (gaps recorded, never hidden), cuts it by [MS-MQMQ] 2.2.19.1
-BaseHeader.PacketSize as its bytes come, decodes each packet non-strictly, once, for its row and
-for the passive :class:`harness.session.Observer`, which reports the [MS-MQQB] 3.1 session rules
+Frames are decoded where they were read (:func:`harness.capture.frames.decode_tcp_view`); the
+segments of one TCP connection (bidirectional 5-tuple, [MS-MQQB] 2.1.1: the MSMQ port is 1801)
+are fed in capture order to a :class:`FlowRows`, whose
+:class:`harness.capture.connection.Connection` reassembles each direction by sequence number
+(gaps recorded, never hidden), cuts it by [MS-MQMQ] 2.2.19.1 BaseHeader.PacketSize as its bytes
+come, decodes each packet non-strictly, once, for its row and for the passive
+:class:`harness.session.Observer`, which reports the [MS-MQQB] 3.1 session rules
 (:mod:`harness.session.rules`) on both directions merged in the order the capture proves (capture
 time, frame order breaking its ties).  After a gap, or from where the capture's times contradict
 its frame order, nothing more is given to the observer: the session cannot be judged beyond what
-was captured.  Rows are plain dicts (the Parquet schemas are :data:`harness.pipeline.tasks.SCHEMAS`);
-the sessions table counts each kind of an open session ([MS-MQQB] 3.1.5.5-3.1.5.8) in a column
-named after it (:data:`KIND_COLUMNS`, derived from ``packets.layout.PacketKind``).
-:func:`iter_local` runs the whole chain in one process, :func:`process_local` collects it.
+was captured.  The session and violation rows are plain dicts; packet rows are one tuple a packet
+in a :class:`PacketRows`, read as dicts or handed to the Parquet writer as columns (the Parquet
+schemas are :data:`harness.pipeline.tasks.SCHEMAS`); the sessions table counts each kind of an
+open session ([MS-MQQB] 3.1.5.5-3.1.5.8) in a column named after it (:data:`KIND_COLUMNS`,
+derived from ``packets.layout.PacketKind``).  :func:`iter_local` runs the whole chain in one
+process, :func:`process_local` collects it.
 """
 from __future__ import annotations
 
