@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import gc
+import marshal
 import os
 import time
 import warnings
 from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
@@ -72,6 +74,7 @@ from harness.results import CaseResult, Outcome, RunResult, StepFailure
 __all__ = ["CaseFile", "CaseItem", "NonStrictWarning", "spec_markers"]
 
 _STATE = pytest.StashKey["_Session"]()
+_FROZEN = pytest.StashKey[bool]()  # gc.freeze() at the end of collection (pytest_collection_finish)
 _LEVEL_MARKERS = {
     "MUST": "msmq_must",
     "SHOULD": "msmq_should",
@@ -218,6 +221,8 @@ class _Session:
         self._known: Any = None
         self._cache: Any = False  # not looked up yet
         self.prefetched = False
+        self.report_needs = _needs(config)
+        self.packing: set[str] = set()  # pytest-xdist workers that send their reports marshalled
         self._marks: dict[tuple[tuple[str, ...], str], tuple[pytest.MarkDecorator, ...]] = {}
 
     def open(self) -> None:
@@ -271,9 +276,10 @@ class _Session:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "")
         if count < 2 or not worker.startswith("gw") or not worker[2:].isdigit() or self.cache is None:
             return
+        filling = self.cache.filling()  # a file already stored is not read back here, only at collection
         for path in _case_files(self.config)[int(worker[2:]) % count :: count]:
             with contextlib.suppress(CaseError):
-                load_file(path, events=self.events, cache=self.cache)
+                load_file(path, events=self.events, cache=filling)
 
     def marks(self, sections: tuple[str, ...], level: str) -> tuple[pytest.MarkDecorator, ...]:
         """The markers of a case citing ``sections`` at ``level`` (spec, spec_<section>... and the
@@ -301,6 +307,23 @@ class _Session:
             with contextlib.suppress(Exception):
                 self.target.close()
             self.target = None
+
+
+class _ReportNeeds(NamedTuple):
+    """What the controller's reports read from a case's test reports: its ``--junitxml``
+    classname, and its result for ``--msmq-json`` / ``--msmq-html``.  A report carries only
+    these (pytest-xdist serialises every report a worker sends, and the controller reads it)."""
+
+    classname: bool
+    result: bool
+
+
+def _needs(config: pytest.Config) -> _ReportNeeds:
+    """The options are the controller's on a pytest-xdist worker too."""
+    return _ReportNeeds(
+        classname=bool(getattr(config.option, "xmlpath", None)),
+        result=any(config.getoption(f"msmq_{f.name}") for f in _plugin_formats()),
+    )
 
 
 def _state(config: pytest.Config) -> _Session:
@@ -410,13 +433,16 @@ class CaseItem(pytest.Item):
     def __init__(self, *, case: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
-        sections = list(case.sections)
-        for marker in _state(self.config).marks(tuple(sections), str(case.level)):
-            self.add_marker(marker)
+        sections = tuple(case.sections)
+        level = str(case.level)
+        marks = _state(self.config).marks(sections, level)
+        # what add_marker does for each, at once: the marks are made once per combination
+        self.keywords.update({mark.name: mark.mark for mark in marks})
+        self.own_markers.extend(mark.mark for mark in marks)
         self.user_properties.extend(("spec", s) for s in dict.fromkeys(sections))
         cited = list(case.requirements) or [r.requirement for r in case.spec if r.requirement]
         self.user_properties.extend(("requirement", r) for r in dict.fromkeys(cited))
-        self.user_properties.append(("level", str(case.level)))
+        self.user_properties.append(("level", level))
         self.result: CaseResult | None = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -467,9 +493,10 @@ def pytest_runtest_makereport(
     a skip (not applicable) is reported at the case's line, not the plugin's."""
     report = yield
     if isinstance(item, CaseItem) and item.result is not None:
-        if call.when == "setup":  # what pytest_runtest_logreport reads, once (no more to send from a worker)
+        wanted = _state(item.config).report_needs
+        if call.when == "setup" and wanted.classname:  # read once by pytest_runtest_logreport
             report.msmq_classname = classname(item.result)  # type: ignore[attr-defined]
-        if call.when == "call" or call.excinfo is not None:
+        if (call.when == "call" or call.excinfo is not None) and wanted.result:
             # the case's result travels with its report (pytest-xdist too): --msmq-json, --msmq-html
             report.msmq_result = item.result.to_dict()  # type: ignore[attr-defined]
     if isinstance(item, CaseItem) and call.excinfo is not None:
@@ -594,10 +621,23 @@ _COLLECTED: dict[str, dict[str, Any]] = {}
 _CONFIG: list[pytest.Config] = []  # the session's config (pytest_configure), for pytest_runtest_logreport
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The items collected (every case of every file, in each pytest-xdist worker too) live
+    until the session ends: frozen out of the garbage collector's scans while the cases run
+    (``gc.freeze``), as ``msmq-harness run``'s workers do, and back in them at the end."""
+    if any(isinstance(item, CaseItem) for item in session.items):
+        gc.freeze()
+        session.config.stash[_FROZEN] = True
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """``--msmq-json FILE`` and ``--msmq-html FILE``: the cases' results as ``run`` writes them
     (not on a pytest-xdist worker: the controller has every result)."""
     config = session.config
+    if config.stash.get(_FROZEN, False):
+        gc.unfreeze()  # the objects frozen at the end of collection: collected again (pytest's last collection)
+        config.stash[_FROZEN] = False
     paths = [(config.getoption(f"msmq_{f.name}"), f) for f in _plugin_formats()]
     if not any(path for path, _ in paths) or hasattr(config, "workerinput"):
         return
@@ -620,6 +660,52 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             report_format.write(run, path)
+
+
+# ================================================================================ pytest-xdist
+# A worker sends each report to the controller through execnet, whose serialiser is pure Python
+# and pays per object: a case's three reports (their keywords, user properties, location...)
+# cost a worker more than running the case.  A worker started on this machine (a ``popen``
+# gateway, told so by the controller in its workerinput) sends pytest's own serialisable form of
+# a test report marshalled into one bytes object instead; the controller unmarshals it and hands
+# it to pytest's pytest_report_from_serializable, so the report it builds is the same.
+_PACKED = "msmq_packed"  # the key of a report sent marshalled, and the workerinput flag
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """(pytest-xdist, controller) Let a local worker send its test reports marshalled."""
+    if getattr(node.gateway.spec, "popen", False):
+        node.workerinput[_PACKED] = True
+        _state(node.config).packing.add(str(node.gateway.id))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: Any) -> Generator[None, Any, Any]:
+    """(worker) A test report's serialisable form as one marshalled bytes object."""
+    data = yield
+    if not getattr(config, "workerinput", {}).get(_PACKED) or not isinstance(data, dict):
+        return data
+    if data.get("$report_type") != "TestReport":
+        return data
+    try:
+        packed = marshal.dumps(data)
+    except ValueError:  # a value marshal cannot write (a user property of an odd type): as it is
+        return data
+    return {"$report_type": "TestReport", _PACKED: packed}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]) -> Any:
+    """(controller) The report of a marshalled form from a local worker, made by pytest from the
+    form the worker's pytest gave (with what pytest-xdist added to it: worker id, item index)."""
+    packed = data.get(_PACKED)
+    state = config.stash.get(_STATE, None)
+    if packed is None or state is None or str(data.get("worker_id")) not in state.packing:
+        return None
+    full = marshal.loads(packed)
+    full.update((key, value) for key, value in data.items() if key not in (_PACKED, "$report_type"))
+    return config.hook.pytest_report_from_serializable(config=config, data=full)
 
 
 def _plugin_formats() -> list[ReportFormat]:

@@ -186,23 +186,37 @@ class CaseCache:
         does not hold, instead of loading the file (harness.cases.workers.WorkerCorpus)."""
         return _ReadOnly(self.folder)
 
+    def filling(self) -> CaseCache:
+        """A view of this cache that loads and stores a file it does not hold and reads back none
+        that it holds (its ``load`` returns [] for those): a process filling the cache for others
+        (the pytest plugin's prefetch under pytest-xdist) does not unpickle what it will not use."""
+        return _Filling(self.folder)
+
     def load(self, parts: tuple[Any, ...], loader: Callable[[], list[Case]]) -> list[Case]:
         """The cases stored under ``parts``, else ``loader()`` (stored when it returns)."""
-        name = self.key(parts)
-        entry = self.folder / f"{name}.pickle"
+        entry = self.folder / f"{self.key(parts)}.pickle"
         cases = self._read(entry)
-        if cases is None:
-            with contextlib.ExitStack() as stack:
-                with contextlib.suppress(OSError):
-                    stack.enter_context(_locked(self.folder / f"{name}.lock"))
-                cases = self._read(entry)  # stored by another process meanwhile
-                if cases is None:
-                    self.misses += 1
-                    cases = loader()
-                    self._write(entry, cases)
-                    return cases
-        self.hits += 1
-        return cases
+        if cases is not None:
+            self.hits += 1
+            return cases
+        return self._load_locked(entry, self._read, loader)
+
+    def _load_locked(
+        self, entry: Path, stored: Callable[[Path], list[Case] | None], loader: Callable[[], list[Case]]
+    ) -> list[Case]:
+        """With the entry's lock held: ``stored(entry)`` when another process stored it meanwhile,
+        else ``loader()``, stored."""
+        with contextlib.ExitStack() as stack:
+            with contextlib.suppress(OSError):
+                stack.enter_context(_locked(entry.with_suffix(".lock")))
+            cases = stored(entry)
+            if cases is not None:
+                self.hits += 1
+                return cases
+            self.misses += 1
+            cases = loader()
+            self._write(entry, cases)
+            return cases
 
 
 class NotCached(HarnessError, LookupError):
@@ -216,3 +230,12 @@ class _ReadOnly(CaseCache):
             raise NotCached(parts[0])
         self.hits += 1
         return cases
+
+
+class _Filling(CaseCache):
+    def load(self, parts: tuple[Any, ...], loader: Callable[[], list[Case]]) -> list[Case]:
+        entry = self.folder / f"{self.key(parts)}.pickle"
+        if entry.exists():
+            self.hits += 1
+            return []
+        return self._load_locked(entry, lambda e: [] if e.exists() else None, loader)
