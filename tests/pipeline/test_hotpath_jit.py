@@ -1,10 +1,15 @@
 """A local master's driver JVM -- the whole Spark engine of a local run -- starts with C1 only
 (``-XX:TieredStopAtLevel=1``): C2's compiling was a third of a local run's start-up CPU; a user's
-``--conf spark.driver.extraJavaOptions`` replaces it.  Read from the running JVM's own arguments."""
+``--conf spark.driver.extraJavaOptions`` replaces it.  Read from the running JVM's own arguments.
+
+The JVMs collect their garbage with one thread (``JAVA_TOOL_OPTIONS=-XX:+UseSerialGC``, as the
+tests' other Spark JVMs, tests/pipeline/standalone.py), never with a compiler option: the
+compiler is what is checked."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -26,8 +31,9 @@ finally:
 
 def _jvm_arguments(conf: dict[str, str]) -> tuple[str, list[str]]:
     """The driver's extraJavaOptions setting and the arguments its JVM was started with."""
+    env = {**os.environ, "JAVA_TOOL_OPTIONS": "-XX:+UseSerialGC"}
     said = subprocess.run([sys.executable, "-c", _JVM_ARGUMENTS, json.dumps(conf)],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+                          capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     assert said.returncode == 0, said.stderr[-3000:]
     given, arguments = json.loads(said.stdout.strip().splitlines()[-1])
     return given, arguments
