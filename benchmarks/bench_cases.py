@@ -17,9 +17,9 @@ Rows:
   same with a warm cache of loaded cases, as the CLI runs with ``CaseCache.default()`` (the
   bundled corpus after one run that recorded each wire case's duration: ``-n 2`` hands them out
   longest first);
-- ``pytest`` through the pytest plugin with pytest-xdist at ``-n 1`` and ``-n 2`` (wall time with
-  interpreter start-up and collection, as a user sees it), the cache of loaded cases cold (a
-  fresh cache folder for each run) and warm.
+- ``pytest`` through the pytest plugin, ``-n 0`` (no xdist) and pytest-xdist ``-n 2`` (wall time
+  with interpreter start-up and collection, as a user sees it; CPU of the controller and of the
+  workers apart), the cache of loaded cases cold (a fresh cache folder for each run) and warm.
 Each scaling row shows issue 12's targets beside its figures: ``target_scaling`` (1.7) and
 ``target_per_worker`` (1,000 cases/s per worker at -n 2, loading included: ``per_worker``), and
 whether each is met.  The bundled corpus's rate is set by the [MS-MQQB] timers its wire cases

@@ -27,6 +27,11 @@ the package is not installed.
   ``--msmq-known-failures`` that fails is an xfail, and one that passes fails as
   "XPASS(strict)".
 
+- Under pytest-xdist each worker collects every item (xdist's design) and loads its share of a
+  cold case cache first; a worker on this machine sends its test reports marshalled (one bytes
+  object each, unmarshalled by the controller into the form pytest makes the report from); a
+  report carries the case's result only for ``--msmq-json``/``--msmq-html``.
+
 Ordinary tests are untouched: the plugin only collects YAML under a ``cases`` folder and only
 acts on its own items.
 """
