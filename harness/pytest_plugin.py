@@ -670,17 +670,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # ================================================================================ pytest-xdist
 # A worker sends each report to the controller through execnet, whose serialiser is pure Python
 # and pays per object: a case's three reports (their keywords, user properties, location...)
-# cost a worker more than running the case.  A worker started on this machine (a ``popen``
-# gateway, told so by the controller in its workerinput) sends pytest's own serialisable form of
-# a test report marshalled into one bytes object instead; the controller unmarshals it and hands
-# it to pytest's pytest_report_from_serializable, so the report it builds is the same.
+# cost a worker more than running the case.  A worker started on this machine with this
+# interpreter (a ``popen`` gateway, told so by the controller in its workerinput) sends pytest's
+# own serialisable form of a test report marshalled into one bytes object instead; the controller
+# unmarshals it and hands it to pytest's pytest_report_from_serializable, so the report it builds
+# is the same.
 _PACKED = "msmq_packed"  # the key of a report sent marshalled, and the workerinput flag
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """(pytest-xdist, controller) Let a local worker send its test reports marshalled."""
-    if getattr(node.gateway.spec, "popen", False):
+    """(pytest-xdist, controller) Let a local worker on this interpreter (``popen`` without
+    ``python=``: marshal's format is the interpreter's) send its test reports marshalled."""
+    spec = node.gateway.spec
+    if getattr(spec, "popen", False) and not getattr(spec, "python", None):
         node.workerinput[_PACKED] = True
         _state(node.config).packing.add(str(node.gateway.id))
 
