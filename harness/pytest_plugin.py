@@ -672,9 +672,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # and pays per object: a case's three reports (their keywords, user properties, location...)
 # cost a worker more than running the case.  A worker started on this machine with this
 # interpreter (a ``popen`` gateway, told so by the controller in its workerinput) sends pytest's
-# own serialisable form of a test report marshalled into one bytes object instead; the controller
-# unmarshals it and hands it to pytest's pytest_report_from_serializable, so the report it builds
-# is the same.
+# own serialisable form of a case's test report marshalled into one bytes object instead (the
+# reports of ordinary tests go as pytest-xdist sends them); the controller unmarshals it and
+# hands it to pytest's pytest_report_from_serializable, so the report it builds is the same.
 _PACKED = "msmq_packed"  # the key of a report sent marshalled, and the workerinput flag
 
 
@@ -694,13 +694,19 @@ def pytest_report_to_serializable(config: pytest.Config, report: Any) -> Generat
     data = yield
     if not getattr(config, "workerinput", {}).get(_PACKED) or not isinstance(data, dict):
         return data
-    if data.get("$report_type") != "TestReport":
-        return data
+    if data.get("$report_type") != "TestReport" or not _of_a_case(data):
+        return data  # another plugin's or an ordinary test's report: as pytest-xdist sends it
     try:
         packed = marshal.dumps(data)
     except ValueError:  # a value marshal cannot write (a user property of an odd type): as it is
         return data
     return {"$report_type": "TestReport", _PACKED: packed}
+
+
+def _of_a_case(data: dict[str, Any]) -> bool:
+    """A report of one of the plugin's own items (its location is a case file)."""
+    location: Any = data.get("location") or ("",)
+    return str(location[0]).endswith(_CASE_SUFFIXES)
 
 
 @pytest.hookimpl(tryfirst=True)
