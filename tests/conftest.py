@@ -21,6 +21,7 @@ processes it measures: nothing is written beside the sources, and what they run 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -91,6 +92,18 @@ def _bytecode_outside_the_checkout() -> None:
     os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
     sys.pycache_prefix = str(folder)
     sys.dont_write_bytecode = False
+    _forget_gone_sources(folder)
+
+
+def _forget_gone_sources(folder: Path) -> None:
+    """The bytecode of the test runs' temporary folders (adapters, conftests a test writes) that
+    pytest has since removed: removed too, so the folder does not grow run after run."""
+    mirror = folder / Path(tempfile.gettempdir()).relative_to(Path(tempfile.gettempdir()).anchor)
+    for runs in mirror.glob("pytest-of-*"):
+        for run in runs.iterdir():
+            source = Path(tempfile.gettempdir()) / runs.name / run.name
+            if not source.exists():
+                shutil.rmtree(run, ignore_errors=True)
 
 
 _bytecode_outside_the_checkout()
