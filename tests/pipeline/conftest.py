@@ -7,6 +7,11 @@ whichever pytest-xdist worker asks first (the others wait for it and read it).
   local[2] test checks.
 - ``spark_cache``: the ``XDG_CACHE_HOME`` of the cluster commands, with the dependency archive the
   driver ships (:func:`harness.pipeline.ship.deps_archive`) made in it once.
+- ``spark_archive``, ``spark_jvm``: the run's class-data sharing archive of Spark's classes,
+  which the first test to ask starts making in the background
+  (:func:`standalone.start_class_archive`; the JVMs that start before it is there load their
+  classes as usual), and the options of the Spark JVMs the tests start (clusters, drivers): the
+  first compiler tier, one GC thread, the archive.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
+import signal
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +28,7 @@ from typing import Any
 
 import pytest
 from pipeline_helpers import local_run, make_inputs
+from standalone import CLASS_ARCHIVE, jvm_options, start_class_archive
 
 
 def _run_folder(factory: pytest.TempPathFactory) -> Path:
@@ -75,3 +83,38 @@ def spark_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """XDG_CACHE_HOME of the cluster commands: the dependency archive is made there once per run."""
     once(tmp_path_factory, "cache", _deps)
     return _run_folder(tmp_path_factory) / "shared-cache"
+
+
+#: seconds the test run waits, at its end, for the class archive to be written
+ARCHIVE_TIMEOUT = 300
+#: tests that start Spark JVMs from which the archive pays back its making (about 20 CPU-seconds,
+#: against about 3 saved by each JVM, a test starting two to four of them)
+ARCHIVE_PAYS_BACK = 4
+
+
+@pytest.fixture(scope="session")
+def spark_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where the run's class archive of Spark's JVMs is (:func:`standalone.class_sharing`), once
+    made; the first caller of the run, on any worker, starts making it, and waits for it at its
+    end.  A run of fewer than :data:`ARCHIVE_PAYS_BACK` such tests makes none."""
+    folder = _run_folder(tmp_path_factory) / "shared-jvm"
+    maker = None
+    users = sum("spark_archive" in getattr(item, "fixturenames", ()) for item in request.session.items)
+    with _locked(folder.with_name(folder.name + ".lock")):
+        if not folder.exists():
+            folder.mkdir()
+            if users >= ARCHIVE_PAYS_BACK:
+                maker = start_class_archive(folder)
+    yield folder / CLASS_ARCHIVE
+    if maker is not None:
+        try:
+            maker.wait(timeout=ARCHIVE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(maker.pid, signal.SIGKILL)
+            maker.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def spark_jvm(spark_archive: Path) -> str:
+    """JVM options of the tests' Spark JVMs (:func:`standalone.jvm_options`)."""
+    return jvm_options(spark_archive)

@@ -1,7 +1,8 @@
 """Real Spark standalone clusters started with spark-class from the pyspark package and always torn
 down: a master and a worker on loopback; a master and a worker in a network namespace of its own
 (another host as far as Spark can tell), whose Python holds neither the project nor its
-dependencies; a master with no worker."""
+dependencies; a master with no worker.  The JVMs of the tests (these clusters, the drivers they
+start) share one class-data sharing archive per test run (:func:`start_class_archive`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import fcntl
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -22,14 +24,63 @@ from pathlib import Path
 
 import pyspark
 
+ROOT = Path(__file__).resolve().parent.parent.parent
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 START_TIMEOUT = 90.0
 #: the JVMs of the clusters (master, worker, and through the worker's JAVA_TOOL_OPTIONS its executors):
 #: the first compiler tier and one GC thread; a test's job lasts seconds, the optimising compiler costs more
 DAEMON_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: the run's class-data sharing archive of Spark's classes, in the folder :func:`start_class_archive` is given
+CLASS_ARCHIVE = "spark-classes.jsa"
 
 
-def spark_env(work: Path) -> dict[str, str]:
+def class_sharing(archive: Path) -> str:
+    """The JVM options that map the classes of ``archive`` (JDK 13+ dynamic class-data sharing)
+    instead of loading and verifying them, which saves about a third of the CPU a JVM spends
+    starting Spark.  The archive may not be there (yet): a JVM then loads its classes as usual,
+    and says nothing of it (``-Xlog:cds`` off), so nothing a test reads changes."""
+    return f"-XX:SharedArchiveFile={archive} -Xlog:cds=off,cds+dynamic=off"
+
+
+def jvm_options(archive: Path) -> str:
+    """:data:`DAEMON_JVM` and :func:`class_sharing`: the options of the tests' Spark JVMs."""
+    return f"{DAEMON_JVM} {class_sharing(archive)}"
+
+
+#: a small local job whose JVM loads the classes a pipeline's driver and executors load
+_ARCHIVE_JOB = """
+import sys
+from harness.pipeline.cli import main
+from harness.pipeline.synth import synthesize
+
+synthesize(sys.argv[1] + "/c.pcap", 4, 0.5, seed=1)
+sys.exit(main([sys.argv[1] + "/c.pcap", "--out", sys.argv[1] + "/out", "--master", "local[1]", "--quiet"]))
+"""
+
+
+def start_class_archive(folder: Path) -> subprocess.Popen[bytes]:
+    """Start making ``folder/CLASS_ARCHIVE`` in the background: a small pipeline job under
+    spark-submit whose JVM writes the classes it loaded when it exits
+    (``-XX:ArchiveClassesAtExit``), into a partial file renamed into place once complete.  The
+    class path is the one every Spark JVM of the tests has (pyspark's ``conf`` and ``jars``), as
+    the archive requires.  Returns the process (its group is the caller's to wait for)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    partial, archive = folder / (CLASS_ARCHIVE + ".partial"), folder / CLASS_ARCHIVE
+    (folder / "job.py").write_text(_ARCHIVE_JOB)
+    env = spark_env(folder)
+    env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.pop("JAVA_TOOL_OPTIONS", None)
+    submit = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]",
+              "--driver-java-options", f"{DAEMON_JVM} -XX:ArchiveClassesAtExit={partial}",
+              str(folder / "job.py"), str(folder)]
+    script = f'{shlex.join(submit)} && mv -f {shlex.quote(str(partial))} {shlex.quote(str(archive))}'
+    with (folder / "archive.log").open("wb") as out:
+        return subprocess.Popen(["sh", "-c", script], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True, cwd=str(folder))
+
+
+def spark_env(work: Path, jvm: str = DAEMON_JVM) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         SPARK_HOME=str(SPARK_HOME),
@@ -38,7 +89,7 @@ def spark_env(work: Path) -> dict[str, str]:
         SPARK_WORKER_DIR=str(work / "worker"),
         SPARK_LOG_DIR=str(work / "logs"),
         SPARK_DAEMON_MEMORY="384m",
-        SPARK_DAEMON_JAVA_OPTS=DAEMON_JVM,
+        SPARK_DAEMON_JAVA_OPTS=jvm,
         SPARK_NO_DAEMONIZE="1",
     )
     return env
@@ -68,10 +119,11 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def standalone_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterator[str]:
-    """Yield the master URL (spark://127.0.0.1:PORT) of a running master with one registered worker."""
+def standalone_cluster(work: Path, cores: int = 2, memory: str = "1g", jvm: str = DAEMON_JVM) -> Iterator[str]:
+    """Yield the master URL (spark://127.0.0.1:PORT) of a running master with one registered worker
+    (their JVMs and the executors' with the options ``jvm``)."""
     work.mkdir(parents=True, exist_ok=True)
-    env = spark_env(work)
+    env = spark_env(work, jvm)
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -93,7 +145,7 @@ def standalone_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterat
                     [spark_class, "org.apache.spark.deploy.worker.Worker", url,
                      "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
                      "--cores", str(cores), "--memory", memory, "--work-dir", str(work / "worker")],
-                    stdout=out, stderr=subprocess.STDOUT, env={**env, "JAVA_TOOL_OPTIONS": DAEMON_JVM},
+                    stdout=out, stderr=subprocess.STDOUT, env={**env, "JAVA_TOOL_OPTIONS": jvm},
                     start_new_session=True,
                 )
             )
@@ -142,7 +194,7 @@ class RemoteCluster:
     env: dict[str, str]  # the worker's environment
 
 
-def _worker_env(work: Path, host: str) -> dict[str, str]:
+def _worker_env(work: Path, host: str, jvm: str) -> dict[str, str]:
     """A worker's environment: Java and a plain Python on PATH, no project, no virtual environment."""
     java = shutil.which("java") or "/usr/bin/java"
     dirs = [str(Path(java).resolve().parent), str(Path(BASE_PYTHON).parent), "/usr/bin", "/bin"]
@@ -157,13 +209,15 @@ def _worker_env(work: Path, host: str) -> dict[str, str]:
         "SPARK_WORKER_DIR": str(work / "worker"),
         "SPARK_LOG_DIR": str(work / "logs"),
         "SPARK_DAEMON_MEMORY": "384m",
-        "JAVA_TOOL_OPTIONS": DAEMON_JVM,
+        "JAVA_TOOL_OPTIONS": jvm,
         "SPARK_NO_DAEMONIZE": "1",
     }
 
 
 @contextmanager
-def netns_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterator[RemoteCluster]:
+def netns_cluster(
+    work: Path, cores: int = 2, memory: str = "1g", jvm: str = DAEMON_JVM
+) -> Iterator[RemoteCluster]:
     """A standalone master on the host side of a veth pair (10.231.X.1) and one worker inside a
     network namespace of its own (10.231.X.2), whose Python holds neither the project nor its
     dependencies.  The namespace, its link and every process are removed on the way out."""
@@ -189,7 +243,7 @@ def netns_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterator[Re
             _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
             _ip("netns", "exec", ns, "ip", "route", "add", "default", "via", driver)
         deadline = time.monotonic() + START_TIMEOUT
-        env = spark_env(work / "master")
+        env = spark_env(work / "master", jvm)
         env["SPARK_LOCAL_IP"] = driver
         master_log = work / "master.log"
         spark_class = str(SPARK_HOME / "bin" / "spark-class")
@@ -203,7 +257,7 @@ def netns_cluster(work: Path, cores: int = 2, memory: str = "1g") -> Iterator[Re
             )
         started = rf"Starting Spark master at (spark://{re.escape(driver)}:\d+)"
         url = _wait_for(master_log, started, procs[0], deadline).group(1)
-        wenv = _worker_env(work / "worker-home", worker)
+        wenv = _worker_env(work / "worker-home", worker, jvm)
         (work / "worker-home").mkdir(exist_ok=True)
         worker_log = work / "worker.log"
         with worker_log.open("wb") as out:
@@ -247,10 +301,10 @@ def _kill_namespace(ns: str) -> None:
 
 
 @contextmanager
-def master_only(work: Path) -> Iterator[str]:
+def master_only(work: Path, jvm: str = DAEMON_JVM) -> Iterator[str]:
     """A standalone master on loopback with no worker."""
     work.mkdir(parents=True, exist_ok=True)
-    env = spark_env(work)
+    env = spark_env(work, jvm)
     proc = None
     try:
         log = work / "master.log"

@@ -2,9 +2,9 @@
 (``-XX:TieredStopAtLevel=1``): C2's compiling was a third of a local run's start-up CPU; a user's
 ``--conf spark.driver.extraJavaOptions`` replaces it.  Read from the running JVM's own arguments.
 
-The JVMs collect their garbage with one thread (``JAVA_TOOL_OPTIONS=-XX:+UseSerialGC``, as the
-tests' other Spark JVMs, tests/pipeline/standalone.py), never with a compiler option: the
-compiler is what is checked."""
+The JVMs collect their garbage with one thread and map the run's class archive
+(``JAVA_TOOL_OPTIONS``, as the tests' other Spark JVMs, :func:`standalone.class_sharing`), never
+with a compiler option: the compiler is what is checked."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+from standalone import class_sharing
 
 from harness.pipeline.cluster import LOCAL_DRIVER_JAVA_OPTIONS
 
@@ -29,9 +32,9 @@ finally:
 """
 
 
-def _jvm_arguments(conf: dict[str, str]) -> tuple[str, list[str]]:
+def _jvm_arguments(conf: dict[str, str], archive: Path) -> tuple[str, list[str]]:
     """The driver's extraJavaOptions setting and the arguments its JVM was started with."""
-    env = {**os.environ, "JAVA_TOOL_OPTIONS": "-XX:+UseSerialGC"}
+    env = {**os.environ, "JAVA_TOOL_OPTIONS": f"-XX:+UseSerialGC {class_sharing(archive)}"}
     said = subprocess.run([sys.executable, "-c", _JVM_ARGUMENTS, json.dumps(conf)],
                           capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     assert said.returncode == 0, said.stderr[-3000:]
@@ -39,9 +42,9 @@ def _jvm_arguments(conf: dict[str, str]) -> tuple[str, list[str]]:
     return given, arguments
 
 
-def test_a_local_driver_jvm_compiles_with_c1_only_unless_told_otherwise() -> None:
-    given, arguments = _jvm_arguments({})  # Spark adds its own options to the setting
+def test_a_local_driver_jvm_compiles_with_c1_only_unless_told_otherwise(spark_archive: Path) -> None:
+    given, arguments = _jvm_arguments({}, spark_archive)  # Spark adds its own options to the setting
     assert LOCAL_DRIVER_JAVA_OPTIONS in given.split() and LOCAL_DRIVER_JAVA_OPTIONS in arguments
-    given, arguments = _jvm_arguments({"spark.driver.extraJavaOptions": "-Dmsmq.harness.test=1"})
+    given, arguments = _jvm_arguments({"spark.driver.extraJavaOptions": "-Dmsmq.harness.test=1"}, spark_archive)
     assert "-Dmsmq.harness.test=1" in given.split() and "-Dmsmq.harness.test=1" in arguments
     assert LOCAL_DRIVER_JAVA_OPTIONS not in given.split()

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from pipeline_helpers import ROOT, SPLIT, capture, table
-from standalone import BASE_PYTHON, DAEMON_JVM, RemoteCluster, master_only, netns_cluster
+from standalone import BASE_PYTHON, RemoteCluster, master_only, netns_cluster
 
 from harness.cli import main as cli_main
 from harness.pipeline.ship import _dist_files, worker_distributions
@@ -45,22 +45,23 @@ def cache(spark_cache: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteCluster]:
-    with netns_cluster(tmp_path_factory.mktemp("netns")) as cluster:
+def remote(tmp_path_factory: pytest.TempPathFactory, spark_jvm: str) -> Iterator[RemoteCluster]:
+    with netns_cluster(tmp_path_factory.mktemp("netns"), jvm=spark_jvm) as cluster:
         yield cluster
 
 
-def _env(cache: Path) -> dict[str, str]:
+def _env(cache: Path, jvm: str) -> dict[str, str]:
     """A shell's environment with no virtual environment activated and nothing of Spark or PySpark set.
 
-    The drivers' JVMs run as the clusters' do (:data:`standalone.DAEMON_JVM`, through
-    ``JAVA_TOOL_OPTIONS``): the first compiler tier, one GC thread; a driver of a cluster master
-    otherwise spends about 6 of its 15 CPU-seconds in the optimising compiler, for a job of seconds."""
+    The drivers' JVMs run as the clusters' do (``jvm``, :func:`standalone.jvm_options`, through
+    ``JAVA_TOOL_OPTIONS``): the first compiler tier, one GC thread, the run's class archive; a
+    driver of a cluster master otherwise spends about 6 of its 15 CPU-seconds in the optimising
+    compiler, for a job of seconds."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "VIRTUAL_ENV", "PYTHON"))}
     venv_bin = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and p != venv_bin)
     env["XDG_CACHE_HOME"] = str(cache)
-    env["JAVA_TOOL_OPTIONS"] = DAEMON_JVM
+    env["JAVA_TOOL_OPTIONS"] = jvm
     return env
 
 
@@ -96,7 +97,7 @@ def test_the_workers_python_has_neither_the_project_nor_its_packages(remote: Rem
 
 @CLUSTER
 def test_worker_on_another_host_without_the_project_gives_the_tables_of_local2(
-    remote: RemoteCluster, cache: Path, local2: tuple[dict[str, Any], Path], tmp_path: Path
+    remote: RemoteCluster, cache: Path, spark_jvm: str, local2: tuple[dict[str, Any], Path], tmp_path: Path
 ) -> None:
     inputs, local = local2
     out = tmp_path / "cluster"
@@ -105,7 +106,7 @@ def test_worker_on_another_host_without_the_project_gives_the_tables_of_local2(
             "--conf", f"spark.driver.host={remote.driver_host}", "--conf", f"spark.pyspark.python={remote.python}",
             "--conf", "spark.executor.memory=512m", "--partitions", "3", "--split-size", str(SPLIT // 2),
             "--ports", inputs["ports"], "--quiet"]
-    result = _run(argv, _env(cache), cwd=tmp_path)
+    result = _run(argv, _env(cache, spark_jvm), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     _same_tables(out, local)
     summary = json.loads((out / "summary.json").read_text())
@@ -140,7 +141,9 @@ NOT_RUN = {
 
 
 @DOCUMENTED
-def test_the_documented_cluster_commands_run_as_written(remote: RemoteCluster, cache: Path, tmp_path: Path) -> None:
+def test_the_documented_cluster_commands_run_as_written(
+    remote: RemoteCluster, cache: Path, spark_jvm: str, tmp_path: Path
+) -> None:
     lines = _cluster_section()
     assert any("spark-submit" in line for line in lines) and any("msmq-harness pipeline" in line for line in lines)
     shared = tmp_path / "shared"
@@ -158,7 +161,7 @@ def test_the_documented_cluster_commands_run_as_written(remote: RemoteCluster, c
         for file, name in _dist_files(dist):
             (deps / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(file, deps / name)
-    env = _env(cache)
+    env = _env(cache, spark_jvm)
     ran = []
     for line in lines:
         if line in NOT_RUN:
@@ -183,12 +186,14 @@ def _bounded(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[subproces
     return result, time.monotonic() - started
 
 
-def test_a_master_with_no_worker_ends_within_the_time_given_with_the_cause(cache: Path, tmp_path: Path) -> None:
+def test_a_master_with_no_worker_ends_within_the_time_given_with_the_cause(
+    cache: Path, spark_jvm: str, tmp_path: Path
+) -> None:
     path, _manifest = capture(tmp_path, "c.pcap", sessions=4)
-    with master_only(tmp_path / "spark") as url:
+    with master_only(tmp_path / "spark", spark_jvm) as url:
         argv = [HARNESS, "pipeline", str(path), "--out", str(tmp_path / "out"), "--master", url,
                 "--executor-timeout", "4", "--quiet"]
-        result, took = _bounded(argv, _env(cache), tmp_path)
+        result, took = _bounded(argv, _env(cache, spark_jvm), tmp_path)
     assert result.returncode == 3, result.stderr[-3000:]
     message = result.stderr.strip().splitlines()[-1]
     assert message.startswith("msmq-harness pipeline: no executor ran for 4 s on " + url), message
@@ -201,14 +206,14 @@ def test_a_master_with_no_worker_ends_within_the_time_given_with_the_cause(cache
 
 @CLUSTER
 def test_executors_that_cannot_reach_the_driver_end_the_job_within_the_time_given(
-    remote: RemoteCluster, cache: Path, tmp_path: Path
+    remote: RemoteCluster, cache: Path, spark_jvm: str, tmp_path: Path
 ) -> None:
     """The driver announced at 127.0.0.1: the executors in the namespace are refused there."""
     path, _manifest = capture(tmp_path, "c.pcap", sessions=4)
     argv = [HARNESS, "pipeline", str(path), "--out", str(tmp_path / "out"), "--master", remote.url,
             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
             "--executor-timeout", "6", "--quiet"]
-    result, took = _bounded(argv, _env(cache), tmp_path)
+    result, took = _bounded(argv, _env(cache, spark_jvm), tmp_path)
     assert result.returncode == 3, result.stderr[-3000:]
     message = result.stderr.strip().splitlines()[-1]
     assert "no executor ran for 6 s" in message and "could not connect back to the driver at 127.0.0.1:" in message
@@ -236,7 +241,9 @@ def _executor_pids(app: str) -> list[int]:
 
 
 @CLUSTER
-def test_an_executor_lost_mid_job_is_retried_and_counted(remote: RemoteCluster, cache: Path, tmp_path: Path) -> None:
+def test_an_executor_lost_mid_job_is_retried_and_counted(
+    remote: RemoteCluster, cache: Path, spark_jvm: str, tmp_path: Path
+) -> None:
     """The executor is killed once it runs the reading stage: Spark starts another, the task
     is retried, the tables are those of local[2], and summary.json counts the failure."""
     path, _manifest = capture(tmp_path, "c.pcap", sessions=300, rate=0.2, seed=8)
@@ -246,8 +253,8 @@ def test_an_executor_lost_mid_job_is_retried_and_counted(remote: RemoteCluster, 
     out = tmp_path / "cluster"
     argv = [HARNESS, "pipeline", str(path), "--out", str(out), "--master", remote.url,
             "--conf", f"spark.driver.host={remote.driver_host}", "--quiet"]
-    proc = subprocess.Popen(argv, cwd=tmp_path, env=_env(cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=_env(cache, spark_jvm), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     killed: list[int] = []
     try:
         deadline = time.monotonic() + TIMEOUT
@@ -273,14 +280,14 @@ def test_an_executor_lost_mid_job_is_retried_and_counted(remote: RemoteCluster, 
 
 @CLUSTER
 def test_without_the_shipped_dependencies_the_workers_fail_and_the_command_says_why(
-    remote: RemoteCluster, cache: Path, tmp_path: Path
+    remote: RemoteCluster, cache: Path, spark_jvm: str, tmp_path: Path
 ) -> None:
     """--no-ship-deps on workers that lack construct: exit 3 with Spark's reason, the task's Python
     error and what to do, not a Java trace."""
     path, _manifest = capture(tmp_path, "c.pcap", sessions=2)
     argv = [HARNESS, "pipeline", str(path), "--out", str(tmp_path / "out"), "--master", remote.url,
             "--conf", f"spark.driver.host={remote.driver_host}", "--no-ship-deps", "--quiet"]
-    result = _run(argv, _env(cache), tmp_path)
+    result = _run(argv, _env(cache, spark_jvm), tmp_path)
     assert result.returncode == 3, result.stderr[-3000:]
     message = result.stderr.strip().splitlines()[-1]
     assert message.startswith("msmq-harness pipeline: the Spark job failed: "), message
@@ -289,14 +296,16 @@ def test_without_the_shipped_dependencies_the_workers_fail_and_the_command_says_
     assert not (tmp_path / "out").exists()
 
 
-def test_a_master_that_cannot_be_reached_exits_3_before_spark_starts(cache: Path, tmp_path: Path) -> None:
+def test_a_master_that_cannot_be_reached_exits_3_before_spark_starts(
+    cache: Path, spark_jvm: str, tmp_path: Path
+) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     path, _manifest = capture(tmp_path, "c.pcap", sessions=2)
     url = f"spark://127.0.0.1:{port}"
     result, took = _bounded([HARNESS, "pipeline", str(path), "--out", str(tmp_path / "out"), "--master", url,
-                             "--quiet"], _env(cache), tmp_path)
+                             "--quiet"], _env(cache, spark_jvm), tmp_path)
     assert result.returncode == 3, result.stderr[-3000:]
     assert result.stderr.strip() == (
         f"msmq-harness pipeline: cannot connect to the Spark master {url} (127.0.0.1:{port}: Connection refused): "

@@ -12,18 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from pipeline_helpers import ROOT, SPLIT, table
-from standalone import DAEMON_JVM, SPARK_HOME, spark_env, standalone_cluster
+from standalone import SPARK_HOME, spark_env, standalone_cluster
 
 
 def test_standalone_cluster_gives_identical_parquet_to_local2(
-    local2: tuple[dict[str, Any], Path], tmp_path: Path
+    local2: tuple[dict[str, Any], Path], spark_jvm: str, tmp_path: Path
 ) -> None:
     inputs, local = local2
     out = tmp_path / "cluster"
-    with standalone_cluster(tmp_path / "spark") as url:
-        env = spark_env(tmp_path / "spark")
+    with standalone_cluster(tmp_path / "spark", jvm=spark_jvm) as url:
+        env = spark_env(tmp_path / "spark", spark_jvm)
         env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-        env["JAVA_TOOL_OPTIONS"] = DAEMON_JVM  # the driver's JVM as the cluster's: C2 costs more than it saves here
+        env["JAVA_TOOL_OPTIONS"] = spark_jvm  # the driver's JVM as the cluster's: C2 costs more than it saves here
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
         cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", url, "--conf", "spark.executor.memory=512m",
                str(ROOT / "harness" / "pipeline" / "__main__.py"), *inputs["paths"], "--out", str(out),
