@@ -9,9 +9,11 @@ parent reads no case file.  The workers run cases as :mod:`harness.cases.pool`'s
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import itertools
 import multiprocessing
+import operator
 import shutil
 import signal
 import tempfile
@@ -67,6 +69,12 @@ def _shell(identity: Identity) -> Case:
     )
 
 
+# A result travels back as its fields' values, in CaseResult's field order: a tuple of plain values
+# unpickles in a fraction of the time an object with its attribute dict takes, and the parent makes
+# the same CaseResult of it (``CaseResult(*fields)``: its fields are all positional).
+_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(CaseResult)))
+
+
 Segment = tuple[int, str, list[int]]  # the positions of cases in one file: (file index, path, positions)
 Loaded = dict[int, "list[Identity] | CaseError"]  # what a worker loaded, by file index
 LOAD = "load"  # (LOAD, n): the key of a loading task among a worker's busy tasks
@@ -80,7 +88,8 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache, share: li
     """A worker of a WorkerCorpus: loads the files of its ``share`` (keeping their cases) and sends
     ``("loaded", {index: identities | CaseError})`` once, then answers what it is handed until it
     receives None: ``("load", [(index, path), ...])`` (the share of a worker that died) ->
-    ``("loaded", {...})``; ``("run", chunk, settings, segments)`` -> ``("ran", chunk, results | str)``.
+    ``("loaded", {...})``; ``("run", chunk, settings, segments)`` -> ``("ran", chunk, results | str)``,
+    each result as its fields (:data:`_FIELDS`).
     The target is opened on the first chunk (the parent greeted it before any chunk was handed
     out)."""
     files: dict[int, list[Case]] = {}
@@ -128,10 +137,11 @@ def _worker_main(conn: Any, events: tuple[str, ...], cache: CaseCache, share: li
         _worker_close()
 
 
-def _run_segments(segments: list[Segment], cases_of: Callable[[int, str], list[Case]]) -> list[CaseResult] | str:
-    """The results of the cases of ``segments`` (this worker's target), or why they cannot run:
-    a file that no longer loads, or holds fewer cases, than when the run began."""
-    results: list[CaseResult] = []
+def _run_segments(segments: list[Segment], cases_of: Callable[[int, str], list[Case]]) -> list[tuple[Any, ...]] | str:
+    """The results of the cases of ``segments`` (this worker's target), each as its fields
+    (:data:`_FIELDS`), or why they cannot run: a file that no longer loads, or holds fewer cases,
+    than when the run began."""
+    results: list[tuple[Any, ...]] = []
     for index, path, positions in segments:
         try:
             cases = cases_of(index, path)
@@ -139,7 +149,7 @@ def _run_segments(segments: list[Segment], cases_of: Callable[[int, str], list[C
             return f"{path} changed during the run: {e}"
         if max(positions) >= len(cases):
             return f"{path} changed during the run: it holds {len(cases)} cases now"
-        results.extend(worker_run(cases[p]) for p in positions)
+        results.extend(_FIELDS(worker_run(cases[p])) for p in positions)
     return results
 
 
@@ -438,14 +448,17 @@ class _Dispatch:
             self.feed(w)
         return self.ready.pop(i)
 
-    def _done(self, k: int, got: list[CaseResult] | str) -> None:
-        """Chunk ``k``'s results put in place (errors, one per case, when its worker died)."""
+    def _done(self, k: int, got: list[tuple[Any, ...]] | str) -> None:
+        """Chunk ``k``'s results (as their fields) put in place (errors, one per case, when its
+        worker died)."""
         self.pending.discard(k)
         chunk = self.chunks[k]
         if isinstance(got, str):
             now = time.perf_counter()
-            got = [case_result_since(self.cases[i], Outcome.error, now, [], got) for i in chunk]
-        for i, result in zip(chunk, got, strict=True):
+            results = [case_result_since(self.cases[i], Outcome.error, now, [], got) for i in chunk]
+        else:
+            results = [CaseResult(*fields) for fields in got]
+        for i, result in zip(chunk, results, strict=True):
             self.ready[i] = result
             if self.cases[i].wire:
                 self.took[self.keys[i]] = result.duration
