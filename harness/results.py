@@ -251,7 +251,7 @@ class RunResult:
         table: dict[str, Counter[str]] = {}
         for r in self.results:
             for section in r.counted_sections():
-                table.setdefault(section, Counter())[str(r.outcome)] += 1
+                _count(table, section, r.outcome)
         return dict(sorted(table.items()))
 
     def by_requirement(self) -> dict[str, Counter[str]]:
@@ -260,7 +260,7 @@ class RunResult:
         table: dict[str, Counter[str]] = {}
         for r in self.results:
             for req in r.counted_requirements():
-                table.setdefault(req, Counter())[str(r.outcome)] += 1
+                _count(table, req, r.outcome)
         return dict(sorted(table.items()))
 
     def to_dict(self) -> dict[str, Any]:
@@ -284,3 +284,12 @@ class RunResult:
             out["stopped"] = self.stopped
             out["not_run"] = list(self.not_run)
         return out
+
+
+def _count(table: dict[str, Counter[str]], key: str, outcome: Outcome) -> None:
+    """One more ``outcome`` under ``key`` (its Counter made when the key is new only: a run's
+    tables count thousands of results under a few hundred keys)."""
+    counts = table.get(key)
+    if counts is None:
+        counts = table[key] = Counter()
+    counts[str(outcome)] += 1
