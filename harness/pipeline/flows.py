@@ -32,7 +32,7 @@ from harness.capture.frames import FrameProblem, TcpSegment, decode_tcp_view
 from harness.capture.framing import DecodedPacket
 from harness.capture.pcapcommon import Record, RecordView
 from harness.capture.spill import SpillPool
-from harness.capture.streams import view_connections
+from harness.capture.streams import segment_connection, view_connections
 from harness.capture.tcp import Flow, FlowKey
 from harness.pipeline.splits import Split, SplitResult, read_split_views
 from packets import GUID
@@ -270,21 +270,21 @@ def key_fields(packet: Any) -> dict[str, Any]:
     return dict(zip(KEY_FIELDS, _key_values(packet, _kind_name(packet.kind)), strict=True))
 
 
+#: PacketKind -> its name (an enum member's ``name`` is a descriptor call; this, a lookup)
+_KIND_NAMES: dict[Any, str] = {}
+
+
 def _kind_name(kind: Any) -> str:
-    """``kind.name``: a member's ``_name_`` (``name`` is a descriptor call, and a dictionary keyed
-    by the member would call Enum's Python-level ``__hash__`` each packet)."""
-    try:
-        return kind._name_
-    except AttributeError:
-        return kind.name
+    name = _KIND_NAMES.get(kind)
+    if name is None:
+        name = _KIND_NAMES[kind] = kind.name
+    return name
 
 
 def _key_values(packet: Any, kind: str) -> KeyValues:
     h = packet.headers
-    if isinstance(h, dict):  # the parser's headers: plain lookups (_plain of each, inline)
-        session, tx = h.get("SessionHeader"), h.get("TransactionHeader")
-        session = _NO_HEADER if session is None else session if isinstance(session, dict) else None
-        tx = _NO_HEADER if tx is None else tx if isinstance(tx, dict) else None
+    if isinstance(h, dict):  # the parser's headers: plain lookups
+        session, tx = _plain(h.get("SessionHeader")), _plain(h.get("TransactionHeader"))
         if session is not None and tx is not None:
             return _key_values_of(h, kind, session, tx)
     return _values_any(h, kind)
@@ -322,11 +322,9 @@ def _key_values_of(h: dict[str, Any], kind: str, session: dict[str, Any], tx: di
     if kind in _ESTABLISHMENT_NAMES:
         flags = _get(h, "InternalHeader", "Flags")
         cs = _int(getattr(flags, "CS", None)) if flags is not None else None
-    ack, user_seq = session.get("AckSequenceNumber"), session.get("UserMsgSequenceNumber")
-    tx_seq = tx.get("TxSequenceNumber")
-    return (  # _int_of each, the common int inline
-        message_id, source, destination, delivery, ack if type(ack) is int else _int(ack),
-        user_seq if type(user_seq) is int else _int(user_seq), tx_seq if type(tx_seq) is int else _int(tx_seq), cs,
+    return (
+        message_id, source, destination, delivery, _int_of(session, "AckSequenceNumber"),
+        _int_of(session, "UserMsgSequenceNumber"), _int_of(tx, "TxSequenceNumber"), cs,
     )  # fmt: skip
 
 
@@ -695,8 +693,7 @@ def iter_local(
         ready: list[PacketRows] = []
         try:
             for offset, ts, seg in view_segments(read_split_views(result.split, result), file_counts, ports):
-                a, b = (seg.src, seg.sport), (seg.dst, seg.dport)  # segment_connection(seg), inline
-                key = (a, b) if a <= b else (b, a)
+                key = segment_connection(seg)
                 entry = open_.get(key)
                 if entry is None:
                     fkey = FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0]
