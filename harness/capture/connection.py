@@ -327,7 +327,7 @@ class Connection:
 
     def bounds(self) -> dict[str, Key]:
         """Per direction, a key below which it can bring no more event for the observer."""
-        return {"client": self._bound("client"), "server": self._bound("server")}  # DIRECTIONS, per segment
+        return {d: self._bound(d) for d in DIRECTIONS}
 
     def _bound(self, direction: str) -> Key:
         """A key below which ``direction`` can bring no more event for the observer: its held

@@ -304,8 +304,6 @@ def decode_tcp_view(linktype: int, buf: bytes, start: int, stop: int) -> TcpSegm
             n = stop - start
             if hl >= 20 and 34 + hl <= end and 34 + hl <= n and end <= n:
                 payload = buf[start + 34 + hl : start + end]
-                known = _addr4_cache.get  # the cache's hit inline: a capture names few hosts
-                a, b = known(src) or addr4(src), known(dst) or addr4(dst)
-                fields = (a, sport, b, dport, seq, ack, offl & 0x1FF, payload, 0)
+                fields = (addr4(src), sport, addr4(dst), dport, seq, ack, offl & 0x1FF, payload, 0)
                 return _new_segment(TcpSegment, fields)
     return decode_tcp(linktype, buf[start:stop])

@@ -346,10 +346,10 @@ class StreamDecoder:
         first = self.run == 0
         sink = self.sink
         marks = self._marks
-        unpack, u32, parse = _BASE.unpack_from, _U32.unpack_from, packets.parse
-        base, name = self._at, self.name  # _at moves only after the loop
+        unpack = _BASE.unpack_from
+        parse = packets.parse
         while n - pos >= 16:
-            at = base + pos
+            at = self._at + pos
             _v, _r, flags, signature, size, _t = unpack(buf, pos)
             if signature != SIGNATURE or not BASE_HEADER_SIZE <= size <= MAX_PACKET_SIZE:  # as wire_length
                 e = _framing_error(bytes(buf[pos : pos + 16]), at)
@@ -366,7 +366,7 @@ class StreamDecoder:
                 self._want = at + length
                 break
             # not internal: an ExtensionHeader may follow (not if the next 4 bytes are no HeaderSize 12)
-            if not flags & 0x8 and (n - pos - length < 4 or u32(buf, pos + length)[0] == 12):
+            if not flags & 0x8 and (n - pos - length < 4 or _U32.unpack_from(buf, pos + length)[0] == 12):
                 extra = self._trailer(pos, length, final)
                 if extra is None:
                     break
@@ -384,7 +384,7 @@ class StreamDecoder:
             key = (ts, frame)
             if sink is not None:
                 when = frame_ts if frame else (ts if timed else None)
-                sink(DecodedPacket(name, self.index, at, packet, raw, frame, when), key)
+                sink(DecodedPacket(self.name, self.index, at, packet, raw, frame, when), key)
             self.index += 1
             if first:
                 if out is _NO_EVENTS:
