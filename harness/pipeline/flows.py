@@ -413,40 +413,17 @@ class PacketRows(Sequence[dict[str, Any]]):
         return f"PacketRows({list(self)!r})"
 
     def _row(self, r: PacketRow) -> dict[str, Any]:
-        direction, index, offset, ts, kind, size, problems, keys = r
-        row = {
-            "input": self.input,
-            "flow": self.flow,
-            "direction": direction,
-            "index": index,
-            "stream_offset": offset,
-            "timestamp": ts,
-            "kind": kind,
-            "size": size,
-            "problems": list(problems),
-        }
-        row.update(zip(KEY_FIELDS, keys, strict=True))
-        return row
+        *fields, problems, keys = r
+        return dict(zip(PACKET_ROW_KEYS, (self.input, self.flow, *fields, list(problems), *keys), strict=True))
 
     def columns(self) -> dict[str, Sequence[Any]]:
         """Column name (:data:`PACKET_ROW_KEYS`) -> its values, row by row."""
         n = len(self.rows)
         if not n:
             return {name: () for name in PACKET_ROW_KEYS}
-        direction, index, offset, ts, kind, size, problems, keys = zip(*self.rows, strict=True)
-        out: dict[str, Sequence[Any]] = {
-            "input": [self.input] * n,
-            "flow": [self.flow] * n,
-            "direction": direction,
-            "index": index,
-            "stream_offset": offset,
-            "timestamp": ts,
-            "kind": kind,
-            "size": size,
-            "problems": problems,
-        }
-        out.update(zip(KEY_FIELDS, zip(*keys, strict=True), strict=True))
-        return out
+        *fields, keys = zip(*self.rows, strict=True)
+        values = ([self.input] * n, [self.flow] * n, *fields, *zip(*keys, strict=True))
+        return dict(zip(PACKET_ROW_KEYS, values, strict=True))
 
 
 #: what a :class:`FlowRows` gives for a connection: the rows of each table

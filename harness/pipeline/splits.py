@@ -25,10 +25,10 @@ import itertools
 import os
 import re
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from harness.capture.pcapcommon import (
     MAX_BLOCK,
@@ -405,7 +405,7 @@ def read_split_views(
             begin = begin or header.length
             f.seek(begin)
             items = iter_record_views(f, start_offset=begin, path=split.path, header=header, end_offset=stop)
-        yield from _tallied(items, result, header.format == "pcap")
+        yield from _tallied(items, result, header.format == "pcap", _captured_in_view)
 
 
 def _as_views(items: Iterator[Record | CaptureProblem]) -> Iterator[RecordView | CaptureProblem]:
@@ -413,14 +413,26 @@ def _as_views(items: Iterator[Record | CaptureProblem]) -> Iterator[RecordView |
         yield (item.offset, item.ts, item.linktype, item.data, 0, len(item.data)) if isinstance(item, Record) else item
 
 
+_R = TypeVar("_R", RecordView, Record)  # a record read in place, or copied out
+
+
+def _captured_in_view(view: RecordView) -> int:
+    return view[5] - view[4]
+
+
+def _captured_in_record(record: Record) -> int:
+    return len(record.data)
+
+
 def _tallied(
-    items: Iterator[RecordView | CaptureProblem], result: SplitResult, pcap: bool
-) -> Iterator[RecordView]:
-    """The records among ``items``, the problems given to ``result`` with the first record's offset,
-    the count and (``pcap``: a pcapng block's end is not in the view) where the last one ended."""
+    items: Iterator[_R | CaptureProblem], result: SplitResult, pcap: bool, length: Callable[[_R], int]
+) -> Iterator[_R]:
+    """The records among ``items`` (views or records: their offset first, ``length`` their captured
+    bytes), the problems given to ``result`` with the first record's offset, the count and
+    (``pcap``: a pcapng block's end is not in the record) where the last one ended."""
     problems = result.problems
     records = 0
-    last: RecordView | None = None
+    last: _R | None = None
     try:  # the counts kept in locals, given to ``result`` when the reading ends or stops
         for item in items:
             if isinstance(item, CaptureProblem):
@@ -434,7 +446,7 @@ def _tallied(
     finally:
         result.records += records
         if pcap and last is not None:
-            result.next = last[0] + 16 + last[5] - last[4]
+            result.next = last[0] + 16 + length(last)
 
 
 def read_split(split: Split, result: SplitResult | None = None, data: bytes | None = None) -> Iterator[Record]:
@@ -462,24 +474,7 @@ def read_split(split: Split, result: SplitResult | None = None, data: bytes | No
         else:
             f.seek(begin)
             items = iter_records(f, start_offset=begin, path=split.path, header=header, end_offset=stop)
-        problems = result.problems
-        pcap = header.format == "pcap"  # a pcapng block's end is not in the Record
-        records = 0
-        last: Record | None = None
-        try:  # the counts kept in locals, given to ``result`` when the reading ends or stops
-            for item in items:
-                if isinstance(item, CaptureProblem):
-                    problems.append(item)
-                    continue
-                if last is None and result.first is None:
-                    result.first = item.offset
-                records += 1
-                last = item
-                yield item
-        finally:
-            result.records += records
-            if pcap and last is not None:
-                result.next = last.offset + 16 + len(last.data)
+        yield from _tallied(items, result, header.format == "pcap", _captured_in_record)
 
 
 def check_chaining(results: list[SplitResult]) -> list[CaptureProblem]:
