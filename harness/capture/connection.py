@@ -44,7 +44,7 @@ from harness.capture.spill import SpillFifo, SpillPool
 from harness.capture.tcp import Chunk, Direction, Flow, FlowKey, Gap, TcpReassembler, a_is_client
 from harness.session.observer import Observer
 
-__all__ = ["INF", "Connection", "ConnectionResult", "PacketSink", "merge_key", "replay_flow"]
+__all__ = ["INF", "Connection", "ConnectionResult", "PacketSink", "RowsSink", "merge_key", "replay_flow"]
 
 #: a key above every packet's
 INF: Key = (math.inf, sys.maxsize)
@@ -54,6 +54,9 @@ _OTHER = {"client": "server", "server": "client"}
 
 #: (direction, packet, key) of each packet, as soon as it is whole
 PacketSink = Callable[[str, DecodedPacket, Key], None]
+#: (direction, index, stream offset, parse, bytes, key) of each packet, as soon as it is whole: a
+#: :data:`PacketSink` without the :class:`DecodedPacket` (:data:`harness.capture.framing.RowSink`)
+RowsSink = Callable[[str, int, int, Any, bytes, Key], None]
 
 
 @dataclass
@@ -203,7 +206,10 @@ class Connection:
     """One TCP connection, fed its segments in capture order (:meth:`feed`), ended by
     :meth:`finish`.  The client is the side that sent a SYN without ACK, else the other side of
     the SYN+ACK sender, else the side talking to ``ports``, decided when the first byte (or gap)
-    of the connection is delivered.  ``judge``: check the session rules."""
+    of the connection is delivered.  ``judge``: check the session rules; ``rows``: given each
+    packet's fields (:data:`RowsSink`, no :class:`DecodedPacket` made) in place of ``sink``.
+    A segment carrying the next bytes of its direction while nothing is held out of order goes
+    from the reassembler to the framing as it is (:meth:`TcpReassembler.feed_next`)."""
 
     def __init__(
         self,
@@ -213,11 +219,13 @@ class Connection:
         *,
         judge: bool = True,
         pool: SpillPool | None = None,
+        rows: RowsSink | None = None,
     ) -> None:
         self.key = key
         self.id = key.id
         self.ports = frozenset(ports)
         self.sink = sink
+        self.rows = rows
         self.pool = pool if pool is not None else SpillPool()
         self.halves: dict[tuple[str, int, str, int], _Half] = {}
         self._by_direction: dict[str, _Half] = {}
@@ -254,9 +262,16 @@ class Connection:
                 half.saw_synack = True
             else:
                 half.saw_pure_syn = True
-        events = half.rsm.feed(ts, seg.seq, flags, seg.payload, frame)
-        if events:
-            self.deliver(half, events)
+        payload = seg.payload
+        offset = half.rsm.feed_next(ts, seg.seq, payload) if payload and not flags & _SYN_FIN_RST else -1
+        if offset >= 0:  # the next bytes of the stream, nothing held: no Chunk made
+            if self._client is None:
+                self.decide()
+            self._chunk(half.direction, offset, payload, ts, frame)
+        else:
+            events = half.rsm.feed(ts, seg.seq, flags, payload, frame)
+            if events:
+                self.deliver(half, events)
         judge = self.judge
         if judge is not None and (judge.qc._count or judge.qs._count):
             judge.release(self.bounds())
@@ -283,8 +298,10 @@ class Connection:
         for half in self.halves.values():
             half.direction = "client" if half.is_a == a_client else "server"
             self._by_direction[half.direction] = half
+        rows = self.rows
         for d in DIRECTIONS:
-            self.decoders[d] = StreamDecoder(f"{self.id} {d}", self._sink_of(d), flow=self.id)
+            row_sink = None if rows is None else partial(rows, d)
+            self.decoders[d] = StreamDecoder(f"{self.id} {d}", self._sink_of(d), flow=self.id, rows=row_sink)
 
     def _sink_of(self, direction: str) -> Callable[[DecodedPacket, Key], None] | None:
         return None if self.sink is None else partial(self.sink, direction)
@@ -295,22 +312,30 @@ class Connection:
             self.decide()
         direction = half if isinstance(half, str) else half.direction
         decoder = self.decoders[direction]
-        across = _OTHER[direction]
-        other = self.decoders[across]
-        judge = self.judge
         for ev in events:
             if type(ev) is Chunk:
-                found = decoder.chunk(ev.offset, ev.data, ev.ts, ev.frame)
-                if judge is not None:
-                    if decoder.cut is not None:  # after a gap nothing more is judged
-                        judge.cut(direction, decoder.cut[:2], decoder.cut[2])
-                    if decoder.ts < other.ts and other.chunks:
-                        self._not_ordered(direction, decoder, other)
-            else:
-                assert isinstance(ev, Gap)
-                found = decoder.gap(ev.stream_offset, ev.length)
-            if found and judge is not None:
-                judge.offer(direction, found, self._bound(across))
+                self._chunk(direction, ev.offset, ev.data, ev.ts, ev.frame)
+                continue
+            assert isinstance(ev, Gap)
+            found = decoder.gap(ev.stream_offset, ev.length)
+            if found and self.judge is not None:
+                self.judge.offer(direction, found, self._bound(_OTHER[direction]))
+
+    def _chunk(self, direction: str, offset: int, data: bytes, ts: float, frame: int) -> None:
+        """Reassembled bytes of ``direction`` at stream ``offset``: framed, and the packets they
+        complete offered to the observer."""
+        decoder = self.decoders[direction]
+        found = decoder.chunk(offset, data, ts, frame)
+        judge = self.judge
+        if judge is None:
+            return
+        if decoder.cut is not None:  # after a gap nothing more is judged
+            judge.cut(direction, decoder.cut[:2], decoder.cut[2])
+        other = self.decoders[_OTHER[direction]]
+        if decoder.ts < other.ts and other.chunks:
+            self._not_ordered(direction, decoder, other)
+        if found:
+            judge.offer(direction, found, self._bound(_OTHER[direction]))
 
     def _not_ordered(self, direction: str, decoder: StreamDecoder, other: StreamDecoder) -> None:
         """``direction``'s bytes came with a capture time earlier than one the other direction

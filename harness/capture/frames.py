@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 __all__ = [
     "ACK",
+    "ENDPOINTS4_SEEN",
+    "ETH_IPV4_ENDPOINTS",
     "ETH_IPV4_TCP",
     "FIN",
     "PSH",
@@ -31,6 +33,7 @@ __all__ = [
     "addr4",
     "decode_tcp",
     "decode_tcp_view",
+    "endpoints4",
 ]
 
 FIN, SYN, RST, PSH, ACK, URG = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
@@ -66,6 +69,12 @@ TCP_HEADER = struct.Struct("!HHIIH")
 #: untagged Ethernet II + IPv4 fixed header: ethertype, ver_ihl, total_len, frag, proto, src, dst
 #: (the fast path of decode_tcp, and of the light first reading in harness.capture.streams)
 ETH_IPV4_TCP = struct.Struct("!12xHBxHxxHxB2x4s4s")
+#: the same with the endpoints as one field: the IPv4 source and destination and the TCP source
+#: and destination ports, 12 contiguous bytes (read through :func:`endpoints4`)
+ETH_IPV4_ENDPOINTS = struct.Struct("!12xHBxHxxHxB2x12s")
+#: the TCP fixed header after the ports: seq, ack, offset_flags
+_TCP_AFTER_PORTS = struct.Struct("!IIH")
+_ENDPOINTS4 = struct.Struct("!4s4sHH")
 _U32LE = struct.Struct("<I")
 _U32BE = struct.Struct(">I")
 
@@ -86,6 +95,27 @@ def addr4(b: bytes) -> str:
         if len(_addr4_cache) < 65536:
             _addr4_cache[b] = s
     return s
+
+
+#: 12 bytes of endpoints (:data:`ETH_IPV4_ENDPOINTS`) -> what :func:`endpoints4` gave for them (read
+#: in place by the per-frame loops: ``ENDPOINTS4_SEEN.get(raw) or endpoints4(raw)``)
+ENDPOINTS4_SEEN: dict[bytes, tuple[str, int, str, int, tuple[tuple[str, int], tuple[str, int]]]] = {}
+
+
+def endpoints4(raw: bytes) -> tuple[str, int, str, int, tuple[tuple[str, int], tuple[str, int]]]:
+    """Source address, source port, destination address, destination port of the 12 bytes of
+    :data:`ETH_IPV4_ENDPOINTS`, and the TCP connection they belong to (its two endpoints in sorted
+    order, as :func:`harness.capture.streams.segment_connection` names it); cached: a capture
+    holds few connections, each of many frames."""
+    found = ENDPOINTS4_SEEN.get(raw)
+    if found is None:
+        src, dst, sport, dport = _ENDPOINTS4.unpack(raw)
+        a, b = (addr4(src), sport), (addr4(dst), dport)
+        found = (a[0], sport, b[0], dport, (a, b) if a <= b else (b, a))
+        if len(ENDPOINTS4_SEEN) >= 65536:
+            ENDPOINTS4_SEEN.clear()
+        ENDPOINTS4_SEEN[raw] = found
+    return found
 
 
 def _addr6(b: bytes) -> str:
@@ -296,14 +326,15 @@ def decode_tcp_view(linktype: int, buf: bytes, start: int, stop: int) -> TcpSegm
     :data:`harness.capture.pcapcommon.RecordView`) without copying the frame: the common frame's
     payload is the one copy made, from ``buf``; every other frame is copied out and decoded."""
     if linktype == 1 and stop - start >= 54:
-        etype, vihl, total, frag, proto, src, dst = ETH_IPV4_TCP.unpack_from(buf, start)
+        etype, vihl, total, frag, proto, ends = ETH_IPV4_ENDPOINTS.unpack_from(buf, start)
         if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and total >= 40:
             end = 14 + total
-            sport, dport, seq, ack, offl = TCP_HEADER.unpack_from(buf, start + 34)
+            seq, ack, offl = _TCP_AFTER_PORTS.unpack_from(buf, start + 38)
             hl = (offl >> 12) * 4
             n = stop - start
             if hl >= 20 and 34 + hl <= end and 34 + hl <= n and end <= n:
                 payload = buf[start + 34 + hl : start + end]
-                fields = (addr4(src), sport, addr4(dst), dport, seq, ack, offl & 0x1FF, payload, 0)
+                e = ENDPOINTS4_SEEN.get(ends) or endpoints4(ends)
+                fields = (e[0], e[1], e[2], e[3], seq, ack, offl & 0x1FF, payload, 0)
                 return _new_segment(TcpSegment, fields)
     return decode_tcp(linktype, buf[start:stop])

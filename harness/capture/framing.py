@@ -28,6 +28,7 @@ __all__ = [
     "DecodedPacket",
     "Event",
     "Key",
+    "RowSink",
     "StreamDecoder",
     "StreamReport",
     "decode_pieces",
@@ -107,6 +108,11 @@ Key = tuple[float, int]
 _Stamp = tuple[int, float, int, float, int, bool]
 
 
+#: what a stream's packets may be given to instead of a ``sink`` of :class:`DecodedPacket`: the
+#: packet's index, stream offset, parse, bytes and :data:`Key` (no object made per packet)
+RowSink = Callable[[int, int, Packet, bytes, Key], None]
+
+
 class Event(NamedTuple):
     """A packet (``data`` and its parse) or a framing ``error`` of a stream's first run, for the
     session observer, with its :data:`Key` and the number of the chunk that completed it."""
@@ -150,15 +156,24 @@ class StreamDecoder:
     bytes searched for a BaseHeader -- never the stream.  Each packet goes to ``sink`` as a
     :class:`DecodedPacket` stamped with the frame that completed it (the latest frame number of
     the chunks up to its last byte, as Wireshark numbers frames) and that frame's capture time,
-    with its :data:`Key`; :attr:`report` gathers the rest (gaps, resynchronisations, framing
+    with its :data:`Key` (given ``rows`` instead, a :data:`RowSink`, the packet's fields go to it
+    as they are, no object made per packet); :attr:`report` gathers the rest (gaps, resynchronisations, framing
     errors, the bytes of an incomplete packet at the end of each run).  :meth:`chunk`,
     :meth:`gap` and :meth:`end` return the :class:`Event` of the first run for the session
     observer: a run in which framing fails gives the error, and not the packets completed by the
     chunk that completed the bad header (a splitter fed those chunks never returns them)."""
 
-    def __init__(self, name: str, sink: Callable[[DecodedPacket, Key], None] | None = None, flow: str = "") -> None:
+    def __init__(
+        self,
+        name: str,
+        sink: Callable[[DecodedPacket, Key], None] | None = None,
+        flow: str = "",
+        *,
+        rows: RowSink | None = None,
+    ) -> None:
         self.name = name
         self.sink = sink
+        self.rows = rows
         self.report = StreamReport(name, flow=flow)  #: everything but the packets (given to ``sink``)
         self.index = 0  #: packets so far
         self.run = -1  #: the current run (0: the first)
@@ -345,22 +360,18 @@ class StreamDecoder:
         self._want = 0
         first = self.run == 0
         sink = self.sink
+        rows = self.rows
         marks = self._marks
         unpack = _BASE.unpack_from
         parse = packets.parse
+        base = self._at
+        index = self.index
         while n - pos >= 16:
-            at = self._at + pos
+            at = base + pos
             _v, _r, flags, signature, size, _t = unpack(buf, pos)
             if signature != SIGNATURE or not BASE_HEADER_SIZE <= size <= MAX_PACKET_SIZE:  # as wire_length
-                e = _framing_error(bytes(buf[pos : pos + 16]), at)
-                self.report.errors.append(e)
-                self._mode = _DEAD
-                if first:
-                    stamp = self._stamp(at + 15)  # the splitter raises once the header's 16 bytes are in
-                    out = [ev for ev in out if ev.chunk != stamp[4]]
-                    out.append(Event((stamp[1], stamp[2]), at, None, None, e, stamp[4]))
-                self._buf = bytearray()
-                return out
+                self.index = index
+                return self._bad_header(at, out)
             length = size + (_SESSION_HEADER_SIZE if flags & 0x10 and not flags & 0x8 else 0)
             if n - pos < length:
                 self._want = at + length
@@ -382,19 +393,37 @@ class StreamDecoder:
             _start, ts, frame, frame_ts, chunk, timed = marks[0]
             packet = parse(raw, False)
             key = (ts, frame)
-            if sink is not None:
+            if rows is not None:
+                rows(index, at, packet, raw, key)
+            elif sink is not None:
                 when = frame_ts if frame else (ts if timed else None)
-                sink(DecodedPacket(self.name, self.index, at, packet, raw, frame, when), key)
-            self.index += 1
+                sink(DecodedPacket(self.name, index, at, packet, raw, frame, when), key)
+            index += 1
             if first:
                 if out is _NO_EVENTS:
                     out = []
                 out.append(_new_event(Event, (key, at, raw, packet, None, chunk)))
             pos += length
+        self.index = index
         if pos:
             del buf[:pos]
             self._at += pos
             self._trim()
+        return out
+
+    def _bad_header(self, at: int, out: list[Event]) -> list[Event]:
+        """The BaseHeader at stream offset ``at`` cannot start a packet: the run's framing stops
+        (the error reported); in the first run the observer is given the error in place of the
+        packets completed by the chunk that completed the bad header."""
+        pos = at - self._at
+        e = _framing_error(bytes(self._buf[pos : pos + 16]), at)
+        self.report.errors.append(e)
+        self._mode = _DEAD
+        if self.run == 0:
+            stamp = self._stamp(at + 15)  # the splitter raises once the header's 16 bytes are in
+            out = [ev for ev in out if ev.chunk != stamp[4]]
+            out.append(Event((stamp[1], stamp[2]), at, None, None, e, stamp[4]))
+        self._buf = bytearray()
         return out
 
 

@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import struct
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from harness.capture.frames import ETH_IPV4_TCP, TCP_HEADER, FrameProblem, TcpSegment, addr4, decode_tcp
+from harness.capture.frames import (
+    ENDPOINTS4_SEEN,
+    ETH_IPV4_ENDPOINTS,
+    ETH_IPV4_TCP,
+    TCP_HEADER,
+    FrameProblem,
+    TcpSegment,
+    addr4,
+    decode_tcp,
+    endpoints4,
+)
 from harness.capture.pcapcommon import CaptureProblem, Record, RecordView
 from harness.capture.pcapfile import iter_records
 from harness.capture.spill import SpillFile
@@ -37,6 +48,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+_U16 = struct.Struct("!H")
 
 #: bytes of finished connections held in memory while an earlier one is still open (then spilled)
 HOLD_BYTES = 64 << 20
@@ -97,18 +110,18 @@ def view_connections(views: Iterable[RecordView], ports: frozenset[int]) -> Iter
     :data:`harness.capture.pcapcommon.RecordView`) for which :func:`connection_key` gives one: the
     first, light pass of a two-pass reading.  Untagged Ethernet II + IPv4 + TCP frames are read in
     place (no bytes copied); the others go through :func:`connection_key`."""
-    eth = ETH_IPV4_TCP.unpack_from
-    tcp = TCP_HEADER.unpack_from
+    eth = ETH_IPV4_ENDPOINTS.unpack_from
+    u16 = _U16.unpack_from
+    cache = ENDPOINTS4_SEEN
     for offset, ts, linktype, buf, start, stop in views:
         if linktype == 1 and stop - start >= 54:
-            etype, vihl, total, frag, proto, src, dst = eth(buf, start)
+            etype, vihl, total, frag, proto, ends = eth(buf, start)
             if etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF and total >= 40:
-                sport, dport, _seq, _ack, offl = tcp(buf, start + 34)
-                hl = (offl >> 12) * 4
+                hl = (u16(buf, start + 46)[0] >> 12) * 4  # the TCP data offset
                 if hl >= 20 and 34 + hl <= 14 + total and 34 + hl <= stop - start:
-                    if sport in ports or dport in ports:
-                        a, b = (addr4(src), sport), (addr4(dst), dport)
-                        yield offset, ts, ((a, b) if a <= b else (b, a))
+                    e = cache.get(ends) or endpoints4(ends)
+                    if e[1] in ports or e[3] in ports:
+                        yield offset, ts, e[4]
                     continue
         key = connection_key(linktype, buf[start:stop], ports)
         if key is not None:

@@ -245,6 +245,23 @@ class TcpReassembler:
             self.reset = True
         return out
 
+    def feed_next(self, ts: float, seq: int, payload: bytes) -> int:
+        """A segment with ``payload`` (not empty) and no SYN, FIN or RST, taken in place of
+        :meth:`feed` where it carries exactly the next expected bytes while nothing is held out of
+        order and no FIN was seen: they are delivered (no :class:`Chunk` made) and their stream
+        offset returned.  -1, nothing done, for any other segment: :meth:`feed` it."""
+        isn = self.isn
+        nxt = self.next
+        if isn is None or self._starts or self.fin_at is not None or (seq - isn) % _MOD != nxt % _MOD:
+            return -1
+        self._last_ts = ts
+        self.next = nxt + len(payload)
+        h = self._hist
+        h += payload
+        if len(h) > 2 * self.history:
+            del h[: len(h) - self.history]
+        return nxt
+
     def _data(self, off: int, ts: float, payload: bytes, out: list[Chunk | Gap], frame: int = 0) -> None:
         end = off + len(payload)
         if self.fin_at is not None and end > self.fin_at:

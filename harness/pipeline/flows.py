@@ -453,17 +453,20 @@ class FlowRows:
         self.sent = {"client": 0, "server": 0}
         self.ec: dict[str, KeyValues] = {}  #: the key fields of each side's EstablishConnection
         self.failed = ""
-        self.conn = Connection(key, ports, self._packet, pool=pool)
+        self.conn = Connection(key, ports, pool=pool, rows=self._row)
         self.rows = PacketRows(input_name, self.conn.id)
         self._append = self.rows.rows.append
 
     def _packet(self, direction: str, item: DecodedPacket, key: tuple[float, int]) -> None:
-        packet = item.packet
-        kind = _kind_name(packet.kind)
+        self._row(direction, item.index, item.offset, item.packet, item.data, key)
+
+    def _row(self, direction: str, index: int, offset: int, packet: Any, data: bytes, key: tuple[float, int]) -> None:
+        """The row of a packet of ``direction`` (its index, stream offset, parse, bytes and key)."""
+        kind = packet.kind._name_  # the member's name (``kind.name``, without the descriptor call)
         violations = packet.violations
         values = _key_values(packet, kind)
         problems = [str(v) for v in violations] if violations else _NO_PROBLEMS
-        self._append((direction, item.index, item.offset, key[0], kind, len(item.data), problems, values))
+        self._append((direction, index, offset, key[0], kind, len(data), problems, values))
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
         self.sent[direction] += 1
         if kind == _ESTABLISH_CONNECTION:
@@ -666,30 +669,58 @@ def iter_local(
         ends = frozenset(last.values())
         del last
         pool = SpillPool()
-        open_: dict[Any, tuple[FlowRows, list[int]]] = {}
-        ready: list[PacketRows] = []
         try:
-            for offset, ts, seg in view_segments(read_split_views(result.split, result), file_counts, ports):
-                key = segment_connection(seg)
-                entry = open_.get(key)
-                if entry is None:
-                    fkey = FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0]
-                    entry = open_[key] = (FlowRows(path, fkey, ports, ready.append, pool), [0])
-                builder, position = entry
-                position[0] += 1
-                builder.feed(ts, seg, position[0])
-                while ready:
-                    yield {"packets": ready.pop(0)}
-                if offset in ends:
-                    del open_[key]
-                    yield builder.finish()
-            for builder, _position in open_.values():  # not ended where the first pass saw them end
-                yield builder.finish()
+            yield from _local_rows(path, result, ends, ports, file_counts, pool)
         finally:
             pool.close()
         file_counts.problems.extend(str(p) for p in result.problems)
         if counts is not None:
             counts.append(file_counts)
+
+
+class _Open:
+    """A connection of :func:`iter_local` whose last segment is still to come: its rows, the
+    frames fed so far, its key and each direction's (source, port, destination, port) seen."""
+
+    __slots__ = ("frames", "key", "rows", "whos")
+
+    def __init__(self, rows: FlowRows, key: Any) -> None:
+        self.rows = rows
+        self.key = key
+        self.frames = 0
+        self.whos: list[tuple[str, int, str, int]] = []
+
+
+def _local_rows(
+    path: str, result: SplitResult, ends: frozenset[int], ports: frozenset[int], counts: FrameCounts, pool: SpillPool
+) -> Iterator[Tables]:
+    """:func:`iter_local` of one file, its last records (``ends``) known: a segment finds its
+    connection by its direction's endpoints (a tuple of the segment's own fields: one lookup)."""
+    by_who: dict[tuple[str, int, str, int], _Open] = {}
+    open_: dict[Any, _Open] = {}
+    ready: list[PacketRows] = []
+    for offset, ts, seg in view_segments(read_split_views(result.split, result), counts, ports):
+        entry = by_who.get(seg[:4])
+        if entry is None:
+            key = segment_connection(seg)
+            entry = open_.get(key)
+            if entry is None:
+                fkey = FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0]
+                entry = open_[key] = _Open(FlowRows(path, fkey, ports, ready.append, pool), key)
+            who = (seg.src, seg.sport, seg.dst, seg.dport)
+            entry.whos.append(who)
+            by_who[who] = entry
+        entry.frames += 1
+        entry.rows.feed(ts, seg, entry.frames)
+        while ready:
+            yield {"packets": ready.pop(0)}
+        if offset in ends:
+            del open_[entry.key]
+            for who in entry.whos:
+                del by_who[who]
+            yield entry.rows.finish()
+    for entry in open_.values():  # not ended where the first pass saw them end
+        yield entry.rows.finish()
 
 
 def process_local(

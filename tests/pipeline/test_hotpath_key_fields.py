@@ -32,18 +32,18 @@ def test_plain_lookups_give_what_any_shape_gives(tmp_path: Path) -> None:
     path = tmp_path / "c.pcap"
     synthesize(path, 30, 0.6, seed=5, kinds=tuple(ANOMALIES))
     seen: list[Any] = []
-    real = flows.FlowRows._packet
+    real = flows.FlowRows._row
 
-    def keep(self: flows.FlowRows, direction: str, item: Any, key: Any) -> None:
-        seen.append(item.packet)
-        real(self, direction, item, key)
+    def keep(self: flows.FlowRows, direction: str, index: int, offset: int, packet: Any, data: bytes, key: Any) -> None:
+        seen.append(packet)
+        real(self, direction, index, offset, packet, data, key)
 
-    flows.FlowRows._packet = keep  # type: ignore[method-assign]
+    flows.FlowRows._row = keep  # type: ignore[method-assign]
     try:
         for _tables in flows.iter_local([str(path)]):
             pass
     finally:
-        flows.FlowRows._packet = real  # type: ignore[method-assign]
+        flows.FlowRows._row = real  # type: ignore[method-assign]
     kinds = {p.kind for p in seen}
     assert {PacketKind.UserMessage, PacketKind.EstablishConnection, PacketKind.ConnectionParameters} <= kinds
     for packet in seen:
