@@ -283,9 +283,14 @@ def _kind_name(kind: Any) -> str:
 
 def _key_values(packet: Any, kind: str) -> KeyValues:
     h = packet.headers
-    if isinstance(h, dict):  # the parser's headers: plain lookups
-        session, tx = _plain(h.get("SessionHeader")), _plain(h.get("TransactionHeader"))
-        if session is not None and tx is not None:
+    if isinstance(h, dict):  # the parser's headers: plain lookups (:func:`_plain` of each, in place)
+        session = h.get("SessionHeader")
+        if session is None:
+            session = _NO_HEADER
+        tx = h.get("TransactionHeader")
+        if tx is None:
+            tx = _NO_HEADER
+        if isinstance(session, dict) and isinstance(tx, dict):
             return _key_values_of(h, kind, session, tx)
     return _values_any(h, kind)
 
@@ -322,9 +327,11 @@ def _key_values_of(h: dict[str, Any], kind: str, session: dict[str, Any], tx: di
     if kind in _ESTABLISHMENT_NAMES:
         flags = _get(h, "InternalHeader", "Flags")
         cs = _int(getattr(flags, "CS", None)) if flags is not None else None
+    ack, user_seq = session.get("AckSequenceNumber"), session.get("UserMsgSequenceNumber")
+    tx_seq = tx.get("TxSequenceNumber")  # each as _int_of reads it, in place
     return (
-        message_id, source, destination, delivery, _int_of(session, "AckSequenceNumber"),
-        _int_of(session, "UserMsgSequenceNumber"), _int_of(tx, "TxSequenceNumber"), cs,
+        message_id, source, destination, delivery, ack if type(ack) is int else _int(ack),
+        user_seq if type(user_seq) is int else _int(user_seq), tx_seq if type(tx_seq) is int else _int(tx_seq), cs,
     )  # fmt: skip
 
 
