@@ -9,18 +9,24 @@ whichever pytest-xdist worker asks first (the others wait for it and read it).
   driver ships (:func:`harness.pipeline.ship.deps_archive`) made in it once.
 - ``spark_archive``, ``spark_jvm``: the run's class-data sharing archive of Spark's classes,
   which the first test to ask starts making in the background
-  (:func:`standalone.start_class_archive`; the JVMs that start before it is there load their
-  classes as usual), and the options of the Spark JVMs the tests start (clusters, drivers): the
-  first compiler tier, one GC thread, the archive.
+  (:func:`standalone.start_class_archive`), and the options of the Spark JVMs the tests start
+  (clusters, drivers): the first compiler tier, one GC thread, the archive.  A test asking for
+  them waits (:data:`ARCHIVE_WAIT` at most) until the archive is made: mapping it saves about 4 of
+  the 10 CPU-seconds a Spark JVM spends starting, and a test run's first JVMs (its clusters, its
+  first drivers) would otherwise all start without it.
+- ``spark_local``: this worker's Spark JVM, the one every in-process local session runs on
+  (PySpark keeps one per process, across sessions), started with those options.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import pickle
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,7 +34,9 @@ from typing import Any
 
 import pytest
 from pipeline_helpers import local_run, make_inputs
-from standalone import CLASS_ARCHIVE, jvm_options, start_class_archive
+from standalone import ARCHIVE_SETTLED, CLASS_ARCHIVE, jvm_options, start_class_archive
+
+from harness.pipeline.cluster import spark_session, stop_session
 
 
 def _run_folder(factory: pytest.TempPathFactory) -> Path:
@@ -60,15 +68,17 @@ def once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Any]
     return pickle.loads(done.read_bytes())
 
 
-def _local2(folder: Path) -> dict[str, Any]:
+def _local2(jvm: str, folder: Path) -> dict[str, Any]:
     inputs = make_inputs(folder / "inputs")
+    start_local_jvm(jvm)
     return {"inputs": inputs, "local": str(local_run(inputs, folder / "local"))}
 
 
 @pytest.fixture(scope="session")
-def local2(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
-    """(inputs, the folder of their local[2] tables); read only: made once for every test."""
-    made = once(tmp_path_factory, "local2", _local2)
+def local2(tmp_path_factory: pytest.TempPathFactory, spark_jvm: str) -> tuple[dict[str, Any], Path]:
+    """(inputs, the folder of their local[2] tables); read only: made once for every test (the
+    worker that makes them runs them on its :func:`spark_local` JVM)."""
+    made = once(tmp_path_factory, "local2", functools.partial(_local2, spark_jvm))
     return made["inputs"], Path(made["local"])
 
 
@@ -87,16 +97,27 @@ def spark_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 #: seconds the test run waits, at its end, for the class archive to be written
 ARCHIVE_TIMEOUT = 300
-#: tests that start Spark JVMs from which the archive pays back its making (about 20 CPU-seconds,
-#: against about 3 saved by each JVM, a test starting two to four of them)
+#: seconds a test asking for the class archive waits, at most, for it to be made (then its JVMs
+#: load their classes as usual)
+ARCHIVE_WAIT = 240
+#: tests that start Spark JVMs from which the archive pays back its making (about 25 CPU-seconds,
+#: against about 4 saved by each JVM, a test starting two to four of them)
 ARCHIVE_PAYS_BACK = 4
+
+
+def _wait_until_settled(folder: Path) -> None:
+    """Until the archive's making, on any worker, has ended (:data:`ARCHIVE_SETTLED`)."""
+    deadline = time.monotonic() + ARCHIVE_WAIT
+    while not (folder / ARCHIVE_SETTLED).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")
 def spark_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Where the run's class archive of Spark's JVMs is (:func:`standalone.class_sharing`), once
-    made; the first caller of the run, on any worker, starts making it, and waits for it at its
-    end.  A run of fewer than :data:`ARCHIVE_PAYS_BACK` such tests makes none."""
+    made; the first caller of the run, on any worker, starts making it, and every caller waits
+    until it is made (:func:`_wait_until_settled`).  A run of fewer than :data:`ARCHIVE_PAYS_BACK`
+    such tests makes none."""
     folder = _run_folder(tmp_path_factory) / "shared-jvm"
     maker = None
     users = sum("spark_archive" in getattr(item, "fixturenames", ()) for item in request.session.items)
@@ -105,6 +126,9 @@ def spark_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
             folder.mkdir()
             if users >= ARCHIVE_PAYS_BACK:
                 maker = start_class_archive(folder)
+            else:
+                (folder / ARCHIVE_SETTLED).touch()
+    _wait_until_settled(folder)
     yield folder / CLASS_ARCHIVE
     if maker is not None:
         try:
@@ -118,3 +142,21 @@ def spark_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
 def spark_jvm(spark_archive: Path) -> str:
     """JVM options of the tests' Spark JVMs (:func:`standalone.jvm_options`)."""
     return jvm_options(spark_archive)
+
+
+def start_local_jvm(jvm: str) -> None:
+    """This process's Spark JVM -- the driver, and the whole engine, of every local session it
+    starts: PySpark keeps it across sessions -- started, unless it runs, with the JVM options
+    ``jvm`` (``JAVA_TOOL_OPTIONS``) by a session of the pipeline's own (:func:`spark_session`),
+    stopped at once."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("JAVA_TOOL_OPTIONS", jvm)
+        stop_session(spark_session("local[1]", 1))
+
+
+@pytest.fixture(scope="session")
+def spark_local(spark_jvm: str) -> None:
+    """This worker's Spark JVM (:func:`start_local_jvm`) with the options of the tests' other
+    Spark JVMs (:func:`standalone.jvm_options`: the class archive, one GC thread).  A test that
+    runs a local Spark job in process asks for it first."""
+    start_local_jvm(spark_jvm)

@@ -32,6 +32,8 @@ START_TIMEOUT = 90.0
 DAEMON_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: the run's class-data sharing archive of Spark's classes, in the folder :func:`start_class_archive` is given
 CLASS_ARCHIVE = "spark-classes.jsa"
+#: written beside it once its making has ended (made or not): the JVMs that wait for it wait no longer
+ARCHIVE_SETTLED = "spark-classes.settled"
 
 
 def class_sharing(archive: Path) -> str:
@@ -63,7 +65,8 @@ def start_class_archive(folder: Path) -> subprocess.Popen[bytes]:
     spark-submit whose JVM writes the classes it loaded when it exits
     (``-XX:ArchiveClassesAtExit``), into a partial file renamed into place once complete.  The
     class path is the one every Spark JVM of the tests has (pyspark's ``conf`` and ``jars``), as
-    the archive requires.  Returns the process (its group is the caller's to wait for)."""
+    the archive requires.  :data:`ARCHIVE_SETTLED` is written beside it when the job has ended,
+    whether it made the archive or not.  Returns the process (its group is the caller's to wait for)."""
     folder.mkdir(parents=True, exist_ok=True)
     partial, archive = folder / (CLASS_ARCHIVE + ".partial"), folder / CLASS_ARCHIVE
     (folder / "job.py").write_text(_ARCHIVE_JOB)
@@ -74,7 +77,8 @@ def start_class_archive(folder: Path) -> subprocess.Popen[bytes]:
     submit = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]",
               "--driver-java-options", f"{DAEMON_JVM} -XX:ArchiveClassesAtExit={partial}",
               str(folder / "job.py"), str(folder)]
-    script = f'{shlex.join(submit)} && mv -f {shlex.quote(str(partial))} {shlex.quote(str(archive))}'
+    settled = shlex.quote(str(folder / ARCHIVE_SETTLED))
+    script = f'{shlex.join(submit)} && mv -f {shlex.quote(str(partial))} {shlex.quote(str(archive))}; : > {settled}'
     with (folder / "archive.log").open("wb") as out:
         return subprocess.Popen(["sh", "-c", script], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True, cwd=str(folder))

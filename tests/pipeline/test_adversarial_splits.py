@@ -78,6 +78,7 @@ def test_a_damaged_chain_is_read_by_one_task(tmp_path: Path) -> None:
     assert [len(task) for task in plan] == [1] and not plan[0][0].proven
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 def test_the_spark_job_equals_the_sequential_functions_whatever_the_bodies_hold(tmp_path: Path) -> None:
     """A real loopback session whose UserMessage bodies hold a pcap file and record-header-shaped
     bytes, cut into small ranges on local[2]: packets, sessions and violations equal those of the

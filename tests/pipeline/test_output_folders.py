@@ -69,6 +69,7 @@ def test_pipeline_keeps_a_users_files_in_out(
     assert _siblings(out) == []
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 def test_pipeline_replaces_its_own_output_refuses_an_added_file_and_forced_replaces_all(
     captures: tuple[Path, Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -100,6 +101,7 @@ def test_pipeline_replaces_its_own_output_refuses_an_added_file_and_forced_repla
     assert _siblings(out) == []
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 def test_an_interrupted_pipeline_leaves_the_previous_output_whole(
     captures: tuple[Path, Path, dict[str, Any]],
     tmp_path: Path,

@@ -305,6 +305,7 @@ def test_iter_local_streams_what_process_local_collects(tmp_path: Path) -> None:
 # Spark: connections whole in one range are analysed where they are read, the others shuffled
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 def test_spark_analyses_connections_whole_in_a_range_without_the_shuffle(tmp_path: Path) -> None:
     from pipeline_helpers import table
 

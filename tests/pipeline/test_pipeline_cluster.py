@@ -140,6 +140,7 @@ NOT_RUN = {
 }
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 @DOCUMENTED
 def test_the_documented_cluster_commands_run_as_written(
     remote: RemoteCluster, cache: Path, spark_jvm: str, tmp_path: Path
@@ -240,6 +241,7 @@ def _executor_pids(app: str) -> list[int]:
     return found
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 @CLUSTER
 def test_an_executor_lost_mid_job_is_retried_and_counted(
     remote: RemoteCluster, cache: Path, spark_jvm: str, tmp_path: Path

@@ -11,6 +11,7 @@ from contextlib import redirect_stderr
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pipeline_helpers import capture, record_offsets, table, write_pcapng
 
 from harness.cli import main as cli_main
@@ -27,6 +28,7 @@ def renamed(rows: list[dict[str, Any]]) -> list[str]:
     return sorted(json.dumps({**r, "input": local_name(r["input"])}, sort_keys=True) for r in rows)
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 def test_hadoop_route_gives_the_tables_of_the_local_route_for_a_folder_and_a_glob(tmp_path: Path) -> None:
     folder = tmp_path / "folder"
     (folder / "sub").mkdir(parents=True)
@@ -78,6 +80,7 @@ def test_hadoop_route_gives_the_tables_of_the_local_route_for_a_folder_and_a_glo
             assert (hadoop_name(str(folder / "sub" / "anomalies.pcapng")), a["flow"]) in flagged
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 def test_missing_and_unreadable_hadoop_inputs_are_named(tmp_path: Path) -> None:
     capture(tmp_path, "a.pcap", sessions=1)
     (tmp_path / ".hidden.pcap").write_bytes((tmp_path / "a.pcap").read_bytes())

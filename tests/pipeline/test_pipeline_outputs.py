@@ -53,6 +53,7 @@ def test_an_out_uri_that_cannot_be_written_exits_2_before_any_work(tmp_path: Pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pcap", "c.pcap.json"]  # no ./s3a:/..., ./foo:/...
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 def test_out_file_uri_writes_to_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path, _manifest = capture(tmp_path, "c.pcap", sessions=6, rate=0.5, seed=2)
     work = tmp_path / "cwd"
@@ -106,6 +107,7 @@ def test_out_target_reads_the_scheme(tmp_path: Path) -> None:
     assert out_target("file:/data/out").local == Path("/data/out")
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 def test_the_executors_write_the_tables_through_a_pyarrow_file_system(tmp_path: Path) -> None:
     """The job's URI route (FsFolder: part files, moves, summary through the file system's client)
     gives the tables of the local-folder route."""

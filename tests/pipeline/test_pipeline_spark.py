@@ -9,6 +9,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pipeline_helpers import CLIENT_QM, capture, record_offsets, records, table
 
 from harness.cli import main as cli_main
@@ -139,6 +140,7 @@ def test_pipeline_on_local2_reports_anomalies_sessions_packets_and_reconciles_ev
     check_reconciliation(inputs, out)
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark jobs run in process
 def test_a_capture_cut_into_files_is_joined_back(tmp_path: Path) -> None:
     """A rotated capture: the sessions of the two halves, joined, are the sessions of the whole."""
     whole, manifest = capture(tmp_path, "whole.pcap", sessions=8, rate=0.5, seed=12)

@@ -16,12 +16,13 @@ from harness.pipeline.cluster import STAGE_LABELS
 HARNESS = str(Path(sys.executable).parent / "msmq-harness")
 
 
-def test_spark_defaults_conf_gives_the_master_and_the_progress_names_the_stages(tmp_path: Path) -> None:
+def test_spark_defaults_conf_gives_the_master_and_the_progress_names_the_stages(tmp_path: Path, spark_jvm: str) -> None:
     path, _manifest = capture(tmp_path, "c.pcap", sessions=4)
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "spark-defaults.conf").write_text("spark.master local[1]\n")
-    env = {**os.environ, "SPARK_CONF_DIR": str(conf)}
+    # the driver's JVM as the tests' others (the class archive, one GC thread): what is read is its output
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf), "JAVA_TOOL_OPTIONS": spark_jvm}
     out = tmp_path / "out"
     argv = [HARNESS, "pipeline", str(path), "--out", str(out)]
     result = subprocess.run(argv, env={**env, "COLUMNS": "200"}, capture_output=True, text=True, timeout=300)
