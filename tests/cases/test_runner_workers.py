@@ -34,10 +34,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from benchmarks.bench_cases import _matrix_corpus  # noqa: E402
 
+# The module fixture ``corpus_made`` once: under pytest-xdist --dist loadgroup the module's tests share a worker.
+pytestmark = pytest.mark.xdist_group("runner-workers")
 
-def _corpus(tmp_path: Path) -> Path:
-    """Model cases, a matrix corpus and a few quick wire cases, under one folder."""
-    top = tmp_path / "cases"
+
+def _make_corpus(top: Path) -> Path:
+    """Model cases, a matrix corpus and a few quick wire cases, under the folder ``top``."""
     shutil.copytree(ROOT / "cases" / "mqdmpr", top / "mqdmpr")
     (top / "matrix").mkdir()
     _matrix_corpus(top / "matrix", 150)
@@ -47,6 +49,17 @@ def _corpus(tmp_path: Path) -> Path:
     shutil.copy(ROOT / "cases" / "mqqb" / "acceptor.yaml", top / "mqqb" / "acceptor.yaml")
     shutil.copy(ROOT / "cases" / "requirements.yaml", top / "requirements.yaml")
     return top
+
+
+@pytest.fixture(scope="module")
+def corpus_made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpus of :func:`_make_corpus`, made once for the module (the matrix corpus is generated)."""
+    return _make_corpus(tmp_path_factory.mktemp("runner-workers") / "cases")
+
+
+def _corpus(made: Path, tmp_path: Path) -> Path:
+    """A copy of the module's corpus in ``tmp_path``, for one test to read and change."""
+    return Path(shutil.copytree(made, tmp_path / "cases"))
 
 
 def _rows(results: list[CaseResult]) -> list[tuple[str, str, Any, str]]:
@@ -61,8 +74,10 @@ def cache(tmp_path: Path) -> CaseCache:
 
 
 @pytest.mark.parametrize("cached", [True, False])
-def test_workers_load_and_run_what_one_process_loads_and_runs(tmp_path: Path, cache: CaseCache, cached: bool) -> None:
-    top = _corpus(tmp_path)
+def test_workers_load_and_run_what_one_process_loads_and_runs(
+    corpus_made: Path, tmp_path: Path, cache: CaseCache, cached: bool
+) -> None:
+    top = _corpus(corpus_made, tmp_path)
     serial = load_paths([top])
     assert len(serial) > 250 and any(c.wire for c in serial)
     known = {serial[3].id, serial[-1].full_id}
@@ -83,8 +98,8 @@ def test_workers_load_and_run_what_one_process_loads_and_runs(tmp_path: Path, ca
         assert any(cache.folder.glob("*.pickle"))
 
 
-def test_a_selection_runs_in_the_workers(tmp_path: Path, cache: CaseCache) -> None:
-    top = _corpus(tmp_path)
+def test_a_selection_runs_in_the_workers(corpus_made: Path, tmp_path: Path, cache: CaseCache) -> None:
+    top = _corpus(corpus_made, tmp_path)
     expected = run(select(load_paths([top]), keyword="purge or acceptor"), "reference")
     with WorkerCorpus([top], 2, cache=cache) as corpus:
         chosen = select(corpus.cases, keyword="purge or acceptor")
@@ -100,8 +115,8 @@ def _bad_yaml(top: Path) -> str:
     return str(e.value)
 
 
-def test_a_bad_file_is_the_error_load_paths_raises_naming_file_and_line(tmp_path: Path) -> None:
-    top = _corpus(tmp_path)
+def test_a_bad_file_is_the_error_load_paths_raises_naming_file_and_line(corpus_made: Path, tmp_path: Path) -> None:
+    top = _corpus(corpus_made, tmp_path)
     message = _bad_yaml(top)
     assert "zz_bad.yaml:2" in message or "zz_bad.yaml:3" in message
     with pytest.raises(CaseError) as e:
@@ -109,8 +124,8 @@ def test_a_bad_file_is_the_error_load_paths_raises_naming_file_and_line(tmp_path
     assert str(e.value) == message
 
 
-def test_a_duplicate_id_across_files_is_the_error_load_paths_raises(tmp_path: Path) -> None:
-    top = _corpus(tmp_path)
+def test_a_duplicate_id_across_files_is_the_error_load_paths_raises(corpus_made: Path, tmp_path: Path) -> None:
+    top = _corpus(corpus_made, tmp_path)
     shutil.copy(top / "mqdmpr" / "purge" / "purge_queue.yaml", top / "mqqb" / "again.yaml")
     with pytest.raises(CaseError) as serial:
         load_paths([top])
@@ -157,8 +172,10 @@ def test_chunks_hold_one_file_each_and_wire_chunks_go_first() -> None:
     assert sorted(order) == list(range(len(chunks))) and chunks[order[0]] == (5, 6)
 
 
-def test_the_command_line_gives_the_report_of_one_worker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    top = _corpus(tmp_path)
+def test_the_command_line_gives_the_report_of_one_worker(
+    corpus_made: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    top = _corpus(corpus_made, tmp_path)
     reports = []
     for n in ("1", "2"):
         assert main(["run", str(top), "-n", n, "-k", "not acceptor", "--json", str(tmp_path / f"{n}.json")]) == 0
@@ -226,9 +243,9 @@ def _record_loads(monkeypatch: pytest.MonkeyPatch, log: Path, lethal: str = "") 
 
 
 def test_the_parent_reads_no_case_file_each_worker_loads_its_share(
-    tmp_path: Path, cache: CaseCache, monkeypatch: pytest.MonkeyPatch
+    corpus_made: Path, tmp_path: Path, cache: CaseCache, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    top = _corpus(tmp_path)
+    top = _corpus(corpus_made, tmp_path)
     load_paths([top / "matrix"], cache=cache)  # read back from the cache by the workers; the others loaded
     serial = load_paths([top])
     expected = run(serial, "reference")
@@ -261,9 +278,9 @@ def test_shares_are_made_by_size_before_a_file_is_read() -> None:
 
 
 def test_the_share_of_a_worker_that_died_while_loading_is_loaded_by_another(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    corpus_made: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    top = _corpus(tmp_path)
+    top = _corpus(corpus_made, tmp_path)
     shutil.copy(top / "mqdmpr" / "purge" / "purge_queue.yaml", top / "mqdmpr" / "zz_lethal.yaml")
     text = (top / "mqdmpr" / "zz_lethal.yaml").read_text().replace("id: dmpr.", "id: lethal.")
     (top / "mqdmpr" / "zz_lethal.yaml").write_text(text)
