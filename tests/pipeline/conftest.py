@@ -24,6 +24,7 @@ import fcntl
 import functools
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import time
@@ -34,7 +35,7 @@ from typing import Any
 
 import pytest
 from pipeline_helpers import local_run, make_inputs
-from standalone import ARCHIVE_SETTLED, CLASS_ARCHIVE, jvm_options, start_class_archive
+from standalone import ARCHIVE_SETTLED, CLASS_ARCHIVE, jvm_options, kept_archive, start_class_archive
 
 from harness.pipeline.cluster import spark_session, stop_session
 
@@ -112,20 +113,38 @@ def _wait_until_settled(folder: Path) -> None:
         time.sleep(0.2)
 
 
+def _linked(kept: Path, archive: Path) -> bool:
+    """``archive`` made a link to the kept one (or a copy of it), if there is one."""
+    try:
+        os.link(kept, archive)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            shutil.copyfile(kept, archive)
+        except OSError:
+            return False
+    return True
+
+
 @pytest.fixture(scope="session")
 def spark_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Where the run's class archive of Spark's JVMs is (:func:`standalone.class_sharing`), once
     made; the first caller of the run, on any worker, starts making it, and every caller waits
     until it is made (:func:`_wait_until_settled`).  A run of fewer than :data:`ARCHIVE_PAYS_BACK`
-    such tests makes none."""
+    such tests makes none.  An archive a previous run made for the same Java and Spark
+    (:func:`standalone.kept_archive`) is taken instead of making one."""
     folder = _run_folder(tmp_path_factory) / "shared-jvm"
     maker = None
     users = sum("spark_archive" in getattr(item, "fixturenames", ()) for item in request.session.items)
     with _locked(folder.with_name(folder.name + ".lock")):
         if not folder.exists():
             folder.mkdir()
-            if users >= ARCHIVE_PAYS_BACK:
-                maker = start_class_archive(folder)
+            keep = kept_archive()
+            if keep is not None and _linked(keep, folder / CLASS_ARCHIVE):
+                (folder / ARCHIVE_SETTLED).touch()
+            elif users >= ARCHIVE_PAYS_BACK:
+                maker = start_class_archive(folder, keep)
             else:
                 (folder / ARCHIVE_SETTLED).touch()
     _wait_until_settled(folder)

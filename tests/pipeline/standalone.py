@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import shlex
@@ -60,13 +61,36 @@ sys.exit(main([sys.argv[1] + "/c.pcap", "--out", sys.argv[1] + "/out", "--master
 """
 
 
-def start_class_archive(folder: Path) -> subprocess.Popen[bytes]:
+def kept_archive() -> Path | None:
+    """Where a made class archive is kept for the next test runs: a private folder of the
+    user's in the temporary folder (as the suite's bytecode, tests/conftest.py), one file per
+    Java, pyspark and set of Spark jars (the JVM checks the archive against its class path too,
+    and maps nothing of one that does not match); None if that folder is not the user's alone."""
+    if not hasattr(os, "getuid"):  # pragma: no cover - Windows
+        return None
+    top = Path(tempfile.gettempdir()) / f"msmq-harness-{os.getuid()}"
+    try:
+        top.mkdir(mode=0o700, exist_ok=True)
+        st = top.stat()
+    except OSError:
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    java = Path(shutil.which("java") or "java").resolve()
+    jars = sorted(p.name for p in (SPARK_HOME / "jars").iterdir())
+    made_by = [str(java), str(java.stat().st_mtime_ns if java.exists() else 0), pyspark.__version__,
+               str(SPARK_HOME), *jars]
+    return top / f"spark-classes-{hashlib.sha256(chr(0).join(made_by).encode()).hexdigest()[:16]}.jsa"
+
+
+def start_class_archive(folder: Path, keep: Path | None = None) -> subprocess.Popen[bytes]:
     """Start making ``folder/CLASS_ARCHIVE`` in the background: a small pipeline job under
     spark-submit whose JVM writes the classes it loaded when it exits
     (``-XX:ArchiveClassesAtExit``), into a partial file renamed into place once complete.  The
     class path is the one every Spark JVM of the tests has (pyspark's ``conf`` and ``jars``), as
     the archive requires.  :data:`ARCHIVE_SETTLED` is written beside it when the job has ended,
-    whether it made the archive or not.  Returns the process (its group is the caller's to wait for)."""
+    whether it made the archive or not; a made archive is also linked as ``keep``
+    (:func:`kept_archive`).  Returns the process (its group is the caller's to wait for)."""
     folder.mkdir(parents=True, exist_ok=True)
     partial, archive = folder / (CLASS_ARCHIVE + ".partial"), folder / CLASS_ARCHIVE
     (folder / "job.py").write_text(_ARCHIVE_JOB)
@@ -77,8 +101,11 @@ def start_class_archive(folder: Path) -> subprocess.Popen[bytes]:
     submit = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]",
               "--driver-java-options", f"{DAEMON_JVM} -XX:ArchiveClassesAtExit={partial}",
               str(folder / "job.py"), str(folder)]
-    settled = shlex.quote(str(folder / ARCHIVE_SETTLED))
-    script = f'{shlex.join(submit)} && mv -f {shlex.quote(str(partial))} {shlex.quote(str(archive))}; : > {settled}'
+    made = f"mv -f {shlex.quote(str(partial))} {shlex.quote(str(archive))}"
+    if keep is not None:  # linked beside it, then renamed into place: never a partial file there
+        linked = shlex.quote(f"{keep}.{os.getpid()}")
+        made += f" && ln -f {shlex.quote(str(archive))} {linked} && mv -f {linked} {shlex.quote(str(keep))}"
+    script = f"{shlex.join(submit)} && {made}; : > {shlex.quote(str(folder / ARCHIVE_SETTLED))}"
     with (folder / "archive.log").open("wb") as out:
         return subprocess.Popen(["sh", "-c", script], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True, cwd=str(folder))
