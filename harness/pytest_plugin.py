@@ -28,9 +28,12 @@ the package is not installed.
   "XPASS(strict)".
 
 - Under pytest-xdist each worker collects every item (xdist's design) and loads its share of a
-  cold case cache first; a worker on this machine sends its test reports marshalled (one bytes
-  object each, unmarshalled by the controller into the form pytest makes the report from); a
-  report carries the case's result only for ``--msmq-json``/``--msmq-html``.
+  cold case cache first; a worker on this machine sends its case items' per-test events in
+  marshalled batches (harness.pytest_batches; the controller hands each event to pytest-xdist as
+  if it had come alone), or, where batches are off (``--maxfail``, ``--stepwise``, ``--dist
+  worksteal``), its test reports marshalled (one bytes object each, unmarshalled by the
+  controller into the form pytest makes the report from); a report carries the case's result
+  only for ``--msmq-json``/``--msmq-html``.
 
 Ordinary tests are untouched: the plugin only collects YAML under a ``cases`` folder and only
 acts on its own items.
@@ -67,6 +70,7 @@ from harness.cases.runner import apply_known_failures, keyword_matcher
 from harness.cases.targets.registry import target_help
 from harness.errors import HarnessError
 from harness.files import NotRegularFile, regular_file
+from harness.pytest_batches import BATCHES, Batcher, batchable, install, receive_batches
 from harness.report import json_report
 from harness.report.compare import read_report
 from harness.report.explain import explain, rows
@@ -161,6 +165,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker, section in _section_markers().items():  # listed by ``pytest --markers``
         state.register(marker, f"MSMQ conformance cases checking {section} or a section below it")
     config.stash[_STATE] = state
+    state.batcher = install(config)  # a pytest-xdist worker asked for batches of its cases' events
     _CONFIG[:] = [config]
     _refuse_shared_report_paths(config)
 
@@ -228,6 +233,7 @@ class _Session:
         self.prefetched = False
         self.report_needs = _needs(config)
         self.packing: set[str] = set()  # pytest-xdist workers that send their reports marshalled
+        self.batcher: Batcher | None = None  # (pytest-xdist worker) holds its case items' events
         self._marks: dict[tuple[tuple[str, ...], str], tuple[pytest.MarkDecorator, ...]] = {}
 
     def open(self) -> None:
@@ -640,6 +646,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """``--msmq-json FILE`` and ``--msmq-html FILE``: the cases' results as ``run`` writes them
     (not on a pytest-xdist worker: the controller has every result)."""
     config = session.config
+    state = config.stash.get(_STATE, None)
+    if state is not None and state.batcher is not None:  # how many batches went (read by the tests)
+        config.workeroutput[BATCHES] = state.batcher.batches  # type: ignore[attr-defined]
     if config.stash.get(_FROZEN, False):
         gc.unfreeze()  # the objects frozen at the end of collection: collected again (pytest's last collection)
         config.stash[_FROZEN] = False
@@ -658,7 +667,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         record=config.getoption("msmq_record"),
     )
     run = RunResult(target_of(config), results, sum(r.duration for r in results), strict, info=info)
-    state = config.stash.get(_STATE, None)
     if state is not None and state.info is not None:
         run.info.update(target_name=state.info.name, target_version=state.info.version)
     for path, report_format in paths:
@@ -681,11 +689,23 @@ _PACKED = "msmq_packed"  # the key of a report sent marshalled, and the workerin
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """(pytest-xdist, controller) Let a local worker on this interpreter (``popen`` without
-    ``python=``: marshal's format is the interpreter's) send its test reports marshalled."""
+    ``python=``: marshal's format is the interpreter's) send its case items' events in marshalled
+    batches (harness.pytest_batches), or, where batches are off, its test reports marshalled."""
     spec = node.gateway.spec
-    if getattr(spec, "popen", False) and not getattr(spec, "python", None):
+    if batchable(node.config, spec):
+        receive_batches(node)
+    elif getattr(spec, "popen", False) and not getattr(spec, "python", None):
         node.workerinput[_PACKED] = True
         _state(node.config).packing.add(str(node.gateway.id))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """(pytest-xdist worker sending batches) The events of a case item are held for the next
+    batch, those of an ordinary test go as pytest-xdist sends them."""
+    batcher = _state(item.config).batcher
+    if batcher is not None:
+        batcher.holding = isinstance(item, CaseItem)
 
 
 @pytest.hookimpl(wrapper=True)
