@@ -54,25 +54,29 @@ def _collect(path: Path, folder: Path) -> tuple[float, list[list[tuple[str, byte
     """The whole chain's CPU on ``path`` (Parquet written; the best of two runs), what its observer
     was given (per connection: direction, packet bytes, capture time) and its rows, (table,
     batch) as the chain handed them on."""
-    from harness.capture import connection
     from harness.pipeline.flows import iter_local
+    from harness.session.observer import Observer
 
     given: dict[int, list[tuple[str, bytes, float]]] = {}
-    real = connection._Judge._observe
+    observers: list[Any] = []  # kept alive: no id is reused while the chain runs
+    real = Observer.packet
 
-    def keep(judge: Any, direction: str, ev: Any) -> None:
-        if ev.error is None:
-            given.setdefault(id(judge.observer), []).append((direction, ev.data, ev.key[0]))
-        real(judge, direction, ev)
+    def keep(observer: Any, direction: str, data: bytes, packet: Any = None, timestamp: Any = None) -> Any:
+        session = given.get(id(observer))
+        if session is None:
+            session = given[id(observer)] = []
+            observers.append(observer)
+        session.append((direction, data, timestamp))
+        return real(observer, direction, data, packet, timestamp)
 
     batches: list[tuple[str, Any]] = []
     chain = _best(lambda: _chain(path, folder / "chain-out"), 2)
-    connection._Judge._observe = keep  # type: ignore[method-assign]
+    Observer.packet = keep  # type: ignore[method-assign]
     try:
         for found in iter_local([str(path)]):
             batches.extend(found.items())
     finally:
-        connection._Judge._observe = real  # type: ignore[method-assign]
+        Observer.packet = real  # type: ignore[method-assign]
     return chain, list(given.values()), batches
 
 

@@ -127,13 +127,22 @@ class _Judge:
             self.push(direction, events)
             return
         cutoff = self.cutoff
+        packet = self.observer.packet
         for n, ev in enumerate(events):
             if cutoff is not None and _place(direction, ev) >= cutoff:
                 return
             if ev.key >= bound:
                 self.push(direction, events[n:])
                 return
-            self._observe(direction, ev)
+            data = ev.data
+            if data is None:  # a framing error
+                self._observe(direction, ev)
+                continue
+            # as _observe: the capture time is the clock message expiry is judged by ([MS-MQQB] 3.1.7.1.2)
+            found = packet(direction, data, ev.packet, ev.key[0])
+            if found:
+                place = _place(direction, ev)
+                self.found += [(place, v) for v in found]
 
     def waiting(self) -> bool:
         return bool(len(self.queues["client"]) or len(self.queues["server"]))

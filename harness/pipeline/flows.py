@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any, TypeVar, overload
 
 from harness.capture.connection import Connection, ConnectionResult, replay_flow
@@ -156,19 +157,26 @@ def view_segments(
         for offset, ts, linktype, buf, start, stop in views:
             read += 1
             seg = decode_tcp_view(linktype, buf, start, stop)
-            if seg is None:
-                counts.not_tcp += 1
-            elif isinstance(seg, FrameProblem):
-                counts.undecodable += 1
-                counts.problems.append(f"{counts.input}@{offset}: {seg.reason} (frame byte {seg.offset})")
-            elif seg.sport in ports or seg.dport in ports:
+            if type(seg) is TcpSegment and (seg.sport in ports or seg.dport in ports):
                 decoded += 1
                 yield offset, ts, seg
             else:
-                counts.other_ports += 1
+                _reject(seg, offset, counts)
     finally:
         counts.frames_read += read
         counts.frames_decoded += decoded
+
+
+def _reject(seg: TcpSegment | FrameProblem | None, offset: int, counts: FrameCounts) -> None:
+    """A frame read that gives no segment on the ports: counted as not TCP, undecodable (its
+    problem kept) or on other ports."""
+    if seg is None:
+        counts.not_tcp += 1
+    elif isinstance(seg, FrameProblem):
+        counts.undecodable += 1
+        counts.problems.append(f"{counts.input}@{offset}: {seg.reason} (frame byte {seg.offset})")
+    else:
+        counts.other_ports += 1
 
 
 def flow_id(seg: TcpSegment) -> str:
@@ -701,33 +709,57 @@ class _Open:
 def _local_rows(
     path: str, result: SplitResult, ends: frozenset[int], ports: frozenset[int], counts: FrameCounts, pool: SpillPool
 ) -> Iterator[Tables]:
-    """:func:`iter_local` of one file, its last records (``ends``) known: a segment finds its
-    connection by its direction's endpoints (a tuple of the segment's own fields: one lookup)."""
+    """:func:`iter_local` of one file, its last records (``ends``) known: the records read in place
+    and decoded as :func:`view_segments` does (its loop and counts, here: no tuple made per frame);
+    a segment finds its connection by its direction's endpoints (a tuple of its own fields)."""
     by_who: dict[tuple[str, int, str, int], _Open] = {}
     open_: dict[Any, _Open] = {}
     ready: list[PacketRows] = []
-    for offset, ts, seg in view_segments(read_split_views(result.split, result), counts, ports):
-        entry = by_who.get(seg[:4])
-        if entry is None:
-            key = segment_connection(seg)
-            entry = open_.get(key)
+    read = decoded = 0
+    try:
+        for offset, ts, linktype, buf, start, stop in read_split_views(result.split, result):
+            read += 1
+            seg = decode_tcp_view(linktype, buf, start, stop)
+            if type(seg) is not TcpSegment or (seg.sport not in ports and seg.dport not in ports):
+                _reject(seg, offset, counts)
+                continue
+            decoded += 1
+            entry = by_who.get(seg[:4])
             if entry is None:
-                fkey = FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0]
-                entry = open_[key] = _Open(FlowRows(path, fkey, ports, ready.append, pool), key)
-            who = (seg.src, seg.sport, seg.dst, seg.dport)
-            entry.whos.append(who)
-            by_who[who] = entry
-        entry.frames += 1
-        entry.rows.feed(ts, seg, entry.frames)
-        while ready:
-            yield {"packets": ready.pop(0)}
-        if offset in ends:
-            del open_[entry.key]
-            for who in entry.whos:
-                del by_who[who]
-            yield entry.rows.finish()
+                make = partial(FlowRows, path, ports=ports, emit=ready.append, pool=pool)
+                entry = _open_entry(seg, by_who, open_, make)
+            entry.frames += 1
+            entry.rows.feed(ts, seg, entry.frames)
+            while ready:
+                yield {"packets": ready.pop(0)}
+            if offset in ends:
+                del open_[entry.key]
+                for who in entry.whos:
+                    del by_who[who]
+                yield entry.rows.finish()
+    finally:
+        counts.frames_read += read
+        counts.frames_decoded += decoded
     for entry in open_.values():  # not ended where the first pass saw them end
         yield entry.rows.finish()
+
+
+def _open_entry(
+    seg: TcpSegment,
+    by_who: dict[tuple[str, int, str, int], _Open],
+    open_: dict[Any, _Open],
+    make: Callable[[FlowKey], FlowRows],
+) -> _Open:
+    """The connection of a segment whose direction was not seen yet: the connection already open
+    (its other direction seen), else a new one; the direction's endpoints now lead to it."""
+    key = segment_connection(seg)
+    entry = open_.get(key)
+    if entry is None:
+        entry = open_[key] = _Open(make(FlowKey.of(seg.src, seg.sport, seg.dst, seg.dport)[0]), key)
+    who = (seg.src, seg.sport, seg.dst, seg.dport)
+    entry.whos.append(who)
+    by_who[who] = entry
+    return entry
 
 
 def process_local(
