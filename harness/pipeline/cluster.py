@@ -165,8 +165,13 @@ def _local_workers(env: dict[str, str]) -> dict[str, str]:
         "spark.pyspark.python": python,
         # the driver JVM (the whole engine when local) compiles with C1 only: its hot code is
         # the shuffle's, small beside the Python workers, and C2's compiling cost a third of the
-        # CPU of a local run's start-up and a fifth of a 200 MB run's (docs/performance.md)
-        "spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS,
+        # CPU of a local run's start-up and a fifth of a 200 MB run's; and it collects its
+        # garbage with one thread: it holds little, and the parallel collector's threads cost
+        # about a CPU-second of a run (docs/performance.md)
+        "spark.driver.extraJavaOptions": f"{LOCAL_DRIVER_JAVA_OPTIONS} -XX:+UseSerialGC",
+        # the Python workers import pyspark from this interpreter's copy, not from Spark's zips
+        # (compiled from source by every worker): harness.pipeline.workerdaemon
+        "spark.python.daemon.module": "harness.pipeline.workerdaemon",
     }
 
 
@@ -286,8 +291,9 @@ class JobWatch:
         return not is_local_master(str(self.sc.master))
 
     def __enter__(self) -> JobWatch:
-        self._thread = threading.Thread(target=self._run, name="pipeline-watch", daemon=True)
-        self._thread.start()
+        if self.progress or self.cluster:  # else nothing to show or wait for: the failures are counted at the end
+            self._thread = threading.Thread(target=self._run, name="pipeline-watch", daemon=True)
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:

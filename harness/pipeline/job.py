@@ -53,7 +53,15 @@ from harness.pipeline.outputs import FsFolder, OutError, OutTarget, RemoteStaged
 from harness.pipeline.plan import JobPlan, plan_job
 from harness.pipeline.splits import InputFile, Split, SplitError, describe, expand_inputs, is_local
 from harness.pipeline.summary import Executed, summarise, write_summary
-from harness.pipeline.tasks import RangeLocal, analyse_partition, range_connections, read_files, read_task
+from harness.pipeline.tasks import (
+    EndedRanges,
+    RangeLocal,
+    analyse_partition,
+    range_connections,
+    read_files,
+    read_task,
+    task_ends,
+)
 
 __all__ = [
     "run_pipeline",
@@ -257,37 +265,13 @@ def _execute(
 ) -> Executed:
     """The Spark jobs: the first pass (:func:`_first_pass`), then the read tasks and the shuffle
     partitions that analyse the connections, watched (harness.pipeline.cluster.JobWatch)."""
-    order, paths = plan.order, plan.paths
-    whole: Any = None  # a broadcast RangeLocal
-
-    def read(index: int, part: Iterable[list[Split]]) -> Iterator[tuple[tuple[str, ...], Any]]:
-        range_local = whole.value if whole is not None else None
-        for splits in part:
-            yield from read_task(splits, ports, order, local=range_local, out=target, index=index)
-
-    def read_whole(part: Iterable[tuple[str, bytes]]) -> Iterator[tuple[tuple[str, ...], Any]]:
-        return read_files(part, ports, order)
+    paths = plan.paths
 
     def analyse(index: int, part: Iterable[tuple[tuple[str, ...], Any]]) -> Iterator[tuple[str, Any]]:
         return analyse_partition(index, part, ports, target, paths)
 
-    first_pass = 0.0
-    cross = 0
-    with JobWatch(sc, progress, executor_timeout) as watch:
-        sources = []
-        if plan.ranges:
-            if LOCAL_CONNECTIONS:
-                clock = time.monotonic()
-                found = _first_pass(sc, watch, plan.ranges, ports, join_files)
-                cross = len(found)
-                whole = sc.broadcast(RangeLocal(join_files, frozenset(found)))
-                del found
-                first_pass = time.monotonic() - clock
-            sources.append(sc.parallelize(plan.ranges, len(plan.ranges)).mapPartitionsWithIndex(read))
-        if plan.remote:
-            remote = plan.remote
-            sources.append(sc.binaryFiles(input_spec(remote), min(plan.tasks, len(remote))).mapPartitions(read_whole))
-        keyed = sources[0] if len(sources) == 1 else sc.union(sources)
+    with JobWatch(sc, progress, executor_timeout) as watch, _Reading(sc, plan, ports, target, join_files) as reading:
+        keyed = reading.keyed(watch)
         tallies: Counter[tuple[str, str]] = Counter()
         stats: list[dict[str, Any]] = []
         analysed = run_watched(
@@ -299,23 +283,83 @@ def _execute(
             else:
                 tallies.update(value)
     return Executed(
-        tallies, stats, cross, first_pass, keyed.getNumPartitions(), watch.failed_tasks, watch.lost_executors
+        tallies,
+        stats,
+        reading.cross,
+        reading.first_pass,
+        keyed.getNumPartitions(),
+        watch.failed_tasks,
+        watch.lost_executors,
     )
 
 
-def _first_pass(sc: Any, watch: JobWatch, ranges: list[list[Split]], ports: frozenset[int], joined: bool) -> list[int]:
-    """A first, light pass: which connections more than one range holds (only those are
-    shuffled; the others are analysed by the task that reads them).  Only the digests held by
-    more than one range reach the driver."""
+class _Reading:
+    """The read side of the job: the inputs read directly (their ranges, with the first pass
+    before them: :func:`_first_pass`) and those Spark reads whole, as one RDD keyed by
+    connection; the first pass's results, cached for the read tasks, released on exit."""
 
-    def connections(part: Iterable[list[Split]]) -> Iterator[int]:
-        return range_connections(part, ports, joined)
+    def __init__(self, sc: Any, plan: JobPlan, ports: frozenset[int], target: str | FsFolder, joined: bool) -> None:
+        self.sc, self.plan, self.ports, self.target, self.joined = sc, plan, ports, target, joined
+        self.cross = 0
+        self.first_pass = 0.0
+        self.ended: Any = None  # the cached RDD of EndedRanges
+
+    def __enter__(self) -> _Reading:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.ended is not None:
+            self.ended.unpersist()
+
+    def keyed(self, watch: JobWatch) -> Any:
+        sc, plan, ports, order, target = self.sc, self.plan, self.ports, self.plan.order, self.target
+        sources = []
+        if plan.ranges and LOCAL_CONNECTIONS:
+            clock = time.monotonic()
+            # each task's ranges with their connections' last records, kept for its read
+            self.ended = sc.parallelize(plan.ranges, len(plan.ranges)).map(lambda t: task_ends(t, ports)).cache()
+            found = _first_pass(watch, self.ended, self.joined)
+            self.cross = len(found)
+            whole = sc.broadcast(RangeLocal(self.joined, frozenset(found)))
+            del found
+            self.first_pass = time.monotonic() - clock
+
+            def read_ended(index: int, part: Iterable[EndedRanges]) -> Iterator[tuple[tuple[str, ...], Any]]:
+                for splits, ends in part:
+                    yield from read_task(splits, ports, order, local=whole.value, out=target, index=index, ends=ends)
+
+            sources.append(self.ended.mapPartitionsWithIndex(read_ended))
+        elif plan.ranges:
+
+            def read(part: Iterable[list[Split]]) -> Iterator[tuple[tuple[str, ...], Any]]:
+                for splits in part:
+                    yield from read_task(splits, ports, order)
+
+            sources.append(sc.parallelize(plan.ranges, len(plan.ranges)).mapPartitions(read))
+        if plan.remote:
+
+            def read_whole(part: Iterable[tuple[str, bytes]]) -> Iterator[tuple[tuple[str, ...], Any]]:
+                return read_files(part, ports, order)
+
+            remote = plan.remote
+            sources.append(sc.binaryFiles(input_spec(remote), min(plan.tasks, len(remote))).mapPartitions(read_whole))
+        return sources[0] if len(sources) == 1 else sc.union(sources)
+
+
+def _first_pass(watch: JobWatch, ended: Any, joined: bool) -> list[int]:
+    """A first, light pass: which connections more than one range holds (only those are
+    shuffled; the others are analysed by the task that reads them), from each task's ranges and
+    their connections' last records (``ended``, an RDD of :data:`EndedRanges`, cached: the read
+    tasks take them from there).  Only the digests held by more than one range reach the
+    driver."""
+
+    def connections(part: Iterable[EndedRanges]) -> Iterator[int]:
+        return range_connections(part, joined)
 
     found: list[int] = run_watched(
         watch,
         "msmq-first-pass",
-        sc.parallelize(ranges, len(ranges))
-        .mapPartitions(connections)
+        ended.mapPartitions(connections)
         .map(lambda cid: (cid, 1))
         .reduceByKey(add)
         .filter(lambda kv: kv[1] > 1)

@@ -42,12 +42,14 @@ __all__ = [
     "LISTED_PROBLEMS",
     "SCHEMAS",
     "TABLES",
+    "EndedRanges",
     "PartWriter",
     "RangeLocal",
     "analyse_partition",
     "range_connections",
     "read_files",
     "read_task",
+    "task_ends",
     "write_part",
 ]
 
@@ -132,12 +134,23 @@ def range_ends(split: Split, ports: frozenset[int]) -> dict[Any, int]:
     return last
 
 
-def range_connections(part: Iterable[list[Split]], ports: frozenset[int], joined: bool) -> Iterator[int]:
-    """The first stage for local ranges: the digest (:func:`connection_id`) of each connection
-    each range holds, once per range."""
-    for splits in part:
-        for split in splits:
-            for key in range_ends(split, ports):
+#: a read task's ranges and, for each, its connections' last records (:func:`range_ends`)
+EndedRanges = tuple[list[Split], list[dict[Any, int]]]
+
+
+def task_ends(splits: list[Split], ports: frozenset[int]) -> EndedRanges:
+    """The first stage of a read task's ranges: each range's connections and the offsets of their
+    last records there (:func:`range_ends`), kept for the read task, which so reads its ranges
+    once more only, not twice."""
+    return splits, [range_ends(split, ports) for split in splits]
+
+
+def range_connections(part: Iterable[EndedRanges], joined: bool) -> Iterator[int]:
+    """The digest (:func:`connection_id`) of each connection each range of :func:`task_ends`
+    holds, once per range."""
+    for splits, ends in part:
+        for split, last in zip(splits, ends, strict=True):
+            for key in last:
                 yield connection_id(split.path, key, joined)
 
 
@@ -162,6 +175,7 @@ def read_task(
     local: RangeLocal | None = None,
     out: str | FsFolder = "",
     index: int = 0,
+    ends: Sequence[dict[Any, int]] | None = None,
 ) -> Iterator[tuple[tuple[str, ...], Any]]:
     """One task: the segments of its ranges grouped by connection (a list per connection, handed
     on every :data:`FLUSH_SEGMENTS` segments so memory stays bounded), then one stats record per
@@ -171,13 +185,17 @@ def read_task(
 
     With ``local`` (:class:`RangeLocal`) a connection no other range holds is not shuffled: it
     is analysed here as soon as its last record has been read, its rows written to ``out`` as
-    ``part-r<index>`` files, and the counts for the summary handed on as one ``"c"`` record."""
+    ``part-r<index>`` files, and the counts for the summary handed on as one ``"c"`` record.
+    ``ends``: each range's :func:`range_ends` as the first stage found them (else found here)."""
     ids: dict[tuple[str, int, str, int], str] = {}
     writers = {t: PartWriter(t, out, index, "r") for t in TABLES} if local is not None else {}
     tallies: Counter[tuple[str, str]] = Counter()
+    splits = list(splits)
+    given: Sequence[dict[Any, int] | None] = ends if ends is not None else [None] * len(splits)
     try:
-        for split in splits:
-            yield from _read_range(split, ports, order, data, local, ids, writers, tallies)
+        for split, last in zip(splits, given, strict=True):
+            analysed = _Analysed(split, ports, local, writers, tallies, last) if local is not None else None
+            yield from _read_range(split, ports, order, data, analysed, ids)
     except BaseException as e:
         for writer in writers.values():
             writer.__exit__(type(e), e, None)
@@ -194,17 +212,14 @@ def _read_range(
     ports: frozenset[int],
     order: dict[str, int] | None,
     data: bytes | None,
-    local: RangeLocal | None,
+    analysed: _Analysed | None,
     ids: dict[tuple[str, int, str, int], str],
-    writers: dict[str, PartWriter],
-    tallies: Counter[tuple[str, str]],
 ) -> Iterator[tuple[tuple[str, ...], Any]]:
     """One range: its segments on the MSMQ ports, those of a connection no other range holds
-    analysed here (:class:`_Analysed`), the others handed on by connection every
+    analysed here (``analysed``, :class:`_Analysed`), the others handed on by connection every
     :data:`FLUSH_SEGMENTS` segments (or :data:`FLUSH_BYTES`), then the range's statistics."""
     counts = FrameCounts(split.path)
     result = SplitResult(split)
-    analysed = _Analysed(split, ports, local, writers, tallies) if local is not None else None
     pending: dict[tuple[str, ...], list[Any]] = {}
     held = held_bytes = moved = moved_bytes = 0
     for offset, ts, seg in view_segments(read_split_views(split, result, data), counts, ports):
@@ -248,7 +263,7 @@ def _read_range(
 class _Analysed:
     """The connections of one range that no other range holds (:class:`RangeLocal`), analysed as
     their segments come: each one's rows written once its last record there has been read
-    (:func:`range_ends`)."""
+    (``last``: :func:`range_ends`, found here when not given)."""
 
     def __init__(
         self,
@@ -257,9 +272,10 @@ class _Analysed:
         local: RangeLocal,
         writers: dict[str, PartWriter],
         tallies: Counter[tuple[str, str]],
+        last: dict[Any, int] | None = None,
     ) -> None:
         self.split, self.ports, self.local, self.writers, self.tallies = split, ports, local, writers, tallies
-        last = range_ends(split, ports)
+        last = range_ends(split, ports) if last is None else last
         self.here = {key: not local.shuffled(split.path, key) for key in last}  # connection -> analysed here
         self.ends = frozenset(off for key, off in last.items() if self.here[key])
         self.whole: dict[Any, tuple[FlowRows, list[int]]] = {}  # connections analysed here, as their segments come
