@@ -37,7 +37,7 @@ from harness.report import terminal
 from harness.report.compare import read_report
 from harness.report.formats import ReportFormat, formats
 from harness.report.identity import now, run_info
-from harness.results import RunResult, printable
+from harness.results import RunResult, printable, ran_count, run_ok
 
 __all__ = [
     "CASES",
@@ -376,11 +376,12 @@ def _exit_status(result: Any, cases: list[Any], failed: list[str], interrupted: 
             file=sys.stderr,
         )
         return EXIT_FAILED
-    if not result.ran:
+    counts = result.counts()
+    if not ran_count(counts):
         why = "no case selected" if not cases else f"none of the {len(cases)} selected cases ran on this target"
         print(f"msmq-harness run: nothing ran: {why}", file=sys.stderr)
         return EXIT_NOTHING_RAN
-    return EXIT_OK if result.ok else EXIT_FAILED
+    return EXIT_OK if run_ok(counts, result.strict) else EXIT_FAILED
 
 
 class _Terminated(KeyboardInterrupt):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
@@ -34,6 +35,8 @@ __all__ = [
     "clean",
     "clean_failure",
     "printable",
+    "ran_count",
+    "run_ok",
     "section_key",
 ]
 
@@ -230,17 +233,18 @@ class RunResult:
         )
 
     def counts(self) -> Counter[str]:
-        return Counter(str(r.outcome) for r in self.results)
+        """Outcome -> how many results have it (one pass, no Python code per result)."""
+        return Counter(map(str, map(_OUTCOME_OF, self.results)))
 
     @property
     def ok(self) -> bool:
         """No case failed, erred or passed unexpectedly (nor, under ``strict``, was non_strict)."""
-        return not any(r.outcome.bad(self.strict) for r in self.results)
+        return run_ok(self.counts(), self.strict)
 
     @property
     def ran(self) -> int:
         """How many cases ran against the target (not unsupported or not applicable)."""
-        return sum(1 for r in self.results if r.outcome.ran)
+        return ran_count(self.counts())
 
     def by_section(self) -> dict[str, Counter[str]]:
         """Spec section -> outcome counts, each case counted once per section.
@@ -248,20 +252,12 @@ class RunResult:
         A case with differences counts under the sections of the requirements it broke; any
         other case under each distinct section it cites.
         """
-        table: dict[str, Counter[str]] = {}
-        for r in self.results:
-            for section in r.counted_sections():
-                _count(table, section, r.outcome)
-        return dict(sorted(table.items()))
+        return _table(self.results, "section", "sections")
 
     def by_requirement(self) -> dict[str, Counter[str]]:
         """Requirement id -> outcome counts: a difference counts under the requirement it
         broke, once per case; a case without differences under each requirement it cites."""
-        table: dict[str, Counter[str]] = {}
-        for r in self.results:
-            for req in r.counted_requirements():
-                _count(table, req, r.outcome)
-        return dict(sorted(table.items()))
+        return _table(self.results, "requirement", "requirements")
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -286,10 +282,38 @@ class RunResult:
         return out
 
 
-def _count(table: dict[str, Counter[str]], key: str, outcome: Outcome) -> None:
-    """One more ``outcome`` under ``key`` (its Counter made when the key is new only: a run's
-    tables count thousands of results under a few hundred keys)."""
-    counts = table.get(key)
-    if counts is None:
-        counts = table[key] = Counter()
-    counts[str(outcome)] += 1
+_OUTCOME_OF = operator.attrgetter("outcome")
+_NOT_RUN = (str(Outcome.unsupported), str(Outcome.not_applicable))  # excluded before their first step
+_BAD_NAMES = tuple(str(o) for o in SEVERITY if o in _BAD)
+
+
+def ran_count(counts: Counter[str]) -> int:
+    """How many cases ran, from a run's :meth:`RunResult.counts`: not unsupported or not applicable
+    (:attr:`Outcome.ran`)."""
+    return sum(counts.values()) - sum(counts[o] for o in _NOT_RUN)
+
+
+def run_ok(counts: Counter[str], strict: bool) -> bool:
+    """No outcome that fails a run (:meth:`Outcome.bad`) among a run's :meth:`RunResult.counts`."""
+    return not any(counts[o] for o in _BAD_NAMES) and not (strict and counts[str(Outcome.non_strict)])
+
+
+def _table(results: list[CaseResult], broke: str, cites: str) -> dict[str, Counter[str]]:
+    """Key -> outcome counts, each result counted once per key: under the ``broke`` attribute
+    (section, requirement) of its differences that have one, else under each key its ``cites``
+    (sections, requirements) lists (CaseResult.counted_sections, counted_requirements).
+
+    The (key, outcome) pairs are counted at once, then split by key: each key's Counter holds its
+    outcomes in the order they first came, as one counted result after the other gives."""
+    pairs: list[tuple[str, str]] = []
+    for r in results:
+        keys = [k for f in r.failures if (k := getattr(f, broke))] if r.failures else None
+        outcome = str(r.outcome)
+        pairs.extend((k, outcome) for k in dict.fromkeys(keys or getattr(r, cites)))
+    table: dict[str, Counter[str]] = {}
+    for (key, outcome), n in Counter(pairs).items():
+        counts = table.get(key)
+        if counts is None:  # a Counter made when the key is new only
+            counts = table[key] = Counter()
+        counts[outcome] = n
+    return dict(sorted(table.items()))

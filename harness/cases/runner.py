@@ -267,8 +267,10 @@ def _collect(
     """The results into ``out``, each judged by the known failures or the baseline, until
     ``maxfail`` cases failed the run or the ``budget`` ran out (``out.stopped``, ``out.not_run``)."""
     failing = 0
+    judging = len(judge) > 0  # no entry: Baseline.apply leaves every result as it is
     for case, result in zip(cases, results, strict=False):
-        result = judge.apply(result, case.id, strict)
+        if judging:
+            result = judge.apply(result, case.id, strict)
         out.results.append(result)
         if progress is not None:
             progress(result)

@@ -32,7 +32,17 @@ from typing import IO, Any
 
 from harness.report.explain import Explanation, explain, explanation_lines, show_value
 from harness.report.identity import identity_rows
-from harness.results import SEVERITY, CaseResult, Outcome, RunResult, StepFailure, printable, section_key
+from harness.results import (
+    SEVERITY,
+    CaseResult,
+    Outcome,
+    RunResult,
+    StepFailure,
+    printable,
+    ran_count,
+    run_ok,
+    section_key,
+)
 from packets.paths import display_value
 
 __all__ = [
@@ -131,11 +141,13 @@ def failure_line(failure: StepFailure) -> str:
     return printable(f"{tag}: {text}" if tag else text)
 
 
-def verdict(run: RunResult) -> str:
-    """PASSED, FAILED or NOTHING RAN (no case ran against the target)."""
-    if not run.ran:
+def verdict(run: RunResult, counts: Counter[str] | None = None) -> str:
+    """PASSED, FAILED or NOTHING RAN (no case ran against the target); ``counts``: the run's
+    :meth:`~harness.results.RunResult.counts`, when the caller has them already."""
+    counts = run.counts() if counts is None else counts
+    if not ran_count(counts):
         return "NOTHING RAN"
-    return "PASSED" if run.ok else "FAILED"
+    return "PASSED" if run_ok(counts, run.strict) else "FAILED"
 
 
 def case_headline(result: CaseResult) -> str:
@@ -176,14 +188,15 @@ def make_console(file: IO[str]) -> Any:
     return Console(file=file, highlight=False, force_terminal=force)
 
 
-def _listed(run: RunResult) -> list[tuple[str, list[CaseResult]]]:
-    """The groups of results the summary lists with their differences: failures, non-strict."""
+def _listed(run: RunResult, counts: Counter[str]) -> list[tuple[str, list[CaseResult]]]:
+    """The groups of results the summary lists with their differences: failures, non-strict
+    (``counts``: the run's outcome counts; a group none of whose outcomes occur is not looked for)."""
     groups = []
-    bad = [r for r in run.results if r.outcome in BAD_OUTCOMES or (run.strict and r.outcome is Outcome.non_strict)]
-    if bad:
-        groups.append(("Failures", bad))
-    soft = [r for r in run.results if r.outcome is Outcome.non_strict and not run.strict]
-    if soft:
+    failing = BAD_OUTCOMES | ({Outcome.non_strict} if run.strict else set())
+    if any(counts[str(o)] for o in failing):
+        groups.append(("Failures", [r for r in run.results if r.outcome in failing]))
+    if counts[str(Outcome.non_strict)] and not run.strict:
+        soft = [r for r in run.results if r.outcome is Outcome.non_strict]
         groups.append((f"Non-strict ({_NON_STRICT_NOTE})", soft))
     return groups
 
@@ -252,7 +265,7 @@ def render_summary(run: RunResult) -> str:
         "",
     ]
     lines.extend(baseline_lines(run))
-    for title, shown in _listed(run):
+    for title, shown in _listed(run, counts):
         lines.append(f"{title}:")
         for r in shown:
             lines.append(f"  {str(r.outcome).upper()} {r.case_id}" + (f"  ({r.source}:{r.line})" if r.source else ""))
@@ -269,7 +282,7 @@ def render_summary(run: RunResult) -> str:
                 cells = "  ".join(f"{row[o]:>{max(len(o), 5)}}" for o in OUTCOMES)
                 lines.append(f"{section:<{width}}  {cells}")
         lines.append("")
-    lines.append(verdict(run) + f": {_count_line(counts) or 'no cases'}" + (" (strict)" if run.strict else ""))
+    lines.append(verdict(run, counts) + f": {_count_line(counts) or 'no cases'}" + (" (strict)" if run.strict else ""))
     return printable("\n".join(lines)) + "\n"
 
 
@@ -302,12 +315,12 @@ def _print_rich(run: RunResult, out: IO[str]) -> None:
         console.print(Text.assemble(("warning", "bold yellow"), f": {printable(warning)}"))
     for said in baseline_lines(run):
         console.print(Text(printable(said)), crop=False)
-    for title, shown in _listed(run):
+    for title, shown in _listed(run, counts):
         console.rule(title)
         for r in shown:
             _print_rich_case(console, r)
     _print_rich_sections(console, run)
-    word = verdict(run)
+    word = verdict(run, counts)
     head = Text(word, style="bold green" if word == "PASSED" else "bold red")
     console.print(Text.assemble(head, f": {_count_line(counts) or 'no cases'}" + (" (strict)" if run.strict else "")))
 
