@@ -21,6 +21,11 @@ from harness.pipeline.synth import synthesize
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# The module fixture ``synth`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("decode-no-traffic")
+
+
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("decode") / "s.pcap"

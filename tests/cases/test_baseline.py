@@ -44,6 +44,11 @@ def _failing(path: Path) -> dict[str, object]:
     return {r.case_id: signature(r) for r in read_json(path).results if str(r.outcome) in ("failed", "error")}
 
 
+# The module fixture ``first`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("baseline")
+
+
 @pytest.fixture(scope="module")
 def first(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The first mutant's report and the baseline written from it (``msmq-harness baseline``)."""

@@ -42,6 +42,11 @@ def _frame() -> str:
     return str(entry["frame"])
 
 
+# The module fixture ``runs`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("independent-qm")
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, dict[str, Any]]]:
     """One CLI run per choice, the three at once: (exit status, terminal output, JSON report)."""

@@ -36,6 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harness.cli"]
 
 
+# The module fixture ``corpus`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("profiles")
+
+
 @pytest.fixture(scope="module")
 def corpus() -> list[Case]:
     return load_paths([ROOT / "cases"])

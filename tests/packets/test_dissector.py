@@ -45,6 +45,11 @@ def _tshark() -> str:
     return path
 
 
+# The module fixture ``lua_script`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("dissector")
+
+
 @pytest.fixture(scope="module")
 def lua_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("lua") / "msmq.lua"

@@ -34,6 +34,11 @@ def _main(argv: list[str]) -> int:
     return int(args.func(args))
 
 
+# The module fixture ``reports`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("compare")
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("compare")

@@ -123,6 +123,11 @@ class _Text(HTMLParser):
         self.parts.append(data)
 
 
+# The module fixture ``outputs`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("failure-explained")
+
+
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """What ``msmq-harness run`` against the broken adapter wrote: terminal, JSON, JUnit, HTML."""

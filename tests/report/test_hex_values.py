@@ -63,6 +63,11 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+# The module fixture ``outputs`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("hex-values")
+
+
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """What ``msmq-harness run`` of the case wrote: terminal, JSON, JUnit, HTML."""

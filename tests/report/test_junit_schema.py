@@ -42,6 +42,11 @@ def _harness(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
 
 
+# The module fixture ``model_run`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("junit-schema")
+
+
 @pytest.fixture(scope="module")
 def model_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, datetime]:
     """The model corpus against a mutant, one of its failures known (with a reason)."""

@@ -61,6 +61,11 @@ def _run(tmp: Path, choice: str) -> dict[str, Any]:
     }
 
 
+# The module fixture ``runs`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("readings-shown")
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("readings")

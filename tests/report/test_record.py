@@ -98,6 +98,11 @@ def _decoded_count(pcap: Path, cwd: Path) -> int:
     return len(records)
 
 
+# The module fixture ``recorded`` once per run: under pytest-xdist --dist loadgroup the module's tests
+# share a worker (else each worker that gets one of them makes it again).
+pytestmark = pytest.mark.xdist_group("record")
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("record")
