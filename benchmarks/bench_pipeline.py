@@ -201,11 +201,17 @@ def _own_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+#: the processes of a pipeline run its CPU is given by (:func:`_pipeline_process`)
+PROCESS_KINDS = ("driver", "jvm", "python_workers", "other")
+
+
 def _pipeline_process(path: Path, out: Path, cores: int) -> dict[str, float]:
     """``python -m harness.pipeline PATH --master local[cores]`` in a process of its own: wall
     seconds (start-up included) and CPU seconds of the whole process tree: the driver's own (at
     its exit) plus every descendant's (the JVM, the Python workers), sampled from /proc every
-    0.1 s (a descendant's last 0.1 s before it exits may be missed)."""
+    0.1 s (a descendant's last 0.1 s before it exits may be missed); and that CPU by process:
+    ``driver_cpu``, ``jvm_cpu`` (the JVM: Spark's engine), ``python_workers_cpu`` (the Python
+    worker daemon and the workers it forks), ``other_cpu`` (anything else)."""
     shutil.rmtree(out, ignore_errors=True)
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
         cmd = [sys.executable, "-c", _PIPELINE_WITH_CPU, report.name, str(path), "--out", str(out),
@@ -213,17 +219,36 @@ def _pipeline_process(path: Path, out: Path, cores: int) -> dict[str, float]:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         seen: dict[int, float] = {}
+        kinds: dict[int, str] = {}
         while proc.poll() is None:
-            for pid in _tree(proc.pid):
+            for pid, (name, _rss) in _tree(proc.pid).items():
                 if pid != proc.pid:
                     seen[pid] = max(seen.get(pid, 0.0), _own_cpu(pid))
+                    kinds[pid] = _process_kind(name, pid, kinds.get(pid))
             time.sleep(0.1)
         wall = time.perf_counter() - start
         stderr = proc.stderr.read().decode() if proc.stderr else ""
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} exited with {proc.returncode}: {stderr[-2000:]}")
         driver = json.loads(Path(report.name).read_text())["self"]
-    return {"wall": wall, "cpu": driver + sum(seen.values()), "driver_cpu": driver}
+    by_kind = {kind: sum(cpu for pid, cpu in seen.items() if kinds[pid] == kind) for kind in PROCESS_KINDS[1:]}
+    return {"wall": wall, "cpu": driver + sum(seen.values()), "driver_cpu": driver,
+            **{f"{kind}_cpu": round(cpu, 2) for kind, cpu in by_kind.items()}}  # fmt: skip
+
+
+def _process_kind(name: str, pid: int, before: str | None) -> str:
+    """What a descendant of a pipeline's driver is: "jvm", "python_workers" (the worker daemon,
+    or a worker it forked) or "other" (a launcher script, before it becomes the JVM)."""
+    if before in ("jvm", "python_workers"):
+        return before
+    if name == "java":
+        return "jvm"
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return before or "other"
+    daemon = len(args) > 2 and args[1] == b"-m" and args[2].endswith(b"daemon")  # python -m ...daemon
+    return "python_workers" if daemon else "other"
 
 
 def _one_process(path: Path, out: Path) -> int:
@@ -352,6 +377,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 "wall_MB_s_local1": mb / spark_s[1],
                 "cpu_s_local2": spark[2]["cpu"],
                 "cpu_s_local1": spark[1]["cpu"],
+                "cpu_s_local2_by_process": {k: spark[2][f"{k}_cpu"] for k in PROCESS_KINDS},
+                "startup_cpu_s_local2_by_process": {k: spark_startup[2][f"{k}_cpu"] for k in PROCESS_KINDS},
                 "target": TARGET_MB_PER_CORE,
                 "local2_met": _met(per_core["pipeline_local2"] >= TARGET_MB_PER_CORE),
                 "local1_met": _met(per_core["pipeline_local1"] >= TARGET_MB_PER_CORE),
