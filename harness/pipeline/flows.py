@@ -20,6 +20,7 @@ process, :func:`process_local` collects it.
 """
 from __future__ import annotations
 
+import gc
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -684,9 +685,17 @@ def iter_local(
         ends = frozenset(last.values())
         del last
         pool = SpillPool()
+        # what exists already (modules, the caller's data) is left out of the collections of garbage
+        # while the file is read: a full collection then walks the chain's objects only (unless a
+        # caller froze objects already: then the collector is left as it is)
+        freeze = not gc.get_freeze_count()
+        if freeze:
+            gc.freeze()
         try:
             yield from _local_rows(path, result, ends, ports, file_counts, pool)
         finally:
+            if freeze:
+                gc.unfreeze()
             pool.close()
         file_counts.problems.extend(str(p) for p in result.problems)
         if counts is not None:
