@@ -14,10 +14,12 @@ Subcommands:
   pipeline INPUT   decode and check captures with Spark: Parquet packets, sessions, violations
   capture-to-case  a wire case replaying the initiator's side of a captured session
 
-Each subcommand registers itself on the parser (an ``add_parser(sub)`` of its own module:
-harness.cli_run, harness.cases_cli, harness.decode_cli, harness.pipeline.cli, harness.peers.cli,
-harness.report.compare, harness.dissector_cli, harness.fuzz.cli); this module only builds the
-parser from them and runs the one chosen.
+Each subcommand registers itself on the parser (an ``add_parser(sub)`` of its own module, listed
+in ``REGISTRARS``); this module only builds the parser from them and runs the one chosen.  A
+command line naming a subcommand imports only the module that registers it: ``run`` does not
+pay for the Spark pipeline's, the fuzzer's or the decoder's modules at each start (about a fifth
+of its imports' CPU, which its parent process spends before any worker starts).  Help, a
+version request and a command line naming no known subcommand build the whole parser.
 """
 
 from __future__ import annotations
@@ -25,58 +27,44 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from importlib import import_module
 
-from harness.cases_cli import add_parser as add_cases_parser
-from harness.cli_run import add_parser as add_run_parser
-from harness.decode_cli import add_parser as add_decode_parser
-from harness.dissector_cli import add_parser as add_dissector_parser
-from harness.fuzz.cli import add_parser as add_fuzz_parser
-from harness.peers.cli import add_parser as add_peer_parser
-from harness.pipeline.cli import add_subcommands
-from harness.report.compare import add_parser as add_compare_parser
+from harness import __version__
+
+# The module registering each subcommand, its registering function and the subcommands it adds,
+# in the order the help lists them.
+REGISTRARS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("harness.cli_run", "add_parser", ("run",)),
+    ("harness.cases_cli", "add_parser", ("baseline", "coverage")),
+    ("harness.decode_cli", "add_parser", ("decode", "demo")),
+    ("harness.pipeline.cli", "add_subcommands", ("synth", "pipeline", "capture-to-case")),
+    ("harness.peers.cli", "add_parser", ("peer",)),
+    ("harness.report.compare", "add_parser", ("compare",)),
+    ("harness.dissector_cli", "add_parser", ("dissector",)),
+    ("harness.fuzz.cli", "add_parser", ("fuzz",)),
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser: with only the subcommands of the module registering ``command`` when that is
+    a subcommand, else with every subcommand."""
     parser = argparse.ArgumentParser(prog="msmq-harness", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action=_Version, nargs=0, help="show program's version number and exit")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    add_run_parser(sub)  # harness.cli_run
-    add_cases_parser(sub)  # harness.cases_cli: baseline, coverage
-    add_decode_parser(sub)  # harness.decode_cli: decode, demo
-
-    add_subcommands(sub)
-
-    add_peer_parser(sub)
-
-    add_compare_parser(sub)
-
-    add_dissector_parser(sub)
-
-    add_fuzz_parser(sub)
+    chosen = [entry for entry in REGISTRARS if command in entry[2]] or REGISTRARS
+    for module, function, _commands in chosen:
+        getattr(import_module(module), function)(sub)
     return parser
 
 
-class _Version(argparse.Action):
-    """``--version``: the installed version, looked up (importlib.metadata: some milliseconds)
-    only when asked for, not each time the parser is built."""
-
-    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        sys.stdout.write(f"{parser.prog} {_version()}\n")
-        parser.exit()
-
-
-def _version() -> str:
-    try:
-        return version("msmq-harness")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand a command line names: its first word, unless that is an option."""
+    return argv[0] if argv and not argv[0].startswith("-") else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(_command(words)).parse_args(words)
     if argv is not None and hasattr(args, "argv"):
         args.argv = list(argv)  # the command line the reports name
     try:

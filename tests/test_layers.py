@@ -88,7 +88,7 @@ def test_private_imports_finds_another_modules_private_name(tmp_path: Path) -> N
     package.mkdir()
     (package / "__init__.py").write_text("from pkg.b import _hidden_by_init\n", encoding="utf-8")
     (package / "a.py").write_text(
-        "from __future__ import annotations\n\nfrom pkg.b import _shared, public\nfrom .a import _own\n"
+        "from __future__ import annotations\n\nfrom pkg.b import _shared, public, __version__\nfrom .a import _own\n"
         "from . import _of_package\n\ndef f():\n    from ..pkg.c import _late\n",
         encoding="utf-8",
     )

@@ -51,8 +51,13 @@ def _scan(tree: ast.AST, importer: str, package: bool) -> list[tuple[str, int]]:
         module = imported_module(node, importer, package)
         if module == importer:
             continue
-        out += [(f"{module}.{alias.name}", node.lineno) for alias in node.names if alias.name.startswith("_")]
+        out += [(f"{module}.{alias.name}", node.lineno) for alias in node.names if _private(alias.name)]
     return out
+
+
+def _private(name: str) -> bool:
+    """A leading underscore, except a dunder's (``__version__`` is public by convention)."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def private_imports(paths: list[Path] | None = None, root: Path = ROOT) -> list[PrivateImport]:

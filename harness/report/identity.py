@@ -16,19 +16,12 @@ import shlex
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from importlib import metadata as importlib_metadata
 from typing import Any
 
+from harness import __version__
 from harness.results import RunResult
 
-__all__ = ["harness_version", "identity_rows", "now", "run_info"]
-
-
-def harness_version() -> str:
-    try:
-        return importlib_metadata.version("msmq-harness")
-    except importlib_metadata.PackageNotFoundError:
-        return "unknown"
+__all__ = ["identity_rows", "now", "run_info"]
 
 
 def now() -> str:
@@ -61,7 +54,7 @@ def run_info(
         "argv": list(sys.argv if argv is None else argv),
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "python": platform.python_version(),
-        "harness_version": harness_version(),
+        "harness_version": __version__,
         "started": started or now(),
         "selection": selection,
         "strict": strict,

@@ -33,10 +33,10 @@ import platform
 import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from harness import __version__
 from harness.outdir import write_file_atomically
 from harness.report.explain import explain
 from harness.report.formats import ReportFormat
@@ -61,13 +61,6 @@ READABLE = ("msmq-harness-results/1", FORMAT)
 SCHEMA = Path(__file__).with_name("results.schema.json")
 
 
-def _version() -> str:
-    try:
-        return importlib_metadata.version("msmq-harness")
-    except importlib_metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def _default(value: Any) -> Any:
     if isinstance(value, bytes | bytearray):
         return value.hex()
@@ -83,7 +76,7 @@ def to_json_dict(run: RunResult, *, metadata: Mapping[str, Any] | None = None) -
     out: dict[str, Any] = {
         "format": FORMAT,
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
-        "harness_version": _version(),
+        "harness_version": __version__,
         "python": platform.python_version(),
         "host": socket.gethostname(),
     }

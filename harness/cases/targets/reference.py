@@ -23,9 +23,9 @@ import typing
 import uuid
 from collections.abc import Callable
 from enum import Enum
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from harness import __version__
 from harness.cases.events import ARG_KINDS, PSEUDO_EVENTS, second_result, spec_events
 from harness.cases.target import (
     MODEL,
@@ -216,7 +216,7 @@ class ReferenceTarget:
         capabilities = [MODEL]
         if self.queue_manager_class is QueueManager:
             capabilities += [*self.sender.capabilities, WIRE_ACCEPTOR, PEER_BEHAVIOURS, WIRE_PING_PORT, WIRE_TX_QUEUE]
-        return TargetInfo(name=self.name, events=sorted(self._events), capabilities=capabilities, version=_version())
+        return TargetInfo(name=self.name, events=sorted(self._events), capabilities=capabilities, version=__version__)
 
     def control(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """A control operation of an initiator wire case, on the reference sender."""
@@ -525,11 +525,3 @@ def _make(spec: str, timeout: float) -> ReferenceTarget:
             raise ValueError(f"{spec!r}: {e.args[0]}") from None
     scale = parse_scale(spec, query["scale"]) if "scale" in query else None
     return ReferenceTarget(name=spec, wire_options=WireOptions(peer, scale))
-
-
-def _version() -> str:
-    """The reference's version: the harness's own (its hello says it, as an adapter's may)."""
-    try:
-        return version("msmq-harness")
-    except PackageNotFoundError:
-        return ""
