@@ -11,18 +11,20 @@ the events of its case items and sends them as one marshalled list (:data:`BATCH
 controller unmarshals it and hands each event, in order, to pytest-xdist's own handling, so the
 hooks, reports and scheduling it sees are those of the events sent one by one.
 
-A worker sends what it holds before it would wait for more tests (its queue is empty), after
-:data:`MAX_HELD` events, when the first event held is :data:`MAX_AGE` seconds old at the end of a
-test, before any other event (an ordinary test's, a warning, the end of the session), and when
-batching cannot marshal an event (then they go one by one).  Batching is off where a report held
-back would change what runs: ``--maxfail``/``-x`` and ``--stepwise`` stop on a report, and
-``--dist worksteal`` takes tests back from a worker's queue.
+A worker holds the events of the case item running and sends them as one batch when its protocol
+completes (``runtest_protocol_complete``), and sends what it holds before any other event (an
+ordinary test's, a warning, the end of the session); when marshal cannot write an event, they go
+one by one.  Nothing of a finished test waits for the next one: a worker that dies in a test has
+sent every test before it, so pytest-xdist names the test it died in, and no other.  Batching is
+off where a report held back would change what runs: ``--maxfail``/``-x`` and ``--stepwise`` stop
+on a report, and ``--dist worksteal`` takes tests back from a worker's queue.  A pytest-xdist
+without the two handlers used here (the controller's ``process_from_remote``, the worker's
+``sendevent``) runs without batches.
 """
 
 from __future__ import annotations
 
 import marshal
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,8 +34,6 @@ __all__ = [
     "BATCHES",
     "BATCH_EVENT",
     "FLAG",
-    "MAX_AGE",
-    "MAX_HELD",
     "Batcher",
     "batchable",
     "install",
@@ -43,8 +43,6 @@ __all__ = [
 BATCH_EVENT = "msmq_batch"  # the event a batch travels as; its one argument, ``events``, the marshalled list
 FLAG = "msmq_batched"  # set in a worker's workerinput by the controller that unpacks its batches
 BATCHES = "msmq_batches"  # in a worker's workeroutput: how many batches it had sent at the end of its session
-MAX_HELD = 600  # events held at most (a hundred tests)
-MAX_AGE = 0.2  # seconds the first event held waits at most, checked at the end of each test
 PER_TEST = frozenset({"logstart", "testreport", "logfinish", "runtest_protocol_complete"})
 
 
@@ -60,7 +58,9 @@ def receive_batches(node: Any) -> None:
     """(controller) Let ``node`` (a pytest-xdist WorkerController, before its ``setup`` hands
     ``process_from_remote`` to the channel) unpack the batches its worker sends, and tell the
     worker to send them."""
-    handle: Callable[[Any], None] = node.process_from_remote
+    handle: Callable[[Any], None] | None = getattr(node, "process_from_remote", None)
+    if handle is None:
+        return
 
     def process_from_remote(eventcall: Any) -> None:
         if isinstance(eventcall, tuple) and eventcall and eventcall[0] == BATCH_EVENT:
@@ -74,15 +74,13 @@ def receive_batches(node: Any) -> None:
 
 
 class Batcher:
-    """(worker) Holds the per-test events of case items and sends them as batches through
-    ``send`` (the worker's own ``sendevent``)."""
+    """(worker) Holds the per-test events of the case item running and sends them, when its
+    protocol completes, as one batch through ``send`` (the worker's own ``sendevent``)."""
 
-    def __init__(self, send: Callable[..., None], queue: Any) -> None:
+    def __init__(self, send: Callable[..., None]) -> None:
         self.send = send
-        self.queue = queue  # pytest-xdist's TestQueue of the worker: its _items, the tests it holds
         self.holding = False  # the test running is a case item
         self.held: list[tuple[str, dict[str, Any]]] = []
-        self.since = 0.0  # when the first event held was held
         self.batches = 0
 
     def sendevent(self, name: str, **kwargs: Any) -> None:
@@ -90,17 +88,9 @@ class Batcher:
             self.flush()
             self.send(name, **kwargs)
             return
-        if not self.held:
-            self.since = time.monotonic()
         self.held.append((name, kwargs))
-        if len(self.held) >= MAX_HELD or (name == "runtest_protocol_complete" and self._due()):
+        if name == "runtest_protocol_complete":
             self.flush()
-
-    def _due(self) -> bool:
-        """At the end of a test: will the worker wait for more tests next, or has the first event
-        held waited long enough?"""
-        items = getattr(self.queue, "_items", None)
-        return not items or time.monotonic() - self.since >= MAX_AGE
 
     def flush(self) -> None:
         """Send the events held: one marshalled batch, or one by one when marshal cannot."""
@@ -124,7 +114,7 @@ def install(config: pytest.Config) -> Batcher | None:
         return None
     for plugin in config.pluginmanager.get_plugins():
         if type(plugin).__name__ == "WorkerInteractor" and callable(getattr(plugin, "sendevent", None)):
-            batcher = Batcher(plugin.sendevent, getattr(plugin, "torun", None))
+            batcher = Batcher(plugin.sendevent)
             plugin.sendevent = batcher.sendevent
             return batcher
     return None

@@ -29,7 +29,7 @@ the package is not installed.
 
 - Under pytest-xdist each worker collects every item (xdist's design) and loads its share of a
   cold case cache first; a worker on this machine sends its case items' per-test events in
-  marshalled batches (harness.pytest_batches; the controller hands each event to pytest-xdist as
+  one marshalled batch a test (harness.pytest_batches; the controller hands each event to pytest-xdist as
   if it had come alone), or, where batches are off (``--maxfail``, ``--stepwise``, ``--dist
   worksteal``), its test reports marshalled (one bytes object each, unmarshalled by the
   controller into the form pytest makes the report from); a report carries the case's result

@@ -6,17 +6,9 @@ tests/cases/test_pytest_plugin_xdist.py.
 
 from __future__ import annotations
 
-import collections
 from typing import Any
 
-from harness.pytest_batches import BATCH_EVENT, FLAG, MAX_HELD, Batcher, receive_batches
-
-
-class _Queue:
-    """The tests a worker holds, as pytest-xdist's TestQueue keeps them."""
-
-    def __init__(self, *indices: int) -> None:
-        self._items = collections.deque(indices)
+from harness.pytest_batches import BATCH_EVENT, FLAG, Batcher, receive_batches
 
 
 class _Node:
@@ -56,28 +48,41 @@ def _sent_through(node: _Node) -> tuple[list[tuple[str, dict[str, Any]]], Any]:
     return sent, send
 
 
-def test_a_case_items_events_go_as_one_batch_when_the_worker_runs_out_of_tests() -> None:
+def test_a_case_items_events_go_as_one_batch_when_its_protocol_completes() -> None:
     node = _Node()
     receive_batches(node)  # the controller's handler now unpacks batches
     assert node.workerinput[FLAG] is True
     sent, send = _sent_through(node)
-    queue = _Queue(2)
-    batcher = Batcher(send, queue)
+    batcher = Batcher(send)
     batcher.holding = True
-    for name, kwargs in _test_events(0):
-        batcher.sendevent(name, **kwargs)
-    assert sent == []  # held: the worker still has a test to run after the next
-    queue._items.clear()
-    for name, kwargs in _test_events(1):
-        batcher.sendevent(name, **kwargs)
-    assert [name for name, _ in sent] == [BATCH_EVENT] and batcher.batches == 1
+    for index in (0, 1):
+        events = _test_events(index)
+        for name, kwargs in events[:-1]:
+            batcher.sendevent(name, **kwargs)
+        assert len(sent) == index  # held until the test's protocol completes
+        batcher.sendevent(*events[-1][:1], **events[-1][1])
+        assert len(sent) == index + 1 and sent[-1][0] == BATCH_EVENT
+    assert batcher.batches == 2
     assert node.handled == _test_events(0) + _test_events(1)  # each event, in order, as if sent alone
+
+
+def test_a_worker_dying_in_a_test_has_sent_every_test_before_it() -> None:
+    """pytest-xdist names as crashed the first test of a worker whose completion it has not
+    received: the one the worker died in, since nothing of a finished test is held."""
+    node = _Node()
+    receive_batches(node)
+    _sent, send = _sent_through(node)
+    batcher = Batcher(send)
+    batcher.holding = True
+    for name, kwargs in _test_events(0) + _test_events(1)[:3]:
+        batcher.sendevent(name, **kwargs)
+    assert node.handled == _test_events(0)
 
 
 def test_other_events_go_at_once_after_what_is_held() -> None:
     node = _Node()
     sent, send = _sent_through(node)
-    batcher = Batcher(send, _Queue(5, 6))
+    batcher = Batcher(send)
     batcher.holding = True
     first = _test_events(0)
     for name, kwargs in first[:3]:
@@ -90,21 +95,10 @@ def test_other_events_go_at_once_after_what_is_held() -> None:
     assert sent[2:] == _test_events(1)
 
 
-def test_no_more_than_max_held_events_wait() -> None:
-    node = _Node()
-    sent, send = _sent_through(node)
-    batcher = Batcher(send, _Queue(*range(1000)))
-    batcher.holding = True
-    for index in range(MAX_HELD // 6 + 1):
-        for name, kwargs in _test_events(index):
-            batcher.sendevent(name, **kwargs)
-    assert len(sent) == 1 and len(batcher.held) == 6
-
-
 def test_what_marshal_cannot_write_goes_one_event_at_a_time() -> None:
     node = _Node()
     sent, send = _sent_through(node)
-    batcher = Batcher(send, _Queue(3))
+    batcher = Batcher(send)
     batcher.holding = True
     odd = ("testreport", {"data": {"user_properties": [("when", object())]}})
     batcher.sendevent(odd[0], **odd[1])
