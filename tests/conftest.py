@@ -16,12 +16,16 @@ processes the tests start -- would each compile every module they import from it
 (about half the CPU of a command line's start-up).  They keep their bytecode instead in a private
 folder outside the checkout (``PYTHONPYCACHEPREFIX``), as benchmarks/bench_cases.py does for the
 processes it measures: nothing is written beside the sources, and what they run is unchanged.
+
+SIGINT ignored where the run was started (a background job of a shell without job control) is
+given back its default disposition, so the processes the tests interrupt with it can be.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -107,6 +111,18 @@ def _forget_gone_sources(folder: Path) -> None:
 
 
 _bytecode_outside_the_checkout()
+
+
+def _interruptible_children() -> None:
+    """SIGINT (Ctrl-C) of the processes the tests start has its default disposition.  A test run
+    started where SIGINT is ignored (a shell without job control ignores it in the commands it
+    puts in the background) would pass that on to every process it starts, and the tests that
+    interrupt a command with SIGINT would check how the run was launched, not the command."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_interruptible_children()
 
 
 def _rank(item: pytest.Item) -> int:
