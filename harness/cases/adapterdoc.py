@@ -537,11 +537,7 @@ expectations on them are listed as not checked (a case with nothing else to chec
   declares (its [MS-MQQB] 3.1.2 timers run `scale` times their durations); the harness's acceptor
   (the simulated peer) runs at min({DEFAULT_TIMER_SCALE:g}, that scale) for a `cmd:` target (the embedded
   reference takes the run's scale from `reference?scale=S`). The bounds of a wait are computed
-  from the timers the sender declares. A case's final state is read once its steps end; when a
-  connection opened after that, as long after the one before it ended as the sender's Session
-  Retry Connect Timer allows (at least three quarters of it), the reading came too late to judge
-  (the retry of a conformant sender) and the case is an `error` saying so, never a failure: run
-  fewer cases at once or on a less loaded machine. A connection opened sooner is judged.
+  from the timers the sender declares.
 - **One adapter process serves many cases**, one after another (each worker of `--workers` starts
   its own): `hello` once, then for each case `setup` (model) or `wire_setup` (wire), which must
   start afresh, and at the end of a wire case `wire_close`, which must close every connection;
