@@ -537,7 +537,13 @@ expectations on them are listed as not checked (a case with nothing else to chec
   declares (its [MS-MQQB] 3.1.2 timers run `scale` times their durations); the harness's acceptor
   (the simulated peer) runs at min({DEFAULT_TIMER_SCALE:g}, that scale) for a `cmd:` target (the embedded
   reference takes the run's scale from `reference?scale=S`). The bounds of a wait are computed
-  from the timers the sender declares.
+  from the timers the sender declares. A case's final state is read once its steps end. When a
+  connection opened after that, as long after the one before it ended as the sender's Session
+  Retry Connect Timer allows (at least three quarters of it), it is the retry of a conformant
+  sender: the final state is judged as it was before that connection opened (the readings of
+  `observe_outgoing` that came before it, the connections opened before it), and when no reading
+  came before it the case is an `error` saying the state was read too late, never a failure. A
+  connection opened sooner is judged.
 - **One adapter process serves many cases**, one after another (each worker of `--workers` starts
   its own): `hello` once, then for each case `setup` (model) or `wire_setup` (wire), which must
   start afresh, and at the end of a wire case `wire_close`, which must close every connection;

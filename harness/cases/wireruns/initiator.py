@@ -30,6 +30,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable, Mapping
+from itertools import pairwise
 from typing import Any
 
 import packets
@@ -569,26 +570,67 @@ class InitiatorRun(WireRun):
 
     # -- then ------------------------------------------------------------------------------------------
     def observe_then(self) -> tuple[list[Failure], list[str]]:
+        """The final state's failures, and what could not be checked.  The state is the one
+        before a retry of the sender's (:meth:`_retry_opened`) when one began after the steps."""
+        began = time.time()  # the case's steps have ended (wall clock, as the connections' times)
         then = self.case.then or {}
-        failures: list[Failure] = []
         not_checked: list[str] = []
         outgoing = then.get("outgoing") or {}
+        readings: list[tuple[float, list[Failure]]] = []
         if outgoing and not self.adm:
             not_checked.extend(f"outgoing.{q} ({_NO_ADM})" for q in outgoing)
         elif outgoing:
-            # the state the sender reports settles once it has processed what crossed the wire
-            end = time.monotonic() + SETTLE
-            while True:
-                observed = self._control("observe_outgoing", {"queues": list(outgoing)}).get("queues") or {}
-                found = [f for q, want in outgoing.items() for f in self._outgoing(q, want, observed.get(q) or {})]
-                if all(_another_reading(f) for f in found) or time.monotonic() >= end:
-                    break  # settled: as expected, or what another named reading gives
-                time.sleep(POLL)
-            failures.extend(found)
+            readings = self._outgoing_readings(outgoing)
         tp = then.get("peer") or {}
         if tp:
-            failures.extend(self._peer(tp))
-        return failures, not_checked
+            peer_failures, retry = self._peer(tp, began)
+        else:
+            peer_failures, retry = [], self._retry_opened(_times(self.view.state()), began)
+        return self._read_before(readings, retry) + peer_failures, not_checked
+
+    def _outgoing_readings(self, outgoing: Mapping[str, Any]) -> list[tuple[float, list[Failure]]]:
+        """The sender's reported state of the queues ``outgoing`` names, read until it settles
+        (once the sender has processed what crossed the wire: as expected, or what another named
+        reading gives) or :data:`SETTLE` passes: each reading's wall-clock time and failures."""
+        readings: list[tuple[float, list[Failure]]] = []
+        end = time.monotonic() + SETTLE
+        while True:
+            observed = self._control("observe_outgoing", {"queues": list(outgoing)}).get("queues") or {}
+            found = [f for q, want in outgoing.items() for f in self._outgoing(q, want, observed.get(q) or {})]
+            readings.append((time.time(), found))
+            if all(_another_reading(f) for f in found) or time.monotonic() >= end:
+                return readings
+            time.sleep(POLL)
+
+    def _retry_opened(self, times: list[tuple[float, float | None]], began: float) -> float | None:
+        """When (wall clock) a connection opened after the case's steps ended (``began``), as long
+        after the one before it ended as the sender's Session Retry Connect Timer allows ([MS-MQQB]
+        3.1.2.3, the ``before`` bound): the retry of a conformant sender, which the final state was
+        not written to see; None when there is none, or the sender declared the timer absent
+        (it does not retry: every connection it opens is judged).  ``times``: each connection's
+        opening and end, in the order opened."""
+        if "SessionRetryConnect" in self.absent:
+            return None
+        least, _how = self.bound({"before": "SessionRetryConnect"})
+        for (_opened, ended), (opened, _ended) in pairwise(times):
+            if ended is not None and opened >= began and opened - ended >= least:
+                return opened
+        return None
+
+    def _read_before(self, readings: list[tuple[float, list[Failure]]], retry: float | None) -> list[Failure]:
+        """The failures of the last reading of the sender's state; with ``retry`` (a retry's
+        connection opened then), of the last reading that came before it.  WireCaseError when
+        none did: the state was read too late to be judged."""
+        if retry is not None and readings:
+            readings = [r for r in readings if r[0] < retry]
+            if not readings:
+                _least, how = self.bound({"before": "SessionRetryConnect"})
+                raise WireCaseError(
+                    "the final state was read too late to be judged: the sender's retry, which its Session "
+                    f"Retry Connect Timer allows ({how}), opened a connection before its state was read; "
+                    "the machine ran the case too slowly for its time scale"
+                )
+        return readings[-1][1] if readings else []
 
     @staticmethod
     def _outgoing(qname: str, want: Mapping[str, Any], got: Mapping[str, Any]) -> list[Failure]:
@@ -620,24 +662,40 @@ class InitiatorRun(WireRun):
                             failures.append(Failure(f"{where}.OutgoingMessagePositions[{j}].{k}", v, p.get(k)))
         return failures
 
-    def _peer(self, tp: Mapping[str, Any]) -> list[Failure]:
+    def _peer_state(
+        self, began: float
+    ) -> tuple[list[list[tuple[str, bytes]]], dict[str, Any], list[Any], float | None]:
+        """What the harness's acceptor saw, up to a retry of the sender's opened after the steps
+        (:meth:`_retry_opened`, its time the last value): the connections' packets, the counts the
+        final state names, and the rules the sender broke."""
         view = self.view
-        self._sync()
         if isinstance(view, _PeerView):  # one state: what the acceptor read, with what it made of it
             snap = view.peer.settled_snapshot(SYNC)
             if not snap.settled:
                 raise WireCaseError(f"the harness's acceptor had not processed the packets it read {SYNC:g} s later")
-            connections = [[(d, data) for d, data, _ in c.packets] for c in snap.connections]
-            observed: dict[str, Any] = {"connections": len(snap.connections)}
+            retry = self._retry_opened([(c.opened, c.ended if c.closed else None) for c in snap.connections], began)
+            kept = [c for c in snap.connections if retry is None or c.opened < retry]
+            observed: dict[str, Any] = {"connections": len(kept)}
             observed["pings"] = len(snap.pings)
             observed["ping_responses"] = sum(p.response is not None for p in snap.pings)
-            observed["delivered"] = [str(p.MessagePropertiesHeader.Label) for p in snap.delivered]
-            seen = [v for c in snap.connections for v in c.violations]
-        else:
-            connections = view.connections()
-            observed = {"connections": len(connections)}
-            observed.update(pings=0, ping_responses=0, delivered=[])
-            seen = []
+            observed["delivered"] = [str(p.MessagePropertiesHeader.Label) for c in kept for p in list(c.delivered)]
+            seen = [v for c in kept for v in c.violations]
+            return [[(d, data) for d, data, _ in c.packets] for c in kept], observed, seen, retry
+        state = view.state()
+        retry = self._retry_opened(_times(state), began)
+        connections = _packets_of([c for c in state if retry is None or c.opened < retry])
+        return (
+            connections,
+            {"connections": len(connections), "pings": 0, "ping_responses": 0, "delivered": []},
+            [],
+            retry,
+        )
+
+    def _peer(self, tp: Mapping[str, Any], began: float) -> tuple[list[Failure], float | None]:
+        """The failures of the final state's ``peer``, and when a retry of the sender's opened
+        after the steps (None if none)."""
+        self._sync()
+        connections, observed, seen, retry = self._peer_state(began)
         observed["max_in_flight"] = max_in_flight(connections)
         failures = []
         if "violations" in tp:  # each rule the sender broke: a difference graded by the rule's requirement
@@ -669,7 +727,12 @@ class InitiatorRun(WireRun):
                         matcher=_observed(kinds.get(kind, 0), True),
                     )
                 )
-        return failures
+        return failures, retry
+
+
+def _times(state: list[WireConnection]) -> list[tuple[float, float | None]]:
+    """Each connection's wall-clock opening and end (None while open)."""
+    return [(c.opened, c.ended) for c in state]
 
 
 def _another_reading(f: Failure) -> bool:
