@@ -21,56 +21,22 @@ from harness.cases.loader import load_paths
 from harness.cases.target import TargetInfo, hello_events
 from harness.cases.wireruns.base import WireCaseError, absent_timers
 from harness.cases.wiretimers import bound_timers
+from tests.cases.reference_proxy import proxy_target
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "harness.cli"]
 FILES = ("cases/mqqb/establish.yaml", "cases/mqqb/faults.yaml")
 
-# examples/reference_adapter.py behind a proxy whose sender declares no Session Retry Connect Timer;
-# its sender (NO_RETRY_SENDER) indeed does not retry within a run, so what it declares is true
-NO_RETRY = r"""
-import json, os, subprocess, sys
-here = os.path.dirname(os.path.abspath(__file__))
-adapter = subprocess.Popen(
-    [sys.executable, sys.argv[1] + "/examples/reference_adapter.py", "--sender", "no_retry_sender:NoRetry"],
-    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-    env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)},
-)
-for line in sys.stdin:
-    request = json.loads(line)
-    adapter.stdin.write(line)
-    adapter.stdin.flush()
-    if request.get("op") == "bye":
-        break
-    reply = json.loads(adapter.stdout.readline())
-    if request.get("op") == "control" and request.get("control") == "wire_setup" and reply.get("ok"):
-        result = reply["result"]
-        result["timers"] = {**(result.get("timers") or {}), "SessionRetryConnect": None}
-    print(json.dumps(reply), flush=True)
-adapter.stdin.close()
-adapter.wait(timeout=10)
-"""
-
-# the reference sender with a Session Retry Connect Timer of a day: no retry within a run
-NO_RETRY_SENDER = r"""
-import dataclasses
-from harness.session.outgoing import OutgoingQueueProcessing
-
-class NoRetry(OutgoingQueueProcessing):
-    def __init__(self, qm, **kwargs):
-        if kwargs.get("config") is not None:
-            kwargs["config"] = dataclasses.replace(kwargs["config"], session_retry_connect=86400.0)
-        super().__init__(qm, **kwargs)
-"""
+# the reference sender behind a proxy that declares no Session Retry Connect Timer in its wire_setup
+# reply; the sender's timer set to a day, it indeed does not retry within a run, as it declares
+NO_RETRY = {"wire_setup": {"timers": {"SessionRetryConnect": None}}}
 
 
 def test_a_sender_without_the_retry_timer_gets_unsupported_on_the_retry_cases_and_nothing_worse(
     tmp_path: Path,
 ) -> None:
-    script, out = tmp_path / "no_retry.py", tmp_path / "out.json"
-    script.write_text(NO_RETRY, encoding="utf-8")
-    (tmp_path / "no_retry_sender.py").write_text(NO_RETRY_SENDER, encoding="utf-8")
-    target = f"cmd:{sys.executable} {script} {ROOT}"
+    out = tmp_path / "out.json"
+    target = proxy_target(tmp_path, retry=86400.0, edit=NO_RETRY)
     done = subprocess.run(
         [*CLI, "run", *FILES, "--target", target, "--json", str(out), "-n", "4"],
         capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,

@@ -19,51 +19,16 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.cases.reference_proxy import ROOT, proxy_target
+
 CASE = "mqqb.establish.session-initialization-timeout"
 
-# examples/reference_adapter.py (with the --sender given after the delay, if any) behind a proxy
-# that answers observe_outgoing DELAY seconds late
-SLOW = r"""
-import json, os, subprocess, sys, time
-root, delay, sender = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
-here = os.path.dirname(os.path.abspath(__file__))
-adapter = subprocess.Popen(
-    [sys.executable, root + "/examples/reference_adapter.py", *(["--sender", *sender] if sender else [])],
-    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-    env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)},
-)
-for line in sys.stdin:
-    request = json.loads(line)
-    if request.get("op") == "control" and request.get("control") == "observe_outgoing":
-        time.sleep(delay)
-    adapter.stdin.write(line)
-    adapter.stdin.flush()
-    if request.get("op") == "bye":
-        break
-    print(adapter.stdout.readline().strip(), flush=True)
-adapter.stdin.close()
-adapter.wait(timeout=10)
-"""
 
-# the reference sender retrying at once, though its wire_setup reply declares a 10 s timer
-EAGER = r"""
-import dataclasses
-from harness.session.outgoing import OutgoingQueueProcessing
-
-class Eager(OutgoingQueueProcessing):
-    def __init__(self, qm, **kwargs):
-        if kwargs.get("config") is not None:
-            kwargs["config"] = dataclasses.replace(kwargs["config"], session_retry_connect=0.0)
-        super().__init__(qm, **kwargs)
-"""
-
-
-def _run(tmp_path: Path, delay: float, *sender: str) -> dict[str, object]:
-    script, out = tmp_path / "slow.py", tmp_path / "out.json"
-    script.write_text(SLOW, encoding="utf-8")
-    (tmp_path / "eager_sender.py").write_text(EAGER, encoding="utf-8")
-    target = f"cmd:{sys.executable} {script} {ROOT} {delay} {' '.join(sender)}".strip()
+def _run(tmp_path: Path, delay: float, retry: float | None = None) -> dict[str, object]:
+    """The case's result with the reference sender behind a proxy that answers observe_outgoing
+    ``delay`` seconds late (its Session Retry Connect Timer at ``retry`` seconds, when given)."""
+    out = tmp_path / "out.json"
+    target = proxy_target(tmp_path, retry=retry, delay={"observe_outgoing": delay})
     subprocess.run(
         [sys.executable, "-m", "harness.cli", "run", "cases/mqqb/establish.yaml", "-k", CASE, "--target", target,
          "--json", str(out)],
@@ -85,6 +50,6 @@ def test_a_conformant_sender_is_never_failed_for_a_late_reading(tmp_path: Path, 
 
 
 def test_a_sender_reconnecting_before_its_timer_allows_still_fails(tmp_path: Path) -> None:
-    result = _run(tmp_path, 2.0, "eager_sender:Eager")
+    result = _run(tmp_path, 2.0, retry=0.0)  # it retries at once, though its wire_setup reply says 10 s
     assert result["outcome"] == "failed", result
     assert "peer.connections" in json.dumps(result)
