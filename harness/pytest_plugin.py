@@ -27,7 +27,9 @@ the package is not installed.
   ``--msmq-known-failures`` that fails is an xfail, and one that passes fails as
   "XPASS(strict)".
 
-- Under pytest-xdist each worker collects every item (xdist's design) and loads its share of a
+- Under pytest-xdist each worker collects every item (xdist's design) from the case cache's
+  per-file index (harness.cases.cache.CaseIndex: ids, titles, tags, sections, level, requirements,
+  line), reads a file's full cases only when it runs the first of them, and loads its share of a
   cold case cache first; a worker on this machine sends its case items' per-test events in
   one marshalled batch a test (harness.pytest_batches; the controller hands each event to pytest-xdist as
   if it had come alone), or, where batches are off (``--maxfail``, ``--stepwise``, ``--dist
@@ -232,6 +234,7 @@ class _Session:
         self._known: Any = None
         self._cache: Any = False  # not looked up yet
         self.prefetched = False
+        self.case_files: list[Path] | None = None  # found by pytest_collection, read by prefetch
         self.report_needs = _needs(config)
         self.packing: set[str] = set()  # pytest-xdist workers that send their reports marshalled
         self.batcher: Batcher | None = None  # (pytest-xdist worker) holds its case items' events
@@ -289,7 +292,8 @@ class _Session:
         if count < 2 or not worker.startswith("gw") or not worker[2:].isdigit() or self.cache is None:
             return
         filling = self.cache.filling()  # a file already stored is not read back here, only at collection
-        for path in _case_files(self.config)[int(worker[2:]) % count :: count]:
+        files = _case_files(self.config) if self.case_files is None else self.case_files
+        for path in files[int(worker[2:]) % count :: count]:
             with contextlib.suppress(CaseError):
                 load_file(path, events=self.events, cache=filling)
 
@@ -423,7 +427,10 @@ def _regular_case_file(path: Path) -> Path:
 
 
 def pytest_collection(session: pytest.Session) -> None:
-    _case_files(session.config)  # no case file passed over in silence
+    state = session.config.stash.get(_STATE, None)
+    found = _case_files(session.config)  # no case file passed over in silence
+    if state is not None:
+        state.case_files = found  # what prefetch shares out (a pytest-xdist worker): not walked again
 
 
 class CaseFile(pytest.File):
@@ -665,8 +672,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """``--msmq-json FILE`` and ``--msmq-html FILE``: the cases' results as ``run`` writes them
-    (not on a pytest-xdist worker: the controller has every result)."""
+    (not on a pytest-xdist worker: the controller has every result).  A pytest-xdist controller,
+    which runs no test, freezes what the run left (its reports) out of the garbage collector's
+    scans first: pytest's last collection (at unconfigure) then passes over what came after."""
     config = session.config
+    if not hasattr(config, "workerinput") and config.pluginmanager.has_plugin("dsession"):
+        gc.freeze()  # (pytest-xdist controller) what the run left, reports kept: out of the last collections' scans
     state = config.stash.get(_STATE, None)
     if state is not None and state.batcher is not None:  # how many batches went (read by the tests)
         config.workeroutput[BATCHES] = state.batcher.batches  # type: ignore[attr-defined]
