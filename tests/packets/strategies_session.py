@@ -5,10 +5,14 @@ Strategies cover every internal packet kind (2.2.2 ConnectionParameters, 2.2.3
 EstablishConnection, 2.2.6 SessionAck, and internal packets with an undefined PT), the 2.2.4.1 /
 2.2.5.1 acknowledgment bodies and the 2.2.7 Ping Packet, each as a Container of headers whose
 BaseHeader.PacketSize is the true size, so ``parse(build(p)) == p`` is exact.
+
+Each strategy is made once per set of arguments (``functools.cache``): one made again inside every
+draw (a ``flatmap``) is validated again every time, and draws the same values.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from io import BytesIO
 from typing import Any
@@ -110,6 +114,7 @@ def headers_only(headers: Container) -> dict[str, Any]:
 # Strategies
 
 
+@functools.cache
 def base_flags(sh: int | None = None, valid: bool = True) -> st.SearchStrategy[base.BaseHeaderFlags]:
     """BaseHeader.Flags with IN set; ``valid`` keeps DH/TR clear (MS-MQMQ 2.2.19.1)."""
 
@@ -122,6 +127,7 @@ def base_flags(sh: int | None = None, valid: bool = True) -> st.SearchStrategy[b
     return st.builds(make, st.integers(0, 7), st.just(sh) if sh is not None else st.integers(0, 1), U16)
 
 
+@functools.cache
 def base_header(size: int, flags: st.SearchStrategy[Any], valid: bool = True) -> st.SearchStrategy[Container]:
     return st.builds(
         lambda reserved, f, ttrq: Container(
@@ -138,6 +144,7 @@ def base_header(size: int, flags: st.SearchStrategy[Any], valid: bool = True) ->
     )
 
 
+@functools.cache
 def internal_header(pt: int, valid: bool = True) -> st.SearchStrategy[Container]:
     def make(reserved: int, cs: int, rest: int) -> Container:
         flags = session.InternalHeaderFlags.make(PT=pt, CS=cs)
@@ -149,6 +156,7 @@ def internal_header(pt: int, valid: bool = True) -> st.SearchStrategy[Container]
     return st.builds(make, U16, cs, U16)
 
 
+@functools.cache
 def session_header(valid: bool = True) -> st.SearchStrategy[Container]:
     return st.builds(
         lambda a, b, flags, c, d, w, r: Container(
@@ -170,6 +178,7 @@ def session_header(valid: bool = True) -> st.SearchStrategy[Container]:
     )
 
 
+@functools.cache
 def establish_connection_header(valid: bool = True) -> st.SearchStrategy[Container]:
     def os_flags(re: int, bits: int) -> session.OperatingSystemFlags:
         return session.OperatingSystemFlags((bits & 0xFF00) | (session.OPERATING_SYSTEM_RE if valid else re))
@@ -191,6 +200,7 @@ def establish_connection_header(valid: bool = True) -> st.SearchStrategy[Contain
     )
 
 
+@functools.cache
 def connection_parameters_header(valid: bool = True) -> st.SearchStrategy[Container]:
     return st.builds(
         lambda rat, at, reserved, w: Container(
@@ -203,6 +213,7 @@ def connection_parameters_header(valid: bool = True) -> st.SearchStrategy[Contai
     )
 
 
+@functools.cache
 def internal_packet(kind: PacketKind, valid: bool = True) -> st.SearchStrategy[Container]:
     """Headers of one internal packet of ``kind`` (valid: no rule of 2.2 / MQMQ 2.2.19.1 broken)."""
     body: st.SearchStrategy[Container]
@@ -225,6 +236,7 @@ def internal_packet(kind: PacketKind, valid: bool = True) -> st.SearchStrategy[C
     )
 
 
+@functools.cache
 def undefined_pt_packet() -> st.SearchStrategy[Container]:
     """An internal packet whose PT no entry of session.INTERNAL_KINDS names: only the InternalHeader follows."""
     return st.builds(
@@ -236,6 +248,7 @@ def undefined_pt_packet() -> st.SearchStrategy[Container]:
     )
 
 
+@functools.cache
 def order_ack_body(valid: bool = True) -> st.SearchStrategy[Container]:
     seq = st.integers(1, 0xFFFFFFFF) if valid else U32
     return st.builds(
@@ -252,6 +265,7 @@ def order_ack_body(valid: bool = True) -> st.SearchStrategy[Container]:
     )
 
 
+@functools.cache
 def final_ack_body() -> st.SearchStrategy[Container]:
     return st.builds(
         lambda tid, s, prev, g, mid: Container(
@@ -265,6 +279,7 @@ def final_ack_body() -> st.SearchStrategy[Container]:
     )
 
 
+@functools.cache
 def ping_packet(valid: bool = True) -> st.SearchStrategy[Container]:
     return st.builds(
         lambda flags, sig, cookie, g: Container(Flags=session.PingFlags(flags), Signature=sig, Cookie=cookie, QMGuid=g),
@@ -281,6 +296,7 @@ ORDER_QUEUES = st.one_of(
 )
 
 
+@functools.cache
 def transactional_ack_packet(kind: PacketKind) -> st.SearchStrategy[Container]:
     """Headers of a valid OrderAck or FinalAck Packet ([MS-MQQB] 2.2.4, 2.2.5) from the constructors."""
     common = {

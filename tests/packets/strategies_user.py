@@ -5,10 +5,15 @@ Every strategy yields a *complete* Container: each field the parser returns is p
 computed fields (lengths, counts, sizes) are worked out here from the spec's definitions, not by
 the codec, so ``parse(build(h)) == h`` checks the codec against the spec's arithmetic.  Values
 stay inside the spec's ranges, so the generated headers are valid (no check fires).
+
+Each strategy is made once (``functools.cache``) and drawn from as often as needed: a strategy
+made again inside every draw is validated again every time (most of the CPU of these tests), and
+draws the same values.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from construct import Container, ListContainer
@@ -32,8 +37,25 @@ def units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+@functools.cache
 def texts(max_units: int, min_size: int = 0) -> st.SearchStrategy[str]:
     return st.text(TEXT_ALPHABET, min_size=min_size, max_size=max_units).filter(lambda t: units(t) <= max_units)
+
+
+@functools.cache
+def or_none(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``st.none() | strategy``, made once per strategy."""
+    return st.none() | strategy
+
+
+def optional_texts(max_units: int) -> st.SearchStrategy[str | None]:
+    return or_none(texts(max_units))
+
+
+@functools.cache
+def choice(*values: Any) -> st.SearchStrategy[Any]:
+    """``st.sampled_from(values)``, made once per set of values."""
+    return st.sampled_from(values)
 
 
 def pad4(n: int) -> int:
@@ -48,6 +70,7 @@ def direct_queue(name: str) -> Container:
     return Container(Count=2 * (units(name) + 1), DirectFormatName=name)
 
 
+@functools.cache
 def queue_format(kind: int) -> st.SearchStrategy[Container | None]:
     """A value for a UserHeader queue field of queue type ``kind`` (DQ/AQ/RQ tables)."""
     if kind in (0x0, 0x1):
@@ -61,12 +84,13 @@ def queue_format(kind: int) -> st.SearchStrategy[Container | None]:
     return texts(40).map(direct_queue)
 
 
+@functools.cache
 @st.composite
 def user_headers(draw: Any, *, th: int = 0, sh: int = 0, mq: int = 0, hh: int = 0, aq: int | None = None) -> Container:
-    dq = draw(st.sampled_from(sorted(user.DQ_FORMATS)))
+    dq = draw(choice(*sorted(user.DQ_FORMATS)))
     if aq is None:
-        aq = draw(st.sampled_from(sorted(user.AQ_FORMATS)))
-    rq = draw(st.sampled_from(sorted(user.RQ_FORMATS)))
+        aq = draw(choice(*sorted(user.AQ_FORMATS)))
+    rq = draw(choice(*sorted(user.RQ_FORMATS)))
     cq = draw(st.integers(0, 1))
     dm = 1 if th else draw(st.integers(0, 1))
     flags = user.UserHeaderFlags.make(
@@ -142,12 +166,13 @@ MESSAGE_CLASSES = st.one_of(
 )
 
 
+@functools.cache
 @st.composite
 def message_properties_headers(draw: Any, *, acks: bool | None = None) -> Container:
-    label = draw(st.none() | texts(249))
+    label = draw(optional_texts(249))
     ext = draw(st.binary(max_size=13))
     body = draw(st.binary(max_size=64))
-    level = draw(st.sampled_from(sorted(ENCRYPTION_BY_LEVEL)))
+    level = draw(choice(*sorted(ENCRYPTION_BY_LEVEL)))
     ack_bits = draw(st.integers(0, 0xF)) if acks is None else (draw(st.integers(1, 0xF)) if acks else 0)
     return Container(
         Flags=properties.MessagePropertiesFlags(ack_bits | draw(st.integers(0, 0xF)) << 4),
@@ -159,8 +184,8 @@ def message_properties_headers(draw: Any, *, acks: bool | None = None) -> Contai
         MessageSize=len(body),
         AllocationBodySize=len(body) + draw(st.integers(0, 64)),
         PrivacyLevel=level,
-        HashAlgorithm=draw(st.sampled_from(sorted(properties.HASH_ALGORITHMS))),
-        EncryptionAlgorithm=draw(st.sampled_from(ENCRYPTION_BY_LEVEL[level])),
+        HashAlgorithm=draw(choice(*sorted(properties.HASH_ALGORITHMS))),
+        EncryptionAlgorithm=draw(choice(*ENCRYPTION_BY_LEVEL[level])),
         ExtensionSize=len(ext),
         Label=label,
         ExtensionData=ext,
@@ -177,6 +202,7 @@ def message_properties_size(h: Container) -> int:
 # Optional headers (2.2.20.x)
 
 
+@functools.cache
 @st.composite
 def transaction_headers(draw: Any) -> Container:
     cg = draw(st.integers(0, 1))
@@ -196,9 +222,10 @@ def transaction_headers(draw: Any) -> Container:
     )
 
 
+@functools.cache
 @st.composite
 def security_headers(draw: Any) -> Container:
-    st_type = draw(st.sampled_from([0, 1, 2]))
+    st_type = draw(choice(0, 1, 2))
     items = {
         "SecurityID": b"" if st_type == 0 else draw(st.binary(min_size=1, max_size=28)),
         "EncryptionKey": draw(st.binary(max_size=17)),
@@ -230,6 +257,7 @@ def security_header_size(h: Container) -> int:
     return 16 + sum(len(v) + pad4(len(v)) for v in h.SecurityData.values())
 
 
+@functools.cache
 @st.composite
 def debug_headers(draw: Any) -> Container:
     qt = draw(st.integers(0, 1))
@@ -237,10 +265,11 @@ def debug_headers(draw: Any) -> Container:
     return Container(Flags=flags, Reserved=draw(U16), QueueIdentifier=draw(GUIDS) if qt else None)
 
 
+@functools.cache
 @st.composite
 def soap_headers(draw: Any) -> Container:
-    header = draw(st.none() | texts(30))
-    body = draw(st.none() | texts(30))
+    header = draw(optional_texts(30))
+    body = draw(optional_texts(30))
     return Container(
         HeaderSectionID=0x0320,
         Reserved=draw(U16),
@@ -298,17 +327,16 @@ def mqf_address(header_id: int, elements: list[Container], reserved: int) -> Con
     )
 
 
+@functools.cache
 @st.composite
 def multi_queue_format_headers(draw: Any) -> Container:
     parts = {}
     for part, header_id in (("Destination", 0x64), ("Administration", 0xC8), ("Response", 0x12C)):
-        parts[part] = mqf_address(header_id, draw(st.lists(FORMAT_ELEMENTS, max_size=4)), draw(st.sampled_from([0, 7])))
+        parts[part] = mqf_address(header_id, draw(st.lists(FORMAT_ELEMENTS, max_size=4)), draw(choice(0, 7)))
     signature = draw(st.binary(max_size=21))
     return Container(
         **parts,
-        Signature=Container(
-            ID=0x015E, Reserved=draw(st.sampled_from([0, 1])), Size=len(signature), Signature=signature
-        ),
+        Signature=Container(ID=0x015E, Reserved=draw(choice(0, 1)), Size=len(signature), Signature=signature),
     )
 
 
@@ -317,6 +345,7 @@ def multi_queue_format_size(h: Container) -> int:
     return n + pad4(n)
 
 
+@functools.cache
 @st.composite
 def session_headers(draw: Any) -> Container:
     return Container(
@@ -334,9 +363,10 @@ def session_headers(draw: Any) -> Container:
 # [MS-MQRR] 2.2.5
 
 
+@functools.cache
 @st.composite
 def srmp_envelope_headers(draw: Any) -> Container:
-    data = draw(st.none() | texts(30))
+    data = draw(optional_texts(30))
     return Container(
         HeaderId=draw(U16),
         Reserved=draw(U16),
@@ -345,6 +375,7 @@ def srmp_envelope_headers(draw: Any) -> Container:
     )
 
 
+@functools.cache
 @st.composite
 def compound_message_headers(draw: Any) -> Container:
     data = draw(st.binary(max_size=40))
@@ -363,6 +394,7 @@ def fixed_name(text: str | None) -> bytes:
     return bytes(64) if text is None else mqrr.fixed_utf16(text)
 
 
+@functools.cache
 @st.composite
 def subqueue_headers(draw: Any) -> Container:
     return Container(
@@ -373,11 +405,12 @@ def subqueue_headers(draw: Any) -> Container:
         AbortCounter=draw(U32),
         MoveCounter=draw(U32),
         LastMoveTime=draw(U32),
-        SubqueueName=fixed_name(draw(st.none() | texts(31))),
-        TargetSubqueueName=fixed_name(draw(st.none() | texts(31))),
+        SubqueueName=fixed_name(draw(optional_texts(31))),
+        TargetSubqueueName=fixed_name(draw(optional_texts(31))),
     )
 
 
+@functools.cache
 @st.composite
 def dead_letter_headers(draw: Any) -> Container:
     path = draw(texts(40))
@@ -385,9 +418,10 @@ def dead_letter_headers(draw: Any) -> Container:
     return Container(HeaderSize=4 + n + pad4(n), DeadLetterPathName=path)
 
 
+@functools.cache
 @st.composite
 def extended_address_headers(draw: Any) -> Container:
-    kind = draw(st.sampled_from([0, 1, 6]))
+    kind = draw(choice(0, 1, 6))
     length = {0: draw(st.integers(0, 16)), 1: 4, 6: 16}[kind]
     return Container(
         HeaderSize=28,
@@ -411,6 +445,7 @@ OPTIONAL_NAMES = (
 )
 
 
+@functools.cache
 @st.composite
 def user_messages(draw: Any, present: frozenset[str] | None = None, trailer: bool | None = False) -> Container:
     """A complete header set of a valid UserMessage Packet (BaseHeader.PacketSize exact).
@@ -430,7 +465,7 @@ def user_messages(draw: Any, present: frozenset[str] | None = None, trailer: boo
             sh=int("SecurityHeader" in present),
             mq=int("MultiQueueFormatHeader" in present),
             hh=int("SoapHeader" in present),
-            aq=draw(st.sampled_from([2, 3, 5, 6, 7])) if acks else 0,
+            aq=draw(choice(2, 3, 5, 6, 7)) if acks else 0,
         )
     )
     size = 16 + user_header_size(headers.UserHeader)
@@ -471,7 +506,7 @@ def user_messages(draw: Any, present: frozenset[str] | None = None, trailer: boo
     if trailer is None:
         trailer = draw(st.booleans())
     if trailer:
-        dl = draw(st.none() | dead_letter_headers())
+        dl = draw(or_none(dead_letter_headers()))
         headers.ExtensionHeader = None
         headers.SubqueueHeader = draw(subqueue_headers())
         if dl is not None:
