@@ -5,10 +5,11 @@ pytest-xdist (3.8) groups the tests of one ``xdist_group`` by a suffix it writes
 scheduler and a group's tests (and its module fixtures: a Spark cluster, a set of wire runs) are
 spread over every worker.  The hook below writes the suffix where pytest 9 reads it.
 
-Under ``--dist loadgroup`` the scheduler hands the tests out in collection order (a group of
-several tests before single tests): the hook puts the longest tests (:data:`LONGEST`, from
-``--durations``) first, so that none of them starts when the others are nearly done and holds
-the run up alone.
+Under ``--dist loadgroup`` the scheduler hands the tests out in collection order, a group of
+more tests before one of fewer (pytest-xdist's ``--loadscope-reorder``: a group of several tests
+before single tests): the hook puts the longest tests (:data:`LONGEST`, from ``--durations``)
+first among those, so that none of them starts when the others are nearly done and holds the
+run up alone.
 
 Where the environment sets ``PYTHONDONTWRITEBYTECODE`` (bytecode kept out of the checkout), the
 suite's processes -- the xdist workers, and the hundreds of ``msmq-harness``, ``pytest`` and adapter
@@ -67,6 +68,8 @@ LONGEST = (
     "tests/cases/test_plugin_inputs.py::test_a_fifo_or_a_device_among_the_cases",
     "tests/fuzz/test_fuzz_demo.py::",
     "tests/fuzz/test_fuzz_sender.py::test_a_hanging_sender",
+    "tests/pipeline/test_pipeline_cluster.py::test_a_master_with_no_worker_ends_within_the_time_given",
+    "tests/pipeline/test_hotpath_jit.py::",
 )
 
 
