@@ -27,9 +27,7 @@ the package is not installed.
   ``--msmq-known-failures`` that fails is an xfail, and one that passes fails as
   "XPASS(strict)".
 
-- Under pytest-xdist each worker collects every item (xdist's design) from the case cache's
-  per-file index (harness.cases.cache.CaseIndex: ids, titles, tags, sections, level, requirements,
-  line), reads a file's full cases only when it runs the first of them, and loads its share of a
+- Under pytest-xdist each worker collects every item (xdist's design) and loads its share of a
   cold case cache first; a worker on this machine sends its case items' per-test events in
   one marshalled batch a test (harness.pytest_batches; the controller hands each event to pytest-xdist as
   if it had come alone), or, where batches are off (``--maxfail``, ``--stepwise``, ``--dist
@@ -64,11 +62,10 @@ from _pytest.mark import deselect_by_keyword
 # anyway; what these add to it was measured at about 11 ms of CPU (336 -> 347 ms, import + addoption).
 from harness.argtypes import seconds
 from harness.cases.baseline import BaselineError, load_baseline
-from harness.cases.cache import CaseCache, CaseIndex, IndexedFile
+from harness.cases.cache import CaseCache
 from harness.cases.execute import ConfigurationError, open_target, run_case
 from harness.cases.lines import CaseError
 from harness.cases.loader import BUNDLED_REQUIREMENTS, load_file, load_requirements
-from harness.cases.model import Case
 from harness.cases.runner import apply_known_failures, keyword_matcher
 from harness.cases.targets.registry import target_help
 from harness.errors import HarnessError
@@ -297,16 +294,6 @@ class _Session:
             with contextlib.suppress(CaseError):
                 load_file(path, events=self.events, cache=filling)
 
-    def indexed(self, path: Path) -> IndexedFile:
-        """What collecting the case file ``path`` reads: its cases' index (from the cache when it
-        holds it), their full cases read back or loaded when the first of them runs; raises
-        CaseError for a file that does not load."""
-        if self.cache is None:
-            return IndexedFile.of(load_file(path, events=self.events))
-        view = self.cache.indexing()
-        cases = load_file(path, events=self.events, cache=view)
-        return view.found or IndexedFile.of(cases)  # none found: the cache was passed by (a file it cannot key)
-
     def marks(self, sections: tuple[str, ...], level: str) -> tuple[pytest.MarkDecorator, ...]:
         """The markers of a case citing ``sections`` at ``level`` (spec, spec_<section>... and the
         level's), registered as they are first made; made once per combination, not per item."""
@@ -441,11 +428,11 @@ class CaseFile(pytest.File):
         state.open()  # the target's extra events are events the loader accepts
         state.prefetch()
         try:
-            indexed = state.indexed(self.path)
+            cases = load_file(self.path, events=state.events, cache=state.cache)
         except CaseError as e:
             raise self.CollectError(str(e)) from None
-        for position, entry in enumerate(indexed.index):
-            yield CaseItem.from_parent(self, name=entry.full_id, entry=entry, file=indexed, position=position)
+        for case in cases:
+            yield CaseItem.from_parent(self, name=case.full_id, case=case)
 
 
 class CaseFailed(HarnessError):
@@ -457,32 +444,25 @@ class CaseFailed(HarnessError):
 
 
 class CaseItem(pytest.Item):
-    """One case variant run against the session's target: collected from its index row
-    (``entry``), the full case read back or loaded when it first runs (``case``)."""
+    """One case variant run against the session's target."""
 
-    def __init__(self, *, entry: CaseIndex, file: IndexedFile, position: int, **kwargs: Any) -> None:
+    def __init__(self, *, case: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.entry = entry
-        self._file = file
-        self._position = position  # of the case in its file's cases
-        sections, level = entry.sections, entry.level
+        self.case = case
+        sections = tuple(case.sections)
+        level = str(case.level)
         marks = _state(self.config).marks(sections, level)
         # what add_marker does for each, at once: the marks are made once per combination
         self.keywords.update({mark.name: mark.mark for mark in marks})
         self.own_markers.extend(mark.mark for mark in marks)
         self.user_properties.extend(("spec", s) for s in dict.fromkeys(sections))
-        self.user_properties.extend(("requirement", r) for r in entry.requirements)
+        cited = list(case.requirements) or [r.requirement for r in case.spec if r.requirement]
+        self.user_properties.extend(("requirement", r) for r in dict.fromkeys(cited))
         self.user_properties.append(("level", level))
         self.result: CaseResult | None = None
 
-    @property
-    def case(self) -> Case:
-        """The full case (its file's cases read back or loaded when the first of them is asked for)."""
-        return self._file.cases()[self._position]
-
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        entry = self.entry
-        return self.path, max(entry.line - 1, 0), f"{entry.full_id} [{', '.join(entry.sections)}]"
+        return self.path, max(int(self.case.line) - 1, 0), f"{self.case.full_id} [{', '.join(self.case.sections)}]"
 
     def setup(self) -> None:
         state = _state(self.config)
@@ -539,7 +519,7 @@ def pytest_runtest_makereport(
         if isinstance(call.excinfo.value, CaseFailed):
             report.longrepr = failure_repr(item, call.excinfo.value)
         elif report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
-            report.longrepr = (str(item.path), max(item.entry.line, 1), report.longrepr[2])
+            report.longrepr = (str(item.path), max(int(item.case.line), 1), report.longrepr[2])
     return report
 
 
@@ -549,7 +529,7 @@ def failure_repr(item: CaseItem, failed: CaseFailed) -> Any:
     text = render_failure(failed.result, str(failed))
     headline = " ".join(str(failed).split())
     entry = ReprEntryNative([line + "\n" for line in text.splitlines()])
-    where = ReprFileLocation(str(item.path), max(item.entry.line, 1), headline)
+    where = ReprFileLocation(str(item.path), max(int(item.case.line), 1), headline)
     return ReprExceptionInfo(reprtraceback=ReprTraceback([entry], None, "native"), reprcrash=where)
 
 
@@ -623,7 +603,7 @@ def pytest_collection_modifyitems(
         dropped = []
         for i in items:
             if isinstance(i, CaseItem):
-                if wanted([i.entry.full_id, i.entry.title, *i.entry.tags]):
+                if wanted([i.case.full_id, i.case.title, *i.case.tags]):
                     kept.add(id(i))
                 else:
                     dropped.append(i)

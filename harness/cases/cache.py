@@ -10,13 +10,9 @@ accepts, and a fingerprint of what loading depends on: the schema with the actio
 model's spec events and their parameters, the sources of ``harness.cases`` and the Python version.
 A file that one process is loading is waited for, not loaded again, by another (one ``flock`` per
 entry where the platform has it).  Only files that load without error are stored; an error is
-found again on every load, with its file and line.  Beside an entry, the pytest plugin keeps the
-file's index (``.index``: what collecting its cases reads -- ids, titles, tags, sections, level,
-requirements, lines; :class:`CaseIndex`), so that a pytest-xdist worker collecting every file
-unpickles the full cases of only the files whose cases it runs (:meth:`CaseCache.indexing`); an
-index is written only once its file has loaded, so it too proves that the file loads.  Entries not
-written for two weeks are removed when a process first opens the cache.  ``durations.json`` keeps
-the seconds each wire case took when it last ran, so that ``run -n N`` hands out the longest first.
+found again on every load, with its file and line.  Entries not written for two weeks are removed
+when a process first opens the cache.  ``durations.json`` keeps the seconds each wire case took
+when it last ran, so that ``run -n N`` hands out the longest first.
 
 The folder is ``$MSMQ_HARNESS_CASE_CACHE`` (``off`` disables the cache), else
 ``msmq-harness-<uid>/cases`` in the system's temporary folder.  A folder that another user owns,
@@ -37,13 +33,13 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from harness.cases import eventnames, schema
 from harness.cases.model import Case
 from harness.errors import HarnessError
 
-__all__ = ["ENV", "CaseCache", "CaseIndex", "IndexedFile", "NotCached", "fingerprint"]
+__all__ = ["ENV", "CaseCache", "NotCached", "fingerprint"]
 
 ENV = "MSMQ_HARNESS_CASE_CACHE"
 MAX_AGE_DAYS = 14  # an entry not written for this long is removed (CaseCache.prune)
@@ -95,12 +91,10 @@ def _private(folder: Path) -> bool:
 class CaseCache:
     """Loaded cases by file, pickled in ``folder`` (see the module's docstring)."""
 
-    def __init__(self, folder: str | Path, kept: dict[str, list[Case]] | None = None) -> None:
+    def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         self.hits = 0
         self.misses = 0
-        # entry name -> the cases a filling view loaded and an indexing view hands out (one process's)
-        self.kept: dict[str, list[Case]] = {} if kept is None else kept
 
     @classmethod
     def default(cls) -> CaseCache | None:
@@ -133,7 +127,7 @@ class CaseCache:
         with contextlib.suppress(OSError), os.scandir(self.folder) as entries:
             for entry in entries:
                 with contextlib.suppress(OSError):
-                    if entry.name.endswith((".pickle", ".index", ".lock", ".tmp")) and entry.stat().st_mtime < horizon:
+                    if entry.name.endswith((".pickle", ".lock", ".tmp")) and entry.stat().st_mtime < horizon:
                         os.unlink(entry.path)
 
     def key(self, parts: tuple[Any, ...]) -> str:
@@ -149,7 +143,7 @@ class CaseCache:
             return None
         return cases if isinstance(cases, list) else None
 
-    def _write(self, entry: Path, cases: list[Case] | list[tuple[Any, ...]]) -> None:
+    def _write(self, entry: Path, cases: list[Case]) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=entry.name, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -158,23 +152,6 @@ class CaseCache:
         except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-
-    def _read_index(self, entry: Path) -> list[CaseIndex] | None:
-        """The index beside ``entry`` (a ``.pickle``), None when there is none or it cannot be read."""
-        try:
-            with entry.with_suffix(".index").open("rb") as f:
-                index = pickle.load(f)
-        except Exception:  # none yet, or a torn or stale index: read or load the cases instead
-            return None
-        if isinstance(index, list) and all(type(row) is tuple and len(row) == len(CaseIndex._fields) for row in index):
-            return [CaseIndex._make(row) for row in index]
-        return None
-
-    def _write_index(self, entry: Path, cases: list[Case]) -> list[CaseIndex]:
-        """Write the index of ``cases`` (stored as ``entry``) beside it; returns it."""
-        index = [CaseIndex.of(case) for case in cases]
-        self._write(entry.with_suffix(".index"), [tuple(row) for row in index])  # plain tuples: no class looked up
-        return index
 
     def durations(self) -> dict[str, float]:
         """Seconds each case took when it last ran (:meth:`record_durations`), by the key the runner
@@ -213,14 +190,7 @@ class CaseCache:
         """A view of this cache that loads and stores a file it does not hold and reads back none
         that it holds (its ``load`` returns [] for those): a process filling the cache for others
         (the pytest plugin's prefetch under pytest-xdist) does not unpickle what it will not use."""
-        return _Filling(self.folder, self.kept)
-
-    def indexing(self) -> _Indexing:
-        """A view of this cache for one file at a time whose ``load`` keeps the file's index
-        (:attr:`_Indexing.found`, an :class:`IndexedFile`) and returns []: the index is read back
-        when stored, else the cases are read back or loaded (and stored, the index with them);
-        the full cases of an indexed file are read back (or loaded) only when first asked for."""
-        return _Indexing(self.folder, self.kept)
+        return _Filling(self.folder)
 
     def load(self, parts: tuple[Any, ...], loader: Callable[[], list[Case]]) -> list[Case]:
         """The cases stored under ``parts``, else ``loader()`` (stored when it returns)."""
@@ -249,46 +219,6 @@ class CaseCache:
             return cases
 
 
-class CaseIndex(NamedTuple):
-    """What collecting one case reads (the pytest plugin's items, ``-k``, markers, reports)."""
-
-    full_id: str
-    title: str
-    tags: tuple[str, ...]
-    sections: tuple[str, ...]
-    level: str
-    requirements: tuple[str, ...]  # the ids it cites: its own list, else its spec references'
-    line: int
-
-    @classmethod
-    def of(cls, case: Case) -> CaseIndex:
-        cited = list(case.requirements) or [r.requirement for r in case.spec if r.requirement]
-        return cls(
-            case.full_id, case.title, tuple(case.tags), tuple(case.sections), str(case.level),
-            tuple(dict.fromkeys(cited)), int(case.line),
-        )  # fmt: skip
-
-
-class IndexedFile:
-    """One file's :class:`CaseIndex` rows, and its full cases, made by ``full`` when first asked for."""
-
-    def __init__(self, index: list[CaseIndex], full: Callable[[], list[Case]]) -> None:
-        self.index = index
-        self._full: Callable[[], list[Case]] | None = full
-        self._cases: list[Case] = []
-
-    @classmethod
-    def of(cls, cases: list[Case]) -> IndexedFile:
-        """The index of cases already loaded."""
-        return cls([CaseIndex.of(case) for case in cases], lambda: cases)
-
-    def cases(self) -> list[Case]:
-        """The file's cases, in the order of :attr:`index`."""
-        if self._full is not None:
-            self._cases, self._full = self._full(), None
-        return self._cases
-
-
 class NotCached(HarnessError, LookupError):
     """The cache holds no entry for the file (raised by :meth:`CaseCache.read_only` views)."""
 
@@ -308,30 +238,4 @@ class _Filling(CaseCache):
         if entry.exists():
             self.hits += 1
             return []
-
-        def indexed() -> list[Case]:  # loaded here: its index written (before the entry, under its lock), and kept
-            cases = loader()
-            self._write_index(entry, cases)
-            self.kept[entry.name] = cases
-            return cases
-
-        return self._load_locked(entry, lambda e: [] if e.exists() else None, indexed)
-
-
-class _Indexing(CaseCache):
-    found: IndexedFile | None = None  # the index of the file last loaded through this view
-
-    def load(self, parts: tuple[Any, ...], loader: Callable[[], list[Case]]) -> list[Case]:
-        entry = self.folder / f"{self.key(parts)}.pickle"
-        index = self._read_index(entry)
-        if index is not None:
-            self.hits += 1
-
-            def full() -> list[Case]:  # kept by this process's filling view, else read back (or loaded)
-                return self.kept.pop(entry.name, None) or CaseCache.load(self, parts, loader)
-
-            self.found = IndexedFile(index, full)
-            return []
-        cases = CaseCache.load(self, parts, loader)  # read back, or loaded and stored
-        self.found = IndexedFile(self._write_index(entry, cases), lambda: cases)
-        return []
+        return self._load_locked(entry, lambda e: [] if e.exists() else None, loader)
