@@ -40,6 +40,7 @@ def test_a_4_mib_packet_parses_in_memory_a_small_multiple_of_its_size(shape: str
 def test_a_million_direct_elements_read_back_build_back_and_pickle() -> None:
     data = sized_user_message(LIMIT, "mqf-direct")
     p = packets.parse(data)
+    restored = pickle.loads(pickle.dumps(p))  # the packet as parsed, before the changes below
     names = p.MultiQueueFormatHeader.Destination.FormatNameList
     count = int(p.MultiQueueFormatHeader.Destination.ElementCount)
     assert count == len(names) > 1_000_000 - 100
@@ -52,7 +53,6 @@ def test_a_million_direct_elements_read_back_build_back_and_pickle() -> None:
     assert len(changed) == len(data) + 4  # "x" and its alignment
     again = packets.parse(changed, strict=False)  # 4 bytes past the PacketSize limit: a violation, decoded
     assert again.MultiQueueFormatHeader.Destination.FormatNameList[5].FormatName.DirectFormatName == "x"
-    restored = pickle.loads(pickle.dumps(packets.parse(data)))
     assert packets.build(restored) == data
 
 
