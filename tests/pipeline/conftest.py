@@ -16,6 +16,11 @@ whichever pytest-xdist worker asks first (the others wait for it and read it).
   first drivers) would otherwise all start without it.
 - ``spark_local``: this worker's Spark JVM, the one every in-process local session runs on
   (PySpark keeps one per process, across sessions), started with those options.
+
+The tests that ask for ``spark_local`` or ``local2`` (whose first caller runs its local[2] job in
+process) and belong to no other ``xdist_group`` form one (:data:`IN_PROCESS`): under ``make
+test`` they run on one worker, whose Spark JVM serves them all, instead of starting one on each
+worker that happens to run one of them (4 JVMs of 5 to 9 CPU-seconds each under ``-n 4``).
 """
 
 from __future__ import annotations
@@ -38,6 +43,21 @@ from pipeline_helpers import local_run, make_inputs
 from standalone import ARCHIVE_SETTLED, CLASS_ARCHIVE, jvm_options, kept_archive, start_class_archive
 
 from harness.pipeline.cluster import spark_session, stop_session
+
+#: the ``xdist_group`` of the tests that run Spark in process (:func:`spark_local`, :func:`local2`)
+IN_PROCESS = "spark-local"
+
+
+def _in_process(item: pytest.Item) -> bool:
+    return bool({"spark_local", "local2"} & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that run Spark in process, in no other group, in :data:`IN_PROCESS` (before
+    tests/conftest.py writes the groups where pytest-xdist reads them)."""
+    for item in items:
+        if _in_process(item) and not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(IN_PROCESS))
 
 
 def _run_folder(factory: pytest.TempPathFactory) -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import py4j
 import pyspark
+import pytest
 from pipeline_helpers import capture, table
 
 from harness.pipeline import tasks
@@ -42,6 +43,7 @@ def test_spark_zips_of_the_installed_pyspark_leave_the_path_others_stay(tmp_path
     assert installed_path(given) == given
 
 
+@pytest.mark.usefixtures("spark_local")  # its local Spark job runs in process
 def test_local_workers_import_the_installed_pyspark() -> None:
     def where(_: object) -> tuple[str, str, list[str]]:  # a closure: pickled whole, run on the worker
         import sys as worker_sys
