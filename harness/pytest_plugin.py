@@ -83,7 +83,7 @@ from harness.results import CaseResult, Outcome, RunResult, StepFailure
 __all__ = ["CaseFile", "CaseItem", "NonStrictWarning", "spec_markers"]
 
 _STATE = pytest.StashKey["_Session"]()
-_FROZEN = pytest.StashKey[bool]()  # gc.freeze() at the end of collection (pytest_collection_finish)
+_FROZEN = pytest.StashKey[bool]()  # gc.freeze() before and after collection (pytest_collection, _finish)
 _LEVEL_MARKERS = {
     "MUST": "msmq_must",
     "SHOULD": "msmq_should",
@@ -414,10 +414,17 @@ def _regular_case_file(path: Path) -> Path:
 
 
 def pytest_collection(session: pytest.Session) -> None:
+    """Check the case files below the arguments before collecting them; where there are some, the
+    objects of the start-up are frozen out of the garbage collector's scans first (as the items
+    are at the end of collection, :func:`pytest_collection_finish`), so that the full collections
+    that making thousands of items sets off do not pass over them again and again."""
     state = session.config.stash.get(_STATE, None)
     found = _case_files(session.config)  # no case file passed over in silence
     if state is not None:
         state.case_files = found  # what prefetch shares out (a pytest-xdist worker): not walked again
+    if found:  # what the start-up made (modules, plugins, options): out of the scans while collecting
+        gc.freeze()
+        session.config.stash[_FROZEN] = True
 
 
 class CaseFile(pytest.File):
