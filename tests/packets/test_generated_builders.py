@@ -121,6 +121,7 @@ def test_every_header_of_the_packet_layouts_has_a_generated_builder() -> None:
     assert missing <= {"MultiQueueFormatHeader"}, missing  # its Array is built by construct
 
 
+@pytest.mark.xdist_group("generated-builders")  # one worker decodes _decoded() once for the three seeds
 @pytest.mark.parametrize("seed", range(3))
 def test_generated_builders_agree_on_decoded_and_perturbed_headers(seed: int) -> None:
     rng = random.Random(seed)
