@@ -115,6 +115,7 @@ def list_behaviours() -> list[str]:
     lines += [
         f"{'close-after-<N>':<{width}}  {'fault':<8}  closes after N packets",
         f"{'window-<N>':<{width}}  {'fault':<8}  advertises WindowSize N",
+        f"{'window-<N>-late-ack':<{width}}  {'fault':<8}  advertises WindowSize N, SessionAcks on its timer only",
         f"{'slow-reader-<N>':<{width}}  {'fault':<8}  reads N bytes per second",
     ]
     return lines

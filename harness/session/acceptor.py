@@ -357,8 +357,9 @@ READING_BEHAVIOURS: dict[str, AcceptorBehaviour] = {
 
 
 def named_behaviour(name: str) -> AcceptorBehaviour:
-    """A named behaviour; ``close-after-<N>``, ``window-<N>`` and ``slow-reader-<N>`` (N bytes per
-    second, N > 0) take any N; ``pkg.module:NAME`` is the AcceptorBehaviour that module defines
+    """A named behaviour; ``close-after-<N>``, ``window-<N>``, ``window-<N>-late-ack`` (WindowSize N,
+    SessionAcks on the Session Ack Send Timer only, as ``late-ack``) and ``slow-reader-<N>`` (N bytes
+    per second, N > 0) take any N; ``pkg.module:NAME`` is the AcceptorBehaviour that module defines
     under NAME (examples/mutants)."""
     if name in BEHAVIOURS:
         return BEHAVIOURS[name]
@@ -372,15 +373,15 @@ def named_behaviour(name: str) -> AcceptorBehaviour:
             found = None
         if isinstance(found, AcceptorBehaviour):
             return found
-    m = re.fullmatch(r"(close-after|window|slow-reader)-(\d+)", name)
+    m = re.fullmatch(r"(close-after|window|slow-reader)-(\d+)(-late-ack)?", name)
     if m:
-        n = int(m.group(2))
-        if m.group(1) == "close-after":
+        n, late = int(m.group(2)), bool(m.group(3))
+        if m.group(1) == "close-after" and not late:
             return AcceptorBehaviour(name, close_after_packets=n)
-        if m.group(1) == "slow-reader" and n > 0:
+        if m.group(1) == "slow-reader" and n > 0 and not late:
             return AcceptorBehaviour(name, read_rate=n, receive_buffer=SLOW_READER_BUFFER)
         if m.group(1) == "window":
-            return AcceptorBehaviour(name, window_size=n)
+            return AcceptorBehaviour(name, window_size=n, session_ack="timer" if late else "normal")
     known = ", ".join(sorted([*BEHAVIOURS, *READING_BEHAVIOURS]))
     raise KeyError(f"unknown acceptor behaviour {name!r}; known: {known}")
 
