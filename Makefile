@@ -33,7 +33,7 @@ run: setup
 	$(BIN)/msmq-harness demo --out reports/demo
 
 test: setup browser tshark
-	$(BIN)/python -m pytest -n 4 --dist loadgroup -q --durations=20
+	$(BIN)/python -m pytest -n 6 --dist loadgroup -q --durations=20
 
 lint: setup
 	$(BIN)/ruff check packets harness tests benchmarks fuzz examples tools

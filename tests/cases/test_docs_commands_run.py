@@ -259,7 +259,7 @@ BIN = Path(sys.executable).parent
 #: doc line -> (how it runs: "workspace" or "checkout", the commands), or the reason it does not
 OTHERS: dict[str, tuple[str, list[list[str]]] | str] = {
     "make run": ("workspace", _make_recipe("run")),
-    "make test": "the whole test suite (python -m pytest -n 4), this test among it",
+    "make test": "the whole test suite (python -m pytest -n 6), this test among it",
     ".venv/bin/pytest cases/ -n 2": (
         "checkout",
         [[str(BIN / "pytest"), "cases/", "-n", "2", "-p", "no:cacheprovider"]],
