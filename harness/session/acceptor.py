@@ -373,15 +373,18 @@ def named_behaviour(name: str) -> AcceptorBehaviour:
             found = None
         if isinstance(found, AcceptorBehaviour):
             return found
-    m = re.fullmatch(r"(close-after|window|slow-reader)-(\d+)(-late-ack)?", name)
+    m = re.fullmatch(r"(close-after|window|slow-reader)-(\d+)", name)
     if m:
-        n, late = int(m.group(2)), bool(m.group(3))
-        if m.group(1) == "close-after" and not late:
+        n = int(m.group(2))
+        if m.group(1) == "close-after":
             return AcceptorBehaviour(name, close_after_packets=n)
-        if m.group(1) == "slow-reader" and n > 0 and not late:
+        if m.group(1) == "slow-reader" and n > 0:
             return AcceptorBehaviour(name, read_rate=n, receive_buffer=SLOW_READER_BUFFER)
         if m.group(1) == "window":
-            return AcceptorBehaviour(name, window_size=n, session_ack="timer" if late else "normal")
+            return AcceptorBehaviour(name, window_size=n)
+    m = re.fullmatch(r"window-(\d+)-late-ack", name)
+    if m:
+        return AcceptorBehaviour(name, window_size=int(m.group(1)), session_ack="timer")
     known = ", ".join(sorted([*BEHAVIOURS, *READING_BEHAVIOURS]))
     raise KeyError(f"unknown acceptor behaviour {name!r}; known: {known}")
 

@@ -6,8 +6,11 @@ the test's.  Test modules import them from here, never from one another.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,17 +57,29 @@ def proxy_target(
     folder: Path,
     *,
     retry: float | None = None,
+    sender: str | None = None,
     delay: dict[str, float] | None = None,
     edit: dict[str, dict[str, dict[str, object]]] | None = None,
 ) -> str:
     """The ``cmd:`` target of a proxy written in ``folder``: the reference sender (with its Session
-    Retry Connect Timer at ``retry`` seconds, when given), each control operation named in
-    ``delay`` passed on that many seconds late, and each object of a reply's result named in
-    ``edit`` (per control operation) updated with the entries given."""
+    Retry Connect Timer at ``retry`` seconds, when given), or the sender class ``sender``
+    (``pkg.mod:Class``), each control operation named in ``delay`` passed on that many seconds
+    late, and each object of a reply's result named in ``edit`` (per control operation) updated
+    with the entries given."""
     script = folder / "proxy.py"
     script.write_text(f"DELAY, EDIT = {delay or {}!r}, {edit or {}!r}\n{_PROXY}", encoding="utf-8")
-    sender = ""
     if retry is not None:
         (folder / "retry_sender.py").write_text(f"RETRY = {retry!r}\n{_RETRY_SENDER}", encoding="utf-8")
-        sender = " --sender retry_sender:Sender"
-    return f"cmd:{sys.executable} {script} {ROOT}{sender}"
+        sender = "retry_sender:Sender"
+    return f"cmd:{sys.executable} {script} {ROOT}" + (f" --sender {sender}" if sender else "")
+
+
+def case_results(folder: Path, target: str, case_file: str, case: str) -> list[dict[str, Any]]:
+    """The results (as ``run --json`` writes them) of the variants of ``case`` in ``case_file``
+    (from the checkout's root) run against ``target``; the report is written in ``folder``."""
+    out = folder / "out.json"
+    subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", case_file, "-k", case, "--target", target, "--json", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
+    )  # fmt: skip
+    return [dict(r) for r in json.loads(out.read_text(encoding="utf-8"))["results"]]

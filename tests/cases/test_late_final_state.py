@@ -13,13 +13,11 @@ its timer allows still fails, and so does a state read wrong before the retry op
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cases.reference_proxy import ROOT, proxy_target
+from tests.cases.reference_proxy import case_results, proxy_target
 
 CASE = "mqqb.establish.session-initialization-timeout"
 
@@ -27,15 +25,9 @@ CASE = "mqqb.establish.session-initialization-timeout"
 def _run(tmp_path: Path, delay: float, retry: float | None = None) -> dict[str, object]:
     """The case's result with the reference sender behind a proxy that answers observe_outgoing
     ``delay`` seconds late (its Session Retry Connect Timer at ``retry`` seconds, when given)."""
-    out = tmp_path / "out.json"
     target = proxy_target(tmp_path, retry=retry, delay={"observe_outgoing": delay})
-    subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "cases/mqqb/establish.yaml", "-k", CASE, "--target", target,
-         "--json", str(out)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
-    )  # fmt: skip
-    (result,) = json.loads(out.read_text(encoding="utf-8"))["results"]
-    return dict(result)
+    (result,) = case_results(tmp_path, target, "cases/mqqb/establish.yaml", CASE)
+    return result
 
 
 @pytest.mark.parametrize("delay", [0.0, 2.0])

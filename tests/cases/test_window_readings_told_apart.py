@@ -13,28 +13,19 @@ sender, which keeps to the acceptor's window, still passes.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
-from tests.cases.reference_proxy import ROOT, proxy_target
+from tests.cases.reference_proxy import case_results, proxy_target
 
 CASE = "mqqb.fault.window"
 LATE = 0.1  # seconds each enqueue reaches the sender after the one before it
 
 
-def _results(tmp_path: Path, sender: str | None) -> dict[str, dict]:
+def _results(tmp_path: Path, sender: str | None) -> dict[str, dict[str, Any]]:
     """The case's variants (case id -> result) with each enqueue passed on LATE seconds late."""
-    out = tmp_path / "out.json"
-    target = proxy_target(tmp_path, delay={"enqueue": LATE}) + (f" --sender {sender}" if sender else "")
-    subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "cases/mqqb/faults.yaml", "-k", CASE, "--target", target,
-         "--json", str(out)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
-    )  # fmt: skip
-    results = json.loads(out.read_text(encoding="utf-8"))["results"]
-    return {str(r["case_id"]): dict(r) for r in results}
+    target = proxy_target(tmp_path, sender=sender, delay={"enqueue": LATE})
+    return {str(r["case_id"]): r for r in case_results(tmp_path, target, "cases/mqqb/faults.yaml", CASE)}
 
 
 def test_an_own_window_sender_is_told_apart_when_the_enqueues_come_late(tmp_path: Path) -> None:
